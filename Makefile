@@ -1,0 +1,40 @@
+# The two commands a fresh machine needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Re-install only when the project's dependency list changes.
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: demo test lint bench data clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 >/dev/null
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m raglab.demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check raglab tests benchmarks scripts
+
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
+	$(BIN)/python benchmarks/retrieval.py
+	$(BIN)/python benchmarks/bootstrap.py
+	$(BIN)/python benchmarks/judge.py
+
+# Rebuild the bundled data in data/ from ../shared/data (deterministic).
+data: $(STAMP)
+	$(BIN)/python scripts/build_data.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

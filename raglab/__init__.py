@@ -1,0 +1,70 @@
+"""raglab: evaluate retrieval-augmented generation one question at a time.
+
+``import raglab`` registers the ``df.rag`` accessor on pandas DataFrames. The pure functions live
+in :mod:`raglab.metrics`, :mod:`raglab.stats`, :mod:`raglab.agreement` and :mod:`raglab.sizing`;
+files in :mod:`raglab.io`; frozen eval sets in :mod:`raglab.evalset`.
+
+Examples
+--------
+>>> import pandas as pd, raglab
+>>> rows = pd.DataFrame({"question_id": ["q1", "q2"], "retrieved": [["d1", "d2"], ["d3"]],
+...                      "gold": [["d2"], []]})
+>>> rows.rag.validate(require=["retrieved", "gold"]).shape
+(2, 3)
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _dist_version
+from typing import Any
+
+try:
+    __version__ = _dist_version("raglab")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0+unknown"
+
+from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
+from raglab import io, stats
+from raglab._interval import Interval
+from raglab._rowtable import (
+    ConventionMismatchWarning,
+    EvalSetMismatchError,
+    JudgeMismatchWarning,
+    MissingColumnError,
+    RowTableError,
+)
+from raglab.evalset import EvalSet, EvalSetTamperedError
+from raglab.io import read_rows, read_trec, write_rows, write_trec
+
+__all__ = [
+    "__version__",
+    "ConventionMismatchWarning",
+    "EvalSet",
+    "EvalSetMismatchError",
+    "EvalSetTamperedError",
+    "Interval",
+    "JudgeMismatchWarning",
+    "MissingColumnError",
+    "RowTableError",
+    "io",
+    "read_rows",
+    "read_trec",
+    "stats",
+    "write_rows",
+    "write_trec",
+]
+
+# Modules with heavier imports load on first use: ``raglab.datasets`` and friends.
+_LAZY_MODULES: set[str] = set()
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"raglab.{name}")
+    raise AttributeError(f"module 'raglab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY_MODULES)

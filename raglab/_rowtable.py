@@ -1,0 +1,471 @@
+"""The row table: column roles, resolution of user overrides, validation and pairing of runs.
+
+A row table has one row per question per run. Each *role* (question id, ranked retrieved ids, gold,
+...) has a default column name; every public method takes keyword overrides, e.g.
+``rows.rag.retrieval(retrieved="reranked_ids")``. This module is the one place that knows the roles,
+checks cells and words the errors, so every method reports problems the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab._meta import evalset_of, get_meta, judge_of
+
+__all__ = [
+    "ROLES",
+    "RowTableError",
+    "MissingColumnError",
+    "EvalSetMismatchError",
+    "JudgeMismatchWarning",
+    "ConventionMismatchWarning",
+    "resolve_column",
+    "validate_rows",
+    "pair_runs",
+    "PairedRuns",
+    "is_missing",
+    "is_unanswerable",
+]
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    kind: str  # id | text | id_list | gold | span_list | text_or_list
+    meaning: str
+
+
+ROLES: dict[str, Role] = {
+    r.name: r
+    for r in (
+        Role("question_id", "id", "join key, unique within a run"),
+        Role("question", "text", "the question text"),
+        Role("retrieved", "id_list", "ranked ids of the chunks that reached the model"),
+        Role("gold", "gold", "gold ids (list) or graded relevance (dict id -> grade); empty = unanswerable"),
+        Role("gold_spans", "span_list", "gold character spans: list of {doc_id, start, end}"),
+        Role("retrieved_spans", "span_list", "character span of each retrieved chunk, same order as retrieved"),
+        Role("context", "text_or_list", "the context passed to the model (str or list of passages)"),
+        Role("answer", "text", "the system's answer"),
+        Role("reference", "text", "a reference answer"),
+    )
+}
+
+SPAN_KEYS = ("doc_id", "start", "end")
+_SHOWN = 5  # offending rows listed in an error message
+
+
+class RowTableError(ValueError):
+    """A row table does not have the shape or cell types a raglab method needs.
+
+    The message names the method, the column, the first offending rows and the fix.
+    """
+
+
+class MissingColumnError(RowTableError, KeyError):
+    """A column a method needs is absent (also a ``KeyError``, which is what pandas users catch)."""
+
+    def __str__(self) -> str:  # KeyError would print the message quoted
+        return str(self.args[0]) if self.args else ""
+
+
+class EvalSetMismatchError(RowTableError):
+    """Two runs were scored against different versions (or edits) of an eval set."""
+
+
+class JudgeMismatchWarning(UserWarning):
+    """Two runs were scored by judges with different fingerprints (model, prompts, temperature, ...)."""
+
+
+class ConventionMismatchWarning(UserWarning):
+    """Two runs record different metric conventions (k, nDCG gain, span rule, ...)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Cells
+# --------------------------------------------------------------------------------------------------
+
+
+def is_missing(value: Any) -> bool:
+    """True for None, NaN and pandas' NA/NaT scalars (False for lists, dicts and arrays)."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, (list, tuple, dict, np.ndarray, str)):
+        return False
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, (str, Integral)) and not isinstance(value, bool)
+
+
+def _is_list_like(value: Any) -> bool:
+    return isinstance(value, (list, tuple, np.ndarray))
+
+
+def is_unanswerable(gold: Any) -> bool:
+    """A question is unanswerable when its gold is missing, empty, or has no grade above 0."""
+    if is_missing(gold):
+        return True
+    if isinstance(gold, Mapping):
+        return not any(_grade_value(g) > 0 for g in gold.values())
+    if _is_list_like(gold):
+        return len(gold) == 0
+    return False
+
+
+def _grade_value(grade: Any) -> float:
+    return float(grade) if isinstance(grade, Real) and not isinstance(grade, bool) else float("nan")
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_id(value: Any) -> str | None:
+    if is_missing(value):
+        return "a missing value"
+    if not _is_id(value):
+        return f"{type(value).__name__} {_describe(value)}"
+    return None
+
+
+def _check_text(value: Any) -> str | None:
+    if is_missing(value) or isinstance(value, str):
+        return None
+    return f"{type(value).__name__} {_describe(value)}"
+
+
+def _check_text_or_list(value: Any) -> str | None:
+    if is_missing(value) or isinstance(value, str):
+        return None
+    if _is_list_like(value) and all(isinstance(v, str) for v in value):
+        return None
+    return f"{type(value).__name__} {_describe(value)}"
+
+
+def _check_id_list(value: Any) -> str | None:
+    if is_missing(value):
+        return "NaN/None (use [] when nothing was retrieved)"
+    if isinstance(value, str):
+        hint = " (JSON text? read files with raglab.read_rows)" if value.lstrip().startswith("[") else ""
+        return f"a string {_describe(value)}{hint}"
+    if not _is_list_like(value):
+        return f"{type(value).__name__} {_describe(value)}"
+    for item in value:
+        if not _is_id(item):
+            return f"a list containing {type(item).__name__} {_describe(item)}"
+    return None
+
+
+def _check_gold(value: Any) -> str | None:
+    if is_missing(value):
+        return None  # missing gold = unanswerable
+    if isinstance(value, Mapping):
+        for key, grade in value.items():
+            if not _is_id(key):
+                return f"a dict with key {_describe(key)} (ids must be str or int)"
+            if math.isnan(_grade_value(grade)):
+                return f"a dict with grade {_describe(grade)} for {key!r} (grades must be numbers)"
+        return None
+    if isinstance(value, str):
+        hint = " (JSON text? read files with raglab.read_rows)" if value.lstrip()[:1] in "[{" else ""
+        return f"a string {_describe(value)}{hint}"
+    if _is_list_like(value):
+        for item in value:
+            if not _is_id(item):
+                return f"a list containing {type(item).__name__} {_describe(item)}"
+        return None
+    return f"{type(value).__name__} {_describe(value)}"
+
+
+def _check_span_list(value: Any) -> str | None:
+    if is_missing(value):
+        return None
+    if not _is_list_like(value):
+        return f"{type(value).__name__} {_describe(value)}"
+    for span in value:
+        if not isinstance(span, Mapping) or any(key not in span for key in SPAN_KEYS):
+            return f"a span {_describe(span)} (each span is a dict with doc_id, start, end)"
+        start, end = span["start"], span["end"]
+        if not all(isinstance(x, Integral) and not isinstance(x, bool) for x in (start, end)):
+            return f"a span with non-integer offsets {_describe(span)}"
+        if start < 0 or start > end:
+            return f"a span with start > end or start < 0: {_describe(span)}"
+        if not _is_id(span["doc_id"]):
+            return f"a span with doc_id {_describe(span['doc_id'])}"
+    return None
+
+
+_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "id": _check_id,
+    "text": _check_text,
+    "text_or_list": _check_text_or_list,
+    "id_list": _check_id_list,
+    "gold": _check_gold,
+    "span_list": _check_span_list,
+}
+
+_EXPECTED: dict[str, str] = {
+    "id": "a str or int id in every row",
+    "text": "a str (or None) per row",
+    "text_or_list": "a str or a list of str per row",
+    "id_list": "a list of str/int ids per row ([] when nothing was retrieved)",
+    "gold": "a list of ids or a dict id -> grade per row (empty or missing = unanswerable)",
+    "span_list": "a list of {doc_id, start, end} dicts with 0 <= start <= end per row",
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# Columns
+# --------------------------------------------------------------------------------------------------
+
+
+def resolve_column(
+    df: pd.DataFrame,
+    role: str,
+    override: str | None = None,
+    *,
+    method: str,
+    required: bool = True,
+) -> str | None:
+    """Return the column that plays ``role`` in ``df`` (the override or the default name).
+
+    Raises :class:`MissingColumnError` naming the method, the columns found and the keyword to pass
+    when the column is required and absent; returns None when optional and absent.
+    """
+    name = override if override is not None else role
+    if name in df.columns:
+        return name
+    if not required:
+        if override is not None:  # an explicit override that is wrong is always an error
+            raise missing_column_error(df, name, role=role, method=method)
+        return None
+    raise missing_column_error(df, name, role=role, method=method)
+
+
+def missing_column_error(df: pd.DataFrame, name: str, *, role: str | None, method: str) -> MissingColumnError:
+    found = [str(c) for c in df.columns]
+    meaning = f" ({ROLES[role].meaning})" if role in ROLES else ""
+    keyword = role if role is not None else "the matching keyword"
+    return MissingColumnError(
+        f"{method} needs column {name!r}{meaning}; found {found}. "
+        f"Pass {keyword}='your_column' to use another name."
+    )
+
+
+def _row_labels(df: pd.DataFrame, positions: Sequence[int], id_column: str | None) -> str:
+    shown = list(positions[:_SHOWN])
+    labels = [str(df.index[p]) for p in shown]
+    text = f"row{'s' if len(positions) > 1 else ''} {', '.join(labels)}"
+    if id_column is not None and id_column in df.columns:
+        ids = ", ".join(repr(df[id_column].iloc[p]) for p in shown)
+        text += f" ({id_column} {ids})"
+    if len(positions) > _SHOWN:
+        text += f" and {len(positions) - _SHOWN} more"
+    return text
+
+
+def check_column(
+    df: pd.DataFrame,
+    column: str,
+    kind: str,
+    *,
+    method: str,
+    id_column: str | None = "question_id",
+) -> None:
+    """Check every cell of ``column`` against the cell kind ``kind``; raise :class:`RowTableError`."""
+    check = _CHECKS[kind]
+    problems = [(pos, msg) for pos, msg in enumerate(map(check, df[column].array)) if msg is not None]
+    if problems:
+        positions = [pos for pos, _ in problems]
+        raise RowTableError(
+            f"{method}: column {column!r} must hold {_EXPECTED[kind]}; "
+            f"{_row_labels(df, positions, id_column)} hold{'s' if len(positions) == 1 else ''} "
+            f"{problems[0][1]}."
+        )
+
+
+def check_unique_ids(df: pd.DataFrame, column: str, *, method: str) -> None:
+    """Raise when ``column`` has duplicates, listing the duplicated ids and their rows."""
+    duplicated = df[column].duplicated(keep=False).to_numpy()
+    if duplicated.any():
+        positions = np.flatnonzero(duplicated).tolist()
+        ids = pd.unique(df[column].iloc[positions])[:_SHOWN]
+        raise RowTableError(
+            f"{method}: column {column!r} must be unique within a run (one row per question); "
+            f"{len(pd.unique(df[column].iloc[positions]))} ids repeat, e.g. {[str(i) for i in ids]} "
+            f"at {_row_labels(df, positions, None)}. Drop or aggregate the repeated rows "
+            f"(e.g. df.drop_duplicates({column!r}))."
+        )
+
+
+def validate_rows(
+    df: pd.DataFrame,
+    *,
+    method: str = "rag.validate",
+    require: Iterable[str] = ("question_id",),
+    columns: Mapping[str, str | None] | None = None,
+) -> dict[str, str]:
+    """Validate the row table and return the resolved ``{role: column}`` for the roles present.
+
+    ``require`` lists the roles that must be present; other known roles are checked when present.
+    ``columns`` maps roles to user column names (None keeps the default).
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{method} needs a pandas DataFrame, got {type(df).__name__}")
+    overrides = dict(columns or {})
+    unknown = set(overrides) - set(ROLES)
+    if unknown:
+        raise TypeError(f"{method}: unknown column role(s) {sorted(unknown)}; roles are {list(ROLES)}")
+    required = set(require)
+    resolved: dict[str, str] = {}
+    for role in ROLES:
+        column = resolve_column(df, role, overrides.get(role), method=method, required=role in required)
+        if column is not None:
+            resolved[role] = column
+    id_column = resolved.get("question_id")
+    if id_column is not None:
+        check_column(df, id_column, "id", method=method, id_column=None)
+        check_unique_ids(df, id_column, method=method)
+    for role, column in resolved.items():
+        if role != "question_id":
+            check_column(df, column, ROLES[role].kind, method=method, id_column=id_column)
+    if "retrieved" in resolved and "retrieved_spans" in resolved:
+        _check_same_lengths(df, resolved["retrieved"], resolved["retrieved_spans"], method, id_column)
+    return resolved
+
+
+def _check_same_lengths(df: pd.DataFrame, ids: str, spans: str, method: str, id_column: str | None) -> None:
+    id_lengths = np.fromiter((len(v) for v in df[ids].array), dtype=np.int64, count=len(df))
+    span_lengths = np.fromiter(
+        (-1 if is_missing(v) else len(v) for v in df[spans].array), dtype=np.int64, count=len(df)
+    )
+    bad = np.flatnonzero((span_lengths >= 0) & (span_lengths != id_lengths)).tolist()
+    if bad:
+        raise RowTableError(
+            f"{method}: column {spans!r} must give one span per entry of {ids!r} (same order); "
+            f"{_row_labels(df, bad, id_column)} differ in length."
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Pairing two runs by question id
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PairedRuns:
+    """Two runs aligned row by row on the question id (same order, index reset)."""
+
+    base: pd.DataFrame
+    cand: pd.DataFrame
+    on: str
+    base_only: list[Any] = field(default_factory=list)
+    cand_only: list[Any] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.base)
+
+
+def pair_runs(
+    base: pd.DataFrame,
+    cand: pd.DataFrame,
+    *,
+    on: str = "question_id",
+    how: str = "exact",
+    method: str = "rag.compare",
+    allow_evalset_mismatch: bool = False,
+) -> PairedRuns:
+    """Align two runs by question id for a paired comparison.
+
+    ``how="exact"`` (default) requires the same question set on both sides and raises otherwise,
+    listing the ids missing on each side; ``how="inner"`` keeps the shared questions and warns with
+    the counts. Runs stamped with different eval-set hashes are refused unless
+    ``allow_evalset_mismatch=True``; different judge fingerprints or metric conventions warn.
+    """
+    if how not in ("exact", "inner"):
+        raise ValueError(f"The value for `how` must be one of ['exact', 'inner'], but {how!r} was passed.")
+    for side, frame in (("base", base), ("cand", cand)):
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"{method}: {side} must be a DataFrame, got {type(frame).__name__}")
+        if on not in frame.columns:
+            raise missing_column_error(frame, on, role="question_id" if on == "question_id" else None, method=method)
+        check_column(frame, on, "id", method=f"{method} ({side})", id_column=None)
+        check_unique_ids(frame, on, method=f"{method} ({side})")
+
+    _check_evalsets(base, cand, method=method, allow=allow_evalset_mismatch)
+    _warn_on_judge_or_convention_change(base, cand, method=method)
+
+    base_ids = base[on].astype(str)
+    cand_ids = cand[on].astype(str)
+    base_only = base[on][~base_ids.isin(set(cand_ids))].tolist()
+    cand_only = cand[on][~cand_ids.isin(set(base_ids))].tolist()
+    if base_only or cand_only:
+        summary = (
+            f"{len(base_only)} question(s) only in base (e.g. {[str(i) for i in base_only[:_SHOWN]]}), "
+            f"{len(cand_only)} only in candidate (e.g. {[str(i) for i in cand_only[:_SHOWN]]})"
+        )
+        if how == "exact":
+            raise RowTableError(
+                f"{method}: the runs must answer the same questions to be paired by {on!r}; {summary}. "
+                f"Pass how='inner' to compare the {int(base_ids.isin(set(cand_ids)).sum())} shared questions."
+            )
+        warnings.warn(f"{method}: comparing shared questions only; {summary}.", UserWarning, stacklevel=3)
+
+    order = pd.Index(cand_ids).get_indexer(base_ids)
+    keep = order >= 0
+    paired_base = base.iloc[np.flatnonzero(keep)].reset_index(drop=True)
+    paired_cand = cand.iloc[order[keep]].reset_index(drop=True)
+    return PairedRuns(paired_base, paired_cand, on, base_only, cand_only)
+
+
+def _check_evalsets(base: pd.DataFrame, cand: pd.DataFrame, *, method: str, allow: bool) -> None:
+    a, b = evalset_of(base), evalset_of(cand)
+    if a and b and a.get("hash") != b.get("hash"):
+        message = (
+            f"{method}: the runs were scored against different eval sets: base "
+            f"{a.get('name')!r} version {a.get('version')!r} (hash {str(a.get('hash'))[:12]}), candidate "
+            f"{b.get('name')!r} version {b.get('version')!r} (hash {str(b.get('hash'))[:12]}). "
+            "Re-score both on one version, or pass allow_evalset_mismatch=True to compare anyway."
+        )
+        if not allow:
+            raise EvalSetMismatchError(message)
+        warnings.warn(message, UserWarning, stacklevel=4)
+
+
+def _warn_on_judge_or_convention_change(base: pd.DataFrame, cand: pd.DataFrame, *, method: str) -> None:
+    a, b = judge_of(base), judge_of(cand)
+    if a and b and a.get("fingerprint") != b.get("fingerprint"):
+        changed = sorted(k for k in set(a) | set(b) if k != "fingerprint" and a.get(k) != b.get(k))
+        warnings.warn(
+            f"{method}: THE RUNS WERE SCORED BY DIFFERENT JUDGES (fingerprint {str(a.get('fingerprint'))[:12]} vs "
+            f"{str(b.get('fingerprint'))[:12]}; differs in {changed or 'fingerprint'}). A judge change shifts "
+            "scores by itself: re-score the baseline with the candidate's judge before comparing.",
+            JudgeMismatchWarning,
+            stacklevel=4,
+        )
+    conv_a, conv_b = get_meta(base).get("retrieval"), get_meta(cand).get("retrieval")
+    if isinstance(conv_a, Mapping) and isinstance(conv_b, Mapping):
+        changed = sorted(k for k in set(conv_a) & set(conv_b) if conv_a[k] != conv_b[k])
+        if changed:
+            details = ", ".join(f"{k}: {conv_a[k]!r} vs {conv_b[k]!r}" for k in changed)
+            warnings.warn(
+                f"{method}: the runs record different retrieval conventions ({details}).",
+                ConventionMismatchWarning,
+                stacklevel=4,
+            )

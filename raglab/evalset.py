@@ -1,0 +1,396 @@
+"""Frozen, versioned eval sets.
+
+An eval set is the fixed list of questions with their gold that runs are scored against. Edit it
+and successive comparisons mix systems with datasets; so raglab freezes it: each version is written
+once, with a manifest of content hashes, and loading refuses a version whose rows changed. New
+questions (say, mined from production failures) go into a new version made by :meth:`EvalSet.extend`.
+
+Layout on disk::
+
+    path/
+      v1/rows.jsonl        questions and gold (raglab JSONL)
+      v1/manifest.json     version, row count, per-row and whole-set hashes, created, raglab version
+      v2/...
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab._meta import get_meta, set_meta
+from raglab._rowtable import RowTableError, check_column, check_unique_ids, resolve_column, validate_rows
+from raglab.io import read_rows, write_rows
+
+__all__ = ["EvalSet", "EvalSetTamperedError", "row_hashes", "set_hash"]
+
+FROZEN_ROLES = ("question_id", "question", "gold", "gold_spans", "reference")
+_ROWS_FILE = "rows.jsonl"
+_MANIFEST_FILE = "manifest.json"
+
+
+class EvalSetTamperedError(ValueError):
+    """A frozen eval-set version no longer matches its manifest."""
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return [_canonical(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, float) and value != value:
+        return None  # NaN and None are both "missing" for the purpose of content identity
+    return value
+
+
+def row_hashes(df: pd.DataFrame, columns: Iterable[str], question_id: str = "question_id") -> dict[str, str]:
+    """SHA-256 of each row's canonical JSON over ``columns``, keyed by question id (as text)."""
+    columns = list(columns)
+    hashes: dict[str, str] = {}
+    cells = [df[c].array for c in columns]
+    for qid, *values in zip(df[question_id].array, *cells):
+        record = dict(zip(columns, (_canonical(v) for v in values)))
+        text = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        hashes[str(qid)] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashes
+
+
+def set_hash(hashes: Mapping[str, str]) -> str:
+    """Hash of a whole set: independent of row order."""
+    digest = hashlib.sha256()
+    for qid in sorted(hashes):
+        digest.update(f"{qid}\t{hashes[qid]}\n".encode())
+    return digest.hexdigest()
+
+
+def _raglab_version() -> str:
+    from raglab import __version__
+
+    return __version__
+
+
+def _next_version(version: str) -> str:
+    match = re.search(r"(\d+)$", version)
+    if not match:
+        raise ValueError(f"cannot guess the version after {version!r}; pass version='...' to extend()")
+    number = match.group(1)
+    return version[: match.start()] + str(int(number) + 1).zfill(len(number))
+
+
+class EvalSet:
+    """A frozen version of an eval set: questions and gold, verified against their hashes.
+
+    Make one with :meth:`freeze`, open one with :meth:`load`, grow it with :meth:`extend`, and
+    :meth:`stamp` runs with it so that comparisons can refuse runs from different versions.
+
+    Examples
+    --------
+    >>> import pandas as pd, raglab, tempfile
+    >>> rows = pd.DataFrame({"question_id": ["q1", "q2"], "gold": [["d1"], ["d4", "d5"]]})
+    >>> root = tempfile.mkdtemp()
+    >>> es = raglab.EvalSet.freeze(rows, root, version="v1")
+    >>> es.version, len(es)
+    ('v1', 2)
+    >>> es2 = es.extend(pd.DataFrame({"question_id": ["q3"], "gold": [["d9"]]}))
+    >>> es2.version, es2.added
+    ('v2', ['q3'])
+    >>> raglab.EvalSet.load(root).version
+    'v2'
+    """
+
+    def __init__(self, path: Path, manifest: dict[str, Any], rows: pd.DataFrame) -> None:
+        self.path = path
+        self.manifest = manifest
+        self._rows = rows
+
+    # ---- properties -------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return str(self.manifest["name"])
+
+    @property
+    def version(self) -> str:
+        return str(self.manifest["version"])
+
+    @property
+    def hash(self) -> str:
+        return str(self.manifest["set_hash"])
+
+    @property
+    def added(self) -> list[str]:
+        """Question ids this version added to its parent (all of them for a first version)."""
+        return list(self.manifest.get("added", []))
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        """A copy of the frozen rows, stamped with this version."""
+        out = self._rows.copy()
+        set_meta(out, {**get_meta(out), "evalset": self.stamp_record()})
+        return out
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.manifest["columns"])
+
+    def __len__(self) -> int:
+        return int(self.manifest["n_rows"])
+
+    def __repr__(self) -> str:
+        parent = self.manifest.get("parent")
+        grown = f", {len(self.added)} added to {parent['version']}" if parent else ""
+        return (
+            f"EvalSet({self.name!r}, version={self.version!r}: {len(self)} questions{grown}; "
+            f"hash {self.hash[:12]}; columns {self.columns})"
+        )
+
+    def stamp_record(self) -> dict[str, Any]:
+        """What a run scored against this version carries in ``attrs['raglab']['evalset']``."""
+        return {"name": self.name, "version": self.version, "hash": self.hash, "n": len(self)}
+
+    # ---- making and opening -----------------------------------------------------------------------
+    @classmethod
+    def freeze(
+        cls,
+        df: pd.DataFrame,
+        path: str | Path,
+        *,
+        version: str | int,
+        name: str | None = None,
+        columns: Iterable[str] | None = None,
+        question_id: str = "question_id",
+    ) -> EvalSet:
+        """Write ``df``'s questions and gold as version ``version`` of the eval set at ``path``.
+
+        Parameters
+        ----------
+        df : DataFrame
+            One row per question. The frozen columns are those of ``question_id``, ``question``,
+            ``gold``, ``gold_spans`` and ``reference`` that exist, plus ``columns``.
+        path : str or Path
+            The eval set's directory (created if needed); the version goes in ``path/<version>/``.
+        version : str or int
+            Version label, e.g. ``"v1"``. An existing version is never overwritten.
+        name : str, optional
+            Defaults to the directory name.
+        columns : iterable of str, optional
+            Extra columns to freeze, e.g. slice labels such as ``"qtype"``.
+        """
+        return cls._write(df, Path(path), str(version), name, columns, question_id, parent=None)
+
+    @classmethod
+    def _write(
+        cls,
+        df: pd.DataFrame,
+        root: Path,
+        version: str,
+        name: str | None,
+        columns: Iterable[str] | None,
+        question_id: str,
+        parent: EvalSet | None,
+    ) -> EvalSet:
+        method = "EvalSet.freeze" if parent is None else "EvalSet.extend"
+        resolved = validate_rows(df, method=method, columns={"question_id": question_id})
+        extra = list(columns or [])
+        for column in extra:
+            resolve_column(df, column, column, method=method)
+        frozen = [resolved[r] for r in FROZEN_ROLES if r in resolved]
+        frozen += [c for c in extra if c not in frozen]
+        target = root / version
+        if target.exists():
+            raise FileExistsError(
+                f"{method}: version {version!r} already exists at {str(target)!r}; frozen versions are never "
+                "overwritten. Use EvalSet.load(...).extend(new_rows) to make the next version."
+            )
+        rows = df[frozen].reset_index(drop=True).copy()
+        rows.attrs = {}
+        hashes = row_hashes(rows, frozen, resolved["question_id"])
+        manifest = {
+            "name": name or (parent.name if parent else root.resolve().name),
+            "version": version,
+            "sequence": (parent.manifest["sequence"] + 1) if parent else 1,
+            "n_rows": len(rows),
+            "question_id": resolved["question_id"],
+            "columns": frozen,
+            "set_hash": set_hash(hashes),
+            "row_hashes": hashes,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "raglab_version": _raglab_version(),
+            "parent": {"version": parent.version, "hash": parent.hash} if parent else None,
+            "added": [str(q) for q in rows[resolved["question_id"]]] if parent is None else None,
+        }
+        if parent is not None:
+            manifest["added"] = [q for q in hashes if q not in parent.manifest["row_hashes"]]
+        target.mkdir(parents=True)
+        try:
+            write_rows(rows, target / _ROWS_FILE)
+            (target / _MANIFEST_FILE).write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
+        except BaseException:
+            for child in target.iterdir():
+                child.unlink()
+            target.rmdir()
+            raise
+        return cls(target, manifest, rows)
+
+    @classmethod
+    def versions(cls, path: str | Path) -> list[str]:
+        """The versions stored under ``path``, oldest first."""
+        root = Path(path)
+        found = []
+        for manifest_path in root.glob(f"*/{_MANIFEST_FILE}"):
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            found.append((manifest.get("sequence", 0), manifest["version"]))
+        return [v for _, v in sorted(found)]
+
+    @classmethod
+    def load(cls, path: str | Path, version: str | int | None = None) -> EvalSet:
+        """Open a version (the latest by default) and verify it against its manifest.
+
+        Raises :class:`EvalSetTamperedError` listing the question ids whose rows changed, were
+        added or were removed since the version was frozen.
+        """
+        root = Path(path)
+        if version is None:
+            available = cls.versions(root)
+            if not available:
+                raise FileNotFoundError(f"no eval-set versions under {str(root)!r} (expected */{_MANIFEST_FILE})")
+            version = available[-1]
+        target = root / str(version)
+        manifest_path = target / _MANIFEST_FILE
+        if not manifest_path.exists():
+            raise FileNotFoundError(
+                f"no eval-set version {str(version)!r} under {str(root)!r}; versions: {cls.versions(root)}"
+            )
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        rows = read_rows(target / _ROWS_FILE)
+        evalset = cls(target, manifest, rows)
+        evalset.verify()
+        return evalset
+
+    def verify(self) -> None:
+        """Recompute the hashes and raise :class:`EvalSetTamperedError` if anything changed."""
+        manifest = self.manifest
+        expected: dict[str, str] = manifest["row_hashes"]
+        where = f"eval set {self.name!r} version {self.version!r} at {str(self.path)!r}"
+        if set_hash(expected) != manifest["set_hash"]:
+            raise EvalSetTamperedError(f"{where}: the manifest's hashes were edited (set hash does not match).")
+        qid = manifest["question_id"]
+        if list(self._rows.columns) != list(manifest["columns"]):
+            raise EvalSetTamperedError(
+                f"{where}: columns are {list(self._rows.columns)}, the manifest froze {manifest['columns']}."
+            )
+        if self._rows[qid].duplicated().any():
+            dupes = self._rows[qid][self._rows[qid].duplicated()].astype(str).tolist()
+            raise EvalSetTamperedError(f"{where}: question ids repeat: {dupes[:10]}")
+        actual = row_hashes(self._rows, manifest["columns"], qid)
+        changed = [q for q in expected if q in actual and actual[q] != expected[q]]
+        removed = [q for q in expected if q not in actual]
+        added = [q for q in actual if q not in expected]
+        if changed or removed or added:
+            parts = []
+            for label, ids in (("changed", changed), ("removed", removed), ("added", added)):
+                if ids:
+                    shown = ids[:20]
+                    more = f" and {len(ids) - 20} more" if len(ids) > 20 else ""
+                    parts.append(f"{len(ids)} {label} {shown}{more}")
+            raise EvalSetTamperedError(
+                f"{where} was edited after freezing: {'; '.join(parts)}. Frozen versions must not change: "
+                "restore the file, or put new questions in a new version with extend()."
+            )
+
+    # ---- growing ----------------------------------------------------------------------------------
+    def extend(self, new_rows: pd.DataFrame, *, version: str | int | None = None) -> EvalSet:
+        """Write the next version: this version's rows plus ``new_rows`` (new question ids only).
+
+        Returns the new :class:`EvalSet`; its ``added`` lists the new question ids.
+        """
+        qid = self.manifest["question_id"]
+        if qid not in new_rows.columns:
+            resolve_column(new_rows, "question_id", qid, method="EvalSet.extend")
+        missing = [c for c in self.columns if c not in new_rows.columns and c != qid]
+        if missing:
+            raise RowTableError(
+                f"EvalSet.extend: new rows need the frozen columns {self.columns}; missing {missing}."
+            )
+        clash = sorted(set(new_rows[qid].astype(str)) & set(self.manifest["row_hashes"]))
+        if clash:
+            raise RowTableError(
+                f"EvalSet.extend: question ids already in version {self.version!r}: {clash[:10]}"
+                f"{' ...' if len(clash) > 10 else ''}. A version is never edited; add questions with new ids."
+            )
+        if len(new_rows) == 0:
+            raise ValueError("EvalSet.extend: no new rows given")
+        new_rows = new_rows[self.columns]
+        for column in (c for c in new_rows.columns if new_rows[c].dtype != self._rows[c].dtype):
+            if pd.api.types.is_object_dtype(self._rows[column].dtype):
+                new_rows = new_rows.astype({column: object})
+        combined = pd.concat([self._rows, new_rows], ignore_index=True)
+        next_version = str(version) if version is not None else _next_version(self.version)
+        extra = [c for c in self.columns if c not in FROZEN_ROLES]
+        return type(self)._write(combined, self.path.parent, next_version, self.name, extra, qid, parent=self)
+
+    # ---- runs -------------------------------------------------------------------------------------
+    def stamp(self, run: pd.DataFrame, *, question_id: str = "question_id", allow_missing: bool = False) -> pd.DataFrame:
+        """Attach this version to a run: add the frozen columns and record name, version and hash.
+
+        The run's question ids must all be in the eval set. Eval-set questions the run lacks are an
+        error (an incomplete run) unless ``allow_missing=True``. Frozen columns the run already has
+        (e.g. ``gold``) must equal the eval set's.
+
+        Returns
+        -------
+        DataFrame
+            A copy of ``run`` with the frozen columns and ``attrs["raglab"]["evalset"]``.
+        """
+        method = "EvalSet.stamp"
+        resolve_column(run, "question_id", question_id, method=method)
+        check_column(run, question_id, "id", method=method, id_column=None)
+        check_unique_ids(run, question_id, method=method)
+        own = self.manifest["question_id"]
+        frozen = self._rows.set_index(self._rows[own].astype(str))
+        run_ids = run[question_id].astype(str)
+        unknown = run_ids[~run_ids.isin(frozen.index)].tolist()
+        if unknown:
+            raise RowTableError(
+                f"{method}: {len(unknown)} run question(s) are not in eval set {self.name!r} "
+                f"{self.version!r}: {unknown[:10]}"
+            )
+        absent = frozen.index[~frozen.index.isin(run_ids)].tolist()
+        if absent and not allow_missing:
+            raise RowTableError(
+                f"{method}: the run lacks {len(absent)} of the {len(self)} eval-set questions, e.g. {absent[:10]}. "
+                "An incomplete run biases every mean; re-run them, or pass allow_missing=True."
+            )
+        out = run.copy()
+        aligned = frozen.loc[run_ids.to_numpy()]
+        for column in self.columns:
+            if column == own:
+                continue
+            values = aligned[column].reset_index(drop=True)
+            if column in out.columns:
+                mine = row_hashes(out.reset_index(drop=True), [column], question_id)
+                theirs = row_hashes(aligned.reset_index(drop=True).assign(**{question_id: run_ids.to_numpy()}),
+                                    [column], question_id)
+                differ = [q for q in mine if mine[q] != theirs[q]]
+                if differ:
+                    raise RowTableError(
+                        f"{method}: column {column!r} of the run differs from the eval set for "
+                        f"{len(differ)} question(s), e.g. {differ[:10]}. Drop the column to take the eval set's."
+                    )
+            else:
+                out[column] = values.set_axis(out.index).astype(values.dtype)
+        meta = get_meta(run)
+        meta["evalset"] = {**self.stamp_record(), "n_missing": len(absent)}
+        set_meta(out, meta)
+        return out

@@ -1,0 +1,163 @@
+"""Frozen, versioned eval sets: freeze, verify, refuse edits, extend, stamp runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pandas as pd
+import pytest
+
+import raglab
+from raglab import EvalSet, EvalSetTamperedError
+from raglab._meta import get_meta
+from raglab._rowtable import EvalSetMismatchError, RowTableError, pair_runs
+
+
+def questions() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "question_id": ["q1", "q2", "q3"],
+            "question": ["Who?", "What?", "When?"],
+            "gold": [["d1"], {"d2": 3, "d7": 1}, []],
+            "qtype": ["who", "what", "when"],
+            "retrieved": [["x"], ["y"], ["z"]],  # a run column: not frozen
+        }
+    )
+
+
+def test_freeze_writes_rows_and_manifest(tmp_path):
+    es = EvalSet.freeze(questions(), tmp_path / "golden", version="v1", columns=["qtype"])
+    manifest = json.loads((tmp_path / "golden" / "v1" / "manifest.json").read_text())
+    assert manifest["version"] == "v1" and manifest["n_rows"] == 3 and manifest["name"] == "golden"
+    assert manifest["columns"] == ["question_id", "question", "gold", "qtype"]
+    assert manifest["raglab_version"] == raglab.__version__
+    assert set(manifest["row_hashes"]) == {"q1", "q2", "q3"}
+    # The whole-set hash is a hash of the sorted per-row hashes (independent recomputation).
+    digest = hashlib.sha256()
+    for qid in sorted(manifest["row_hashes"]):
+        digest.update(f"{qid}\t{manifest['row_hashes'][qid]}\n".encode())
+    assert manifest["set_hash"] == digest.hexdigest() == es.hash
+    loaded = EvalSet.load(tmp_path / "golden")
+    assert loaded.version == "v1" and loaded.hash == es.hash
+    assert loaded.rows["gold"].tolist() == questions()["gold"].tolist()
+    assert "v1" in repr(loaded) and "3 questions" in repr(loaded)
+
+
+def test_row_order_does_not_change_the_hash(tmp_path):
+    a = EvalSet.freeze(questions(), tmp_path / "a", version="v1")
+    b = EvalSet.freeze(questions().iloc[::-1], tmp_path / "b", version="v1")
+    assert a.hash == b.hash
+
+
+def test_content_change_changes_the_hash(tmp_path):
+    edited = questions()
+    edited.at[1, "gold"] = {"d2": 2, "d7": 1}
+    a = EvalSet.freeze(questions(), tmp_path / "a", version="v1")
+    b = EvalSet.freeze(edited, tmp_path / "b", version="v1")
+    assert a.hash != b.hash
+    assert a.manifest["row_hashes"]["q1"] == b.manifest["row_hashes"]["q1"]
+    assert a.manifest["row_hashes"]["q2"] != b.manifest["row_hashes"]["q2"]
+
+
+def test_tampered_file_is_refused_with_changed_ids(tmp_path):
+    EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    path = tmp_path / "golden" / "v1" / "rows.jsonl"
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[2])  # line 0 is the schema; line 2 is q2
+    record["gold"] = {"d2": 1}
+    lines[2] = json.dumps(record)
+    lines.append(json.dumps({"question_id": "q9", "question": "New?", "gold": ["d9"]}))
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(EvalSetTamperedError, match=r"edited after freezing: 1 changed \['q2'\]; 1 added \['q9'\]"):
+        EvalSet.load(tmp_path / "golden")
+
+
+def test_removed_row_is_refused(tmp_path):
+    EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    path = tmp_path / "golden" / "v1" / "rows.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(EvalSetTamperedError, match=r"1 removed \['q3'\]"):
+        EvalSet.load(tmp_path / "golden")
+
+
+def test_edited_manifest_is_refused(tmp_path):
+    EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    path = tmp_path / "golden" / "v1" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["row_hashes"]["q1"] = "0" * 64
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(EvalSetTamperedError, match="manifest's hashes were edited"):
+        EvalSet.load(tmp_path / "golden")
+
+
+def test_versions_are_never_overwritten(tmp_path):
+    EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    with pytest.raises(FileExistsError, match=r"version 'v1' already exists.*extend"):
+        EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+
+
+def test_extend_makes_next_version_and_keeps_the_old(tmp_path):
+    v1 = EvalSet.freeze(questions(), tmp_path / "golden", version="v1", columns=["qtype"])
+    new = pd.DataFrame({"question_id": ["q4"], "question": ["Why?"], "gold": [["d4"]], "qtype": ["why"]})
+    v2 = v1.extend(new)
+    assert v2.version == "v2" and v2.added == ["q4"] and len(v2) == 4
+    assert v2.manifest["parent"] == {"version": "v1", "hash": v1.hash}
+    assert EvalSet.versions(tmp_path / "golden") == ["v1", "v2"]
+    assert EvalSet.load(tmp_path / "golden").version == "v2"
+    assert EvalSet.load(tmp_path / "golden", version="v1").hash == v1.hash
+    # Rows of v1 are unchanged in v2 (same per-row hashes).
+    for qid, digest in v1.manifest["row_hashes"].items():
+        assert v2.manifest["row_hashes"][qid] == digest
+    assert "1 added to v1" in repr(v2)
+
+
+def test_extend_refuses_reused_ids_and_missing_columns(tmp_path):
+    v1 = EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    with pytest.raises(RowTableError, match=r"question ids already in version 'v1': \['q2'\]"):
+        v1.extend(pd.DataFrame({"question_id": ["q2"], "question": ["?"], "gold": [["d"]]}))
+    with pytest.raises(RowTableError, match=r"missing \['question'\]"):
+        v1.extend(pd.DataFrame({"question_id": ["q5"], "gold": [["d"]]}))
+
+
+def test_freeze_validates_the_table(tmp_path):
+    bad = questions()
+    bad.loc[2, "question_id"] = "q1"
+    with pytest.raises(RowTableError, match=r"EvalSet.freeze: column 'question_id' must be unique"):
+        EvalSet.freeze(bad, tmp_path / "g", version="v1")
+    assert not (tmp_path / "g" / "v1").exists()
+
+
+def test_stamp_adds_gold_and_version_and_comparisons_refuse_mixed_versions(tmp_path):
+    v1 = EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    run = pd.DataFrame({"question_id": ["q3", "q1", "q2"], "retrieved": [[], ["d1"], ["d2"]]})
+    stamped = v1.stamp(run)
+    assert stamped["gold"].tolist() == [[], ["d1"], {"d2": 3, "d7": 1}]
+    assert get_meta(stamped)["evalset"]["version"] == "v1"
+    assert get_meta(stamped)["evalset"]["hash"] == v1.hash
+    assert "evalset" not in get_meta(run)  # the input is not modified
+    v2 = v1.extend(pd.DataFrame({"question_id": ["q4"], "question": ["Why?"], "gold": [["d4"]]}))
+    run_v2 = v2.stamp(pd.concat([run, pd.DataFrame({"question_id": ["q4"], "retrieved": [["d4"]]})]))
+    with pytest.raises(EvalSetMismatchError, match="different eval sets"):
+        pair_runs(stamped, run_v2, how="inner")
+
+
+def test_stamp_metadata_survives_files(tmp_path):
+    v1 = EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    stamped = v1.stamp(pd.DataFrame({"question_id": ["q1", "q2", "q3"], "retrieved": [[], [], []]}))
+    for suffix in (".jsonl", ".csv", ".parquet"):
+        back = raglab.read_rows(stamped.rag.write(tmp_path / f"run{suffix}"))
+        assert get_meta(back)["evalset"] == get_meta(stamped)["evalset"]
+
+
+def test_stamp_refuses_incomplete_or_foreign_runs(tmp_path):
+    v1 = EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    with pytest.raises(RowTableError, match=r"lacks 1 of the 3 eval-set questions, e.g. \['q3'\]"):
+        v1.stamp(pd.DataFrame({"question_id": ["q1", "q2"], "retrieved": [[], []]}))
+    partial = v1.stamp(pd.DataFrame({"question_id": ["q1", "q2"], "retrieved": [[], []]}), allow_missing=True)
+    assert get_meta(partial)["evalset"]["n_missing"] == 1
+    with pytest.raises(RowTableError, match=r"not in eval set .*\['qX'\]"):
+        v1.stamp(pd.DataFrame({"question_id": ["qX"], "retrieved": [[]]}), allow_missing=True)
+    with pytest.raises(RowTableError, match=r"column 'gold' of the run differs from the eval set .*\['q1'\]"):
+        v1.stamp(pd.DataFrame({"question_id": ["q1", "q2", "q3"], "gold": [["zz"], {"d2": 3, "d7": 1}, []]}))

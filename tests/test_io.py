@@ -1,0 +1,198 @@
+"""Row files: lossless JSONL / CSV / Parquet round trips, plain files from other tools, attrs kept."""
+
+from __future__ import annotations
+
+import json
+import math
+import string
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import raglab
+from raglab._meta import get_meta, set_meta
+from raglab.io import read_rows, write_rows
+
+SUFFIXES = [".jsonl", ".csv", ".parquet", ".jsonl.gz", ".csv.gz"]
+
+
+def same_cell(a, b) -> bool:
+    """Equal, telling None from NaN, recursing into lists and dicts, and type-strict for str vs number."""
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, list) and len(a) == len(b) and all(same_cell(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(same_cell(a[k], b[k]) for k in a)
+    if isinstance(a, str) or isinstance(b, str):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
+def assert_rows_equal(expected: pd.DataFrame, actual: pd.DataFrame) -> None:
+    assert list(actual.columns) == list(expected.columns)
+    assert len(actual) == len(expected)
+    for column in expected.columns:
+        assert actual[column].dtype == expected[column].dtype, (column, expected[column].dtype, actual[column].dtype)
+        for i, (a, b) in enumerate(zip(expected[column].tolist(), actual[column].tolist())):
+            assert same_cell(a, b), (column, i, a, b)
+    assert get_meta(actual) == get_meta(expected)
+
+
+def sample_rows() -> pd.DataFrame:
+    rows = pd.DataFrame(
+        {
+            "question_id": ["007", "1", "q-é", "10"],
+            "question": ["Wer? ünïcödé", "", None, "line\nbreak, \"quoted\""],
+            "retrieved": [["d1", "d2"], [], ["d3"], ["001", "2"]],
+            "gold": [["d2"], {"d3": 2, "d4": 0}, None, []],
+            "gold_spans": [[{"doc_id": "d2", "start": 0, "end": 12}], [], None, []],
+            "score": [0.5, np.nan, 1.0, 0.0],
+            "n_claims": [3, 0, 2, 1],
+            "declined": [False, True, False, False],
+            "verdicts": [[True, False], [], None, [True]],
+            "claim_scores": [[0.5, float("nan")], [], None, [1.0]],
+            "note": [None, np.nan, "x", "y"],
+        }
+    )
+    rows["note"] = rows["note"].astype(object)
+    rows["note"] = pd.Series([None, np.nan, "x", "y"], dtype=object)
+    set_meta(rows, {"evalset": {"name": "demo", "version": "v1", "hash": "abc"}, "retrieval": {"k": [5]}})
+    return rows
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_round_trip_is_lossless(tmp_path, suffix):
+    rows = sample_rows()
+    path = rows.rag.write(tmp_path / f"run{suffix}")
+    back = read_rows(path)
+    assert_rows_equal(rows, back)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_pandas_string_dtype_round_trip(tmp_path, suffix):
+    rows = pd.DataFrame({"question_id": pd.array(["a", "b"], dtype="string"), "x": pd.array([1, None], dtype="Int64")})
+    back = read_rows(write_rows(rows, tmp_path / f"r{suffix}"))
+    pd.testing.assert_frame_equal(rows, back)
+
+
+def test_writing_never_leaves_a_half_file(tmp_path):
+    path = tmp_path / "run.jsonl"
+    write_rows(pd.DataFrame({"question_id": ["a"]}), path)
+    before = path.read_bytes()
+    bad = pd.DataFrame({"question_id": ["b"], "blob": [object()]})
+    with pytest.raises(TypeError):
+        write_rows(bad, path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["run.jsonl"]
+
+
+def test_unknown_suffix_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match=r"cannot tell the file format .* pass format="):
+        write_rows(pd.DataFrame({"question_id": ["a"]}), tmp_path / "run.xlsx")
+    with pytest.raises(ValueError, match=r"The value for `format` must be one of \['jsonl', 'csv', 'parquet'\]"):
+        write_rows(pd.DataFrame({"question_id": ["a"]}), tmp_path / "run.txt", format="excel")
+
+
+def test_plain_jsonl_from_another_tool(tmp_path):
+    path = tmp_path / "plain.jsonl"
+    lines = [
+        {"question_id": 7, "retrieved": ["d1", "d2"], "gold": {"d2": 1}, "score": 0.5},
+        {"question_id": 8, "retrieved": [], "gold": [], "score": None},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    rows = read_rows(path)
+    assert rows["question_id"].tolist() == ["7", "8"]  # ids become text
+    assert rows.loc[0, "gold"] == {"d2": 1}
+    assert math.isnan(rows.loc[1, "score"])
+    rows.rag.validate(require=["retrieved", "gold"])
+
+
+def test_plain_csv_from_another_tool(tmp_path):
+    path = tmp_path / "plain.csv"
+    pd.DataFrame(
+        {"question_id": ["007", "010"], "retrieved": ['["d1", "d2"]', "[]"], "gold": ['{"d1": 2}', ""], "score": [1.5, 2]}
+    ).to_csv(path, index=False)
+    rows = read_rows(path)
+    assert rows["question_id"].tolist() == ["007", "010"]
+    assert rows.loc[0, "retrieved"] == ["d1", "d2"] and rows.loc[1, "retrieved"] == []
+    assert rows.loc[0, "gold"] == {"d1": 2} and rows.loc[1, "gold"] is None
+    assert rows["score"].tolist() == [1.5, 2.0]
+
+
+def test_plain_parquet_from_another_tool(tmp_path):
+    path = tmp_path / "plain.parquet"
+    pd.DataFrame({"question_id": ["a"], "retrieved": [["d1", "d2"]]}).to_parquet(path)
+    rows = read_rows(path)
+    assert rows.loc[0, "retrieved"] == ["d1", "d2"] and isinstance(rows.loc[0, "retrieved"], list)
+
+
+def test_corrupt_jsonl_line_is_named(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"question_id": "a"}\n{"question_id": \n')
+    with pytest.raises(raglab.RowTableError, match=r"line 2 is not valid JSON"):
+        read_rows(path)
+
+
+def test_headerless_jsonl_is_plain(tmp_path):
+    rows = sample_rows()
+    path = write_rows(rows, tmp_path / "plain.jsonl", header=False)
+    first = json.loads(path.read_text().splitlines()[0])
+    assert first["question_id"] == "007"
+    back = read_rows(path)
+    assert back["question_id"].tolist() == rows["question_id"].tolist()
+    assert back.loc[1, "gold"] == {"d3": 2, "d4": 0}
+
+
+# ---- property: any table of the supported cell kinds survives every format ------------------------
+
+ids = st.text(alphabet=string.ascii_letters + string.digits + "-_é字", min_size=1, max_size=6)
+texts = st.one_of(st.none(), st.text(max_size=20))
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@st.composite
+def row_tables(draw):
+    n = draw(st.integers(min_value=1, max_value=6))
+    qids = draw(st.lists(ids, min_size=n, max_size=n, unique=True))
+    data = {
+        "question_id": qids,
+        "retrieved": draw(st.lists(st.lists(ids, max_size=4), min_size=n, max_size=n)),
+        "gold": draw(
+            st.lists(
+                st.one_of(st.none(), st.lists(ids, max_size=3), st.dictionaries(ids, st.integers(-1, 3), max_size=3)),
+                min_size=n,
+                max_size=n,
+            )
+        ),
+        "text": draw(st.lists(texts, min_size=n, max_size=n)),
+        "score": draw(st.lists(st.one_of(finite, st.just(float("nan"))), min_size=n, max_size=n)),
+        "count": draw(st.lists(st.integers(-(2**40), 2**40), min_size=n, max_size=n)),
+        "nested": draw(
+            st.lists(
+                st.one_of(
+                    st.none(),
+                    st.lists(st.one_of(st.booleans(), finite, st.text(max_size=4)), max_size=3),
+                    st.dictionaries(st.text(max_size=4), st.one_of(st.none(), finite, st.lists(ids, max_size=2)), max_size=2),
+                ),
+                min_size=n,
+                max_size=n,
+            )
+        ),
+    }
+    frame = pd.DataFrame({k: pd.Series(v, dtype=object) if k not in ("score", "count") else v for k, v in data.items()})
+    set_meta(frame, {"retrieval": {"k": draw(st.lists(st.integers(1, 20), min_size=1, max_size=3))}})
+    return frame
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=row_tables())
+def test_round_trip_property(tmp_path, suffix, rows):
+    back = read_rows(write_rows(rows, tmp_path / f"prop{suffix}"))
+    assert_rows_equal(rows, back)
