@@ -22,7 +22,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     # Subcommands register here: each sets `run=<function(args) -> exit code>`.
+    demo = sub.add_parser("demo", help="run the main job on the bundled data")
+    demo.set_defaults(run=_run_demo)
     return parser
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from raglab.demo import main as demo_main
+
+    return demo_main()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

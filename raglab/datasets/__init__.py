@@ -1,0 +1,110 @@
+"""Bundled example data: row tables derived from public datasets (ids, offsets, labels, scores; no text).
+
+The files live in the project's ``data/`` folder (see ``data/README.md`` for sources and licences);
+set ``RAGLAB_DATA`` to read them from elsewhere.
+
+SQuAD 2.0 dev (CC BY-SA 4.0), 11,873 questions over 35 Wikipedia articles, half unanswerable:
+
+- :func:`squad_questions`: the eval set, with gold as character spans (``gold_spans``), ``qtype``,
+  ``article`` and ``answerable``.
+- :func:`squad_run`: a retrieval configuration's run (ranked chunk ids and their character spans).
+- :func:`squad_reader`: a reader model's answer-level scores (``em``, ``f1``, ``declined``).
+
+Examples
+--------
+>>> from raglab import datasets
+>>> run = datasets.squad_run("chunk1000_bm25")                  # doctest: +SKIP
+>>> run[["question_id", "retrieved", "gold_spans", "qtype"]].shape  # doctest: +SKIP
+(11873, 4)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from raglab._meta import get_meta, set_meta
+from raglab.io import read_rows
+
+__all__ = ["SQUAD_READERS", "SQUAD_RUNS", "data_dir", "squad_questions", "squad_reader", "squad_run"]
+
+SQUAD_RUNS = ("chunk1000_bm25", "chunk500_rerank", "chunk500_rerank_expand")
+SQUAD_READERS = ("bert", "bidaf", "nlnet")
+
+
+def data_dir() -> Path:
+    """The folder holding raglab's bundled data (``RAGLAB_DATA`` or the project's ``data/``)."""
+    configured = os.environ.get("RAGLAB_DATA")
+    path = Path(configured) if configured else Path(__file__).resolve().parents[2] / "data"
+    if not path.exists():
+        raise FileNotFoundError(
+            f"raglab's bundled data is not at {str(path)!r}. It ships in the project's data/ folder "
+            "(a source checkout); set RAGLAB_DATA to the folder if it lives elsewhere."
+        )
+    return path
+
+
+def _check_choice(value: str, choices: tuple[str, ...], name: str) -> None:
+    if value not in choices:
+        raise ValueError(f"The value for `{name}` must be one of {list(choices)}, but {value!r} was passed.")
+
+
+def squad_questions() -> pd.DataFrame:
+    """The SQuAD 2.0 dev eval set: one row per question, gold as character spans.
+
+    Columns: ``question_id``, ``article``, ``qtype`` (first wh-word of the question),
+    ``answerable``, ``gold_spans`` (``[{doc_id, start, end}]`` in article coordinates, ``[]`` when
+    unanswerable), ``n_answers``, ``span_ambiguous`` (the answer text occurs more than once in its
+    paragraph; the offset is its first occurrence).
+    """
+    return read_rows(data_dir() / "squad2" / "questions.parquet")
+
+
+def _with_questions(frame: pd.DataFrame) -> pd.DataFrame:
+    questions = squad_questions()
+    merged = frame.merge(questions, on="question_id", how="left", validate="one_to_one")
+    set_meta(merged, get_meta(frame))
+    return merged
+
+
+def squad_run(config: str = "chunk1000_bm25", *, with_questions: bool = True) -> pd.DataFrame:
+    """One retrieval configuration's run over the SQuAD 2.0 dev questions.
+
+    Parameters
+    ----------
+    config : {"chunk1000_bm25", "chunk500_rerank", "chunk500_rerank_expand"}
+        1000-character chunks with BM25; 500-character chunks with a reranker; the same with each
+        chunk expanded by its neighbours. Five chunks reach the model in each.
+    with_questions : bool
+        Join the eval set's columns (``gold_spans``, ``qtype``, ``answerable``, ...).
+
+    Returns
+    -------
+    DataFrame
+        ``question_id``, ``retrieved`` (chunk ids in rank order), ``retrieved_spans``,
+        ``candidates`` (the retriever's top 20 before truncation to 5), ``boundary_cut``.
+    """
+    _check_choice(config, SQUAD_RUNS, "config")
+    run = read_rows(data_dir() / "squad2" / "runs" / f"{config}.parquet")
+    return _with_questions(run) if with_questions else run
+
+
+def squad_reader(model: str = "bert", *, with_questions: bool = True) -> pd.DataFrame:
+    """A SQuAD 2.0 leaderboard model's dev answers, scored with the official v2 rules.
+
+    Parameters
+    ----------
+    model : {"bert", "bidaf", "nlnet"}
+    with_questions : bool
+        Join the eval set's columns.
+
+    Returns
+    -------
+    DataFrame
+        ``question_id``, ``declined`` (empty prediction), ``em``, ``f1``.
+    """
+    _check_choice(model, SQUAD_READERS, "model")
+    reader = read_rows(data_dir() / "squad2" / "readers" / f"{model}.parquet")
+    return _with_questions(reader) if with_questions else reader

@@ -1,0 +1,58 @@
+"""Bundled data: loads, validates, and is reproduced by its build script from ../shared."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, shared_path
+
+from raglab import datasets
+
+
+def test_questions_are_a_valid_eval_set():
+    questions = datasets.squad_questions()
+    assert len(questions) == 11873 and questions["question_id"].is_unique
+    # SQuAD 2.0 dev: 5,928 answerable and 5,945 unanswerable questions (official statistics).
+    assert int(questions["answerable"].sum()) == 5928
+    questions.rag.validate(require=["gold_spans"])
+    empty = questions["gold_spans"].map(len) == 0
+    assert (empty == ~questions["answerable"]).all()
+    assert set(questions["qtype"]) <= {"what", "which", "who", "when", "where", "why", "how", "other"}
+
+
+@pytest.mark.parametrize("config", datasets.SQUAD_RUNS)
+def test_runs_validate_and_k_is_five(config):
+    run = datasets.squad_run(config)
+    run.rag.validate(require=["retrieved", "retrieved_spans", "gold_spans"])
+    assert run["retrieved"].map(len).eq(5).all()
+    assert run["candidates"].map(len).eq(20).all()
+    # what reached the model is the top of the candidates (reranked for chunk500_*)
+    assert all(set(r) <= set(c) for r, c in zip(run["retrieved"], run["candidates"]))
+    assert run.rag.meta["run"]["name"] == config
+
+
+@pytest.mark.parametrize("model", datasets.SQUAD_READERS)
+def test_readers(model):
+    reader = datasets.squad_reader(model)
+    assert len(reader) == 11873
+    assert reader["em"].isin([0.0, 1.0]).all() and reader["f1"].between(0, 1).all()
+    assert (reader["em"] <= reader["f1"]).all()
+
+
+def test_bad_choice():
+    with pytest.raises(ValueError, match=r"The value for `config` must be one of \['chunk1000_bm25'"):
+        datasets.squad_run("chunk256")
+
+
+@pytest.mark.slow
+def test_build_script_reproduces_committed_files(tmp_path):
+    shared = shared_path("squad2_dev_explorer").parent
+    subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "build_data.py"), "--shared", str(shared), "--out", str(tmp_path),
+         "--only", "questions", "--only", "readers"],
+        check=True, capture_output=True, text=True,
+    )
+    for relative in ["questions.parquet", *(f"readers/{m}.parquet" for m in datasets.SQUAD_READERS)]:
+        assert (tmp_path / relative).read_bytes() == (REPO / "data" / "squad2" / relative).read_bytes(), relative
