@@ -10,6 +10,11 @@ SQuAD 2.0 dev (CC BY-SA 4.0), 11,873 questions over 35 Wikipedia articles, half 
 - :func:`squad_run`: a retrieval configuration's run (ranked chunk ids and their character spans).
 - :func:`squad_reader`: a reader model's answer-level scores (``em``, ``f1``, ``declined``).
 
+A handbook written by the raglab developers (Apache-2.0), for judges that need text:
+
+- :func:`handbook`: 36 questions about a fictional storage product, with retrieved passages,
+  one system's answers and a person's faithfulness label per answer.
+
 Examples
 --------
 >>> from raglab import datasets
@@ -28,7 +33,7 @@ import pandas as pd
 from raglab._meta import get_meta, set_meta
 from raglab.io import read_rows
 
-__all__ = ["SQUAD_READERS", "SQUAD_RUNS", "data_dir", "squad_questions", "squad_reader", "squad_run"]
+__all__ = ["SQUAD_READERS", "SQUAD_RUNS", "data_dir", "handbook", "squad_questions", "squad_reader", "squad_run"]
 
 SQUAD_RUNS = ("chunk1000_bm25", "chunk500_rerank", "chunk500_rerank_expand")
 SQUAD_READERS = ("bert", "bidaf", "nlnet")
@@ -108,3 +113,26 @@ def squad_reader(model: str = "bert", *, with_questions: bool = True) -> pd.Data
     _check_choice(model, SQUAD_READERS, "model")
     reader = read_rows(data_dir() / "squad2" / "readers" / f"{model}.parquet")
     return _with_questions(reader) if with_questions else reader
+
+
+def handbook() -> pd.DataFrame:
+    """36 questions about a fictional product handbook, with answers and human faithfulness labels.
+
+    Written by the raglab developers so that judges have real text to read. Columns:
+    ``question_id``, ``question``, ``qtype``, ``retrieved`` (passage ids), ``gold`` (``[]`` when the
+    handbook does not answer the question), ``context`` (the retrieved passages' text, in order),
+    ``answer``, ``reference``, ``human_faithful`` (1 every claim supported by the context, 0 not,
+    NaN for refusals, which have no claims to judge).
+
+    The answers include the cases a faithfulness judge must get right: one unsupported number in
+    an otherwise good answer, contradictions that share most words with the context (word overlap
+    passes them), paraphrases that share few words (word overlap fails them), and refusals.
+
+    Examples
+    --------
+    >>> from raglab import datasets
+    >>> rows = datasets.handbook()
+    >>> rows["human_faithful"].value_counts(dropna=False).to_dict()
+    {1.0: 24, 0.0: 9, nan: 3}
+    """
+    return read_rows(data_dir() / "handbook" / "rows.jsonl")
