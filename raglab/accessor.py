@@ -15,8 +15,8 @@ from typing import Any
 import pandas as pd
 
 from raglab import io as _io
-from raglab._meta import get_meta
-from raglab._rowtable import validate_rows
+from raglab._meta import carry_meta, get_meta
+from raglab._rowtable import missing_column_error, validate_rows
 
 __all__ = ["RagAccessor"]
 
@@ -142,4 +142,76 @@ class RagAccessor:
             retrieved=retrieved,
             scores=scores,
             gold=gold,
+        )
+
+    # ---- judge validation and eval-set sizing (raglab.agreement, raglab.sizing) --------------------
+    def agreement(
+        self,
+        human: str | list[str],
+        judge: str,
+        *,
+        positive: Any = None,
+        labels: list[Any] | None = None,
+        weights: str | None = None,
+        distance: str = "rank",
+        human_threshold: float | None = None,
+        judge_threshold: float | None = None,
+        ties: str = "drop",
+        ci: float = 0.95,
+        method: str = "analytic",
+        n_resamples: int = 10_000,
+        seed: int | None = 0,
+        warn: bool = True,
+    ) -> Any:
+        """Validate a judge column against human labels; see :func:`raglab.agreement.report`.
+
+        Parameters
+        ----------
+        human : str or list of str
+            The column of human labels, or several rater columns: the judge is then compared with
+            their per-row majority (tie rule ``ties``, see :func:`raglab.agreement.majority_vote`;
+            ``human_threshold`` turns each rater's rating into pass/fail first).
+        judge : str
+            The column of judge labels (or scores, with ``judge_threshold``).
+        positive, labels, weights, distance, human_threshold, judge_threshold, ci, method, n_resamples, seed, warn
+            As in :func:`raglab.agreement.report`.
+
+        Returns
+        -------
+        raglab.agreement.AgreementReport
+            ``disagreements`` holds the original rows (all columns, index kept) where they differ.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(200)],
+        ...                      "human": [1] * 150 + [0] * 50,
+        ...                      "judge": [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28})
+        >>> rep = rows.rag.agreement("human", "judge", positive=1)
+        >>> round(rep.kappa, 3), rep.miss_rate, rep.disagreements["question_id"].iloc[0]
+        (0.559, 0.44, 'q142')
+        """
+        from raglab import agreement as _agreement
+
+        method_name = "rag.agreement"
+        df = self._df
+        raters = [human] if isinstance(human, str) else list(human)
+        if not raters:
+            raise ValueError("rag.agreement needs at least one human column")
+        for column in [*raters, judge]:
+            if column not in df.columns:
+                raise missing_column_error(df, column, role=None, method=method_name)
+        rows = carry_meta(df, df.copy(deep=False))
+        if isinstance(human, str):
+            return _agreement._report(
+                df[human], df[judge], positive=positive, labels=labels, weights=weights, distance=distance,
+                human_threshold=human_threshold, judge_threshold=judge_threshold, ci=ci, method=method,
+                n_resamples=n_resamples, seed=seed, warn=warn, rows=rows, names=(human, judge),
+            )
+        if weights is not None:
+            raise ValueError("rag.agreement: weighted kappa against a human majority is not supported; pass weights=None")
+        return _agreement._judge_vs_majority(
+            df[raters], df[judge], positive=positive, ties=ties, rating_threshold=human_threshold,
+            judge_threshold=judge_threshold, labels=labels, ci=ci, method=method, n_resamples=n_resamples,
+            seed=seed, ids=None, warn=warn, rows=rows, names=(f"majority of {raters}", judge),
         )
