@@ -16,7 +16,7 @@ import pandas as pd
 
 from raglab import io as _io
 from raglab._meta import carry_meta, get_meta
-from raglab._rowtable import missing_column_error, validate_rows
+from raglab._rowtable import RowTableError, missing_column_error, pair_runs, resolve_column, validate_rows
 
 __all__ = ["RagAccessor"]
 
@@ -214,4 +214,65 @@ class RagAccessor:
             df[raters], df[judge], positive=positive, ties=ties, rating_threshold=human_threshold,
             judge_threshold=judge_threshold, labels=labels, ci=ci, method=method, n_resamples=n_resamples,
             seed=seed, ids=None, warn=warn, rows=rows, names=(f"majority of {raters}", judge),
+        )
+
+    def size(
+        self,
+        cand: pd.DataFrame,
+        *,
+        metric: str,
+        mde: float,
+        power: float = 0.8,
+        alpha: float = 0.05,
+        attenuation: float = 1.0,
+        slice_fraction: float = 1.0,
+        alternative: str = "two-sided",
+        binary: bool | None = None,
+        question_id: str | None = None,
+        how: str = "exact",
+        allow_evalset_mismatch: bool = False,
+    ) -> Any:
+        """Questions needed to detect a change of ``mde`` in ``metric``, sized from a pilot of two runs.
+
+        This frame is the baseline pilot run and ``cand`` the candidate pilot run; they are paired by
+        question id (see :func:`raglab._rowtable.pair_runs`). A pass/fail metric (values 0/1) gives the
+        base and candidate pass rates and the discordance (share of questions whose pass/fail
+        differs); another metric the standard deviation of per-question differences. See
+        :func:`raglab.sizing.questions_needed` for the formulas.
+
+        Returns
+        -------
+        raglab.sizing.SizingResult
+            ``n`` (paired), ``n_unpaired`` for comparison, and the assumptions used.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> base = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 1, 0, 1, 0, 1, 1, 1, 0, 1]})
+        >>> cand = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 0, 0, 1, 1, 1, 1, 1, 0, 1]})
+        >>> base.rag.size(cand, metric="hit@5", mde=0.05).n
+        626
+        """
+        from raglab import sizing as _sizing
+
+        method_name = "rag.size"
+        on = resolve_column(self._df, "question_id", question_id, method=method_name)
+        paired = pair_runs(self._df, cand, on=on, how=how, method=method_name,
+                           allow_evalset_mismatch=allow_evalset_mismatch)
+        values = []
+        for side, frame in (("base", paired.base), ("cand", paired.cand)):
+            if metric not in frame.columns:
+                raise missing_column_error(frame, metric, role=None, method=f"{method_name} ({side})")
+            column = frame[metric]
+            try:
+                numbers = pd.to_numeric(column.astype(object).where(column.notna(), None), errors="raise")
+            except (TypeError, ValueError):
+                raise RowTableError(
+                    f"{method_name}: column {metric!r} ({side}) must hold numeric scores (or 0/1 pass/fail); "
+                    f"found {column.dtype} values such as {column.dropna().iloc[:3].tolist()!r}"
+                ) from None
+            values.append(numbers.to_numpy(dtype=float, na_value=float("nan")))
+        return _sizing.size_from_pilot(
+            values[0], values[1], metric=metric, mde=mde, binary=binary, power=power, alpha=alpha,
+            attenuation=attenuation, slice_fraction=slice_fraction, alternative=alternative,
         )
