@@ -107,18 +107,41 @@ def _z(level: float) -> float:
     return float(_sps.norm.ppf(0.5 + level / 2))
 
 
+_NUMERIC_KINDS = "biuf"
+
+
+def _plain_numeric(dtype: Any) -> bool:
+    """A numpy bool/int/float dtype (fast paths); pandas extension dtypes go through object."""
+    return isinstance(dtype, np.dtype) and dtype.kind in _NUMERIC_KINDS
+
+
 def _as_labels(values: Any, name: str) -> np.ndarray:
-    """A 1-D object array of labels from a list, array or Series."""
+    """A 1-D array of labels from a list, array or Series: numeric arrays stay numeric, others object."""
     if isinstance(values, (pd.DataFrame, str, bytes)) or np.ndim(values) != 1:
         raise TypeError(f"`{name}` must be a one-dimensional sequence of labels (list, array or Series)")
     if isinstance(values, pd.Series):
+        if _plain_numeric(values.dtype):
+            return values.to_numpy()
         return values.to_numpy(dtype=object, na_value=None)
+    if isinstance(values, np.ndarray) and _plain_numeric(values.dtype):
+        return values
+    if not isinstance(values, np.ndarray):
+        try:
+            array = np.asarray(values)
+        except (TypeError, ValueError):
+            array = None
+        if array is not None and array.ndim == 1 and _plain_numeric(array.dtype):
+            return array
     array = np.empty(len(values), dtype=object)
     array[:] = list(values)
     return array
 
 
 def _missing(array: np.ndarray) -> np.ndarray:
+    if array.dtype.kind == "f":
+        return np.isnan(array)
+    if array.dtype.kind in "biu":
+        return np.zeros(array.shape, dtype=bool)
     return np.asarray(pd.isna(array), dtype=bool).reshape(array.shape)
 
 
@@ -146,6 +169,12 @@ def _label_codes(
                 f"label {value!r} is not in `labels` {labels!r}; add it to `labels` or leave `labels=None` "
                 "to use every label that occurs"
             )
+        ordered = True
+    elif _plain_numeric(flat.dtype):
+        uniques, codes_present = np.unique(flat[present], return_inverse=True)
+        labels = uniques.tolist()
+        codes = np.full(flat.shape, -1, dtype=np.int64)
+        codes[present] = codes_present
         ordered = True
     else:
         try:
@@ -989,9 +1018,17 @@ def _report(
 def _as_matrix(ratings: Any, name: str = "ratings") -> np.ndarray:
     """Items x raters object matrix from a DataFrame, nested lists or a 2-D array."""
     if isinstance(ratings, pd.DataFrame):
-        matrix = ratings.to_numpy(dtype=object, na_value=None)
+        if len(ratings.columns) and all(_plain_numeric(t) for t in ratings.dtypes):
+            matrix = ratings.to_numpy()
+        else:
+            matrix = ratings.to_numpy(dtype=object, na_value=None)
     else:
-        matrix = np.asarray(ratings, dtype=object)
+        try:
+            matrix = np.asarray(ratings)
+        except (TypeError, ValueError):
+            matrix = np.asarray(ratings, dtype=object)
+        if not _plain_numeric(matrix.dtype):
+            matrix = np.asarray(ratings, dtype=object)
     if matrix.ndim != 2:
         raise ValueError(
             f"`{name}` must be a 2-D table with one row per item and one column per rater, got "
