@@ -26,7 +26,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
 from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
-from raglab import io, stats
+from raglab import agreement, io, sizing, stats
 from raglab._interval import Interval
 from raglab._rowtable import (
     ConventionMismatchWarning,
@@ -40,6 +40,7 @@ from raglab.io import read_rows, read_trec, write_rows, write_trec
 
 __all__ = [
     "__version__",
+    "agreement",
     "ConventionMismatchWarning",
     "EvalSet",
     "EvalSetMismatchError",
@@ -48,16 +49,19 @@ __all__ = [
     "JudgeMismatchWarning",
     "MissingColumnError",
     "RowTableError",
+    "datasets",
     "io",
     "read_rows",
     "read_trec",
+    "sizing",
     "stats",
     "write_rows",
+    "widgets",
     "write_trec",
 ]
 
 # Modules with heavier imports load on first use: ``raglab.datasets`` and friends.
-_LAZY_MODULES: set[str] = set()
+_LAZY_MODULES = {"datasets", "widgets"}
 
 
 def __getattr__(name: str) -> Any:

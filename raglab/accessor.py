@@ -15,8 +15,8 @@ from typing import Any
 import pandas as pd
 
 from raglab import io as _io
-from raglab._meta import get_meta
-from raglab._rowtable import validate_rows
+from raglab._meta import carry_meta, get_meta
+from raglab._rowtable import RowTableError, missing_column_error, pair_runs, resolve_column, validate_rows
 
 __all__ = ["RagAccessor"]
 
@@ -142,4 +142,137 @@ class RagAccessor:
             retrieved=retrieved,
             scores=scores,
             gold=gold,
+        )
+
+    # ---- judge validation and eval-set sizing (raglab.agreement, raglab.sizing) --------------------
+    def agreement(
+        self,
+        human: str | list[str],
+        judge: str,
+        *,
+        positive: Any = None,
+        labels: list[Any] | None = None,
+        weights: str | None = None,
+        distance: str = "rank",
+        human_threshold: float | None = None,
+        judge_threshold: float | None = None,
+        ties: str = "drop",
+        ci: float = 0.95,
+        method: str = "analytic",
+        n_resamples: int = 10_000,
+        seed: int | None = 0,
+        warn: bool = True,
+    ) -> Any:
+        """Validate a judge column against human labels; see :func:`raglab.agreement.report`.
+
+        Parameters
+        ----------
+        human : str or list of str
+            The column of human labels, or several rater columns: the judge is then compared with
+            their per-row majority (tie rule ``ties``, see :func:`raglab.agreement.majority_vote`;
+            ``human_threshold`` turns each rater's rating into pass/fail first).
+        judge : str
+            The column of judge labels (or scores, with ``judge_threshold``).
+        positive, labels, weights, distance, human_threshold, judge_threshold, ci, method, n_resamples, seed, warn
+            As in :func:`raglab.agreement.report`.
+
+        Returns
+        -------
+        raglab.agreement.AgreementReport
+            ``disagreements`` holds the original rows (all columns, index kept) where they differ.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(200)],
+        ...                      "human": [1] * 150 + [0] * 50,
+        ...                      "judge": [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28})
+        >>> rep = rows.rag.agreement("human", "judge", positive=1)
+        >>> round(rep.kappa, 3), rep.miss_rate, rep.disagreements["question_id"].iloc[0]
+        (0.559, 0.44, 'q142')
+        """
+        from raglab import agreement as _agreement
+
+        method_name = "rag.agreement"
+        df = self._df
+        raters = [human] if isinstance(human, str) else list(human)
+        if not raters:
+            raise ValueError("rag.agreement needs at least one human column")
+        for column in [*raters, judge]:
+            if column not in df.columns:
+                raise missing_column_error(df, column, role=None, method=method_name)
+        rows = carry_meta(df, df.copy(deep=False))
+        if isinstance(human, str):
+            return _agreement._report(
+                df[human], df[judge], positive=positive, labels=labels, weights=weights, distance=distance,
+                human_threshold=human_threshold, judge_threshold=judge_threshold, ci=ci, method=method,
+                n_resamples=n_resamples, seed=seed, warn=warn, rows=rows, names=(human, judge),
+            )
+        if weights is not None:
+            raise ValueError("rag.agreement: weighted kappa against a human majority is not supported; pass weights=None")
+        return _agreement._judge_vs_majority(
+            df[raters], df[judge], positive=positive, ties=ties, rating_threshold=human_threshold,
+            judge_threshold=judge_threshold, labels=labels, ci=ci, method=method, n_resamples=n_resamples,
+            seed=seed, ids=None, warn=warn, rows=rows, names=(f"majority of {raters}", judge),
+        )
+
+    def size(
+        self,
+        cand: pd.DataFrame,
+        *,
+        metric: str,
+        mde: float,
+        power: float = 0.8,
+        alpha: float = 0.05,
+        attenuation: float = 1.0,
+        slice_fraction: float = 1.0,
+        alternative: str = "two-sided",
+        binary: bool | None = None,
+        question_id: str | None = None,
+        how: str = "exact",
+        allow_evalset_mismatch: bool = False,
+    ) -> Any:
+        """Questions needed to detect a change of ``mde`` in ``metric``, sized from a pilot of two runs.
+
+        This frame is the baseline pilot run and ``cand`` the candidate pilot run; they are paired by
+        question id (see :func:`raglab._rowtable.pair_runs`). A pass/fail metric (values 0/1) gives the
+        base and candidate pass rates and the discordance (share of questions whose pass/fail
+        differs); another metric the standard deviation of per-question differences. See
+        :func:`raglab.sizing.questions_needed` for the formulas.
+
+        Returns
+        -------
+        raglab.sizing.SizingResult
+            ``n`` (paired), ``n_unpaired`` for comparison, and the assumptions used.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> base = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 1, 0, 1, 0, 1, 1, 1, 0, 1]})
+        >>> cand = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 0, 0, 1, 1, 1, 1, 1, 0, 1]})
+        >>> base.rag.size(cand, metric="hit@5", mde=0.05).n
+        626
+        """
+        from raglab import sizing as _sizing
+
+        method_name = "rag.size"
+        on = resolve_column(self._df, "question_id", question_id, method=method_name)
+        paired = pair_runs(self._df, cand, on=on, how=how, method=method_name,
+                           allow_evalset_mismatch=allow_evalset_mismatch)
+        values = []
+        for side, frame in (("base", paired.base), ("cand", paired.cand)):
+            if metric not in frame.columns:
+                raise missing_column_error(frame, metric, role=None, method=f"{method_name} ({side})")
+            column = frame[metric]
+            try:
+                numbers = pd.to_numeric(column.astype(object).where(column.notna(), None), errors="raise")
+            except (TypeError, ValueError):
+                raise RowTableError(
+                    f"{method_name}: column {metric!r} ({side}) must hold numeric scores (or 0/1 pass/fail); "
+                    f"found {column.dtype} values such as {column.dropna().iloc[:3].tolist()!r}"
+                ) from None
+            values.append(numbers.to_numpy(dtype=float, na_value=float("nan")))
+        return _sizing.size_from_pilot(
+            values[0], values[1], metric=metric, mde=mde, binary=binary, power=power, alpha=alpha,
+            attenuation=attenuation, slice_fraction=slice_fraction, alternative=alternative,
         )

@@ -10,6 +10,9 @@ SQuAD 2.0 dev (CC BY-SA 4.0), 11,873 questions over 35 Wikipedia articles, half 
 - :func:`squad_run`: a retrieval configuration's run (ranked chunk ids and their character spans).
 - :func:`squad_reader`: a reader model's answer-level scores (``em``, ``f1``, ``declined``).
 
+MTRAG human evaluations (Apache-2.0), 159 multi-turn RAG tasks x 3 answerers rated by people and
+two LLM judges: :mod:`raglab.datasets.mtrag` (``load_responses``, ``load_runs``, ...).
+
 A handbook written by the raglab developers (Apache-2.0), for judges that need text:
 
 - :func:`handbook`: 36 questions about a fictional storage product, with retrieved passages,

@@ -1,0 +1,1321 @@
+"""Validating a judge against people, and agreement between people.
+
+A judge is a classifier: before its averages are trusted, its error rates against human labels are
+measured. :func:`report` compares a judge's labels with human labels on the same items and returns
+an :class:`AgreementReport` with raw agreement, Cohen's kappa with an interval, the confusion
+matrix, the judge's *miss rate* (of the items people marked negative, e.g. unsupported, the share the
+judge passed), sensitivity and specificity, the *attenuation* ``J = sensitivity + specificity - 1``
+(a true change ``d`` in the pass rate moves the judge's mean by about ``J * d``) and the
+Rogan-Gladen corrected pass rate.
+
+Several human raters: :func:`fleiss_kappa`, :func:`krippendorff_alpha` (nominal, ordinal, interval
+or ratio; missing ratings allowed) and :func:`judge_vs_majority`.
+
+Conventions (stated here once and in every result):
+
+* Kappa thresholds: above about 0.6 is usually considered substantial agreement; below 0.4 the
+  judge should not be trusted (the report warns with :class:`LowAgreementWarning`).
+* Weighted kappa needs a distance between categories. ``distance="rank"`` (default) places the
+  categories at their positions in the label order, 0, 1, 2, ... -- scikit-learn's convention and
+  statsmodels' default. ``distance="value"`` uses the numeric labels themselves as category scores
+  (statsmodels' ``cohens_kappa(table, weights=labels, wt=...)``); the two agree when the labels are
+  equally spaced.
+* Rating matrices for several raters have one row per item and one column per rater (missing =
+  NaN or None), the transpose of the ``krippendorff`` package's ``reliability_data``.
+
+Examples
+--------
+>>> from raglab import agreement
+>>> human = [1] * 150 + [0] * 50
+>>> judge = [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28
+>>> round(agreement.cohen_kappa(human, judge), 3)
+0.559
+>>> rep = agreement.report(human, judge, positive=1)
+>>> rep.agreement, rep.miss_rate, round(rep.attenuation, 2)
+(0.85, 0.44, 0.51)
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import warnings
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _sps
+
+from raglab._interval import Interval
+from raglab.stats import proportion_interval
+
+__all__ = [
+    "AgreementReport",
+    "LowAgreementWarning",
+    "KAPPA_SUBSTANTIAL",
+    "KAPPA_UNTRUSTED",
+    "cohen_kappa",
+    "cohen_kappa_interval",
+    "fleiss_kappa",
+    "judge_vs_majority",
+    "krippendorff_alpha",
+    "majority_vote",
+    "report",
+    "rogan_gladen",
+]
+
+KAPPA_SUBSTANTIAL = 0.6
+"""Kappa above about this value is usually considered substantial agreement."""
+KAPPA_UNTRUSTED = 0.4
+"""Below this kappa a judge should not be trusted."""
+
+_THRESHOLDS_TEXT = (
+    f"kappa above about {KAPPA_SUBSTANTIAL} is usually considered substantial; "
+    f"below {KAPPA_UNTRUSTED} the judge should not be trusted"
+)
+_WEIGHTS = (None, "linear", "quadratic")
+_DISTANCES = ("rank", "value")
+_KAPPA_METHODS = ("analytic", "bootstrap")
+_RG_METHODS = ("delta", "bootstrap")
+_LEVELS = ("nominal", "ordinal", "interval", "ratio")
+_TIES = ("drop", "low", "high")
+
+
+class LowAgreementWarning(UserWarning):
+    """The judge agrees with people too little (kappa below 0.4) for its averages to be trusted."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Input handling
+# --------------------------------------------------------------------------------------------------
+
+
+def _choice(name: str, value: Any, options: Sequence[Any]) -> None:
+    if value not in options:
+        raise ValueError(f"The value for `{name}` must be one of {list(options)}, but {value!r} was passed.")
+
+
+def _level(ci: float) -> float:
+    if not isinstance(ci, (int, float)) or not 0 < ci < 1:
+        raise ValueError(f"`ci` must be a confidence level strictly between 0 and 1 (e.g. 0.95), got {ci!r}")
+    return float(ci)
+
+
+def _z(level: float) -> float:
+    return float(_sps.norm.ppf(0.5 + level / 2))
+
+
+_NUMERIC_KINDS = "biuf"
+
+
+def _plain_numeric(dtype: Any) -> bool:
+    """A numpy bool/int/float dtype (fast paths); pandas extension dtypes go through object."""
+    return isinstance(dtype, np.dtype) and dtype.kind in _NUMERIC_KINDS
+
+
+def _as_labels(values: Any, name: str) -> np.ndarray:
+    """A 1-D array of labels from a list, array or Series: numeric arrays stay numeric, others object."""
+    if isinstance(values, (pd.DataFrame, str, bytes)) or np.ndim(values) != 1:
+        raise TypeError(f"`{name}` must be a one-dimensional sequence of labels (list, array or Series)")
+    if isinstance(values, pd.Series):
+        if _plain_numeric(values.dtype):
+            return values.to_numpy()
+        return values.to_numpy(dtype=object, na_value=None)
+    if isinstance(values, np.ndarray) and _plain_numeric(values.dtype):
+        return values
+    if not isinstance(values, np.ndarray):
+        try:
+            array = np.asarray(values)
+        except (TypeError, ValueError):
+            array = None
+        if array is not None and array.ndim == 1 and _plain_numeric(array.dtype):
+            return array
+    array = np.empty(len(values), dtype=object)
+    array[:] = list(values)
+    return array
+
+
+def _missing(array: np.ndarray) -> np.ndarray:
+    if array.dtype.kind == "f":
+        return np.isnan(array)
+    if array.dtype.kind in "biu":
+        return np.zeros(array.shape, dtype=bool)
+    return np.asarray(pd.isna(array), dtype=bool).reshape(array.shape)
+
+
+def _label_codes(
+    arrays: Sequence[np.ndarray], labels: Sequence[Hashable] | None, *, need_order: bool
+) -> tuple[list[np.ndarray], list[Any], bool]:
+    """Integer codes (missing = -1) for several label arrays over one shared label list.
+
+    Returns the codes, the labels in code order, and whether that order is a sort order (or the
+    user's). Raises naming a label that is not in ``labels``.
+    """
+    flat = np.concatenate([a.ravel() for a in arrays]) if arrays else np.empty(0, dtype=object)
+    present = ~_missing(flat)
+    if labels is not None:
+        labels = list(labels)
+        index = pd.Index(labels, dtype=object)
+        if not index.is_unique:
+            raise ValueError(f"`labels` must not repeat a label, got {labels!r}")
+        codes = np.full(flat.shape, -1, dtype=np.int64)
+        codes[present] = index.get_indexer(pd.Index(flat[present], dtype=object))
+        unknown = present & (codes < 0)
+        if unknown.any():
+            value = flat[np.flatnonzero(unknown)[0]]
+            raise ValueError(
+                f"label {value!r} is not in `labels` {labels!r}; add it to `labels` or leave `labels=None` "
+                "to use every label that occurs"
+            )
+        ordered = True
+    elif _plain_numeric(flat.dtype):
+        uniques, codes_present = np.unique(flat[present], return_inverse=True)
+        labels = uniques.tolist()
+        codes = np.full(flat.shape, -1, dtype=np.int64)
+        codes[present] = codes_present
+        ordered = True
+    else:
+        try:
+            codes_present, uniques = pd.factorize(pd.Series(flat[present], dtype=object), sort=True)
+            ordered = True
+        except TypeError:  # labels of types that cannot be compared (e.g. 1 and "a")
+            if need_order:
+                raise TypeError(
+                    "weighted kappa and ordinal statistics need labels that can be sorted; pass "
+                    "`labels=[...]` in their order"
+                ) from None
+            codes_present, uniques = pd.factorize(pd.Series(flat[present], dtype=object), sort=False)
+            ordered = False
+        labels = list(uniques)
+        codes = np.full(flat.shape, -1, dtype=np.int64)
+        codes[present] = codes_present
+    out, start = [], 0
+    for a in arrays:
+        out.append(codes[start : start + a.size].reshape(a.shape))
+        start += a.size
+    return out, labels, ordered
+
+
+def _pair(a: Any, b: Any, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    x, y = _as_labels(a, names[0]), _as_labels(b, names[1])
+    if len(x) != len(y):
+        raise ValueError(
+            f"`{names[0]}` and `{names[1]}` must label the same items: got {len(x)} and {len(y)} labels"
+        )
+    return x, y
+
+
+# --------------------------------------------------------------------------------------------------
+# Cohen's kappa
+# --------------------------------------------------------------------------------------------------
+
+
+def _disagreement_weights(labels: list[Any], weights: str | None, distance: str) -> np.ndarray:
+    """K x K disagreement weights: 0 on the diagonal, at most 1."""
+    k = len(labels)
+    if weights is None:
+        return 1.0 - np.eye(k)
+    if distance == "rank":
+        scores = np.arange(k, dtype=float)
+    else:
+        try:
+            scores = np.asarray([float(v) for v in labels], dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"distance='value' needs numeric labels, got {labels!r}; use distance='rank' to weight by "
+                "position in the label order"
+            ) from None
+    diff = np.abs(scores[:, None] - scores[None, :])
+    if weights == "quadratic":
+        diff = diff**2
+    top = diff.max() if k > 1 else 0.0
+    return diff / top if top > 0 else diff
+
+
+def _kappa_and_se(table: np.ndarray, dis: np.ndarray) -> tuple[float, float]:
+    """Kappa and its large-sample standard error (Fleiss, Cohen & Everitt 1969) from a count table."""
+    n = table.sum()
+    p = table / n
+    row, col = p.sum(1), p.sum(0)
+    expected = np.outer(row, col)
+    w = 1.0 - dis  # agreement weights, 1 on the diagonal
+    po, pe = float((w * p).sum()), float((w * expected).sum())
+    if pe >= 1.0 - 1e-15:
+        return math.nan, math.nan
+    kappa = (po - pe) / (1.0 - pe)
+    w_row = w @ col  # mean agreement weight of row category i against the judge's margin
+    w_col = row @ w
+    term = (p * (w - (w_row[:, None] + w_col[None, :]) * (1.0 - kappa)) ** 2).sum()
+    var = (term - (kappa - pe * (1.0 - kappa)) ** 2) / ((1.0 - pe) ** 2 * n)
+    return float(kappa), float(math.sqrt(max(var, 0.0)))
+
+
+def _kappa_many(tables: np.ndarray, dis: np.ndarray) -> np.ndarray:
+    """Kappa for a stack of count tables (B x K x K), vectorised."""
+    n = tables.sum(axis=(1, 2))
+    p = tables / n[:, None, None]
+    row, col = p.sum(2), p.sum(1)
+    w = 1.0 - dis
+    po = np.einsum("bij,ij->b", p, w)
+    pe = np.einsum("bi,ij,bj->b", row, w, col)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (po - pe) / (1.0 - pe)
+    out[pe >= 1.0 - 1e-15] = np.nan
+    return out
+
+
+def _confusion(ca: np.ndarray, cb: np.ndarray, k: int) -> np.ndarray:
+    return np.bincount(ca * k + cb, minlength=k * k).reshape(k, k).astype(float)
+
+
+def _prepare_kappa(a: Any, b: Any, weights: str | None, labels: Any, distance: str, names=("a", "b")):
+    _choice("weights", weights, _WEIGHTS)
+    _choice("distance", distance, _DISTANCES)
+    x, y = _pair(a, b, names)
+    (ca, cb), labs, _ = _label_codes([x, y], labels, need_order=weights is not None)
+    missing = (ca < 0) | (cb < 0)
+    if missing.any():
+        where = np.flatnonzero(missing)
+        raise ValueError(
+            f"{missing.sum()} item(s) have a missing label (positions {where[:5].tolist()}"
+            f"{' ...' if len(where) > 5 else ''}); drop them first, or use agreement.report(), which "
+            "excludes them and reports the count"
+        )
+    if len(ca) == 0:
+        raise ValueError("kappa needs at least one labelled item, got none")
+    return ca, cb, labs, _disagreement_weights(labs, weights, distance)
+
+
+def cohen_kappa(
+    a: Sequence[Hashable],
+    b: Sequence[Hashable],
+    *,
+    weights: str | None = None,
+    labels: Sequence[Hashable] | None = None,
+    distance: str = "rank",
+) -> float:
+    """Cohen's kappa between two raters: agreement corrected for chance.
+
+    ``kappa = (p_o - p_e) / (1 - p_e)``, with ``p_o`` the observed and ``p_e`` the chance agreement
+    from the two raters' label frequencies. Weighted kappa replaces "agree / disagree" by a
+    disagreement weight that grows with the distance between categories.
+
+    Parameters
+    ----------
+    a, b : sequence of hashable
+        The two raters' labels for the same items, in the same order (any hashable labels:
+        0/1, bools, strings, ratings). Missing labels raise; :func:`report` drops and counts them.
+    weights : {None, "linear", "quadratic"}
+        None: plain kappa. "linear": disagreement ``|i - j|``; "quadratic": ``(i - j)**2``.
+    labels : sequence, optional
+        The categories in their order (default: the sorted labels that occur). A label not listed
+        raises.
+    distance : {"rank", "value"}
+        For weighted kappa, what ``i - j`` is: "rank" (default) uses positions in the label order
+        (scikit-learn's convention, statsmodels' default); "value" uses the numeric labels as
+        category scores (statsmodels with ``weights=labels``).
+
+    Returns
+    -------
+    float
+        Kappa in [-1, 1]; NaN when chance agreement is 1 (both raters used one and the same label).
+
+    Examples
+    --------
+    >>> cohen_kappa(["yes", "yes", "no", "no"], ["yes", "no", "no", "no"])
+    0.5
+    >>> round(cohen_kappa([1, 2, 3, 4], [1, 2, 4, 4], weights="quadratic"), 3)
+    0.917
+    """
+    ca, cb, labs, dis = _prepare_kappa(a, b, weights, labels, distance)
+    return _kappa_and_se(_confusion(ca, cb, len(labs)), dis)[0]
+
+
+def _kappa_interval_from_codes(
+    ca: np.ndarray,
+    cb: np.ndarray,
+    k: int,
+    dis: np.ndarray,
+    *,
+    ci: float,
+    method: str,
+    n_resamples: int,
+    seed: int | None,
+) -> Interval:
+    table = _confusion(ca, cb, k)
+    n = int(table.sum())
+    kappa, se = _kappa_and_se(table, dis)
+    if method == "analytic":
+        if math.isnan(kappa):
+            low = high = math.nan
+        else:
+            half = _z(ci) * se
+            low, high = max(-1.0, kappa - half), min(1.0, kappa + half)
+        return Interval(kappa, low, high, method="asymptotic-normal (Fleiss-Cohen-Everitt SE)", level=ci, n=n)
+    rng = np.random.default_rng(seed)
+    # Resampling n items with replacement gives multinomial cell counts with the observed cell
+    # shares: drawing the counts directly is the same bootstrap, without an n-by-B index array.
+    counts = rng.multinomial(n, (table / n).ravel(), size=n_resamples).reshape(n_resamples, k, k)
+    boot = _kappa_many(counts.astype(float), dis)
+    alpha = 1.0 - ci
+    if np.isnan(boot).all():
+        low = high = math.nan
+    else:
+        low, high = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
+    return Interval(
+        kappa, float(low), float(high), method="bootstrap-percentile", level=ci, n=n,
+        n_resamples=n_resamples, seed=seed,
+    )
+
+
+def cohen_kappa_interval(
+    a: Sequence[Hashable],
+    b: Sequence[Hashable],
+    *,
+    weights: str | None = None,
+    labels: Sequence[Hashable] | None = None,
+    distance: str = "rank",
+    ci: float = 0.95,
+    method: str = "analytic",
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+) -> Interval:
+    """Cohen's kappa with a confidence interval.
+
+    Parameters
+    ----------
+    a, b, weights, labels, distance
+        As in :func:`cohen_kappa`.
+    ci : float
+        Confidence level.
+    method : {"analytic", "bootstrap"}
+        "analytic": ``kappa +- z * SE`` with the large-sample standard error of Fleiss, Cohen &
+        Everitt (1969) -- statsmodels' ``std_kappa`` -- clipped to [-1, 1]. "bootstrap": percentile
+        interval over ``n_resamples`` resamples of the items (seeded by ``seed``).
+
+    Returns
+    -------
+    Interval
+        ``(kappa, low, high)`` with method, level, n (and resamples and seed for the bootstrap).
+
+    Examples
+    --------
+    >>> iv = cohen_kappa_interval([1] * 150 + [0] * 50, [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28)
+    >>> round(iv.estimate, 3), round(iv.low, 3), round(iv.high, 3)
+    (0.559, 0.421, 0.697)
+    """
+    _choice("method", method, _KAPPA_METHODS)
+    level = _level(ci)
+    _check_resamples(n_resamples)
+    ca, cb, labs, dis = _prepare_kappa(a, b, weights, labels, distance)
+    return _kappa_interval_from_codes(
+        ca, cb, len(labs), dis, ci=level, method=method, n_resamples=n_resamples, seed=seed
+    )
+
+
+def _check_resamples(n_resamples: int) -> None:
+    if isinstance(n_resamples, bool) or int(n_resamples) != n_resamples or n_resamples < 1:
+        raise ValueError(f"`n_resamples` must be a positive integer, got {n_resamples!r}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Rogan-Gladen
+# --------------------------------------------------------------------------------------------------
+
+
+def rogan_gladen(
+    judge_rate: float,
+    *,
+    sensitivity: float,
+    specificity: float,
+    n: int | None = None,
+    n_positive: int | None = None,
+    n_negative: int | None = None,
+    ci: float = 0.95,
+    method: str = "delta",
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+) -> Interval:
+    """The true pass rate implied by a judge's pass rate and its error rates (Rogan & Gladen 1978).
+
+    ``pi = (judge_rate + specificity - 1) / (sensitivity + specificity - 1)``, clipped to [0, 1]
+    (the estimate and both bounds; a clipped estimate means the judge's rate is outside what its
+    error rates can produce).
+
+    Parameters
+    ----------
+    judge_rate : float
+        The judge's pass rate on the run to correct.
+    sensitivity, specificity : float
+        The judge's rates measured against people (e.g. :class:`AgreementReport`).
+    n : int, optional
+        Items behind ``judge_rate``; with ``n_positive`` and ``n_negative`` (the human-positive and
+        human-negative items behind the sensitivity and specificity) it gives the interval. Without
+        them the interval is the point estimate.
+    ci : float
+        Confidence level.
+    method : {"delta", "bootstrap"}
+        "delta": ``pi +- z * SE`` with ``SE**2 = [p(1-p)/n + pi**2 Se(1-Se)/n_pos + (1-pi)**2
+        Sp(1-Sp)/n_neg] / J**2`` (the three rates treated as independent binomials). "bootstrap":
+        parametric, redrawing the three rates from their binomials ``n_resamples`` times (seeded);
+        percentile interval.
+
+    Returns
+    -------
+    Interval
+
+    Raises
+    ------
+    ValueError
+        When ``sensitivity + specificity <= 1``: the judge is no better than chance and its rate
+        cannot be corrected.
+
+    Examples
+    --------
+    >>> iv = rogan_gladen(0.82, sensitivity=142 / 150, specificity=28 / 50, n=200, n_positive=150,
+    ...                   n_negative=50)
+    >>> round(iv.estimate, 3)
+    0.75
+    """
+    _choice("method", method, _RG_METHODS)
+    level = _level(ci)
+    for name, value in (("judge_rate", judge_rate), ("sensitivity", sensitivity), ("specificity", specificity)):
+        if not 0 <= value <= 1:
+            raise ValueError(f"`{name}` must be a rate between 0 and 1, got {value!r}")
+    youden = sensitivity + specificity - 1
+    if youden <= 0:
+        raise ValueError(
+            f"the judge is no better than chance (sensitivity + specificity - 1 = {youden:.3f} <= 0), so its "
+            "pass rate cannot be corrected; fix the judge first"
+        )
+    raw = (judge_rate + specificity - 1) / youden
+    estimate = min(1.0, max(0.0, raw))
+    counts = (n, n_positive, n_negative)
+    if any(c is None for c in counts):
+        if any(c is not None for c in counts):
+            raise ValueError("pass all of n, n_positive and n_negative for an interval, or none of them")
+        return Interval(estimate, estimate, estimate, method="rogan-gladen (no interval: counts not given)", level=level)
+    for name, c in zip(("n", "n_positive", "n_negative"), counts):
+        if int(c) != c or c <= 0:
+            raise ValueError(f"`{name}` must be a positive integer, got {c!r}")
+    if method == "delta":
+        var = (
+            judge_rate * (1 - judge_rate) / n
+            + raw**2 * sensitivity * (1 - sensitivity) / n_positive
+            + (1 - raw) ** 2 * specificity * (1 - specificity) / n_negative
+        ) / youden**2
+        half = _z(level) * math.sqrt(var)
+        low, high = min(1.0, max(0.0, raw - half)), min(1.0, max(0.0, raw + half))
+        return Interval(estimate, low, high, method="rogan-gladen delta method, clipped to [0, 1]", level=level, n=n)
+    _check_resamples(n_resamples)
+    rng = np.random.default_rng(seed)
+    p = rng.binomial(int(n), judge_rate, n_resamples) / n
+    se = rng.binomial(int(n_positive), sensitivity, n_resamples) / n_positive
+    sp = rng.binomial(int(n_negative), specificity, n_resamples) / n_negative
+    j = se + sp - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boot = np.clip((p + sp - 1) / j, 0.0, 1.0)
+    boot = boot[j > 0]
+    alpha = 1 - level
+    low, high = (np.quantile(boot, [alpha / 2, 1 - alpha / 2]) if boot.size else (math.nan, math.nan))
+    return Interval(
+        estimate, float(low), float(high), method="rogan-gladen parametric bootstrap-percentile, clipped to [0, 1]",
+        level=level, n=n, n_resamples=n_resamples, seed=seed,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------------------------------
+
+
+def _interpret(kappa: float) -> str:
+    if math.isnan(kappa):
+        return "undefined"
+    if kappa < KAPPA_UNTRUSTED:
+        return "should not be trusted"
+    if kappa <= KAPPA_SUBSTANTIAL:
+        return "moderate"
+    return "substantial"
+
+
+def _newcombe_difference(x1: int, n1: int, x2: int, n2: int, level: float) -> tuple[float, float, float]:
+    """Newcombe's hybrid score interval (method 10) for p1 - p2 of two independent proportions."""
+    a = proportion_interval(x1, n1, ci=level)
+    b = proportion_interval(x2, n2, ci=level)
+    d = a.estimate - b.estimate
+    low = d - math.sqrt((a.estimate - a.low) ** 2 + (b.high - b.estimate) ** 2)
+    high = d + math.sqrt((a.high - a.estimate) ** 2 + (b.estimate - b.low) ** 2)
+    return d, max(-1.0, low), min(1.0, high)
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class AgreementReport:
+    """How well a judge agrees with people on the same items (see :func:`report`).
+
+    Attributes
+    ----------
+    n, n_excluded : int
+        Items compared, and items left out because a label was missing (or, for
+        :func:`judge_vs_majority`, the human vote was tied and ``ties="drop"``).
+    labels : list
+        The categories in order (confusion rows and columns).
+    positive : label or None
+        The "pass" label (e.g. 1, "supported"); the binary statistics are None without it.
+    kappa, kappa_low, kappa_high : float
+        Cohen's kappa and its interval (``kappa_interval`` holds the method, level and seed).
+    agreement : float
+        Raw share of items with the same label.
+    confusion : DataFrame
+        Counts, human labels as rows and judge labels as columns.
+    per_class_recall : Series
+        For each human label, the share of those items the judge labelled the same.
+    sensitivity, specificity : float or None
+        Share of human-positive items the judge passed, and of human-negative items it failed.
+    miss_rate : float or None
+        Of the items people marked negative, the share the judge passed (``1 - specificity``).
+    human_positive_rate, judge_positive_rate : float or None
+        Pass rates by people and by the judge on the same items.
+    attenuation : float or None
+        ``sensitivity + specificity - 1`` (Youden's J): a true change ``d`` in the pass rate moves
+        the judge's pass rate by ``J * d``, so about ``1 / J**2`` times as many questions are needed
+        to detect it (see :func:`raglab.sizing.questions_needed`).
+    corrected_pass_rate : Interval or None
+        Rogan-Gladen estimate of the true pass rate from the judge's rate on these items. On the
+        validation items themselves it reproduces the human rate (a check); use :meth:`correct` on
+        a new run's judge pass rate.
+    intervals : dict of str -> Interval
+        Intervals for every statistic above (Wilson for rates, Newcombe for the attenuation).
+    disagreements : DataFrame
+        The items where judge and people differ (the original rows when given a DataFrame).
+    warnings : list of str
+        Warnings raised when the report was made (e.g. kappa below 0.4).
+    """
+
+    n: int
+    n_excluded: int
+    labels: list[Any]
+    positive: Any
+    kappa: float
+    kappa_interval: Interval
+    agreement: float
+    confusion: pd.DataFrame
+    per_class_recall: pd.Series
+    weights: str | None
+    distance: str
+    sensitivity: float | None
+    specificity: float | None
+    miss_rate: float | None
+    human_positive_rate: float | None
+    judge_positive_rate: float | None
+    attenuation: float | None
+    corrected_pass_rate: Interval | None
+    intervals: dict[str, Interval]
+    disagreements: pd.DataFrame
+    human_name: str = "human"
+    judge_name: str = "judge"
+    n_ties: int = 0
+    ties: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    _counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def kappa_low(self) -> float:
+        return self.kappa_interval.low
+
+    @property
+    def kappa_high(self) -> float:
+        return self.kappa_interval.high
+
+    @property
+    def interpretation(self) -> str:
+        """'substantial' (> 0.6), 'moderate' (0.4 to 0.6) or 'should not be trusted' (< 0.4)."""
+        return _interpret(self.kappa)
+
+    def correct(
+        self,
+        judge_pass_rate: float,
+        n: int,
+        *,
+        ci: float | None = None,
+        method: str = "delta",
+        n_resamples: int = 10_000,
+        seed: int | None = 0,
+    ) -> Interval:
+        """Rogan-Gladen corrected true pass rate of a new run judged by this judge.
+
+        Parameters
+        ----------
+        judge_pass_rate : float
+            The judge's pass rate on the new run.
+        n : int
+            Questions in the new run.
+        ci, method, n_resamples, seed
+            See :func:`rogan_gladen` (the level defaults to this report's).
+
+        Examples
+        --------
+        >>> rep = report([1] * 150 + [0] * 50, [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28, positive=1)
+        >>> iv = rep.correct(0.70, 400)      # the judge passes 70% of a new run
+        >>> round(iv.estimate, 3), round(iv.low, 3), round(iv.high, 3)
+        (0.513, 0.35, 0.676)
+        """
+        if self.sensitivity is None or self.specificity is None:
+            raise ValueError("the pass-rate correction needs a binary report: pass positive=<the pass label>")
+        return rogan_gladen(
+            judge_pass_rate,
+            sensitivity=self.sensitivity,
+            specificity=self.specificity,
+            n=n,
+            n_positive=self._counts["human_positive"],
+            n_negative=self._counts["human_negative"],
+            ci=self.kappa_interval.level if ci is None else ci,
+            method=method,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per statistic: estimate, low, high, method, level, n, n_resamples, seed."""
+        rows = []
+        for name, iv in self.intervals.items():
+            rows.append({"statistic": name, **iv.to_dict()})
+        return pd.DataFrame(
+            rows, columns=["statistic", "estimate", "low", "high", "method", "level", "n", "n_resamples", "seed"]
+        )
+
+    def _lines(self) -> list[tuple[str, str]]:
+        c = self._counts
+        pct = f"{self.kappa_interval.level:.0%}"
+        items = f"{self.n}"
+        if self.n_excluded:
+            parts = []
+            if self.n_ties:
+                parts.append(f"{self.n_ties} with a tied human vote (ties={self.ties!r})")
+            if self.n_excluded - self.n_ties:
+                parts.append(f"{self.n_excluded - self.n_ties} with a missing label")
+            items += f" ({self.n_excluded} excluded: {', '.join(parts)})"
+        out = [
+            ("items", items),
+            ("raw agreement", f"{self.agreement:.3f}"),
+            (
+                "Cohen's kappa",
+                f"{self.kappa:.3f} [{self.kappa_low:.3f}, {self.kappa_high:.3f}] {pct} "
+                f"{self.kappa_interval.method}: {self.interpretation}"
+                + (f" ({self.weights} weights, distance={self.distance!r})" if self.weights else ""),
+            ),
+        ]
+        if self.positive is not None:
+            mr = self.intervals["miss_rate"]
+            out += [
+                (
+                    "miss rate",
+                    f"{self.miss_rate:.3f} [{mr.low:.3f}, {mr.high:.3f}]: the judge passed {c['false_pass']} of "
+                    f"the {c['human_negative']} items people marked negative",
+                ),
+                (
+                    "sensitivity",
+                    f"{self.sensitivity:.3f} ({c['true_pass']}/{c['human_positive']}), specificity "
+                    f"{self.specificity:.3f} ({c['true_fail']}/{c['human_negative']})",
+                ),
+                (
+                    "pass rate",
+                    f"judge {self.judge_positive_rate:.3f} vs people {self.human_positive_rate:.3f}",
+                ),
+                (
+                    "attenuation",
+                    f"{self.attenuation:.3f}: a true change d in the pass rate shows as about "
+                    f"{self.attenuation:.2f}*d in the judge's mean",
+                ),
+            ]
+            if self.corrected_pass_rate is not None:
+                rg = self.corrected_pass_rate
+                out.append(
+                    (
+                        "corrected pass rate",
+                        f"{rg.estimate:.3f} [{rg.low:.3f}, {rg.high:.3f}] (Rogan-Gladen, delta method, clipped "
+                        "to [0, 1]; report.correct(rate, n) for a new run)",
+                    )
+                )
+        else:
+            recall = ", ".join(f"{k!r}: {v:.3f}" for k, v in self.per_class_recall.items())
+            out.append(("per-class recall", recall))
+        out.append(("disagreements", f"{len(self.disagreements)} items (report.disagreements)"))
+        return out
+
+    def __repr__(self) -> str:
+        title = f"AgreementReport: judge {self.judge_name!r} vs {self.human_name!r}" + (
+            f", positive label {self.positive!r}" if self.positive is not None else ""
+        )
+        lines = [title]
+        lines += [f"  {key:<20} {value}" for key, value in self._lines()]
+        lines += [f"  WARNING: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        title = e(repr(self).splitlines()[0])
+        rows = "".join(f"<tr><th style='text-align:left'>{e(k)}</th><td style='text-align:left'>{e(v)}</td></tr>"
+                       for k, v in self._lines())
+        warn = "".join(f"<p style='color:#b00'><b>Warning:</b> {e(w)}</p>" for w in self.warnings)
+        confusion = self.confusion.to_html()
+        return f"<div><b>{title}</b><table>{rows}</table>{warn}<p>Confusion (people in rows, judge in columns)</p>{confusion}</div>"
+
+
+def _binarize(values: np.ndarray, threshold: float | None, name: str) -> np.ndarray:
+    if threshold is None:
+        return values
+    out = np.empty(values.shape, dtype=object)
+    missing = _missing(values)
+    try:
+        numbers = np.where(missing, np.nan, values).astype(float)
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}_threshold` needs numeric {name} scores") from None
+    out[:] = numbers >= threshold
+    out[missing] = None
+    return out
+
+
+def report(
+    human: Sequence[Hashable],
+    judge: Sequence[Hashable],
+    *,
+    positive: Hashable | None = None,
+    labels: Sequence[Hashable] | None = None,
+    weights: str | None = None,
+    distance: str = "rank",
+    human_threshold: float | None = None,
+    judge_threshold: float | None = None,
+    ci: float = 0.95,
+    method: str = "analytic",
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    ids: Sequence[Hashable] | None = None,
+    warn: bool = True,
+) -> AgreementReport:
+    """Validate a judge against human labels of the same items.
+
+    Parameters
+    ----------
+    human, judge : sequence of hashable
+        Labels for the same items in the same order (lists, arrays or Series; a Series' index
+        labels the disagreements). Items where either label is missing are excluded and counted.
+    positive : label, optional
+        The pass label (e.g. 1, True, "supported"). Required for the miss rate, sensitivity,
+        specificity, pass rates, attenuation and the corrected pass rate; with more than two labels
+        these treat ``positive`` against the rest. Inferred as 1/True when the labels are 0/1 or
+        booleans.
+    labels, weights, distance
+        Category order and weighting for kappa; see :func:`cohen_kappa`.
+    human_threshold, judge_threshold : float, optional
+        Turn numeric scores into pass/fail labels: ``score >= threshold`` is True (the positive).
+    ci : float
+        Confidence level of every interval.
+    method : {"analytic", "bootstrap"}
+        Kappa interval: the large-sample standard error (as statsmodels' ``std_kappa``) or a
+        percentile bootstrap over items (``n_resamples``, ``seed``).
+    ids : sequence, optional
+        Item ids used as the index of ``disagreements``.
+    warn : bool
+        Issue a :class:`LowAgreementWarning` when kappa < 0.4.
+
+    Returns
+    -------
+    AgreementReport
+
+    Examples
+    --------
+    >>> human = [1] * 150 + [0] * 50
+    >>> judge = [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28
+    >>> rep = report(human, judge, positive=1)
+    >>> round(rep.kappa, 3), rep.miss_rate, rep.judge_positive_rate, rep.human_positive_rate
+    (0.559, 0.44, 0.82, 0.75)
+    >>> rep.confusion.to_numpy().tolist()       # people in rows, judge in columns: [pass, fail]
+    [[142, 8], [22, 28]]
+    """
+    return _report(
+        human, judge, positive=positive, labels=labels, weights=weights, distance=distance,
+        human_threshold=human_threshold, judge_threshold=judge_threshold, ci=ci, method=method,
+        n_resamples=n_resamples, seed=seed, ids=ids, warn=warn,
+    )
+
+
+def _report(
+    human: Any,
+    judge: Any,
+    *,
+    positive: Any,
+    labels: Any,
+    weights: str | None,
+    distance: str,
+    human_threshold: float | None,
+    judge_threshold: float | None,
+    ci: float,
+    method: str,
+    n_resamples: int,
+    seed: int | None,
+    ids: Any = None,
+    warn: bool = True,
+    rows: pd.DataFrame | None = None,
+    names: tuple[str, str] | None = None,
+    n_ties: int = 0,
+    ties: str | None = None,
+    stacklevel: int = 3,
+) -> AgreementReport:
+    _choice("weights", weights, _WEIGHTS)
+    _choice("distance", distance, _DISTANCES)
+    _choice("method", method, _KAPPA_METHODS)
+    level = _level(ci)
+    _check_resamples(n_resamples)
+    if names is None:
+        names = (
+            str(human.name) if isinstance(human, pd.Series) and human.name is not None else "human",
+            str(judge.name) if isinstance(judge, pd.Series) and judge.name is not None else "judge",
+        )
+    x, y = _pair(human, judge, ("human", "judge"))
+    if ids is not None:
+        index = pd.Index(list(ids))
+        if len(index) != len(x):
+            raise ValueError(f"`ids` must give one id per item: got {len(index)} ids for {len(x)} items")
+    elif isinstance(human, pd.Series):
+        index = human.index
+    elif isinstance(judge, pd.Series):
+        index = judge.index
+    else:
+        index = pd.RangeIndex(len(x))
+    x = _binarize(x, human_threshold, "human")
+    y = _binarize(y, judge_threshold, "judge")
+    if (human_threshold is not None or judge_threshold is not None) and positive is None:
+        positive = True
+    (ca, cb), labs, _ = _label_codes([x, y], labels, need_order=weights is not None)
+    keep = (ca >= 0) & (cb >= 0)
+    n_missing = int((~keep).sum())
+    ca, cb = ca[keep], cb[keep]
+    n = len(ca)
+    if n == 0:
+        raise ValueError("no item has both a human and a judge label; nothing to compare")
+    k = len(labs)
+    if positive is None and k <= 2 and set(labs) <= {0, 1}:
+        positive = True if any(isinstance(v, (bool, np.bool_)) for v in labs) else 1
+    if positive is not None and positive not in labs:
+        if labels is None and set(labs) <= {0, 1} and positive in (0, 1):
+            labs = labs + [positive]  # e.g. a judge and people who never fail: the class still exists
+            k = len(labs)
+        else:
+            raise ValueError(
+                f"positive label {positive!r} does not occur in the labels {labs!r}; pass the label that means "
+                "pass (e.g. positive='supported')"
+            )
+    dis = _disagreement_weights(labs, weights, distance)
+    table = _confusion(ca, cb, k)
+    kappa_iv = _kappa_interval_from_codes(ca, cb, k, dis, ci=level, method=method, n_resamples=n_resamples, seed=seed)
+    same = int(np.trace(table))
+    agreement = same / n
+    intervals: dict[str, Interval] = {
+        "agreement": proportion_interval(same, n, ci=level),
+        "kappa": kappa_iv,
+    }
+    row_totals = table.sum(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        recall = np.diag(table) / row_totals
+    label_index = pd.Index(labs, dtype=object)
+    per_class = pd.Series(recall, index=label_index, name="recall")
+    per_class.index.name = names[0]
+    counts: dict[str, int] = {}
+    binary: dict[str, Any] = dict.fromkeys(
+        ("sensitivity", "specificity", "miss_rate", "human_positive_rate", "judge_positive_rate", "attenuation")
+    )
+    corrected = None
+    order = list(range(k))
+    if positive is not None:
+        pos = labs.index(positive)
+        order = [pos] + [i for i in range(k) if i != pos]
+        hp = int(row_totals[pos])
+        hn = n - hp
+        tp = int(table[pos, pos])
+        fp = int(table[:, pos].sum() - tp)  # human negative, judge passed: the judge's misses
+        tn = hn - fp
+        counts = {"human_positive": hp, "human_negative": hn, "true_pass": tp, "false_pass": fp, "true_fail": tn}
+        binary["human_positive_rate"] = hp / n
+        binary["judge_positive_rate"] = (tp + fp) / n
+        intervals["human_positive_rate"] = proportion_interval(hp, n, ci=level)
+        intervals["judge_positive_rate"] = proportion_interval(tp + fp, n, ci=level)
+        if hp:
+            binary["sensitivity"] = tp / hp
+            intervals["sensitivity"] = proportion_interval(tp, hp, ci=level)
+        if hn:
+            binary["specificity"] = tn / hn
+            binary["miss_rate"] = fp / hn
+            intervals["specificity"] = proportion_interval(tn, hn, ci=level)
+            intervals["miss_rate"] = proportion_interval(fp, hn, ci=level)
+        if hp and hn:
+            j, low, high = _newcombe_difference(tp, hp, fp, hn, level)
+            binary["attenuation"] = binary["sensitivity"] + binary["specificity"] - 1
+            intervals["attenuation"] = Interval(
+                binary["attenuation"], low, high, method="newcombe hybrid score (sensitivity - miss rate)",
+                level=level, n=n,
+            )
+            if j > 0:
+                corrected = rogan_gladen(
+                    binary["judge_positive_rate"], sensitivity=binary["sensitivity"],
+                    specificity=binary["specificity"], n=n, n_positive=hp, n_negative=hn, ci=level,
+                )
+                intervals["corrected_pass_rate"] = corrected
+    shown = [labs[i] for i in order]
+    confusion = pd.DataFrame(
+        table[np.ix_(order, order)].astype(np.int64),
+        index=pd.Index(shown, name=names[0]),
+        columns=pd.Index(shown, name=names[1]),
+    )
+    kept_positions = np.flatnonzero(keep)
+    differ = kept_positions[ca != cb]
+    if rows is not None:
+        disagreements = rows.iloc[differ]
+    else:
+        disagreements = pd.DataFrame(
+            {names[0]: x[differ], names[1]: y[differ]}, index=index[differ]
+        )
+    messages: list[str] = []
+    if not math.isnan(kappa_iv.estimate) and kappa_iv.estimate < KAPPA_UNTRUSTED:
+        messages.append(
+            f"kappa = {kappa_iv.estimate:.3f} is below {KAPPA_UNTRUSTED}: this judge should not be trusted "
+            f"({_THRESHOLDS_TEXT}). Look at report.disagreements, fix the judge and re-measure on fresh labels."
+        )
+        if warn:
+            warnings.warn(messages[-1], LowAgreementWarning, stacklevel=stacklevel)
+    return AgreementReport(
+        n=n,
+        n_excluded=n_missing,
+        labels=labs,
+        positive=positive,
+        kappa=kappa_iv.estimate,
+        kappa_interval=kappa_iv,
+        agreement=agreement,
+        confusion=confusion,
+        per_class_recall=per_class,
+        weights=weights,
+        distance=distance,
+        corrected_pass_rate=corrected,
+        intervals=intervals,
+        disagreements=disagreements,
+        human_name=names[0],
+        judge_name=names[1],
+        n_ties=n_ties,
+        ties=ties,
+        warnings=messages,
+        _counts=counts,
+        **binary,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Several raters
+# --------------------------------------------------------------------------------------------------
+
+
+def _as_matrix(ratings: Any, name: str = "ratings") -> np.ndarray:
+    """Items x raters object matrix from a DataFrame, nested lists or a 2-D array."""
+    if isinstance(ratings, pd.DataFrame):
+        if len(ratings.columns) and all(_plain_numeric(t) for t in ratings.dtypes):
+            matrix = ratings.to_numpy()
+        else:
+            matrix = ratings.to_numpy(dtype=object, na_value=None)
+    else:
+        try:
+            matrix = np.asarray(ratings)
+        except (TypeError, ValueError):
+            matrix = np.asarray(ratings, dtype=object)
+        if not _plain_numeric(matrix.dtype):
+            matrix = np.asarray(ratings, dtype=object)
+    if matrix.ndim != 2:
+        raise ValueError(
+            f"`{name}` must be a 2-D table with one row per item and one column per rater, got "
+            f"{matrix.ndim} dimension(s)"
+        )
+    return matrix
+
+
+def _unit_counts(codes: np.ndarray, k: int) -> np.ndarray:
+    """Items x categories counts from an items x raters code matrix (missing = -1)."""
+    items = np.repeat(np.arange(codes.shape[0]), codes.shape[1])
+    flat = codes.ravel()
+    ok = flat >= 0
+    return np.bincount(items[ok] * k + flat[ok], minlength=codes.shape[0] * k).reshape(codes.shape[0], k).astype(float)
+
+
+def fleiss_kappa(
+    ratings: Any, *, counts: bool = False, labels: Sequence[Hashable] | None = None
+) -> float:
+    """Fleiss' kappa: chance-corrected agreement of several raters on nominal labels.
+
+    Parameters
+    ----------
+    ratings : 2-D table
+        One row per item, one column per rater (any hashable labels; missing as NaN or None). The
+        raters may differ between items, but every item needs the same number of ratings; otherwise
+        use :func:`krippendorff_alpha`.
+    counts : bool
+        True when ``ratings`` is already an items x categories table of counts (statsmodels'
+        ``fleiss_kappa`` input).
+    labels : sequence, optional
+        The categories (default: those that occur).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(fleiss_kappa([[1, 1, 1], [1, 1, 0], [0, 0, 0], [0, 1, 0]]), 3)
+    0.333
+    """
+    if counts:
+        table = np.asarray(ratings, dtype=float)
+        if table.ndim != 2 or (table < 0).any():
+            raise ValueError("with counts=True, `ratings` must be an items x categories table of non-negative counts")
+    else:
+        matrix = _as_matrix(ratings)
+        (codes,), labs, _ = _label_codes([matrix], labels, need_order=False)
+        table = _unit_counts(codes, len(labs))
+    per_item = table.sum(1)
+    m = per_item.max() if len(per_item) else 0
+    if len(per_item) == 0 or (per_item != m).any() or m < 2:
+        counts_seen = sorted({int(c) for c in per_item})
+        raise ValueError(
+            f"Fleiss' kappa needs the same number (at least 2) of ratings for every item, found {counts_seen} "
+            "ratings per item; use krippendorff_alpha(ratings, level='nominal'), which allows missing ratings"
+        )
+    share = table.sum(0) / table.sum()
+    p_item = ((table * table).sum(1) - m) / (m * (m - 1))
+    p_bar, p_e = p_item.mean(), float((share**2).sum())
+    if p_e >= 1.0 - 1e-15:
+        return math.nan
+    return float((p_bar - p_e) / (1 - p_e))
+
+
+def krippendorff_alpha(
+    ratings: Any,
+    *,
+    level: str = "nominal",
+    labels: Sequence[Hashable] | None = None,
+) -> float:
+    """Krippendorff's alpha for several raters, with missing ratings allowed.
+
+    ``alpha = 1 - D_o / D_e``: observed disagreement within items over the disagreement expected
+    from all pairable values. Items with fewer than two ratings do not count.
+
+    Parameters
+    ----------
+    ratings : 2-D table
+        One row per item, one column per rater; missing ratings as NaN or None. (The
+        ``krippendorff`` package takes the transpose, raters x items.)
+    level : {"nominal", "ordinal", "interval", "ratio"}
+        Level of measurement: which differences count as disagreement. "ordinal" uses the ranks of
+        the values (Krippendorff's ordinal metric, built from the value frequencies); "interval" the
+        squared difference; "ratio" ``((c - k) / (c + k))**2``.
+    labels : sequence, optional
+        The values in order (for "ordinal", values that do not occur do not change alpha).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> ratings = [[1, 1, None], [2, 2, 3], [3, 3, 3], [4, 3, 4]]
+    >>> round(krippendorff_alpha(ratings, level="ordinal"), 3)
+    0.774
+    """
+    _choice("level", level, _LEVELS)
+    matrix = _as_matrix(ratings)
+    (codes,), labs, _ = _label_codes([matrix], labels, need_order=level != "nominal")
+    k = len(labs)
+    table = _unit_counts(codes, k)
+    m = table.sum(1)
+    table, m = table[m >= 2], m[m >= 2]
+    if table.shape[0] == 0:
+        raise ValueError("Krippendorff's alpha needs at least one item rated by two or more raters")
+    coincidence = (table / (m - 1)[:, None]).T @ table
+    coincidence[np.diag_indices(k)] -= (table / (m - 1)[:, None]).sum(0)
+    n_c = coincidence.sum(1)
+    total = n_c.sum()
+    if level == "nominal":
+        delta = 1.0 - np.eye(k)
+    elif level == "ordinal":
+        cum = np.cumsum(n_c)
+        lo, hi = np.minimum.outer(np.arange(k), np.arange(k)), np.maximum.outer(np.arange(k), np.arange(k))
+        between = cum[hi] - cum[lo] + n_c[lo]
+        delta = (between - (n_c[lo] + n_c[hi]) / 2) ** 2
+    else:
+        try:
+            values = np.asarray([float(v) for v in labs], dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"level={level!r} needs numeric ratings, got labels {labs!r}") from None
+        if level == "interval":
+            delta = (values[:, None] - values[None, :]) ** 2
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                delta = ((values[:, None] - values[None, :]) / (values[:, None] + values[None, :])) ** 2
+            delta = np.nan_to_num(delta)
+    expected = (np.outer(n_c, n_c) * delta).sum()
+    if expected <= 0:
+        raise ValueError(
+            "Krippendorff's alpha is undefined when all pairable ratings have one value (no expected disagreement)"
+        )
+    return float(1.0 - (total - 1) * (coincidence * delta).sum() / expected)
+
+
+def _majority_codes(codes: np.ndarray, k: int, ties: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Majority code per item (-1 when dropped or unrated), a tie mask and the vote counts."""
+    table = _unit_counts(codes, k)
+    top = table.max(1) if k else np.zeros(codes.shape[0])
+    winners = table == top[:, None]
+    rated = top > 0
+    tied = rated & (winners.sum(1) > 1)
+    if k == 0:
+        return np.full(codes.shape[0], -1), tied, table
+    # "high": the last tied label in label order; otherwise the first
+    chosen = k - 1 - np.argmax(winners[:, ::-1], axis=1) if ties == "high" else np.argmax(winners, axis=1)
+    chosen = np.where(rated, chosen, -1)
+    if ties == "drop":
+        chosen = np.where(tied, -1, chosen)
+    return chosen, tied, table
+
+
+def majority_vote(
+    ratings: Any, *, ties: str = "drop", labels: Sequence[Hashable] | None = None
+) -> np.ndarray:
+    """The most frequent label per item across raters (missing ratings ignored).
+
+    Parameters
+    ----------
+    ratings : 2-D table
+        One row per item, one column per rater; missing as NaN or None.
+    ties : {"drop", "low", "high"}
+        When two or more labels share the top count: "drop" (default) gives None for the item;
+        "low" / "high" pick the first / last tied label in the label order (for 0/1 or False/True
+        labels, "low" counts a split vote as a fail, the cautious choice for faithfulness).
+    labels : sequence, optional
+        The label order (default: sorted labels that occur).
+
+    Returns
+    -------
+    numpy.ndarray of object
+        One label per item; None for unrated items and dropped ties.
+
+    Examples
+    --------
+    >>> majority_vote([[1, 1, 0], [1, 0, None], [0, 0, 0]]).tolist()
+    [1, None, 0]
+    >>> majority_vote([[1, 1, 0], [1, 0, None], [0, 0, 0]], ties="low").tolist()
+    [1, 0, 0]
+    """
+    _choice("ties", ties, _TIES)
+    matrix = _as_matrix(ratings)
+    (codes,), labs, ordered = _label_codes([matrix], labels, need_order=ties != "drop")
+    chosen, _, _ = _majority_codes(codes, len(labs), ties)
+    out = np.empty(len(chosen), dtype=object)
+    lookup = np.empty(len(labs) + 1, dtype=object)
+    lookup[: len(labs)] = labs
+    lookup[-1] = None
+    out[:] = lookup[chosen]
+    return out
+
+
+def judge_vs_majority(
+    ratings: Any,
+    judge: Sequence[Hashable],
+    *,
+    positive: Hashable | None = None,
+    ties: str = "drop",
+    rating_threshold: float | None = None,
+    judge_threshold: float | None = None,
+    labels: Sequence[Hashable] | None = None,
+    ci: float = 0.95,
+    method: str = "analytic",
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    ids: Sequence[Hashable] | None = None,
+    warn: bool = True,
+) -> AgreementReport:
+    """Validate a judge against the majority label of several human raters.
+
+    Each rater's label is taken as given (or, with ``rating_threshold``, turned into pass/fail
+    first: ``rating >= rating_threshold``), the per-item majority is formed with the tie rule
+    ``ties`` (see :func:`majority_vote`), and the judge is compared with it by :func:`report`.
+    With ``ties="drop"`` (default) tied items are excluded and counted in ``n_ties``.
+
+    Examples
+    --------
+    >>> ratings = [[4, 4, 3], [1, 2, None], [4, 2, None], [3, 4, 4]]
+    >>> rep = judge_vs_majority(ratings, [0.9, 0.8, 0.2, 1.0], rating_threshold=3, judge_threshold=0.5,
+    ...                         warn=False)
+    >>> rep.n, rep.n_ties, rep.miss_rate
+    (3, 1, 1.0)
+    """
+    return _judge_vs_majority(
+        ratings, judge, positive=positive, ties=ties, rating_threshold=rating_threshold,
+        judge_threshold=judge_threshold, labels=labels, ci=ci, method=method, n_resamples=n_resamples,
+        seed=seed, ids=ids, warn=warn,
+    )
+
+
+def _judge_vs_majority(
+    ratings: Any,
+    judge: Any,
+    *,
+    positive: Any,
+    ties: str,
+    rating_threshold: float | None,
+    judge_threshold: float | None,
+    labels: Any,
+    ci: float,
+    method: str,
+    n_resamples: int,
+    seed: int | None,
+    ids: Any,
+    warn: bool,
+    rows: pd.DataFrame | None = None,
+    names: tuple[str, str] | None = None,
+) -> AgreementReport:
+    _choice("ties", ties, _TIES)
+    matrix = _as_matrix(ratings)
+    if rating_threshold is not None:
+        missing = _missing(matrix)
+        try:
+            numbers = np.where(missing, np.nan, matrix).astype(float)
+        except (TypeError, ValueError):
+            raise TypeError("`rating_threshold` needs numeric ratings") from None
+        binary = np.empty(matrix.shape, dtype=object)
+        binary[:] = numbers >= rating_threshold
+        binary[missing] = None
+        matrix = binary
+        if positive is None:
+            positive = True
+    (codes,), labs, _ = _label_codes([matrix], labels, need_order=ties != "drop")
+    chosen, tied, _ = _majority_codes(codes, len(labs), ties)
+    majority = np.empty(len(chosen), dtype=object)
+    lookup = np.empty(len(labs) + 1, dtype=object)
+    lookup[: len(labs)] = labs
+    lookup[-1] = None
+    majority[:] = lookup[chosen]
+    j = _as_labels(judge, "judge")
+    if len(j) != len(majority):
+        raise ValueError(f"`ratings` has {len(majority)} items but `judge` has {len(j)} labels")
+    if judge_threshold is not None:
+        j = _binarize(j, judge_threshold, "judge")
+        if positive is None:
+            positive = True
+    n_ties = int(tied.sum()) if ties == "drop" else 0
+    if ids is None and isinstance(ratings, pd.DataFrame):
+        ids = ratings.index
+    if names is None:
+        judge_name = str(judge.name) if isinstance(judge, pd.Series) and judge.name is not None else "judge"
+        names = ("human majority", judge_name)
+    return _report(
+        majority, j, positive=positive, labels=None, weights=None, distance="rank", human_threshold=None,
+        judge_threshold=None, ci=ci, method=method, n_resamples=n_resamples, seed=seed, ids=ids, warn=warn,
+        names=names, n_ties=n_ties, ties=ties, stacklevel=4, rows=rows,
+    )
