@@ -16,6 +16,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai import AsyncOpenAI, OpenAI
 
 import raglab
@@ -356,3 +358,44 @@ def test_repr_and_close(server):
     assert text.startswith("LLMJudge(model='local'") and "fingerprint=" in text
     judge.close()
     assert repr(LexicalJudge()).startswith("LexicalJudge(threshold=0.6")
+
+
+# ---- properties ------------------------------------------------------------------------------------
+
+WORDS = ["paris", "rome", "is", "the", "capital", "old", "big", "1937", "i", "don't", "know", "not"]
+sentence = st.lists(st.sampled_from(WORDS), min_size=0, max_size=5).map(lambda ws: " ".join(ws))
+text = st.one_of(st.none(), st.lists(sentence, max_size=3).map(lambda ss: ". ".join(ss)))
+row = st.tuples(text, text, st.one_of(st.none(), st.lists(sentence, max_size=2)), text)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(row, min_size=1, max_size=8), st.randoms(use_true_random=False))
+def test_every_unscored_row_says_why_and_row_order_does_not_matter(data, rnd):
+    frame = pd.DataFrame({"question_id": [f"q{i}" for i in range(len(data))],
+                          "question": [d[0] for d in data], "answer": [d[1] for d in data],
+                          "context": [d[2] for d in data], "reference": [d[3] for d in data]})
+    out = frame.rag.judge(LexicalJudge(), metrics=ALL, progress=False)
+    for metric in ("faithfulness", "relevance", "correctness"):
+        values = out[metric].to_numpy()
+        assert ((values >= 0) & (values <= 1) | np.isnan(values)).all()
+        said = out["judge_error"].fillna("").str.contains(f"(?:^|; ){metric}:", regex=True).to_numpy()
+        assert (np.isnan(values) == said).all(), metric
+    for metric in ("faithfulness", "correctness"):
+        claims, verdicts = out[f"{metric}_claims"], out[f"{metric}_verdicts"]
+        for c, v, s in zip(claims, verdicts, out[metric]):
+            if not np.isnan(s):
+                assert len(c) == len(v) > 0 and s == pytest.approx(sum(v) / len(v))
+    order = list(range(len(frame)))
+    rnd.shuffle(order)
+    shuffled = frame.iloc[order].reset_index(drop=True).rag.judge(LexicalJudge(), metrics=ALL, progress=False)
+    pd.testing.assert_frame_equal(shuffled, out.iloc[order].reset_index(drop=True))
+
+
+@pytest.mark.parametrize("module", ["raglab.judge", "raglab.tripwires", "raglab.testing"])
+def test_public_names_have_docstrings(module):
+    mod = __import__(module, fromlist=["_"])
+    assert mod.__doc__ and mod.__all__
+    for name in mod.__all__:
+        obj = getattr(mod, name)
+        if callable(obj) and not name.endswith(("Error", "Warning")):
+            assert obj.__doc__, f"{module}.{name} has no docstring"

@@ -33,6 +33,7 @@ import os
 import random
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -488,6 +489,14 @@ class LLMJudge:
         """Judge every row ``repeats`` times; blocks the calling thread (never its event loop)."""
         from tqdm.auto import tqdm
 
+        if repeats > 1 and not self.temperature and self.seed is None:
+            warnings.warn(
+                f"repeats={repeats} at temperature 0 with no seed: the repeats differ only by the serving stack's "
+                "nondeterminism, so the judge noise measured is a lower bound. Pass temperature > 0 (and seed= for "
+                "reproducible repeats) to measure the judge's sampling noise.",
+                UserWarning,
+                stacklevel=5,
+            )
         self._get_client()
         cache = self.cache
         stats = RunStats()
