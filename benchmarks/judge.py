@@ -38,6 +38,7 @@ from raglab.testing import server_process
 N_ROWS = 500
 LATENCY = 0.05
 SEQUENTIAL_ROWS = 40
+REPEATS = 3
 
 WORDS = ["bridge", "river", "tower", "cable", "steel", "orange", "fog", "harbour", "ferry", "island", "north", "south", "deck", "span", "toll", "engineer", "design", "storm", "paint", "traffic", "opened", "built", "closed", "rebuilt", "widened"]
 
@@ -95,7 +96,8 @@ def main() -> int:
     rows = make_rows(N_ROWS)
     reference = rows.rag.judge(LexicalJudge(), metrics=["faithfulness"], progress=False)["faithfulness"].to_numpy()
     print(f"raglab judge benchmark: {N_ROWS} rows x faithfulness (2 calls per row), server latency "
-          f"{LATENCY * 1000:.0f} ms, {os.cpu_count()} CPUs (shared machine: figures vary run to run)\n")
+          f"{LATENCY * 1000:.0f} ms, {os.cpu_count()} CPUs, best of {REPEATS} runs (on a shared machine figures "
+          "vary run to run)\n")
     failures = []
     with server_process(latency=LATENCY) as base_url:
         seq_scores, seq_wall, seq_calls = sequential(rows.head(SEQUENTIAL_ROWS), base_url)
@@ -109,13 +111,18 @@ def main() -> int:
         print(header)
         print("-" * len(header))
         for concurrency in (16, 64):
-            with tempfile.TemporaryDirectory() as folder:
-                judge = LLMJudge("bench", base_url=base_url, api_key="none", cache=folder, max_concurrency=concurrency)
-                out, wall, cpu = judged(rows, judge)
-                calls = judge.last_run.requests
-                again, rerun_wall, _ = judged(rows, judge)
-                rerun_calls = judge.last_run.requests
-                judge.close()
+            best = None
+            for _ in range(REPEATS):  # best of REPEATS fresh runs: the machine is shared
+                with tempfile.TemporaryDirectory() as folder:
+                    judge = LLMJudge("bench", base_url=base_url, api_key="none", cache=folder, max_concurrency=concurrency)
+                    out, wall, cpu = judged(rows, judge)
+                    calls = judge.last_run.requests
+                    again, rerun_wall, _ = judged(rows, judge)
+                    rerun_calls = judge.last_run.requests
+                    judge.close()
+                if best is None or wall < best[1]:
+                    best = (out, wall, cpu, calls, again, rerun_wall, rerun_calls)
+            out, wall, cpu, calls, again, rerun_wall, rerun_calls = best
             effective = calls * LATENCY / wall
             share = effective / concurrency
             speedup = per_call * calls / wall

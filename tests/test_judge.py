@@ -328,10 +328,13 @@ def test_runs_inside_a_running_event_loop(rows, server):
 def test_user_supplied_clients(rows, server, kind):
     client_cls = OpenAI if kind == "sync" else AsyncOpenAI
     client = client_cls(base_url=server.base_url, api_key="k", max_retries=5)
-    judge = LLMJudge("local", client=client, cache=None)
+    judge = LLMJudge("local", client=client, cache=None, backoff=0.01)
+    server.fail_next(1, status=500)
     out = rows.rag.judge(judge, metrics=["faithfulness", "relevance"], progress=False)
     expected = rows.rag.judge(LexicalJudge(), metrics=["faithfulness", "relevance"], progress=False)
     assert out["faithfulness"].equals(expected["faithfulness"]) and out["relevance"].equals(expected["relevance"])
+    # the client's own retries were switched off: the judge saw (and retried) the 500 itself
+    assert judge.last_run.retries == 1 and judge.last_run.requests == server.requests_received
     with pytest.raises(ValueError, match="either `client=` or `base_url=`"):
         LLMJudge("m", client=client, api_key="k")
 

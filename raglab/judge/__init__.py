@@ -10,9 +10,29 @@ Two judges share one interface and one set of output columns:
   a baseline).
 
 Use them through the row table, ``rows.rag.judge(judge, metrics=[...])``, or on plain lists with
-:func:`judge_rows`. Faithfulness is claim-level: the answer is split into atomic claims, each claim
-is checked against the context, and the score is supported / total. An empty answer, or one that
-makes no claim (a refusal), scores None (NaN) with the reason in ``judge_error``: never 0 or 1.
+:func:`judge_rows`.
+
+Metrics
+-------
+``faithfulness``
+    Claim-level: one call splits the answer into atomic claims, one call (or one per claim,
+    ``verify="per_claim"``) checks every claim against the context only; score = supported / total.
+    An empty answer, or one that makes no claim (a refusal), scores None (NaN) with the reason in
+    ``judge_error``: never 0 or 1. Claims, verdicts and reasons are kept as list columns.
+``correctness``
+    The same claims checked against the ``reference`` answer: the share of the answer's claims the
+    reference supports. It is precision-like: an answer that leaves part of the reference out is not
+    penalised (relevance and people cover completeness).
+``relevance``
+    1.0 when the answer addresses the question asked (right or wrong), else 0.0; a refusal is 0.0.
+``declined``
+    True when the answer declines (an empty answer declines). The lexical fallback, when no judge
+    is used, is :func:`raglab.abstention.detect_declined`, which :class:`LexicalJudge` applies.
+
+Every verdict schema lists the evidence and the reason before the label. ``judge_error`` says why
+a row is unscored; ``judge_prompt_tokens`` and ``judge_completion_tokens`` give its usage. With
+``repeats=n`` each row is judged n times and :func:`judge_noise` separates the judge's own noise
+from the sampling interval over questions.
 
 Examples
 --------

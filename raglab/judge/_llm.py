@@ -375,7 +375,7 @@ class LLMJudge:
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
-        cache = self._cache_arg if not isinstance(self._cache_arg, (CallCache, MemoryCache)) else self._cache_arg
+        cache = str(self._cache_arg) if isinstance(self._cache_arg, os.PathLike) else self._cache_arg
         return (
             f"LLMJudge(model={self.model!r}{where}, temperature={self.temperature}, "
             f"max_concurrency={self.max_concurrency}, api={self.api!r}, verify={self.verify!r}, "
@@ -643,7 +643,7 @@ class _Run:
                 await self.label_metric(name, row, repeat, out)
         except _CallFailed as exc:
             out.score = None
-            out.error = str(exc)
+            out.error = self.judge._scrub(str(exc))
             out.failed = True
         return out
 
@@ -800,12 +800,12 @@ class _Run:
             if reply.finish == "length":
                 max_tokens = min(max_tokens * 2, judge.max_tokens_limit)
             self.stats.retries += 1
-            log.info("raglab.judge: retrying %s call: %s", kind, problem)
+            log.info("retrying %s call: %s", kind, problem)
 
     async def _pause(self, seconds: float, why: str) -> None:
         self.stats.retries += 1
         self.stats.waits.append(seconds)
-        log.info("raglab.judge: waiting %.2fs before retrying (%s)", seconds, why)
+        log.info("waiting %.2fs before retrying (%s)", seconds, why)
         await asyncio.sleep(seconds)
 
     @staticmethod
