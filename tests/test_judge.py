@@ -233,6 +233,7 @@ def test_pair_runs_warns_when_judges_differ(rows, server):
         pair_runs(a, rows.rag.judge(llm(server, model="judge-a"), metrics=["faithfulness"], progress=False))
 
 
+@pytest.mark.filterwarnings("ignore:repeats=2 at temperature 0")
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
 def test_list_columns_survive_file_round_trips(rows, server, tmp_path, suffix):
     out = rows.rag.judge(llm(server), metrics=ALL, repeats=2, progress=False)

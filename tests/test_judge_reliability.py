@@ -287,6 +287,7 @@ def test_max_concurrency_is_honoured(limit):
 KEY = "sk-raglab-LEAKCHECK-7f3a9c1e5b2d4086"
 
 
+@pytest.mark.filterwarnings("ignore:repeats=2 at temperature 0")
 def test_the_api_key_is_never_written_anywhere(tmp_path, caplog, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     caplog.set_level(logging.DEBUG)

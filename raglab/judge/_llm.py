@@ -786,6 +786,8 @@ class _Run:
                     raise _CallFailed(f"{kind} call failed: {what} on {attempts} attempts") from None
                 await self._pause(self._wait_for(transport_failures - 1), f"{kind}: {what}")
                 continue
+            except openai.OpenAIError as exc:  # anything else the SDK raises (e.g. an unparseable response)
+                raise _CallFailed(f"{kind} call failed: {type(exc).__name__}: {str(exc)[:300]}") from None
             prompt_tokens += reply.prompt_tokens
             completion_tokens += reply.completion_tokens
             self.stats.prompt_tokens += reply.prompt_tokens
