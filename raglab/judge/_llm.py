@@ -352,7 +352,12 @@ class LLMJudge:
     @property
     def fingerprint(self) -> str:
         """sha256 of model, temperature, seed, API, every prompt, every schema and the claim method."""
-        return fingerprint_of(self._fingerprint_parts())
+        memo_key = (self.model, self.temperature, self.seed, self.api, self.verify, tuple(PROMPTS.items()))
+        memo = self.__dict__.get("_fingerprint_memo")
+        if memo is None or memo[0] != memo_key:
+            memo = (memo_key, fingerprint_of(self._fingerprint_parts()))
+            self.__dict__["_fingerprint_memo"] = memo
+        return memo[1]
 
     def record(self) -> dict[str, Any]:
         """The judge record stored in ``attrs["raglab"]["judge"]`` (without the metric list)."""
