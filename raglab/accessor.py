@@ -98,6 +98,84 @@ class RagAccessor:
         """A copy of the run's raglab metadata (``df.attrs["raglab"]``): eval set, judge, conventions."""
         return get_meta(self._df)
 
+    # ---- judging ----------------------------------------------------------------------------------
+    def judge(
+        self,
+        judge: Any,
+        *,
+        metrics: list[str] | tuple[str, ...] | str = ("faithfulness", "relevance"),
+        repeats: int = 1,
+        errors: str = "record",
+        progress: bool = True,
+        ci: float = 0.95,
+        question_id: str | None = None,
+        question: str | None = None,
+        answer: str | None = None,
+        context: str | None = None,
+        reference: str | None = None,
+    ) -> pd.DataFrame:
+        """Score answers with a judge; returns a NEW frame with the score columns (the rows are untouched).
+
+        Parameters
+        ----------
+        judge : raglab.judge.LLMJudge or raglab.judge.LexicalJudge
+            The judge. Its fingerprint (model, temperature, prompts, schemas, claim splitting) is
+            recorded in ``attrs["raglab"]["judge"]``; comparing runs with different fingerprints warns.
+        metrics : str or list of str
+            ``"faithfulness"`` (needs ``answer``, ``context``), ``"relevance"`` (``question``,
+            ``answer``), ``"correctness"`` (``answer``, ``reference``), ``"declined"`` (``answer``).
+        repeats : int
+            Judge each row this many times to measure judge noise (see
+            :func:`raglab.judge.judge_noise`); the main columns hold repeat 0.
+        errors : {"record", "raise"}
+            Record why a row is unscored in ``judge_error`` and go on (default), or raise
+            :class:`raglab.judge.JudgeError` at the first failed call.
+        progress : bool
+            Show a progress bar with done, cached and failed counts.
+        ci : float
+            Level of the sampling interval in the judge-noise report.
+        question_id, question, answer, context, reference : str, optional
+            Column names to use instead of the defaults.
+
+        Returns
+        -------
+        DataFrame
+            The rows plus ``faithfulness``, ``faithfulness_claims``, ``faithfulness_verdicts``,
+            ``faithfulness_reasons``, ``relevance``, ``relevance_reason``, ``correctness`` (+ claims,
+            verdicts, reasons), ``declined``, ``declined_reason``, ``judge_error``,
+            ``judge_prompt_tokens`` and ``judge_completion_tokens`` (for the metrics asked).
+            Unscored rows hold NaN with the reason in ``judge_error``.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> from raglab.judge import LexicalJudge
+        >>> rows = pd.DataFrame({"question_id": ["q1"], "question": ["What does EXPLAIN show?"],
+        ...                      "answer": ["EXPLAIN shows 'Using index'."],
+        ...                      "context": ["EXPLAIN shows 'Using index' for a covering index."]})
+        >>> scored = rows.rag.judge(LexicalJudge(), metrics=["faithfulness", "relevance"], progress=False)
+        >>> scored[["faithfulness", "relevance"]].iloc[0].tolist()
+        [1.0, 1.0]
+        """
+        from raglab.judge._api import judge_frame
+
+        return judge_frame(
+            self._df,
+            judge,
+            metrics=metrics,
+            repeats=repeats,
+            errors=errors,
+            progress=progress,
+            ci=ci,
+            columns={
+                "question_id": question_id,
+                "question": question,
+                "answer": answer,
+                "context": context,
+                "reference": reference,
+            },
+        )
+
     # ---- files ------------------------------------------------------------------------------------
     def write(self, path: str | os.PathLike[str], *, format: str | None = None, header: bool = True) -> Path:
         """Write the rows to JSONL, CSV or Parquet; see :func:`raglab.io.write_rows`.

@@ -1,0 +1,376 @@
+"""The functions behind ``rows.rag.judge``: judge_rows, the frame layer, and cost estimates."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab._meta import carry_meta, get_meta, set_meta
+from raglab._rowtable import RowTableError, validate_rows
+from raglab.judge._base import (
+    METRICS,
+    RowInputs,
+    assemble,
+    check_errors_option,
+    check_metrics,
+    check_repeats,
+    context_or_none,
+    text_or_none,
+)
+from raglab.judge._noise import noise_from_results
+
+__all__ = ["judge_rows", "judge_frame", "JudgeEstimate", "estimate_rows", "DEFAULT_METRICS"]
+
+DEFAULT_METRICS = ("faithfulness", "relevance")
+
+_ROLE_OF_INPUT = {"question": "question", "answer": "answer", "context": "context", "reference": "reference"}
+
+
+def _check_judge(judge: Any, method: str) -> None:
+    if not (hasattr(judge, "_run") and hasattr(judge, "record") and hasattr(judge, "fingerprint")):
+        raise TypeError(
+            f"{method} needs a judge such as raglab.judge.LLMJudge(...) or raglab.judge.LexicalJudge(), "
+            f"got {type(judge).__name__}"
+        )
+
+
+def _as_list(values: Sequence[Any] | pd.Series | None, n: int | None, name: str) -> list[Any] | None:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        raise TypeError(f"`{name}` must be a sequence (one entry per row), not a single string")
+    out = values.tolist() if isinstance(values, (pd.Series, np.ndarray)) else list(values)
+    if n is not None and len(out) != n:
+        raise ValueError(f"`{name}` has {len(out)} entries but `answers` has {n}; give one per row")
+    return out
+
+
+def judge_rows(
+    judge: Any,
+    *,
+    answers: Sequence[str | None] | pd.Series,
+    questions: Sequence[str | None] | pd.Series | None = None,
+    contexts: Sequence[Any] | pd.Series | None = None,
+    references: Sequence[str | None] | pd.Series | None = None,
+    metrics: Sequence[str] | str = DEFAULT_METRICS,
+    repeats: int = 1,
+    errors: str = "record",
+    progress: bool = True,
+    ci: float = 0.95,
+    ids: Sequence[Any] | None = None,
+) -> pd.DataFrame:
+    """Judge answers without a row table; returns the judge's output columns (one row per answer).
+
+    Parameters
+    ----------
+    judge : LLMJudge or LexicalJudge
+    answers, questions, contexts, references : sequences, one entry per row
+        ``contexts`` entries are a string or a list of passages. What each metric needs:
+        faithfulness (answers, contexts), relevance (questions, answers), correctness (answers,
+        references; questions help), declined (answers; questions help).
+    metrics : str or list of str
+        Any of ``"faithfulness"``, ``"relevance"``, ``"correctness"``, ``"declined"``.
+    repeats : int
+        Judge each row this many times (> 1 measures judge noise, see :class:`JudgeNoise`).
+    errors : {"record", "raise"}
+        Record a row whose calls failed in ``judge_error`` and go on (default), or raise
+        :class:`JudgeError` at the first failure.
+    progress : bool
+        Show a progress bar (tqdm: a widget in notebooks, text in terminals).
+    ci : float
+        Level of the sampling interval reported with judge noise.
+    ids : sequence, optional
+        Row labels used in error messages (e.g. question ids).
+
+    Returns
+    -------
+    DataFrame
+        The output columns (see :func:`raglab.judge._base.assemble`), with
+        ``attrs["raglab"]["judge"]`` = the judge record (fingerprint, model, temperature, prompt and
+        schema hashes, claim splitting, raglab version, metrics; ``noise`` with repeats > 1, ``run``
+        counters for an LLM judge).
+
+    Examples
+    --------
+    >>> from raglab.judge import LexicalJudge, judge_rows
+    >>> out = judge_rows(LexicalJudge(), answers=["Paris is the capital."], contexts=[["Paris is the capital of France."]],
+    ...                  metrics="faithfulness", progress=False)
+    >>> out["faithfulness"].tolist(), out.attrs["raglab"]["judge"]["metrics"]
+    ([1.0], ['faithfulness'])
+    """
+    _check_judge(judge, "judge_rows")
+    chosen = check_metrics(metrics)
+    repeats = check_repeats(repeats)
+    check_errors_option(errors)
+    if not 0 < ci < 1:
+        raise ValueError(f"`ci` must be between 0 and 1, but {ci!r} was passed.")
+    answer_list = _as_list(answers, None, "answers")
+    if answer_list is None:
+        raise TypeError("judge_rows needs `answers`")
+    n = len(answer_list)
+    columns = {
+        "question": _as_list(questions, n, "questions"),
+        "context": _as_list(contexts, n, "contexts"),
+        "reference": _as_list(references, n, "references"),
+    }
+    for metric in chosen:
+        for needed in METRICS[metric]:
+            if needed != "answer" and columns[needed] is None:
+                raise ValueError(f"judge_rows: metric {metric!r} needs `{needed}s`; pass {needed}s=[...]")
+    rows = [
+        RowInputs(
+            question=text_or_none(columns["question"][i]) if columns["question"] is not None else None,
+            answer=text_or_none(answer_list[i]),
+            context=context_or_none(columns["context"][i]) if columns["context"] is not None else None,
+            reference=text_or_none(columns["reference"][i]) if columns["reference"] is not None else None,
+        )
+        for i in range(n)
+    ]
+    labels = [str(i) for i in range(n)] if ids is None else [repr(v) for v in _as_list(ids, n, "ids") or []]
+    results = judge._run(rows, chosen, repeats=repeats, errors=errors, progress=progress, labels=labels)
+    frame = assemble(results, chosen, repeats)
+    record = {**judge.record(), "metrics": list(chosen)}
+    if repeats > 1:
+        record["repeats"] = repeats
+        record["noise"] = noise_from_results(results, chosen, ci=ci).to_dict()
+    last = getattr(judge, "last_run", None)
+    if last is not None:
+        record["run"] = last.to_dict()
+    set_meta(frame, {"judge": record})
+    return frame
+
+
+def _output_columns(metric: str) -> list[str]:
+    if metric in ("faithfulness", "correctness"):
+        base = [metric, f"{metric}_claims", f"{metric}_verdicts", f"{metric}_reasons"]
+    else:
+        base = [metric, f"{metric}_reason"]
+    return base + [f"{metric}_repeats", f"{metric}_mean"]
+
+
+def _row_inputs(df: pd.DataFrame, chosen: Sequence[str], columns: Mapping[str, str | None], method: str
+                ) -> tuple[dict[str, str], dict[str, list[Any] | None]]:
+    needed = {"answer"}
+    for metric in chosen:
+        needed.update(METRICS[metric])
+    resolved = validate_rows(df, method=method, require=sorted(needed | {"question_id"}),
+                             columns={role: columns.get(role) for role in ROLE_NAMES})
+    data: dict[str, list[Any] | None] = {}
+    for role in ("question", "answer", "context", "reference"):
+        column = resolved.get(role)
+        data[role] = None if column is None else df[column].tolist()
+    return resolved, data
+
+
+ROLE_NAMES = ("question_id", "question", "answer", "context", "reference")
+
+
+def judge_frame(
+    df: pd.DataFrame,
+    judge: Any,
+    *,
+    metrics: Sequence[str] | str = DEFAULT_METRICS,
+    repeats: int = 1,
+    errors: str = "record",
+    progress: bool = True,
+    ci: float = 0.95,
+    columns: Mapping[str, str | None] | None = None,
+    method: str = "rag.judge",
+) -> pd.DataFrame:
+    """The row-table layer of ``rows.rag.judge``: validate, judge, and return a NEW frame."""
+    _check_judge(judge, method)
+    chosen = check_metrics(metrics)
+    resolved, data = _row_inputs(df, chosen, dict(columns or {}), method)
+    previous = get_meta(df).get("judge")
+    kept_metrics: list[str] = []
+    if isinstance(previous, Mapping):
+        old_metrics = [m for m in previous.get("metrics", []) if m in METRICS and m not in chosen and m in df.columns]
+        if old_metrics and previous.get("fingerprint") != judge.fingerprint:
+            raise RowTableError(
+                f"{method}: the rows already hold {old_metrics} scored by another judge (fingerprint "
+                f"{str(previous.get('fingerprint'))[:12]}, model {previous.get('model')!r}); one frame must not mix "
+                f"judges. Score every metric with one judge (metrics={old_metrics + list(chosen)}), or drop the old "
+                f"columns first: rows.drop(columns={old_metrics})."
+            )
+        kept_metrics = old_metrics
+    ids = df[resolved["question_id"]].tolist()
+    out = judge_rows(
+        judge,
+        answers=data["answer"] or [],
+        questions=data["question"],
+        contexts=data["context"],
+        references=data["reference"],
+        metrics=chosen,
+        repeats=repeats,
+        errors=errors,
+        progress=progress,
+        ci=ci,
+        ids=ids,
+    )
+    result = df.copy()
+    carry_meta(df, result)
+    stale = [c for m in chosen for c in _output_columns(m) if c in result.columns and c not in out.columns]
+    if stale:
+        result = result.drop(columns=stale)
+    new_record = dict(out.attrs["raglab"]["judge"])
+    if kept_metrics:
+        old_errors = result["judge_error"].tolist() if "judge_error" in result.columns else [None] * len(result)
+        merged = []
+        for old, new in zip(old_errors, out["judge_error"].tolist()):
+            parts = [p for p in (old if isinstance(old, str) else "").split("; ") if p and p.split(":", 1)[0].split(" (")[0] in kept_metrics]
+            parts += [new] if isinstance(new, str) and new else []
+            merged.append("; ".join(parts) if parts else None)
+        out["judge_error"] = pd.Series(merged, dtype=object).to_numpy()
+        for column in ("judge_prompt_tokens", "judge_completion_tokens"):
+            if column in result.columns:
+                out[column] = out[column].to_numpy() + result[column].fillna(0).to_numpy(dtype=np.int64)
+        new_record["metrics"] = kept_metrics + [m for m in chosen if m not in kept_metrics]
+        if isinstance(previous, Mapping) and "noise" in previous and "noise" in new_record:
+            new_record["noise"] = {"level": new_record["noise"]["level"],
+                                   "metrics": {**previous["noise"].get("metrics", {}), **new_record["noise"]["metrics"]}}
+    for column in out.columns:
+        result[column] = out[column].to_numpy() if not isinstance(out[column].dtype, pd.BooleanDtype) else out[column].array
+    meta = get_meta(result)
+    meta["judge"] = new_record
+    set_meta(result, meta)
+    return result
+
+
+# --------------------------------------------------------------------------------------------------
+# Estimates
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class JudgeEstimate:
+    """What a judge run will cost before it starts: calls, tokens and (with prices) money.
+
+    Token counts are estimates (about 4 characters per token, and a typical reply size per call
+    kind); the number of verification calls per claim is exact once the claim split is cached,
+    else guessed from the answer's sentences. ``cached`` counts calls already in the cache, which
+    a run will not make again. ``cost`` is None without a price table.
+    """
+
+    rows: int
+    calls: int
+    cached: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+    currency: str
+    by_kind: pd.DataFrame
+
+    @property
+    def new_calls(self) -> int:
+        return self.calls - self.cached
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per call kind: calls, cached, prompt_tokens, completion_tokens, cost."""
+        return self.by_kind.copy()
+
+    def __repr__(self) -> str:
+        cost = "" if self.cost is None else f", about {self.cost:.4g} {self.currency}"
+        return (
+            f"JudgeEstimate({self.rows} rows: {self.calls} calls ({self.cached} already cached, {self.new_calls} to make), "
+            f"~{self.prompt_tokens:,} prompt + ~{self.completion_tokens:,} completion tokens to spend{cost})"
+        )
+
+    def _repr_html_(self) -> str:
+        return f"<p>{self.__repr__()}</p>" + self.by_kind.to_html(index=False)
+
+
+_REPLY_TOKENS = {"claims": 1.2, "relevance": 60, "declined": 40}
+_VERDICT_TOKENS = 70
+
+
+def _tokens(text: str) -> int:
+    return max(1, math.ceil(len(text) / 4))
+
+
+def estimate_rows(
+    judge: Any,
+    df: pd.DataFrame,
+    *,
+    metrics: Sequence[str] | str = DEFAULT_METRICS,
+    repeats: int = 1,
+    prices: Mapping[str, Any] | None = None,
+    columns: Mapping[str, str | None] | None = None,
+    method: str = "judge.estimate",
+) -> JudgeEstimate:
+    """Calls, tokens and cost of judging ``df`` (see :meth:`LLMJudge.estimate`)."""
+    from raglab.judge._prompts import PROMPTS, user_message
+
+    chosen = check_metrics(metrics)
+    repeats = check_repeats(repeats)
+    _, data = _row_inputs(df, chosen, dict(columns or {}), method)
+    n = len(df)
+    rows = [
+        RowInputs(
+            question=text_or_none(data["question"][i]) if data["question"] is not None else None,
+            answer=text_or_none(data["answer"][i]) if data["answer"] is not None else None,
+            context=context_or_none(data["context"][i]) if data["context"] is not None else None,
+            reference=text_or_none(data["reference"][i]) if data["reference"] is not None else None,
+        )
+        for i in range(n)
+    ]
+    table: dict[str, list[int]] = {}
+    for row in rows:
+        for repeat in range(repeats):
+            seen = set()
+            for kind, inputs, known in judge._estimate_calls(row, chosen, repeat):
+                key = judge.call_key(kind, inputs, repeat)
+                if key in seen:
+                    continue
+                seen.add(key)
+                stats = table.setdefault(kind, [0, 0, 0, 0])
+                stats[0] += 1
+                if known and judge.cache.get(key) is not None:
+                    stats[1] += 1
+                    continue
+                stats[2] += _tokens(PROMPTS[kind]) + _tokens(user_message(kind, inputs)) + 8
+                if kind == "claims":
+                    stats[3] += int(_REPLY_TOKENS["claims"] * _tokens(inputs["answer"])) + 12
+                elif kind.startswith("verify") and "claims" in inputs:
+                    stats[3] += _VERDICT_TOKENS * len(inputs["claims"]) + 8
+                elif kind.startswith("verify"):
+                    stats[3] += _VERDICT_TOKENS
+                else:
+                    stats[3] += _REPLY_TOKENS[kind]
+    prompt_price, completion_price, currency = _prices(prices, getattr(judge, "model", ""))
+    records = []
+    for kind, (calls, cached, p_tokens, c_tokens) in table.items():
+        cost = None if prompt_price is None else (p_tokens * prompt_price + c_tokens * completion_price) / 1e6
+        records.append({"kind": kind, "calls": calls, "cached": cached, "prompt_tokens": p_tokens,
+                        "completion_tokens": c_tokens, "cost": cost})
+    by_kind = pd.DataFrame(records, columns=["kind", "calls", "cached", "prompt_tokens", "completion_tokens", "cost"])
+    total_cost = None if prompt_price is None else float(sum(r["cost"] for r in records))
+    return JudgeEstimate(
+        rows=n,
+        calls=int(by_kind["calls"].sum()),
+        cached=int(by_kind["cached"].sum()),
+        prompt_tokens=int(by_kind["prompt_tokens"].sum()),
+        completion_tokens=int(by_kind["completion_tokens"].sum()),
+        cost=total_cost,
+        currency=currency,
+        by_kind=by_kind,
+    )
+
+
+def _prices(prices: Mapping[str, Any] | None, model: str) -> tuple[float | None, float | None, str]:
+    """(input, output) price per million tokens from ``prices``; accepts a per-model table."""
+    if prices is None:
+        return None, None, "USD"
+    table = prices
+    if "input" not in table and model in table and isinstance(table[model], Mapping):
+        table = table[model]
+    if "input" not in table or "output" not in table:
+        raise ValueError(
+            "`prices` must give prices per million tokens as {'input': 0.40, 'output': 1.60} "
+            f"(optionally 'currency'), or a table by model name holding {model!r}; got keys {sorted(prices)}"
+        )
+    return float(table["input"]), float(table["output"]), str(table.get("currency", "USD"))

@@ -1,0 +1,219 @@
+"""What every judge shares: metric names, per-row results, the output columns, the fingerprint record."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab._rowtable import is_missing
+
+__all__ = [
+    "METRICS",
+    "JudgeError",
+    "MetricOut",
+    "RowInputs",
+    "check_metrics",
+    "check_errors_option",
+    "assemble",
+    "fingerprint_of",
+    "REASON_EMPTY_ANSWER",
+    "REASON_NO_CLAIMS",
+    "REASON_NO_CONTEXT",
+    "REASON_NO_REFERENCE",
+    "REASON_NO_QUESTION",
+]
+
+#: Metrics a judge can score, with the inputs each needs.
+METRICS: dict[str, tuple[str, ...]] = {
+    "faithfulness": ("answer", "context"),
+    "relevance": ("question", "answer"),
+    "correctness": ("answer", "reference"),
+    "declined": ("answer",),
+}
+CLAIM_METRICS = ("faithfulness", "correctness")
+LABEL_METRICS = ("relevance", "declined")
+
+# Why a row has no score (judge_error). Stable texts: tests and users match on them.
+REASON_EMPTY_ANSWER = "empty answer (nothing to judge)"
+REASON_NO_CLAIMS = "the answer makes no factual claim (e.g. a refusal): nothing to check; score refusals with `declined`"
+REASON_NO_CONTEXT = "no context given for this row"
+REASON_NO_REFERENCE = "no reference answer for this row"
+REASON_NO_QUESTION = "no question text for this row"
+
+
+class JudgeError(RuntimeError):
+    """A judge run could not go on (bad credentials, unknown model, or ``errors="raise"``).
+
+    Calls that completed before the error are in the cache: fix the cause and re-run.
+    """
+
+
+@dataclass
+class RowInputs:
+    """The texts of one row (None when absent)."""
+
+    question: str | None = None
+    answer: str | None = None
+    context: str | list[str] | None = None
+    reference: str | None = None
+
+
+@dataclass
+class MetricOut:
+    """One metric for one row and repeat."""
+
+    score: float | None = None
+    claims: list[str] | None = None
+    verdicts: list[bool] | None = None
+    reasons: list[str] | None = None
+    reason: str | None = None
+    error: str | None = None
+    failed: bool = False  # True when a call failed (as opposed to a row that has nothing to score)
+    calls: dict[str, tuple[int, int]] = field(default_factory=dict)  # call key -> (prompt, completion) tokens
+
+
+def check_metrics(metrics: Sequence[str] | str) -> list[str]:
+    """Validate ``metrics`` (a name or a list of names) and return them as a list without repeats."""
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    out: list[str] = []
+    for name in metrics:
+        if name not in METRICS:
+            raise ValueError(f"The value for `metrics` must be among {list(METRICS)}, but {name!r} was passed.")
+        if name not in out:
+            out.append(name)
+    if not out:
+        raise ValueError(f"`metrics` is empty; choose from {list(METRICS)}")
+    return out
+
+
+def check_errors_option(errors: str) -> str:
+    if errors not in ("record", "raise"):
+        raise ValueError(f"The value for `errors` must be one of ['record', 'raise'], but {errors!r} was passed.")
+    return errors
+
+
+def check_repeats(repeats: int) -> int:
+    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
+        raise ValueError(f"`repeats` must be a positive integer, but {repeats!r} was passed.")
+    return int(repeats)
+
+
+def text_or_none(value: Any) -> str | None:
+    """A text cell as str, or None when missing."""
+    if is_missing(value):
+        return None
+    return str(value)
+
+
+def is_blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def context_or_none(value: Any) -> str | list[str] | None:
+    """A context cell as str or list of str; None when missing or empty."""
+    if is_missing(value):
+        return None
+    if isinstance(value, (list, tuple, np.ndarray)):
+        passages = [str(v) for v in value if not is_missing(v)]
+        return passages if any(p.strip() for p in passages) else None
+    text = str(value)
+    return text if text.strip() else None
+
+
+def fingerprint_of(parts: Mapping[str, Any]) -> str:
+    """sha256 of the sorted-JSON of everything that pins a judge."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------------
+# Output columns
+# --------------------------------------------------------------------------------------------------
+
+
+def _score_value(out: MetricOut | None) -> float:
+    return float("nan") if out is None or out.score is None else float(out.score)
+
+
+def _scores_json(values: list[float | None]) -> list[float | None]:
+    return [None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in values]
+
+
+def assemble(
+    results: list[list[dict[str, MetricOut]]],
+    metrics: Sequence[str],
+    repeats: int,
+    index: pd.Index | None = None,
+) -> pd.DataFrame:
+    """The judge's output columns from ``results[row][repeat][metric]``.
+
+    Columns, per metric: ``faithfulness`` (float; NaN when unscored), ``faithfulness_claims``
+    (list[str]), ``faithfulness_verdicts`` (list[bool]), ``faithfulness_reasons`` (list[str]);
+    the same for ``correctness``; ``relevance`` (1.0 / 0.0) and ``relevance_reason``; ``declined``
+    (nullable boolean) and ``declined_reason``; then ``judge_error`` (why a row is unscored, per
+    metric, or None), ``judge_prompt_tokens`` and ``judge_completion_tokens``. With
+    ``repeats > 1`` the main columns hold repeat 0 and ``<metric>_repeats`` (one score per repeat)
+    and ``<metric>_mean`` (their mean) are added.
+    """
+    n = len(results)
+    cols: dict[str, Any] = {}
+    first = [row[0] if row else {} for row in results]
+    for metric in metrics:
+        outs = [r.get(metric) for r in first]
+        if metric == "declined":
+            values = [None if o is None or o.score is None else bool(o.score) for o in outs]
+            cols["declined"] = pd.array(values, dtype="boolean")
+            cols["declined_reason"] = pd.Series([o.reason if o else None for o in outs], dtype=object).to_numpy()
+        else:
+            cols[metric] = np.array([_score_value(o) for o in outs], dtype=np.float64)
+            if metric in CLAIM_METRICS:
+                for part in ("claims", "verdicts", "reasons"):
+                    values = [None if o is None else getattr(o, part) for o in outs]
+                    cols[f"{metric}_{part}"] = pd.Series(values, dtype=object).to_numpy()
+            else:
+                cols[f"{metric}_reason"] = pd.Series([o.reason if o else None for o in outs], dtype=object).to_numpy()
+        if repeats > 1:
+            per = [[_score_value(rep.get(metric)) for rep in row] for row in results]
+            if metric == "declined":
+                cols["declined_repeats"] = pd.Series(
+                    [[None if math.isnan(v) else bool(v) for v in row] for row in per], dtype=object
+                ).to_numpy()
+                with np.errstate(invalid="ignore"):
+                    cols["declined_mean"] = np.array(
+                        [np.nan if all(math.isnan(v) for v in row) else float(np.nanmean(row)) for row in per]
+                    )
+            else:
+                cols[f"{metric}_repeats"] = pd.Series([_scores_json(row) for row in per], dtype=object).to_numpy()
+                cols[f"{metric}_mean"] = np.array(
+                    [np.nan if all(math.isnan(v) for v in row) else float(np.nanmean(row)) for row in per]
+                )
+    errors: list[str | None] = []
+    prompt_tokens = np.zeros(n, dtype=np.int64)
+    completion_tokens = np.zeros(n, dtype=np.int64)
+    for i, row in enumerate(results):
+        messages: list[str] = []
+        seen: dict[str, tuple[int, int]] = {}
+        for r, rep in enumerate(row):
+            for metric in metrics:
+                out = rep.get(metric)
+                if out is None:
+                    continue
+                seen.update(out.calls)
+                if out.error:
+                    label = metric if repeats == 1 else f"{metric} (repeat {r})"
+                    messages.append(f"{label}: {out.error}")
+        errors.append("; ".join(messages) if messages else None)
+        prompt_tokens[i] = sum(p for p, _ in seen.values())
+        completion_tokens[i] = sum(c for _, c in seen.values())
+    cols["judge_error"] = pd.Series(errors, dtype=object).to_numpy()
+    cols["judge_prompt_tokens"] = prompt_tokens
+    cols["judge_completion_tokens"] = completion_tokens
+    frame = pd.DataFrame(cols, index=index if index is not None else pd.RangeIndex(n))
+    return frame

@@ -1,0 +1,159 @@
+"""The judge's persistent call cache: SQLite in WAL mode, one row per completed call.
+
+Keys are ``sha256(fingerprint, call kind, exact inputs, repeat index)`` computed by the judge, so
+a change of model, prompt, schema, temperature or seed misses the cache and a re-run of the same
+judge on the same rows makes no calls. Each completed call is committed on its own (autocommit),
+so a run killed half way (even with SIGKILL) keeps every call that finished. Only the parsed reply
+and its token usage are stored: never a request header, never the API key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CallCache", "MemoryCache", "open_cache"]
+
+_SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_FILE_NAME = "judge-cache.sqlite3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    reply TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    attempts INTEGER NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+class MemoryCache:
+    """A cache that lives for one Python session (``cache=None``)."""
+
+    path: Path | None = None
+
+    def __init__(self) -> None:
+        self._data: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            entry = self._data.get(key)
+        return dict(entry) if entry is not None else None
+
+    def put(self, key: str, *, kind: str, fingerprint: str, reply: dict[str, Any], prompt_tokens: int,
+            completion_tokens: int, attempts: int) -> None:
+        with self._lock:
+            self._data[key] = {"reply": reply, "prompt_tokens": prompt_tokens,
+                               "completion_tokens": completion_tokens, "attempts": attempts}
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def close(self) -> None:
+        return
+
+    def __repr__(self) -> str:
+        return f"MemoryCache({len(self)} calls)"
+
+
+class CallCache:
+    """SQLite call cache (WAL mode, one commit per call); safe to share between processes.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.db``/``.sqlite``/``.sqlite3`` file, or a folder that will hold ``judge-cache.sqlite3``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        path = Path(path).expanduser()
+        if path.suffix.lower() not in _SQLITE_SUFFIXES:
+            path = path / _FILE_NAME
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a committed call survives the process being killed (it may be
+            # lost only on power failure), at a fraction of FULL's cost.
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA busy_timeout=30000")
+            self._conn.execute(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise ValueError(
+                f"the judge cache {str(path)!r} is not a usable SQLite database ({exc}); "
+                "delete it or pass another cache= path"
+            ) from None
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT reply, prompt_tokens, completion_tokens, attempts FROM calls WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        return {"reply": json.loads(row[0]), "prompt_tokens": row[1], "completion_tokens": row[2], "attempts": row[3]}
+
+    def put(self, key: str, *, kind: str, fingerprint: str, reply: dict[str, Any], prompt_tokens: int,
+            completion_tokens: int, attempts: int) -> None:
+        text = json.dumps(reply, ensure_ascii=False, sort_keys=True)
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, kind, fingerprint, text, int(prompt_tokens), int(completion_tokens), int(attempts), time.time()),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def count(self, fingerprint: str | None = None) -> int:
+        """Stored calls (of one judge fingerprint when given)."""
+        if fingerprint is None:
+            return len(self)
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM calls WHERE fingerprint = ?", (fingerprint,)).fetchone()[0])
+
+    def clear(self, fingerprint: str | None = None) -> int:
+        """Delete stored calls (of one fingerprint, or all); returns how many were deleted."""
+        with self._lock:
+            if fingerprint is None:
+                cur = self._conn.execute("DELETE FROM calls")
+            else:
+                cur = self._conn.execute("DELETE FROM calls WHERE fingerprint = ?", (fingerprint,))
+        return int(cur.rowcount)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __repr__(self) -> str:
+        return f"CallCache({str(self.path)!r})"
+
+
+def open_cache(cache: str | os.PathLike[str] | CallCache | MemoryCache | None | bool) -> CallCache | MemoryCache:
+    """A cache object from the ``cache=`` argument of a judge."""
+    if isinstance(cache, (CallCache, MemoryCache)):
+        return cache
+    if cache is None or cache is False:
+        return MemoryCache()
+    if cache is True:
+        return CallCache(".raglab-cache/judge")
+    if isinstance(cache, (str, os.PathLike)):
+        return CallCache(cache)
+    raise TypeError(
+        f"`cache` must be a path (a folder or a .sqlite3 file), None for an in-memory cache, or a CallCache; "
+        f"got {type(cache).__name__}"
+    )

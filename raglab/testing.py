@@ -1,0 +1,583 @@
+"""A local OpenAI-compatible HTTP server for tests and demos: no key, no network, no cost.
+
+:class:`LocalOpenAIServer` serves ``POST /v1/chat/completions`` (and ``POST /v1/responses``) on
+``127.0.0.1`` in a background thread, so the real ``openai`` client talks to it over loopback
+exactly as it would to OpenAI, vLLM, Ollama or a llama.cpp server. Replies honour the request's
+JSON-schema ``response_format`` and come from
+
+* the rule-based responder (default): it recognises raglab's judge tasks by their schema name and
+  answers them lexically (claims = sentences; a claim is supported when at least 60% of its content
+  words occur in the context), so an :class:`~raglab.judge.LLMJudge` pointed at it agrees with
+  :class:`~raglab.judge.LexicalJudge`;
+* a list of scripted replies (returned in order, cycling), or any callable ``body -> str | Reply``.
+
+Faults are injected for the next requests (optionally only those whose schema name contains a
+given text): HTTP errors with ``Retry-After`` (429) or without (500), malformed JSON, JSON that
+breaks the schema, and truncated replies with ``finish_reason="length"``. A request whose
+``max_tokens`` (or ``max_completion_tokens`` / ``max_output_tokens``) is too small for the reply
+is truncated the same way. Latency is a ``time.sleep`` in the handler thread (the server is
+threaded, so it is never the bottleneck). Counters say how many requests arrived.
+
+Examples
+--------
+>>> from openai import OpenAI
+>>> from raglab.testing import LocalOpenAIServer
+>>> with LocalOpenAIServer(responder=['{"ok": true}']) as server:
+...     client = OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+...     reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+...     reply.choices[0].message.content, server.requests_received
+('{"ok": true}', 1)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "LocalOpenAIServer",
+    "Reply",
+    "rule_based_reply",
+    "extract_section",
+    "server_process",
+]
+
+
+@dataclass
+class Reply:
+    """A scripted reply: the message content and how the server delivers it.
+
+    ``status`` other than 200 sends an error with ``headers`` (e.g. ``{"Retry-After": "1"}``);
+    ``finish_reason="length"`` marks a truncated reply.
+    """
+
+    content: str | None = None
+    finish_reason: str = "stop"
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Fault:
+    kind: str  # "status" | "malformed" | "invalid" | "truncate"
+    remaining: int
+    match: str | None
+    status: int = 500
+    retry_after: float | None = None
+
+
+def extract_section(text: str, tag: str) -> str | None:
+    """The text between ``<tag>`` and ``</tag>`` in a prompt (first occurrence), or None.
+
+    Examples
+    --------
+    >>> extract_section("<answer>\\nParis.\\n</answer>", "answer")
+    'Paris.'
+    """
+    match = re.search(rf"<{tag}(?:\s[^>]*)?>\n?(.*?)\n?</{tag}>", text, flags=re.S)
+    return match.group(1) if match else None
+
+
+def _user_text(messages: Sequence[dict[str, Any]]) -> str:
+    parts = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "\n".join(parts)
+
+
+_REFUSAL: re.Pattern[str] | None = None
+_PASSAGE_TAG = re.compile(r'</?passage(?:\s[^>]*)?>')
+
+
+def _is_refusal(text: str) -> bool:
+    """Same rule as :func:`raglab.abstention.detect_declined` (its default patterns; empty = refusal)."""
+    global _REFUSAL
+    if _REFUSAL is None:
+        from raglab.abstention import DEFAULT_REFUSAL_PATTERNS
+
+        _REFUSAL = re.compile("|".join(f"(?:{p})" for p in DEFAULT_REFUSAL_PATTERNS), flags=re.I | re.M)
+    return not text.strip() or _REFUSAL.search(text) is not None
+
+
+def _claims_of(answer: str) -> list[str]:
+    from raglab.tripwires import content_words, split_sentences
+
+    return [s for s in split_sentences(answer) if content_words(s) and not _is_refusal(s)]
+
+
+def _parse_claims(block: str | None) -> list[str]:
+    if not block:
+        return []
+    try:
+        claims = json.loads(block)
+    except json.JSONDecodeError:
+        return [line.split(". ", 1)[-1] for line in block.splitlines() if line.strip()]
+    return [str(c) for c in claims] if isinstance(claims, list) else []
+
+
+def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
+    """The default responder: answer raglab's judge tasks lexically, by the schema name.
+
+    * ``raglab_claims``: the sentences of ``<answer>`` that hold a content word and are not refusals;
+    * ``raglab_verdicts*`` / ``raglab_verdict*``: each claim in ``<claims>`` (or the one ``<claim>``)
+      is supported when at least ``threshold`` of its content words occur in ``<context>`` (or
+      ``<reference>``); the evidence lists the matched words;
+    * ``raglab_relevance``: relevant when half of the question's content words occur in the answer;
+    * ``raglab_declined``: :func:`raglab.abstention.detect_declined` on the answer.
+
+    Any other schema gets ``{}``. It is a stand-in for a model in tests, not a judge.
+    """
+    from raglab.tripwires import content_words
+
+    name = _schema_name(body) or ""
+    text = _user_text(body.get("messages") or [])
+    if name.startswith("raglab_claims"):
+        return json.dumps({"claims": _claims_of(extract_section(text, "answer") or "")})
+    if name.startswith("raglab_verdict"):
+        source = extract_section(text, "context")
+        if source is None:
+            source = extract_section(text, "reference") or ""
+        source_words = content_words(_PASSAGE_TAG.sub(" ", source))
+
+        def verdict(claim: str) -> dict[str, str]:
+            words = content_words(claim)
+            found = sorted(words & source_words)
+            share = len(found) / len(words) if words else 0.0
+            return {
+                "claim": claim,
+                "evidence": " ".join(found),
+                "reason": f"{len(found)} of {len(words)} content words found",
+                "verdict": "supported" if words and share >= threshold else "not_supported",
+            }
+
+        if name.startswith("raglab_verdicts"):
+            return json.dumps({"verdicts": [verdict(c) for c in _parse_claims(extract_section(text, "claims"))]})
+        single = verdict(extract_section(text, "claim") or "")
+        del single["claim"]
+        return json.dumps(single)
+    if name.startswith("raglab_relevance"):
+        question = content_words(extract_section(text, "question") or "")
+        answer = content_words(extract_section(text, "answer") or "")
+        share = len(question & answer) / len(question) if question else 0.0
+        return json.dumps(
+            {
+                "reason": f"{len(question & answer)} of {len(question)} question words answered",
+                "verdict": "relevant" if answer and share >= 0.5 else "irrelevant",
+            }
+        )
+    if name.startswith("raglab_declined"):
+        declined = _is_refusal(extract_section(text, "answer") or "")
+        return json.dumps({"reason": "refusal pattern" if declined else "gives an answer",
+                           "verdict": "declined" if declined else "answered"})
+    return "{}"
+
+
+def _schema_name(body: dict[str, Any]) -> str | None:
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and isinstance(fmt.get("json_schema"), dict):
+        return fmt["json_schema"].get("name")
+    text = body.get("text")
+    if isinstance(text, dict) and isinstance(text.get("format"), dict):
+        return text["format"].get("name")
+    return None
+
+
+def _approx_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class LocalOpenAIServer:
+    """An OpenAI-compatible server on ``127.0.0.1`` in a background thread (a context manager).
+
+    Parameters
+    ----------
+    responder : "rules", list of str or Reply, or callable
+        ``"rules"`` (default) uses :func:`rule_based_reply`; a list is replayed in order (cycling);
+        a callable gets the JSON request body and returns a str or :class:`Reply`.
+    latency : float
+        Seconds every request sleeps before it is answered.
+    api_key : str, optional
+        When set, requests must carry ``Authorization: Bearer <api_key>`` (else 401).
+    port : int
+        0 (default) picks a free port.
+
+    Attributes
+    ----------
+    base_url : str
+        ``http://127.0.0.1:<port>/v1`` to pass to ``OpenAI(base_url=...)``.
+    requests_received : int
+        Every request that arrived (faults included).
+    requests : list of dict
+        The JSON bodies received, in order (headers are not kept).
+
+    Examples
+    --------
+    >>> with LocalOpenAIServer(latency=0.0) as server:
+    ...     server.fail_next(2, status=429, retry_after=0.5)
+    ...     server.base_url.startswith("http://127.0.0.1:")
+    True
+    """
+
+    def __init__(
+        self,
+        responder: str | Sequence[str | Reply] | Callable[[dict[str, Any]], str | Reply] = "rules",
+        *,
+        latency: float = 0.0,
+        api_key: str | None = None,
+        port: int = 0,
+        model: str = "raglab-local",
+    ) -> None:
+        if isinstance(responder, str):
+            if responder != "rules":
+                raise ValueError(f"The value for `responder` must be one of ['rules'], a list or a callable, but {responder!r} was passed.")
+            self._respond: Callable[[dict[str, Any]], str | Reply] = rule_based_reply
+        elif callable(responder):
+            self._respond = responder
+        else:
+            script = list(responder)
+            if not script:
+                raise ValueError("`responder` is an empty list; give at least one scripted reply")
+            cycle = itertools.cycle(script)
+            script_lock = threading.Lock()
+
+            def scripted(_body: dict[str, Any]) -> str | Reply:
+                with script_lock:
+                    return next(cycle)
+
+            self._respond = scripted
+        self.latency = float(latency)
+        self.model = model
+        self._api_key = api_key
+        self._port = port
+        self._lock = threading.Lock()
+        self._faults: list[_Fault] = []
+        self.requests_received = 0
+        self.requests: list[dict[str, Any]] = []
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> LocalOpenAIServer:
+        """Bind to 127.0.0.1 and serve in a daemon thread; returns self."""
+        if self._httpd is not None:
+            return self
+        server = self
+
+        class Handler(_Handler):
+            owner = server
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", self._port), Handler, bind_and_activate=False)
+        httpd.daemon_threads = True
+        httpd.request_queue_size = 256
+        httpd.allow_reuse_address = True
+        httpd.server_bind()
+        httpd.server_activate()
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="raglab-local-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> LocalOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("the server is not running; use `with LocalOpenAIServer() as server:`")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __repr__(self) -> str:
+        where = self.base_url if self._httpd is not None else "stopped"
+        return f"LocalOpenAIServer({where}, latency={self.latency}, requests_received={self.requests_received})"
+
+    # ---- faults -------------------------------------------------------------------------------
+    def fail_next(self, n: int = 1, *, status: int = 500, retry_after: float | None = None, match: str | None = None) -> None:
+        """Answer the next ``n`` requests (whose schema name contains ``match``) with HTTP ``status``."""
+        self._add(_Fault("status", n, match, status=status, retry_after=retry_after))
+
+    def malform_next(self, n: int = 1, *, match: str | None = None) -> None:
+        """Reply to the next ``n`` requests with content that is not valid JSON."""
+        self._add(_Fault("malformed", n, match))
+
+    def invalid_next(self, n: int = 1, *, match: str | None = None) -> None:
+        """Reply to the next ``n`` requests with valid JSON that does not fit the schema."""
+        self._add(_Fault("invalid", n, match))
+
+    def truncate_next(self, n: int = 1, *, match: str | None = None) -> None:
+        """Reply to the next ``n`` requests with half the content and ``finish_reason="length"``."""
+        self._add(_Fault("truncate", n, match))
+
+    def _add(self, fault: _Fault) -> None:
+        if fault.remaining < 1:
+            raise ValueError(f"`n` must be at least 1, got {fault.remaining}")
+        with self._lock:
+            self._faults.append(fault)
+
+    def clear_faults(self) -> None:
+        """Forget every pending fault."""
+        with self._lock:
+            self._faults.clear()
+
+    def _take_fault(self, name: str | None) -> _Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.match is None or (name is not None and fault.match in name):
+                    fault.remaining -= 1
+                    if fault.remaining == 0:
+                        self._faults.remove(fault)
+                    return fault
+        return None
+
+    def count(self, match: str | None = None) -> int:
+        """Requests received whose schema name contains ``match`` (all when None)."""
+        with self._lock:
+            bodies = list(self.requests)
+        if match is None:
+            return len(bodies)
+        return sum(1 for b in bodies if match in (_schema_name(b) or ""))
+
+    def reset_counts(self) -> None:
+        """Zero the request counters and forget the recorded bodies."""
+        with self._lock:
+            self.requests_received = 0
+            self.requests = []
+
+    # ---- answering ----------------------------------------------------------------------------
+    def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        with self._lock:
+            self.requests_received += 1
+        if self._api_key is not None and headers.get("authorization") != f"Bearer {self._api_key}":
+            return _error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            return _error(400, "The request body is not valid JSON.", "invalid_request_error", None)
+        with self._lock:
+            self.requests.append(body)
+        if self.latency > 0:
+            time.sleep(self.latency)
+        name = _schema_name(body)
+        fault = self._take_fault(name)
+        if fault is not None and fault.kind == "status":
+            extra = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
+            message = "Rate limit reached (raglab.testing)." if fault.status == 429 else "Injected server error (raglab.testing)."
+            return _error(fault.status, message, "requests" if fault.status == 429 else "server_error", None, extra)
+
+        responses_api = path.rstrip("/").endswith("/responses")
+        if responses_api:
+            body = _responses_as_chat(body)
+        reply = self._respond(body)
+        if not isinstance(reply, Reply):
+            reply = Reply(content=str(reply))
+        if reply.status != 200:
+            return _error(reply.status, reply.content or "scripted error", "server_error", None, reply.headers)
+        content = reply.content or ""
+        finish = reply.finish_reason
+        if fault is not None and fault.kind == "malformed":
+            content = content[: max(1, len(content) // 2)] + ' ,,} "not json'
+        elif fault is not None and fault.kind == "invalid":
+            content = json.dumps({"unexpected": True})
+        elif fault is not None and fault.kind == "truncate":
+            content, finish = content[: len(content) // 2], "length"
+        limit = body.get("max_completion_tokens") or body.get("max_tokens")
+        if isinstance(limit, int) and _approx_tokens(content) > limit:
+            content, finish = content[: max(0, limit * 4)], "length"
+        prompt_tokens = _approx_tokens(_user_text(body.get("messages") or []))
+        completion_tokens = _approx_tokens(content)
+        if responses_api:
+            payload = _responses_payload(body, content, finish, prompt_tokens, completion_tokens, self.model)
+        else:
+            payload = {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model") or self.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content, "refusal": None},
+                        "finish_reason": finish,
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            }
+        return 200, {}, json.dumps(payload).encode()
+
+
+def _responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """A Responses-API request re-shaped as a chat request for the responders."""
+    messages: list[dict[str, Any]] = []
+    if body.get("instructions"):
+        messages.append({"role": "system", "content": body["instructions"]})
+    items = body.get("input")
+    if isinstance(items, str):
+        messages.append({"role": "user", "content": items})
+    elif isinstance(items, list):
+        for item in items:
+            if isinstance(item, dict):
+                content = item.get("content")
+                if isinstance(content, list):
+                    content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+                messages.append({"role": item.get("role", "user"), "content": content})
+    out = dict(body)
+    out["messages"] = messages
+    out["max_completion_tokens"] = body.get("max_output_tokens")
+    return out
+
+
+def _responses_payload(body: dict[str, Any], content: str, finish: str, prompt_tokens: int,
+                       completion_tokens: int, model: str) -> dict[str, Any]:
+    incomplete = finish == "length"
+    return {
+        "id": f"resp_{uuid.uuid4().hex[:12]}",
+        "object": "response",
+        "created_at": time.time(),
+        "model": body.get("model") or model,
+        "status": "incomplete" if incomplete else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "error": None,
+        "output": [
+            {
+                "id": f"msg_{uuid.uuid4().hex[:12]}",
+                "type": "message",
+                "role": "assistant",
+                "status": "incomplete" if incomplete else "completed",
+                "content": [{"type": "output_text", "text": content, "annotations": []}],
+            }
+        ],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": prompt_tokens,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": completion_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _error(status: int, message: str, kind: str, code: str | None,
+           headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    payload = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return status, dict(headers or {}), json.dumps(payload).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    owner: LocalOpenAIServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        return
+
+    def _send(self, status: int, headers: dict[str, str], payload: bytes) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (cancelled run): not an error here
+            self.close_connection = True
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        path = self.path.split("?", 1)[0]
+        if not (path.endswith("/chat/completions") or path.endswith("/responses")):
+            self._send(*_error(404, f"Unknown path {path}", "invalid_request_error", None))
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self._send(*self.owner._answer(path, headers, raw))
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path.split("?", 1)[0].endswith("/models"):
+            payload = {"object": "list", "data": [{"id": self.owner.model, "object": "model", "created": 0, "owned_by": "raglab"}]}
+            self._send(200, {}, json.dumps(payload).encode())
+            return
+        self._send(*_error(404, f"Unknown path {self.path}", "invalid_request_error", None))
+
+
+@contextlib.contextmanager
+def server_process(*, latency: float = 0.0, python: str | None = None) -> Iterator[str]:
+    """Run a rule-based :class:`LocalOpenAIServer` in a separate process; yields its base URL.
+
+    A separate process keeps the server's work off the client's interpreter (benchmarks use it so
+    the measured concurrency is the client's alone).
+
+    Examples
+    --------
+    >>> with server_process(latency=0.0) as base_url:   # doctest: +SKIP
+    ...     base_url.startswith("http://127.0.0.1:")
+    True
+    """
+    cmd = [python or sys.executable, "-m", "raglab.testing", "--latency", str(latency)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if not line.startswith("READY "):
+            raise RuntimeError(f"the local server process did not start (said {line!r})")
+        yield line.split()[1]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            proc.kill()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m raglab.testing``: serve until stdin closes; prints ``READY <base_url>``."""
+    parser = argparse.ArgumentParser(prog="python -m raglab.testing", description=__doc__.split("\n")[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    with LocalOpenAIServer(latency=args.latency, port=args.port) as server:
+        print(f"READY {server.base_url}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            sys.stdin.read()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
