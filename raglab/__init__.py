@@ -51,17 +51,20 @@ __all__ = [
     "RowTableError",
     "datasets",
     "io",
+    "judge",
     "read_rows",
     "read_trec",
     "sizing",
     "stats",
+    "testing",
+    "tripwires",
     "write_rows",
     "widgets",
     "write_trec",
 ]
 
 # Modules with heavier imports load on first use: ``raglab.datasets`` and friends.
-_LAZY_MODULES = {"datasets", "widgets"}
+_LAZY_MODULES = {"datasets", "judge", "testing", "tripwires", "widgets"}
 
 
 def __getattr__(name: str) -> Any:
