@@ -404,11 +404,18 @@ class _Resampler:
             else:
                 drawn = np.full(c, n, dtype=np.int64)
             if l_:
-                weights = np.zeros((c, l_))
                 draws = rng.integers(0, l_, size=int(drawn.sum()), dtype=np.uint32 if l_ < 2**32 else np.int64)
-                ends = np.cumsum(drawn)
-                for r in range(c):
-                    np.add.at(weights[r], draws[ends[r] - drawn[r] : ends[r]], 1.0)
+                if l_ <= 4096:  # small: count all resamples of the chunk at once
+                    if h:
+                        flat = np.repeat(np.arange(c, dtype=np.int64) * l_, drawn) + draws
+                    else:  # every resample draws all n units from the light rows
+                        flat = (draws.reshape(c, n) + np.arange(c, dtype=np.int64)[:, None] * l_).reshape(-1)
+                    weights = np.bincount(flat, minlength=c * l_).reshape(c, l_).astype(float)
+                else:  # large: one resample at a time keeps the counts in cache
+                    weights = np.zeros((c, l_))
+                    ends = np.cumsum(drawn)
+                    for r in range(c):
+                        np.add.at(weights[r], draws[ends[r] - drawn[r] : ends[r]], 1.0)
                 light.apply(weights, acc)
             sums, counts_ = self._totals(acc)
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -540,11 +547,11 @@ def _bootstrap_bounds(
 
 def _cell_extremes(values: np.ndarray, codes: np.ndarray, n_groups: int, grouped: bool) -> np.ndarray:
     """True per (row, metric) cell where every non-missing value is the same (a zero-width interval)."""
-    frame = pd.DataFrame(values)
-    lo, hi = frame.min().to_numpy(), frame.max().to_numpy()
-    rows = [lo == hi]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        rows = [np.nanmin(values, axis=0) == np.nanmax(values, axis=0)]
     if grouped:
-        by = frame.groupby(codes)
+        by = pd.DataFrame(values).groupby(codes)
         glo = by.min().reindex(range(n_groups)).to_numpy()
         ghi = by.max().reindex(range(n_groups)).to_numpy()
         rows.extend(glo == ghi)
