@@ -1,0 +1,100 @@
+"""The interval forest (Agg backend): returns the Axes, one row per table row, margins, colours."""
+
+from __future__ import annotations
+
+import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+import raglab  # noqa: F401  (registers df.rag)
+from raglab import stats
+from raglab.plots import forest
+
+
+def _table(gated=False):
+    rng = np.random.default_rng(0)
+    n = 300
+    slices = rng.choice(["a", "b", "c"], n)
+    base = {"hit@5": (rng.random(n) < 0.7).astype(float), "latency_ms": rng.gamma(3, 100, n)}
+    cand = {"hit@5": np.where(rng.random(n) < 0.9, base["hit@5"], 0.0), "latency_ms": base["latency_ms"] * 0.9}
+    if gated:
+        return stats.gate(base, cand, margin={"hit@5": 0.02, "latency_ms": 5.0}, slices=slices, n_resamples=500).table
+    return stats.compare(base, cand, slices=slices, n_resamples=500)
+
+
+def _artist(ax, gid):
+    found = [a for a in ax.get_children() if a.get_gid() == gid]
+    assert len(found) == 1, gid
+    return found[0]
+
+
+def test_one_row_per_table_row_and_returns_the_axes():
+    table = _table()
+    ax = forest(table)
+    assert ax is plt.gca()
+    assert len(_artist(ax, "raglab-intervals").get_segments()) == len(table) == 8
+    assert len(_artist(ax, "raglab-estimates").get_offsets()) == len(table)
+    assert [t.get_text() for t in ax.get_yticklabels()][:2] == ["hit@5 [overall]", "hit@5 [a]"]
+    assert ax.get_xlabel() == "difference (candidate - baseline)"
+    np.testing.assert_allclose(_artist(ax, "raglab-estimates").get_offsets()[:, 0], table["diff"])
+
+
+def test_draws_on_the_given_axes():
+    fig, (left, right) = plt.subplots(1, 2)
+    out = forest(_table(), ax=right)
+    assert out is right and not left.has_data()
+
+
+def test_margin_lines_per_metric_and_direction():
+    table = _table(gated=True)
+    ax = forest(table)
+    lines = _artist(ax, "raglab-margins").get_segments()
+    xs = sorted(seg[0][0] for seg in lines)
+    # hit@5 is higher-is-better (line at -0.02); latency is lower-is-better (line at +5).
+    assert xs == pytest.approx([-0.02, 5.0])
+    zero = [line for line in ax.get_lines() if list(line.get_xdata()) == [0, 0]]
+    assert zero, "no reference line at zero"
+
+
+def test_explicit_margin_overrides_and_validates():
+    table = _table()
+    ax = forest(table, margin={"hit@5": 0.05})
+    xs = [seg[0][0] for seg in _artist(ax, "raglab-margins").get_segments()]
+    assert xs == pytest.approx([-0.05])
+    with pytest.raises(ValueError, match=r"names metrics that are not in the table: \['ndcg'\]"):
+        forest(table, margin={"ndcg": 0.1})
+
+
+def test_colours_follow_the_decisions():
+    table = _table(gated=True)
+    ax = forest(table)
+    colours = _artist(ax, "raglab-intervals").get_colors()
+    expected = {"pass": "#1a7f37", "review": "#d97706", "block": "#cf222e"}
+    for colour, decision in zip(colours, table["decision"]):
+        assert mcolors.to_hex(colour) == expected[decision]
+    assert {t.get_text() for t in ax.get_legend().get_texts()} >= set(table["decision"])
+
+
+def test_kwargs_reach_the_points():
+    ax = forest(_table(), marker="s", s=80)
+    sizes = _artist(ax, "raglab-estimates").get_sizes()
+    assert (sizes == 80).all()
+
+
+def test_accessor_and_bad_tables():
+    table = _table()
+    ax = table.rag.forest(margin=0.02)
+    assert len(_artist(ax, "raglab-intervals").get_segments()) == len(table)
+    with pytest.raises(ValueError, match=r"needs a compare or gate table .* missing \['diff', 'low', 'high'\]"):
+        forest(pd.DataFrame({"metric": ["a"], "slice": ["overall"]}))
+    with pytest.raises(TypeError, match="got list"):
+        forest([1, 2])
+
+
+def test_rows_without_an_interval_keep_their_label():
+    base = pd.DataFrame({"question_id": list("abcd"), "t": ["x", "x", "y", "y"], "s": [0.1, 0.2, np.nan, np.nan]})
+    table = base.rag.compare(base.assign(s=[0.3, 0.1, 0.5, 0.6]), metrics=["s"], by="t", n_resamples=100)
+    ax = forest(table)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["s [overall]", "s [x]", "s [y]"]
