@@ -287,6 +287,20 @@ class _Atoms:
     weight: np.ndarray  # (A,) multiplicities (1.0 for units drawn one by one)
     blocks: list[tuple[int, int, int]]  # (start, end, first output column)
 
+    def __post_init__(self) -> None:
+        # Identical columns (e.g. the "has a value" indicators of metrics without NaN) are multiplied once.
+        keep: list[int] = []
+        inverse = np.empty(self.values.shape[1], dtype=np.intp)
+        for j in range(self.values.shape[1]):
+            column = self.values[:, j]
+            match = next((i for i, k in enumerate(keep) if np.array_equal(self.values[:, k], column)), None)
+            if match is None:
+                match = len(keep)
+                keep.append(j)
+            inverse[j] = match
+        self._distinct = np.ascontiguousarray(self.values[:, keep])
+        self._inverse = inverse
+
     @property
     def size(self) -> int:
         return len(self.weight)
@@ -296,7 +310,7 @@ class _Atoms:
         width = self.values.shape[1]
         for start, end, offset in self.blocks:
             if end > start:
-                out[:, offset : offset + width] += weights[:, start:end] @ self.values[start:end]
+                out[:, offset : offset + width] += (weights[:, start:end] @ self._distinct[start:end])[:, self._inverse]
 
 
 class _Resampler:
@@ -394,6 +408,7 @@ class _Resampler:
         chunk = int(max(1, min(n_resamples, _CHUNK_BYTES // (8 * max(h + l_, self.G * 2 * self.m, 1)))))
         pvals = np.append(heavy.weight, float(l_)) / n if h else None
         out = np.empty((n_resamples, self.R, self.m))
+        buffer = np.empty((chunk, l_)) if l_ > 4096 else None
         for start in range(0, n_resamples, chunk):
             c = min(chunk, n_resamples - start)
             acc = np.zeros((c, self.G * 2 * self.m))
@@ -405,17 +420,17 @@ class _Resampler:
                 drawn = np.full(c, n, dtype=np.int64)
             if l_:
                 draws = rng.integers(0, l_, size=int(drawn.sum()), dtype=np.uint32 if l_ < 2**32 else np.int64)
-                if l_ <= 4096:  # small: count all resamples of the chunk at once
+                if buffer is None:  # small: count all resamples of the chunk at once
                     if h:
                         flat = np.repeat(np.arange(c, dtype=np.int64) * l_, drawn) + draws
                     else:  # every resample draws all n units from the light rows
                         flat = (draws.reshape(c, n) + np.arange(c, dtype=np.int64)[:, None] * l_).reshape(-1)
                     weights = np.bincount(flat, minlength=c * l_).reshape(c, l_).astype(float)
                 else:  # large: one resample at a time keeps the counts in cache
-                    weights = np.zeros((c, l_))
+                    weights = buffer[:c]
                     ends = np.cumsum(drawn)
                     for r in range(c):
-                        np.add.at(weights[r], draws[ends[r] - drawn[r] : ends[r]], 1.0)
+                        weights[r] = np.bincount(draws[ends[r] - drawn[r] : ends[r]], minlength=l_)
                 light.apply(weights, acc)
             sums, counts_ = self._totals(acc)
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -483,15 +498,33 @@ class _Resampler:
             return np.ones((self.R, width))
         chunk = int(max(1, min(n_permutations, _CHUNK_BYTES // (8 * max(h + l_, columns_out)))))
         heavy_n = heavy.weight.astype(np.int64)
+        light_total = np.zeros((1, columns_out))
+        light.apply(np.ones((1, l_)), light_total)
         for start in range(0, n_permutations, chunk):
             c = min(chunk, n_permutations - start)
             acc = np.zeros((c, columns_out))
-            if h:
+            if h:  # a profile shared by w units: Binomial(w, 1/2) of them flip
                 heavy.apply(heavy.weight - 2.0 * rng.binomial(heavy_n, 0.5, size=(c, h)), acc)
-            if l_:
-                light.apply(1.0 - 2.0 * rng.integers(0, 2, size=(c, l_), dtype=np.int8), acc)
+            if l_:  # one fair bit per unit; flipping the units with bit 1 subtracts twice their sum
+                bits = np.unpackbits(rng.integers(0, 256, size=(c, (l_ + 7) // 8), dtype=np.uint8), axis=1, count=l_)
+                flipped = np.zeros((c, columns_out))
+                light.apply(bits.astype(float), flipped)
+                acc += light_total - 2.0 * flipped
             exceed += (np.abs(totals(acc)) >= observed_t - tol).sum(axis=0)
         return (1.0 + exceed) / (n_permutations + 1.0)
+
+
+def _sorted_quantile(ordered: np.ndarray, count: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Per column, the ``q`` quantile of the first ``count`` sorted values (numpy's "linear" method)."""
+    cols = np.arange(ordered.shape[1])
+    position = q * (count - 1)
+    below = np.clip(np.floor(position).astype(np.intp), 0, np.maximum(count - 1, 0))
+    above = np.minimum(below + 1, np.maximum(count - 1, 0))
+    t = position - below
+    a, b = ordered[below, cols], ordered[above, cols]
+    diff = b - a
+    out = np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)  # as numpy's _lerp
+    return np.where(a == b, a, out)
 
 
 def _bootstrap_bounds(
@@ -502,47 +535,41 @@ def _bootstrap_bounds(
     accel: np.ndarray | None,
     constant: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile or BCa bounds per cell from a (B, R, m) bootstrap distribution."""
+    """Percentile or BCa bounds per cell from a (B, R, m) bootstrap distribution (NaN resamples skipped)."""
     alpha = (1.0 - level) / 2.0
-    low = np.full(theta.shape, np.nan)
-    high = np.full(theta.shape, np.nan)
-    z_alpha = float(_special.ndtri(alpha))
-    failed = []
-    for cell in np.ndindex(theta.shape):
-        estimate = theta[cell]
-        if np.isnan(estimate):
-            continue
-        if constant[cell]:
-            low[cell] = high[cell] = estimate
-            continue
-        dist = boot[(slice(None), *cell)]
-        dist = dist[~np.isnan(dist)]
-        if dist.size == 0:
-            continue
-        if dist.min() == dist.max():
-            low[cell] = high[cell] = estimate
-            continue
-        if method == "percentile":
-            levels = (alpha, 1.0 - alpha)
-        else:
-            share = (np.count_nonzero(dist < estimate) + np.count_nonzero(dist <= estimate)) / (2.0 * dist.size)
-            z0, a = float(_special.ndtri(share)), float(accel[cell])
-            with np.errstate(invalid="ignore", divide="ignore"):
-                levels = tuple(
-                    float(_special.ndtr(z0 + (z0 + z) / (1.0 - a * (z0 + z)))) for z in (z_alpha, -z_alpha)
-                )
-            if not all(np.isfinite(levels)):
-                failed.append(cell)
-                continue
-        low[cell], high[cell] = np.quantile(dist, levels)
-    if failed:
+    flat = boot.reshape(boot.shape[0], -1)
+    estimate = theta.reshape(-1)
+    count = np.count_nonzero(~np.isnan(flat), axis=0)
+    ordered = np.sort(flat, axis=0)  # NaN sort last
+    usable = (count > 0) & ~np.isnan(estimate)
+    top = ordered[np.maximum(count - 1, 0), np.arange(flat.shape[1])]
+    flat_width = usable & (constant.reshape(-1) | (ordered[0] == top))
+    if method == "percentile":
+        q_low, q_high = np.full(estimate.shape, alpha), np.full(estimate.shape, 1.0 - alpha)
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = (np.count_nonzero(flat < estimate, axis=0) + np.count_nonzero(flat <= estimate, axis=0)) / (
+                2.0 * count
+            )
+            z0, a, z = _special.ndtri(share), accel.reshape(-1), float(_special.ndtri(alpha))
+            q_low = _special.ndtr(z0 + (z0 + z) / (1.0 - a * (z0 + z)))
+            q_high = _special.ndtr(z0 + (z0 - z) / (1.0 - a * (z0 - z)))
+    failed = usable & ~flat_width & ~(np.isfinite(q_low) & np.isfinite(q_high))
+    good = usable & ~flat_width & ~failed
+    low = np.full(estimate.shape, np.nan)
+    high = np.full(estimate.shape, np.nan)
+    if good.any():
+        low[good] = _sorted_quantile(ordered[:, good], count[good], q_low[good])
+        high[good] = _sorted_quantile(ordered[:, good], count[good], q_high[good])
+    low[flat_width] = high[flat_width] = estimate[flat_width]
+    if failed.any():
         warnings.warn(
-            f"the BCa interval cannot be computed for {len(failed)} cell(s) (a degenerate bootstrap "
+            f"the BCa interval cannot be computed for {int(failed.sum())} cell(s) (a degenerate bootstrap "
             "distribution or jackknife); their bounds are NaN. Use method='percentile' for them.",
             RuntimeWarning,
             stacklevel=3,
         )
-    return low, high
+    return low.reshape(theta.shape), high.reshape(theta.shape)
 
 
 def _cell_extremes(values: np.ndarray, codes: np.ndarray, n_groups: int, grouped: bool) -> np.ndarray:
@@ -901,9 +928,10 @@ def _row_sums(codes: np.ndarray, n_groups: int, grouped: bool, values: np.ndarra
     per_group = np.empty((n_groups, values.shape[1]))
     overall = np.empty((1, values.shape[1]))
     for j in range(values.shape[1]):
-        order = np.lexsort((filled[:, j], codes))
-        per_group[:, j] = np.bincount(codes[order], weights=filled[order, j], minlength=n_groups)
-        overall[0, j] = np.sort(filled[:, j]).sum()
+        order = np.argsort(filled[:, j])  # equal values are interchangeable, so any sort order will do
+        ordered = filled[order, j]
+        per_group[:, j] = np.bincount(codes[order], weights=ordered, minlength=n_groups)
+        overall[0, j] = ordered.sum()
     return np.vstack([overall, per_group]) if grouped else overall
 
 
