@@ -329,6 +329,7 @@ class _Resampler:
         self.m, self.G, self.grouped = m, n_groups, grouped
         self.R = n_groups + 1 if grouped else 1
         self.clustered = units is not None
+        self.dense = False  # True: a unit's profile spans every slice (clusters that cross slices)
         if units is None:
             # A question's profile: its slice, then its value per metric (NaN = no value).
             ids, k = _group_rows(np.column_stack([codes.astype(float), values]))
@@ -337,25 +338,37 @@ class _Resampler:
             profiles = np.concatenate([np.nan_to_num(rep, nan=0.0) + 0.0, (~np.isnan(rep)).astype(float)], axis=1)
             block = codes[first]
             self.n_units = n
-            self._offset, self._n_blocks = 2 * m, n_groups
         else:
-            # A cluster's profile: per slice, the sum and the count of its values per metric.
+            # A cluster's profile: the sum and the count of its values per metric (per slice when the
+            # cluster's questions fall in several slices).
             order = np.lexsort([*values.T[::-1], codes, units])  # canonical order: float sums repeat exactly
             values, codes, units = values[order], codes[order], units[order]
             n_units = int(units.max()) + 1
-            cell = units * n_groups + codes
             valid = ~np.isnan(values)
-            per_unit = np.zeros((n_units * n_groups, 2, m))
+            filled = np.where(valid, values, 0.0)
+            unit_slice = np.full(n_units, -1)
+            unit_slice[units] = codes
+            nested = bool((unit_slice[units] == codes).all())
+            self.dense = not nested
+            cells = n_units if nested else n_units * n_groups
+            if cells * 2 * m * 8 > 2**31:
+                raise ValueError(
+                    f"units=: {n_units} clusters that cross {n_groups} slices need {cells * 2 * m * 8 / 2**30:.1f} GB; "
+                    "use clusters nested in the slices, fewer slices or fewer metrics per call"
+                )
+            cell = units if nested else units * n_groups + codes
+            per_unit = np.zeros((cells, 2, m))
             for j in range(m):
-                per_unit[:, 0, j] = np.bincount(cell, weights=np.where(valid[:, j], values[:, j], 0.0), minlength=n_units * n_groups)
-                per_unit[:, 1, j] = np.bincount(cell, weights=valid[:, j], minlength=n_units * n_groups)
-            per_unit = per_unit.reshape(n_units, n_groups * 2 * m) + 0.0
-            ids, k = _group_rows(per_unit)
+                per_unit[:, 0, j] = np.bincount(cell, weights=filled[:, j], minlength=cells)
+                per_unit[:, 1, j] = np.bincount(cell, weights=valid[:, j], minlength=cells)
+            per_unit = per_unit.reshape(n_units, -1) + 0.0
+            key = np.column_stack([unit_slice.astype(float), per_unit]) if nested else per_unit
+            ids, k = _group_rows(key)
             _, first = np.unique(ids, return_index=True)
             profiles = per_unit[first]
-            block = np.zeros(k, dtype=np.intp)
+            block = unit_slice[first] if nested else np.zeros(k, dtype=np.intp)
             self.n_units = n_units
-            self._offset, self._n_blocks = 0, 1
+        self._offset, self._n_blocks = (0, 1) if self.dense else (2 * m, n_groups)
         weight = np.bincount(ids, minlength=k).astype(float)
         self.profiles, self.profile_weight, self.profile_block = profiles, weight, block
         self.heavy, self.light = self._split(profiles, weight, block)
@@ -441,10 +454,10 @@ class _Resampler:
         """BCa acceleration per cell from the leave-one-unit-out jackknife (as scipy.stats.bootstrap)."""
         values, weight, m, n = self.profiles, self.profile_weight, self.m, self.n_units
         accel = np.full((self.R, m), np.nan)
-        cube = values.reshape(len(weight), self.G, 2, m) if self.clustered else None
+        cube = values.reshape(len(weight), self.G, 2, m) if self.dense else None
         for r in range(self.R):
-            g = r - 1 if self.grouped else None
-            if self.clustered:
+            g = r - 1 if (self.grouped and r > 0) else None
+            if self.dense:
                 s = cube[:, :, 0, :].sum(axis=1) if g is None else cube[:, g, 0, :]
                 v = cube[:, :, 1, :].sum(axis=1) if g is None else cube[:, g, 1, :]
             else:
@@ -462,7 +475,7 @@ class _Resampler:
         """Two-sided sign-flip p-values (R, len(columns)) for ``mean == 0`` per cell."""
         cols = np.asarray(columns, dtype=np.intp)
         k, width = len(self.profile_weight), len(cols)
-        if self.clustered:
+        if self.dense:
             sums = self.profiles.reshape(k, self.G, 2, self.m)[:, :, 0, :][:, :, cols].reshape(k, self.G * width)
             offset, n_blocks = 0, 1
         else:

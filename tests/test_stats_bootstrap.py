@@ -340,3 +340,66 @@ def test_one_sample_bootstrap_matches_scipy(method):
     assert iv.low == pytest.approx(ref.confidence_interval.low, abs=tol)
     assert iv.high == pytest.approx(ref.confidence_interval.high, abs=tol)
     assert iv.method == f"bootstrap ({method})"
+
+
+# ---- clusters and slices together --------------------------------------------------------------------
+
+
+def _brute_cluster_bootstrap(diffs, slices, units, labels, n_resamples, seed):
+    """Resample clusters with explicit loops; slice means are ratios of resampled sums (domain means)."""
+    rng = np.random.default_rng(seed)
+    clusters = np.unique(units)
+    members = {u: np.flatnonzero(units == u) for u in clusters}
+    out = np.empty((n_resamples, len(labels)))
+    for b in range(n_resamples):
+        rows = np.concatenate([members[u] for u in rng.choice(clusters, len(clusters))])
+        for j, label in enumerate(labels):
+            chosen = rows if label == "overall" else rows[slices[rows] == label]
+            out[b, j] = diffs[chosen].mean() if chosen.size else np.nan
+    return np.nanquantile(out, [0.025, 0.975], axis=0)
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_cluster_bootstrap_with_slices_matches_a_brute_force_oracle(nested):
+    rng = np.random.default_rng(21)
+    n = 240
+    units = np.repeat(np.arange(40), 6)
+    # nested: each cluster lies in one slice; crossing: a cluster's questions fall in several slices.
+    slices = np.where(units % 2 == 0, "a", "b") if nested else rng.choice(["a", "b"], n)
+    diffs = rng.normal(0.05, 0.3, n) + rng.normal(0, 0.2, 40)[units]
+    table = stats.compare({"m": np.zeros(n)}, {"m": diffs}, slices=slices, units=units, n_resamples=10_000,
+                          n_permutations=0, seed=3)
+    labels = ["overall", "a", "b"]
+    low, high = _brute_cluster_bootstrap(diffs, slices, units, labels, 4_000, seed=8)
+    for j, label in enumerate(labels):
+        row = table[table["slice"] == label].iloc[0]
+        spread = high[j] - low[j]
+        assert row["low"] == pytest.approx(low[j], abs=0.06 * spread)
+        assert row["high"] == pytest.approx(high[j], abs=0.06 * spread)
+
+
+def test_cluster_acceleration_with_crossing_slices_matches_a_direct_jackknife():
+    rng = np.random.default_rng(22)
+    units = rng.integers(0, 12, 80)
+    codes = rng.integers(0, 2, 80)
+    d = rng.gamma(2.0, 1.0, 80)
+    engine = _Resampler(d[:, None], codes, 2, units=units, grouped=True)
+    assert engine.dense
+    accel = engine.acceleration()[:, 0]
+    for r, mask in enumerate([np.ones(80, bool), codes == 0, codes == 1]):
+        jack = np.array([d[mask & (units != u)].mean() for u in np.unique(units)])
+        u = jack.mean() - jack
+        assert accel[r] == pytest.approx((u**3).sum() / (6 * ((u**2).sum()) ** 1.5), rel=1e-9)
+
+
+def test_question_acceleration_per_slice_matches_a_direct_jackknife():
+    rng = np.random.default_rng(23)
+    codes = rng.integers(0, 3, 150)
+    d = rng.gamma(1.5, 1.0, 150)
+    engine = _Resampler(d[:, None], codes, 3, units=None, grouped=True)
+    accel = engine.acceleration()[:, 0]
+    for r, mask in enumerate([np.ones(150, bool), codes == 0, codes == 1, codes == 2]):
+        x = d[mask]
+        jack = np.array([np.delete(x, i).mean() for i in range(len(x))])
+        u = jack.mean() - jack
+        assert accel[r] == pytest.approx((u**3).sum() / (6 * ((u**2).sum()) ** 1.5), rel=1e-9)

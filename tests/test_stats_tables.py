@@ -225,12 +225,20 @@ def test_compare_with_clusters():
     assert table.attrs["raglab"]["comparison"]["units"] == "doc"
 
 
-def test_compare_bca():
-    base = _run()
+def test_compare_bca_per_slice_matches_scipy():
+    base = _run(n=1500)
     cand = _candidate(base)
-    table = base.rag.compare(cand, metrics=["ndcg@5"], method="bca", by="qtype")
+    table = base.rag.compare(cand, metrics=["ndcg@5", "latency_ms"], method="bca", by="qtype", seed=4)
     assert (table["method"] == "paired bootstrap (bca)").all()
-    assert (table["low"] < table["diff"]).all() and (table["diff"] < table["high"]).all()
+    for _, row in table.iterrows():
+        mask = np.ones(len(base), bool) if row["slice"] == "overall" else (base["qtype"] == row["slice"]).to_numpy()
+        b, c = base.loc[mask, row["metric"]].to_numpy(), cand.loc[mask, row["metric"]].to_numpy()
+        keep = ~(np.isnan(b) | np.isnan(c))
+        ref = scipy.stats.bootstrap((b[keep], c[keep]), lambda x, y, axis=-1: np.mean(y - x, axis=axis),
+                                    paired=True, vectorized=True, n_resamples=10_000, method="BCa", rng=6)
+        tol = 0.15 * ref.standard_error
+        assert row["low"] == pytest.approx(ref.confidence_interval.low, abs=tol)
+        assert row["high"] == pytest.approx(ref.confidence_interval.high, abs=tol)
 
 
 # ---- pairing by question id ---------------------------------------------------------------------------
