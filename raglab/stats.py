@@ -300,6 +300,18 @@ class _Atoms:
             inverse[j] = match
         self._distinct = np.ascontiguousarray(self.values[:, keep])
         self._inverse = inverse
+        # Few rows in several blocks: one product with a block-diagonal matrix beats one per block.
+        self._stacked = None
+        n_distinct, width = len(keep), self.values.shape[1]
+        if len(self.blocks) > 1 and self.values.shape[0] * len(self.blocks) * n_distinct <= 2**20:
+            stacked = np.zeros((self.values.shape[0], len(self.blocks) * n_distinct))
+            out_index, src_index = [], []
+            for b, (start, end, offset) in enumerate(self.blocks):
+                stacked[start:end, b * n_distinct : (b + 1) * n_distinct] = self._distinct[start:end]
+                out_index.extend(range(offset, offset + width))
+                src_index.extend(b * n_distinct + inverse)
+            self._stacked = stacked
+            self._out_index, self._src_index = np.asarray(out_index), np.asarray(src_index)
 
     @property
     def size(self) -> int:
@@ -307,10 +319,13 @@ class _Atoms:
 
     def apply(self, weights: np.ndarray, out: np.ndarray) -> None:
         """``out[:, block columns] += weights[:, block rows] @ values[block rows]`` for every block."""
+        if self._stacked is not None:
+            out[:, self._out_index] += np.dot(weights, self._stacked)[:, self._src_index]
+            return
         width = self.values.shape[1]
         for start, end, offset in self.blocks:
             if end > start:
-                out[:, offset : offset + width] += (weights[:, start:end] @ self._distinct[start:end])[:, self._inverse]
+                out[:, offset : offset + width] += np.dot(weights[:, start:end], self._distinct[start:end])[:, self._inverse]
 
 
 class _Resampler:
@@ -409,7 +424,10 @@ class _Resampler:
         for p in range(parts):
             part = cube[:, :, p, :]
             if self.grouped:
-                part = np.concatenate([part.sum(axis=1, keepdims=True), part], axis=1)
+                full = np.empty((flat.shape[0], self.R, width))
+                full[:, 1:] = part
+                np.sum(full[:, 1:], axis=1, out=full[:, 0])
+                part = full
             out.append(part)
         return tuple(out)
 
@@ -585,8 +603,19 @@ def _bootstrap_bounds(
     return low.reshape(theta.shape), high.reshape(theta.shape)
 
 
-def _cell_extremes(values: np.ndarray, codes: np.ndarray, n_groups: int, grouped: bool) -> np.ndarray:
+def _cell_extremes(
+    values: np.ndarray, codes: np.ndarray, n_groups: int, grouped: bool, engine: _Resampler | None = None
+) -> np.ndarray:
     """True per (row, metric) cell where every non-missing value is the same (a zero-width interval)."""
+    if engine is not None and not engine.clustered:  # from the distinct question profiles: cheap
+        m = engine.m
+        sums, valid = engine.profiles[:, :m], engine.profiles[:, m:] > 0
+        lo, hi = np.where(valid, sums, np.inf), np.where(valid, sums, -np.inf)
+        rows = [lo.min(axis=0) == hi.max(axis=0)]
+        for g in range(n_groups if grouped else 0):
+            mask = engine.profile_block == g
+            rows.append(lo[mask].min(axis=0, initial=np.inf) == hi[mask].max(axis=0, initial=-np.inf))
+        return np.vstack(rows)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
         rows = [np.nanmin(values, axis=0) == np.nanmax(values, axis=0)]
@@ -619,7 +648,7 @@ def _bootstrap_cells(
     engine = _Resampler(values, codes, n_groups, units=units, grouped=grouped)
     boot = engine.bootstrap(n_resamples, np.random.default_rng(seed))
     accel = engine.acceleration() if method == "bca" else None
-    constant = _cell_extremes(values, codes, n_groups, grouped)
+    constant = _cell_extremes(values, codes, n_groups, grouped, engine)
     low, high = _bootstrap_bounds(boot, engine.theta, level, method, accel, constant)
     return engine, boot, low, high
 
@@ -930,18 +959,22 @@ def holm(p_values: Any) -> np.ndarray:
 
 def _row_counts(codes: np.ndarray, n_groups: int, grouped: bool, mask: np.ndarray) -> np.ndarray:
     """Per (row, metric): how many questions have ``mask`` true (overall row first)."""
-    per_group = np.stack([np.bincount(codes, weights=mask[:, j], minlength=n_groups) for j in range(mask.shape[1])], axis=1)
-    overall = mask.sum(axis=0, keepdims=True).astype(float)
+    m = mask.shape[1]
+    flat = (codes[:, None] * m + np.arange(m)).reshape(-1)
+    per_group = np.bincount(flat, weights=mask.reshape(-1), minlength=n_groups * m).reshape(n_groups, m)
+    overall = per_group.sum(axis=0, keepdims=True)
     return np.vstack([overall, per_group]) if grouped else overall
 
 
 def _row_sums(codes: np.ndarray, n_groups: int, grouped: bool, values: np.ndarray) -> np.ndarray:
-    """Per (row, metric) sums of the non-missing values, added in sorted order (row order cannot change a bit)."""
+    """Per (row, metric) sums of the non-missing values; row order cannot change a bit of them."""
     filled = np.nan_to_num(values, nan=0.0)
+    if np.array_equal(filled, np.round(filled)) and np.abs(filled).sum() < 2**52:
+        return _row_counts(codes, n_groups, grouped, filled)  # integers add exactly in any order
     per_group = np.empty((n_groups, values.shape[1]))
     overall = np.empty((1, values.shape[1]))
     for j in range(values.shape[1]):
-        order = np.argsort(filled[:, j])  # equal values are interchangeable, so any sort order will do
+        order = np.argsort(filled[:, j])  # added in sorted order; equal values are interchangeable
         ordered = filled[order, j]
         per_group[:, j] = np.bincount(codes[order], weights=ordered, minlength=n_groups)
         overall[0, j] = ordered.sum()
