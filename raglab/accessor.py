@@ -213,7 +213,7 @@ class RagAccessor:
         scores = _score_frame(df, names, method_name, id_column=question_id)
         table = _stats.summary(
             scores,
-            slices=_slice_labels(df, by_columns, method_name) if by_columns else None,
+            slices=_slice_labels(df, by_columns, method_name, question_id) if by_columns else None,
             ci=ci,
             method=method,
             n_resamples=n_resamples,

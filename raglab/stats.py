@@ -645,6 +645,13 @@ def _bootstrap_cells(
     seed: int,
 ) -> tuple[_Resampler, np.ndarray, np.ndarray, np.ndarray]:
     """Resampler, bootstrap distribution and bounds for every (row, metric) cell of ``values``."""
+    cells = (n_groups + 1 if grouped else 1) * values.shape[1]
+    if 16 * n_resamples * cells > 2**31:
+        raise ValueError(
+            f"{cells} metric x slice cells x {n_resamples} resamples need {16 * n_resamples * cells / 2**30:.1f} GB "
+            "for the bootstrap distributions; slice by a column with fewer values, compare fewer metrics per "
+            "call or lower n_resamples"
+        )
     engine = _Resampler(values, codes, n_groups, units=units, grouped=grouped)
     boot = engine.bootstrap(n_resamples, np.random.default_rng(seed))
     accel = engine.acceleration() if method == "bca" else None

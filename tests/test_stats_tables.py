@@ -322,3 +322,9 @@ def test_empty_slice_for_a_metric_gives_nan_and_counts():
         table = base.rag.compare(cand, metrics=["s"], by="t", n_resamples=200)
     y = table[table["slice"] == "y"].iloc[0]
     assert y["n"] == 0 and y["n_dropped"] == 2 and np.isnan(y["low"]) and np.isnan(y["p_value"])
+
+
+def test_too_many_slices_for_memory_is_a_clear_error():
+    n = 20_000
+    with pytest.raises(ValueError, match="slice by a column with fewer values"):
+        stats.compare({"s": np.zeros(n)}, {"s": np.ones(n)}, slices=np.arange(n), n_resamples=10_000)
