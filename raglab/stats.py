@@ -30,6 +30,7 @@ With ``units=`` whole clusters (all questions of a document or conversation) are
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
@@ -44,6 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy import special as _special
 from scipy import stats as _sps
+from threadpoolctl import threadpool_limits
 
 from raglab._interval import Interval
 from raglab._registry import metric_info
@@ -279,6 +281,15 @@ def _group_rows(matrix: np.ndarray) -> tuple[np.ndarray, int]:
     return ids.reshape(-1), len(uniques)
 
 
+def _one_blas_thread(work: int) -> Any:
+    """Limit BLAS to one thread for large resampling jobs.
+
+    The products here are thin (a few dozen columns): BLAS threads cost more than they give, and
+    several times more on a busy machine. Small jobs skip the (millisecond) switch.
+    """
+    return threadpool_limits(1, user_api="blas") if work > 2**22 else contextlib.nullcontext()
+
+
 @dataclass
 class _Atoms:
     """Rows of contributions (``values``) with multiplicities, in blocks that add into output columns."""
@@ -434,6 +445,10 @@ class _Resampler:
     # ---- bootstrap -------------------------------------------------------------------------------
     def bootstrap(self, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
         """(n_resamples, R, m) resampled means (NaN where a resample drew no value for a cell)."""
+        with _one_blas_thread(n_resamples * (self.heavy.size + self.light.size)):
+            return self._bootstrap(n_resamples, rng)
+
+    def _bootstrap(self, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
         heavy, light, n = self.heavy, self.light, self.n_units
         h, l_ = heavy.size, light.size
         chunk = int(max(1, min(n_resamples, _CHUNK_BYTES // (8 * max(h + l_, self.G * 2 * self.m, 1)))))
@@ -491,6 +506,10 @@ class _Resampler:
     # ---- sign-flip permutations ------------------------------------------------------------------
     def sign_flip(self, columns: Sequence[int], n_permutations: int, rng: np.random.Generator) -> np.ndarray:
         """Two-sided sign-flip p-values (R, len(columns)) for ``mean == 0`` per cell."""
+        with _one_blas_thread(n_permutations * len(self.profile_weight)):
+            return self._sign_flip(columns, n_permutations, rng)
+
+    def _sign_flip(self, columns: Sequence[int], n_permutations: int, rng: np.random.Generator) -> np.ndarray:
         cols = np.asarray(columns, dtype=np.intp)
         k, width = len(self.profile_weight), len(cols)
         if self.dense:
