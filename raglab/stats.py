@@ -266,19 +266,42 @@ _HEAVY = 8  # a profile shared by this many units is one multinomial cell; rarer
 _CHUNK_BYTES = 32 * 2**20  # memory for one chunk of resampled counts
 
 
+def _sorted_codes(column: np.ndarray) -> tuple[np.ndarray, int]:
+    """Codes of a column's values numbered in sorted order (NaN last; -0.0 equals 0.0), and their count."""
+    codes, uniques = pd.factorize(column + 0.0, use_na_sentinel=True)  # hashing: O(n)
+    rank = np.empty(len(uniques) + 1, dtype=np.int64)
+    rank[np.argsort(uniques, kind="stable")] = np.arange(len(uniques))
+    rank[-1] = len(uniques)  # NaN (code -1) after every number
+    levels = len(uniques) + int((codes < 0).any())
+    return rank[codes], levels
+
+
+def _dense_ranks(ids: np.ndarray) -> tuple[np.ndarray, int]:
+    """Replace integer keys by their rank among the distinct keys (0, 1, ...), and their count."""
+    codes, uniques = pd.factorize(ids)
+    rank = np.empty(len(uniques), dtype=np.int64)
+    rank[np.argsort(uniques, kind="stable")] = np.arange(len(uniques))
+    return rank[codes], len(uniques)
+
+
+def _representatives(ids: np.ndarray, k: int) -> np.ndarray:
+    """A row index for each of the ``k`` groups (rows of one group are identical, so any will do)."""
+    first = np.empty(k, dtype=np.intp)
+    first[ids] = np.arange(len(ids))
+    return first
+
+
 def _group_rows(matrix: np.ndarray) -> tuple[np.ndarray, int]:
     """Number the distinct rows of a float matrix in lexicographic order (NaN equals NaN, -0.0 equals 0.0)."""
     ids = np.zeros(matrix.shape[0], dtype=np.int64)
     levels = 1
     for column in matrix.T:
-        uniques, inverse = np.unique(column, return_inverse=True)
-        if levels * len(uniques) >= 2**62:
-            _, ids = np.unique(ids, return_inverse=True)
-            levels = int(ids.max()) + 1
-        ids = ids * len(uniques) + inverse.reshape(-1)
-        levels *= len(uniques)
-    uniques, ids = np.unique(ids, return_inverse=True)
-    return ids.reshape(-1), len(uniques)
+        codes, count = _sorted_codes(column)
+        if levels * count >= 2**62:  # keep the combined key in int64
+            ids, levels = _dense_ranks(ids)
+        ids = ids * count + codes
+        levels *= count
+    return _dense_ranks(ids)
 
 
 def _one_blas_thread(work: int) -> Any:
@@ -359,7 +382,7 @@ class _Resampler:
         if units is None:
             # A question's profile: its slice, then its value per metric (NaN = no value).
             ids, k = _group_rows(np.column_stack([codes.astype(float), values]))
-            _, first = np.unique(ids, return_index=True)
+            first = _representatives(ids, k)
             rep = values[first]
             profiles = np.concatenate([np.nan_to_num(rep, nan=0.0) + 0.0, (~np.isnan(rep)).astype(float)], axis=1)
             block = codes[first]
@@ -390,7 +413,7 @@ class _Resampler:
             per_unit = per_unit.reshape(n_units, -1) + 0.0
             key = np.column_stack([unit_slice.astype(float), per_unit]) if nested else per_unit
             ids, k = _group_rows(key)
-            _, first = np.unique(ids, return_index=True)
+            first = _representatives(ids, k)
             profiles = per_unit[first]
             block = unit_slice[first] if nested else np.zeros(k, dtype=np.intp)
             self.n_units = n_units
