@@ -310,7 +310,7 @@ def _one_blas_thread(work: int) -> Any:
     The products here are thin (a few dozen columns): BLAS threads cost more than they give, and
     several times more on a busy machine. Small jobs skip the (millisecond) switch.
     """
-    return threadpool_limits(1, user_api="blas") if work > 2**22 else contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas") if work > 2**18 else contextlib.nullcontext()
 
 
 @dataclass
@@ -1007,10 +1007,15 @@ def holm(p_values: Any) -> np.ndarray:
 
 
 def _row_counts(codes: np.ndarray, n_groups: int, grouped: bool, mask: np.ndarray) -> np.ndarray:
-    """Per (row, metric): how many questions have ``mask`` true (overall row first)."""
+    """Per (row, metric): how many questions have ``mask`` true, or the exact sum of integer values."""
     m = mask.shape[1]
-    flat = (codes[:, None] * m + np.arange(m)).reshape(-1)
-    per_group = np.bincount(flat, weights=mask.reshape(-1), minlength=n_groups * m).reshape(n_groups, m)
+    per_group = np.empty((n_groups, m))
+    for j in range(m):
+        column = mask[:, j]
+        if column.dtype == bool:
+            per_group[:, j] = np.bincount(codes[column], minlength=n_groups)
+        else:
+            per_group[:, j] = np.bincount(codes, weights=column, minlength=n_groups)
     overall = per_group.sum(axis=0, keepdims=True)
     return np.vstack([overall, per_group]) if grouped else overall
 
@@ -1095,7 +1100,7 @@ def summary(
     codes, _, grouped, n_groups, rows, unit_codes = _layout(values.shape[0], slices, units)
     present = ~np.isnan(values)
     n_valid = _row_counts(codes, n_groups, grouped, present)
-    n_rows = _row_counts(codes, n_groups, grouped, np.ones_like(present))
+    n_rows = np.repeat(_row_counts(codes, n_groups, grouped, np.ones((len(codes), 1), dtype=bool)), len(names), axis=1)
     sums = _row_sums(codes, n_groups, grouped, values)
 
     chosen = []
@@ -1252,7 +1257,7 @@ def compare(
     complete = ~(np.isnan(b) | np.isnan(c))
     diffs = np.where(complete, c - b, np.nan)
     n_pairs = _row_counts(codes, n_groups, grouped, complete)
-    n_rows = _row_counts(codes, n_groups, grouped, np.ones_like(complete))
+    n_rows = np.repeat(_row_counts(codes, n_groups, grouped, np.ones((len(codes), 1), dtype=bool)), len(names), axis=1)
     base_sum = _row_sums(codes, n_groups, grouped, np.where(complete, b, np.nan))
     cand_sum = _row_sums(codes, n_groups, grouped, np.where(complete, c, np.nan))
     engine, _, low, high = _bootstrap_cells(
