@@ -426,6 +426,20 @@ class _Resampler:
         self.sums, self.counts = sums[0], counts[0]
         with np.errstate(invalid="ignore", divide="ignore"):
             self.theta = self.sums / self.counts
+        self.units_per_cell = self._units_per_cell()
+
+    def _units_per_cell(self) -> np.ndarray:
+        """(R, m): how many resampling units (questions or clusters) have a value in each cell."""
+        m, weight = self.m, self.profile_weight
+        if self.dense:
+            present = self.profiles.reshape(len(weight), self.G, 2, m)[:, :, 1, :] > 0
+            per_group = np.einsum("k,kgj->gj", weight, present.astype(float))
+            overall = weight @ present.any(axis=1).astype(float)
+        else:
+            present = (self.profiles[:, m:] > 0).astype(float) * weight[:, None]
+            per_group = np.stack([present[self.profile_block == g].sum(axis=0) for g in range(self.G)])
+            overall = per_group.sum(axis=0)
+        return np.vstack([overall, per_group]) if self.grouped else overall[None, :]
 
     # ---- layout ----------------------------------------------------------------------------------
     def _blocks(self, block: np.ndarray) -> list[tuple[int, int, int]]:
@@ -653,7 +667,7 @@ def _cell_extremes(
         m = engine.m
         sums, valid = engine.profiles[:, :m], engine.profiles[:, m:] > 0
         lo, hi = np.where(valid, sums, np.inf), np.where(valid, sums, -np.inf)
-        rows = [lo.min(axis=0) == hi.max(axis=0)]
+        rows = [lo.min(axis=0, initial=np.inf) == hi.max(axis=0, initial=-np.inf)]
         for g in range(n_groups if grouped else 0):
             mask = engine.profile_block == g
             rows.append(lo[mask].min(axis=0, initial=np.inf) == hi[mask].max(axis=0, initial=-np.inf))
@@ -699,6 +713,8 @@ def _bootstrap_cells(
     accel = engine.acceleration() if method == "bca" else None
     constant = _cell_extremes(values, codes, n_groups, grouped, engine)
     low, high = _bootstrap_bounds(boot, engine.theta, level, method, accel, constant)
+    too_few = engine.units_per_cell < 2  # one question (or cluster) says nothing about sampling error
+    low[too_few] = high[too_few] = np.nan
     return engine, boot, low, high
 
 
@@ -772,7 +788,9 @@ def paired_bootstrap(
     -------
     Interval
         ``(estimate, low, high)`` with ``method`` such as ``"paired bootstrap (percentile)"``,
-        ``level``, ``n`` (pairs), ``n_resamples`` and ``seed``.
+        ``level``, ``n`` (pairs), ``n_resamples`` and ``seed``. With fewer than two pairs (or
+        clusters) there is no interval: ``low`` and ``high`` are NaN. Differences that are all the
+        same give a zero-width interval.
 
     Examples
     --------
@@ -1097,6 +1115,8 @@ def summary(
     level = _check_level(ci)
     n_resamples = _check_int(n_resamples, "n_resamples", 1)
     names, values = _as_scores(scores, "scores")
+    if values.shape[0] == 0:
+        raise ValueError("summary needs at least one question (the scores are empty)")
     codes, _, grouped, n_groups, rows, unit_codes = _layout(values.shape[0], slices, units)
     present = ~np.isnan(values)
     n_valid = _row_counts(codes, n_groups, grouped, present)
@@ -1223,7 +1243,9 @@ def compare(
         ``metric, slice, n, n_dropped, base, cand, diff, low, high, p_value, method, level,
         n_resamples, seed, test, n_permutations`` (and ``p_adjusted``). ``diff`` is the mean of
         ``cand - base`` over the ``n`` complete pairs, ``base`` and ``cand`` the means over the same
-        pairs. The settings are kept in ``table.attrs["raglab"]["comparison"]``.
+        pairs. A row with fewer than two complete pairs (or clusters) has no interval (NaN ``low``
+        and ``high``; the gate sends it to review). The settings are kept in
+        ``table.attrs["raglab"]["comparison"]``.
 
     Examples
     --------
@@ -1252,6 +1274,8 @@ def compare(
             f"`base` and `cand` must score the same questions in the same order: {b.shape[0]} vs {c.shape[0]} rows. "
             "Pair runs by question id with df.rag.compare(...)."
         )
+    if b.shape[0] == 0:
+        raise ValueError("compare needs at least one question (the scores are empty)")
     seed = _resolve_seed(seed)
     codes, _, grouped, n_groups, rows, unit_codes = _layout(b.shape[0], slices, units)
     complete = ~(np.isnan(b) | np.isnan(c))
@@ -1338,7 +1362,7 @@ def compare(
 GATE_RULE = (
     "Per metric and slice, on the interval of mean(cand - base): pass if low >= -margin; block if high < 0; "
     "otherwise review. For a lower-is-better metric the signs flip: pass if high <= margin; block if low > 0. "
-    "A row without an interval (no complete pairs) is review. The overall decision is the worst row "
+    "A row without an interval (fewer than two complete pairs or clusters) is review. The overall decision is the worst row "
     "(block > review > pass)."
 )
 

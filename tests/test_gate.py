@@ -219,3 +219,9 @@ def test_gate_accessor_equals_the_pure_function():
     direct = gate(b[["hit@5", "faithfulness"]], c[["hit@5", "faithfulness"]], margin=0.02, slices=b["qtype"])
     pd.testing.assert_frame_equal(via_accessor.table, direct.table)
     assert via_accessor.decision == direct.decision
+
+
+def test_a_slice_of_one_question_goes_to_review():
+    result = gate({"a": [1, 0, 1]}, {"a": [1, 1, 1]}, margin=0.0, slices=["x", "y", "x"])
+    assert result.table.set_index("slice")["decision"].to_dict() == {"overall": "pass", "x": "pass", "y": "review"}
+    assert result.decision == "review"

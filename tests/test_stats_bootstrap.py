@@ -238,7 +238,7 @@ def test_same_seed_same_interval_and_it_contains_the_estimate(data, method, seed
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.integers(-64, 64), st.integers(1, 200), st.sampled_from(["percentile", "bca"]))
+@given(st.integers(-64, 64), st.integers(2, 200), st.sampled_from(["percentile", "bca"]))
 def test_constant_differences_give_a_zero_width_interval(step, n, method):
     base = (np.arange(n) % 8) / 8  # dyadic values, so cand - base is exactly the same number everywhere
     delta = step / 64
@@ -403,3 +403,13 @@ def test_question_acceleration_per_slice_matches_a_direct_jackknife():
         jack = np.array([np.delete(x, i).mean() for i in range(len(x))])
         u = jack.mean() - jack
         assert accel[r] == pytest.approx((u**3).sum() / (6 * ((u**2).sum()) ** 1.5), rel=1e-9)
+
+
+def test_one_question_or_one_cluster_gives_no_interval():
+    # One unit says nothing about sampling error: no interval (scipy refuses n < 2 outright).
+    iv = paired_bootstrap([1.0], [0.0], n_resamples=100)
+    assert iv.estimate == -1.0 and np.isnan(iv.low) and np.isnan(iv.high)
+    clustered = paired_bootstrap([0.1, 0.2, 0.3], [0.3, 0.1, 0.8], units=["d", "d", "d"], n_resamples=100)
+    assert np.isnan(clustered.low)
+    table = stats.compare({"a": [1, 0, 1]}, {"a": [1, 1, 1]}, slices=["x", "y", "x"], n_resamples=100)
+    assert table.set_index("slice")["low"].isna().to_dict() == {"overall": False, "x": False, "y": True}
