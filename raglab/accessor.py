@@ -396,8 +396,18 @@ class RagAccessor:
         )
         return _stats._gate_result(table, margin, higher_is_better)
 
-    def forest(self, *, ax: Axes | None = None, margin: float | Mapping[str, float] | None = None, **kwargs: Any) -> Axes:
-        """Interval forest of a compare or gate table; see :func:`raglab.plots.forest`.
+    def forest(
+        self,
+        *,
+        ax: Axes | None = None,
+        margin: float | Mapping[str, float] | None = None,
+        scale: str = "auto",
+        **kwargs: Any,
+    ) -> Axes:
+        """Interval forest of a compare or gate table (one row per metric x slice); see :func:`raglab.plots.forest`.
+
+        ``scale="margin"`` draws improvement / margin (every margin at -1, right is better), the
+        default for several metrics that all have margins; ``scale="raw"`` keeps each metric's units.
 
         Examples
         --------
@@ -409,7 +419,7 @@ class RagAccessor:
         """
         from raglab import plots
 
-        return plots.forest(self._df, ax=ax, margin=margin, **kwargs)
+        return plots.forest(self._df, ax=ax, margin=margin, scale=scale, **kwargs)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ def forest(
     *,
     ax: Axes | None = None,
     margin: float | Mapping[str, float] | None = None,
+    scale: str = "auto",
     **kwargs: Any,
 ) -> Axes:
     """Interval forest of a compare or gate table: one row per metric x slice.
@@ -57,6 +58,11 @@ def forest(
     line at zero and, per metric, a dashed line at the non-inferiority margin (``-margin``, or
     ``+margin`` for a lower-is-better metric). Rows are coloured by the gate decision when the table
     has one (pass green, review amber, block red). Rows without an interval keep their label.
+
+    Metrics in different units (a rate and a latency in ms) do not share an axis well, so with
+    ``scale="margin"`` each row is drawn as *improvement / margin*: the sign is flipped for
+    lower-is-better metrics, so right is always better, zero is no change and every margin sits at
+    -1 (a row passes when its interval stays right of -1).
 
     Parameters
     ----------
@@ -69,6 +75,10 @@ def forest(
     margin : float or dict, optional
         Margins to mark (one for all metrics or ``{metric: margin}``); default: the table's
         ``margin`` column, if any.
+    scale : {"auto", "raw", "margin"}
+        ``"raw"``: differences in each metric's units. ``"margin"``: improvement / margin (needs a
+        positive margin for every metric). ``"auto"``: ``"margin"`` when the table holds several
+        metrics that all have a positive margin, otherwise ``"raw"``.
     **kwargs
         Passed to ``Axes.scatter`` for the points (e.g. ``s=``, ``marker=``).
 
@@ -103,6 +113,8 @@ def forest(
     if table.empty:
         return ax
 
+    if scale not in ("auto", "raw", "margin"):
+        raise ValueError(f"The value for `scale` must be one of ['auto', 'raw', 'margin'], but {scale!r} was passed.")
     metrics = table["metric"].astype(str).to_numpy()
     # One row per table row, top to bottom, with a small gap between metrics.
     gaps = np.concatenate([[0.0], (metrics[1:] != metrics[:-1]).astype(float) * 0.6])
@@ -113,15 +125,26 @@ def forest(
     else:
         colours = [_PLAIN] * len(table)
 
-    ax.axvline(0.0, color="0.25", linewidth=1.0, zorder=1)
     margins, directions = _margins(table, margin), _directions(table)
+    names = list(dict.fromkeys(metrics))
+    scalable = all(np.isfinite(margins.get(n, np.nan)) and margins.get(n, 0) > 0 for n in names)
+    if scale == "margin" and not scalable:
+        missing = [n for n in names if not margins.get(n, 0) > 0]
+        raise ValueError(f"scale='margin' needs a positive margin for every metric; none for {missing}")
+    relative = scale == "margin" or (scale == "auto" and scalable and len(names) > 1)
+    if relative:  # improvement / margin: right is better, every margin at -1
+        factor = np.array([(1.0 if directions.get(n, True) else -1.0) / margins[n] for n in metrics])
+        diff = diff * factor
+        low, high = np.fmin(low * factor, high * factor), np.fmax(low * factor, high * factor)
+
+    ax.axvline(0.0, color="0.25", linewidth=1.0, zorder=1)
     margin_x, margin_lo, margin_hi = [], [], []
-    for name in dict.fromkeys(metrics):
+    for name in names:
         value = margins.get(name)
         if value is None or value == 0 or not np.isfinite(value):
             continue
         rows = y[metrics == name]
-        margin_x.append(-value if directions.get(name, True) else value)
+        margin_x.append(-1.0 if relative else (-value if directions.get(name, True) else value))
         margin_lo.append(rows.min() - 0.4)
         margin_hi.append(rows.max() + 0.4)
     if margin_x:
@@ -135,7 +158,11 @@ def forest(
     ax.set_yticks(y)
     ax.set_yticklabels([f"{m} [{s}]" for m, s in zip(metrics, table["slice"].astype(str))])
     ax.set_ylim(y.min() - 0.8, 0.8)
-    ax.set_xlabel("difference (candidate - baseline)")
+    ax.set_xlabel(
+        "improvement / margin (0 = no change, -1 = the margin; right is better)"
+        if relative
+        else "difference (candidate - baseline)"
+    )
     level = table["level"].iloc[0] if "level" in table.columns else None
     if level is not None and np.isfinite(level):
         ax.set_title(f"{level:.0%} intervals", fontsize="medium", loc="left")

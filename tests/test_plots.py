@@ -49,13 +49,34 @@ def test_draws_on_the_given_axes():
 
 def test_margin_lines_per_metric_and_direction():
     table = _table(gated=True)
-    ax = forest(table)
+    ax = forest(table, scale="raw")
     lines = _artist(ax, "raglab-margins").get_segments()
     xs = sorted(seg[0][0] for seg in lines)
     # hit@5 is higher-is-better (line at -0.02); latency is lower-is-better (line at +5).
     assert xs == pytest.approx([-0.02, 5.0])
     zero = [line for line in ax.get_lines() if list(line.get_xdata()) == [0, 0]]
     assert zero, "no reference line at zero"
+    assert ax.get_xlabel() == "difference (candidate - baseline)"
+
+
+def test_margin_scale_puts_every_margin_at_minus_one_and_better_to_the_right():
+    table = _table(gated=True)
+    ax = forest(table)  # auto: two metrics in different units, both with margins
+    assert ax.get_xlabel().startswith("improvement / margin")
+    xs = [seg[0][0] for seg in _artist(ax, "raglab-margins").get_segments()]
+    assert xs == pytest.approx([-1.0, -1.0])
+    sign = np.where(table["higher_is_better"], 1.0, -1.0)
+    expected = table["diff"].to_numpy() * sign / table["margin"].to_numpy()
+    np.testing.assert_allclose(_artist(ax, "raglab-estimates").get_offsets()[:, 0], expected)
+    # latency fell (good): drawn right of zero; each interval drawn low < high after the flip
+    latency = (table["metric"] == "latency_ms").to_numpy()
+    assert (expected[latency] > 0).all()
+    for segment in _artist(ax, "raglab-intervals").get_segments():
+        assert segment[0][0] <= segment[1][0]
+    with pytest.raises(ValueError, match=r"needs a positive margin for every metric; none for \['latency_ms'\]"):
+        forest(_table(), margin={"hit@5": 0.02}, scale="margin")
+    with pytest.raises(ValueError, match=r"`scale` must be one of \['auto', 'raw', 'margin'\]"):
+        forest(table, scale="log")
 
 
 def test_explicit_margin_overrides_and_validates():
