@@ -52,6 +52,7 @@ __all__ = [
     "datasets",
     "io",
     "judge",
+    "plots",
     "read_rows",
     "read_trec",
     "sizing",
@@ -64,7 +65,7 @@ __all__ = [
 ]
 
 # Modules with heavier imports load on first use: ``raglab.datasets`` and friends.
-_LAZY_MODULES = {"datasets", "judge", "testing", "tripwires", "widgets"}
+_LAZY_MODULES = {"datasets", "judge", "plots", "testing", "tripwires", "widgets"}
 
 
 def __getattr__(name: str) -> Any:

@@ -9,14 +9,29 @@ function that can be used without pandas.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from raglab import io as _io
-from raglab._meta import carry_meta, get_meta
-from raglab._rowtable import RowTableError, missing_column_error, pair_runs, resolve_column, validate_rows
+from raglab import stats as _stats
+from raglab._meta import carry_meta, evalset_of, get_meta, judge_of, set_meta
+from raglab._rowtable import (
+    ROLES,
+    MissingColumnError,
+    RowTableError,
+    _row_labels,
+    missing_column_error,
+    pair_runs,
+    resolve_column,
+    validate_rows,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
 
 __all__ = ["RagAccessor"]
 
@@ -354,3 +369,426 @@ class RagAccessor:
             values[0], values[1], metric=metric, mde=mde, binary=binary, power=power, alpha=alpha,
             attenuation=attenuation, slice_fraction=slice_fraction, alternative=alternative,
         )
+
+    def explore(self, *, by: str | None = None, sort_by: str | None = None, **columns: str | None) -> Any:
+        """Browse the rows one question at a time (ipywidgets); see :func:`raglab.widgets.explore`.
+
+        Examples
+        --------
+        >>> from raglab import datasets
+        >>> type(datasets.handbook().rag.explore(by="qtype")).__name__
+        'VBox'
+        """
+        from raglab import widgets
+
+        return widgets.explore(self._df, by=by, sort_by=sort_by, **columns)
+
+    def summary(
+        self,
+        metrics: str | Sequence[str] | None = None,
+        *,
+        by: str | Sequence[str] | None = None,
+        ci: float = 0.95,
+        method: str = "auto",
+        n_resamples: int = 10_000,
+        seed: int | None = 0,
+        units: str | None = None,
+        question_id: str = "question_id",
+    ) -> pd.DataFrame:
+        """Mean and interval per metric and slice for this run; see :func:`raglab.stats.summary`.
+
+        Parameters
+        ----------
+        metrics : str or list of str, optional
+            Per-question score columns (default: every numeric column that is not a role, ``by`` or
+            ``units`` column).
+        by : str or list of str, optional
+            Slice column(s): the table gets an ``overall`` row plus one row per slice value (with
+            several columns, one per combination, labelled ``"col=value, col=value"``).
+        ci, method, n_resamples, seed
+            As in :func:`raglab.stats.summary`: Wilson for pass/fail columns and t for continuous
+            ones by default; ``method="percentile"`` or ``"bca"`` for a bootstrap.
+        units : str, optional
+            A cluster column (e.g. the source document): resample whole clusters.
+        question_id : str
+            The id column (left out of the default metrics).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``metric, slice, n, n_excluded, mean, se, low, high, method, level, n_resamples, seed``;
+            rows with a missing score are excluded from the mean and counted in ``n_excluded``.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> rows = pd.DataFrame({"question_id": ["q1", "q2", "q3", "q4"], "qtype": ["a", "a", "b", "b"],
+        ...                      "hit@5": [1, 0, 1, 1]})
+        >>> rows.rag.summary(["hit@5"], by="qtype")[["slice", "n", "mean", "method"]].to_string(index=False)
+        '  slice  n  mean method\\noverall  4  0.75 wilson\\n      a  2  0.50 wilson\\n      b  2  1.00 wilson'
+        """
+        method_name = "rag.summary"
+        df = self._df
+        by_columns = _by_columns(by)
+        for column in [*by_columns, *([units] if units else [])]:
+            if column not in df.columns:
+                raise _missing(df, column, method_name, "a slice or cluster column")
+        exclude = {question_id, *by_columns, *([units] if units else [])}
+        names = _metric_names(metrics, [df], exclude, method_name)
+        scores = _score_frame(df, names, method_name, id_column=question_id)
+        table = _stats.summary(
+            scores,
+            slices=_slice_labels(df, by_columns, method_name, question_id) if by_columns else None,
+            ci=ci,
+            method=method,
+            n_resamples=n_resamples,
+            seed=seed,
+            units=_unit_labels(df, units, method_name, question_id) if units else None,
+        )
+        meta = get_meta(df)
+        meta["summary"] = {"by": by_columns or None, "units": units, "metrics": names}
+        set_meta(table, _stats._jsonable(meta))
+        return table
+
+    def compare(
+        self,
+        cand: pd.DataFrame,
+        *,
+        metrics: str | Sequence[str] | None = None,
+        by: str | Sequence[str] | None = None,
+        on: str = "question_id",
+        how: str = "exact",
+        units: str | None = None,
+        ci: float = 0.95,
+        method: str = "percentile",
+        n_resamples: int = 10_000,
+        seed: int | None = 0,
+        n_permutations: int = 10_000,
+        adjust: str | None = None,
+        allow_evalset_mismatch: bool = False,
+    ) -> pd.DataFrame:
+        """Paired comparison of this run (the baseline) with ``cand``, per metric and slice.
+
+        Rows are paired by ``on``. Different question sets raise an error listing the ids missing on
+        each side, unless ``how="inner"`` (then a warning gives the counts). Runs stamped with
+        different eval-set hashes are refused unless ``allow_evalset_mismatch=True``; runs scored by
+        different judges warn loudly. Pairs with a missing score on either side are dropped for that
+        metric and counted in ``n_dropped``. See :func:`raglab.stats.compare` for the intervals
+        (paired bootstrap shared by all metrics and slices) and the tests (exact McNemar for
+        pass/fail metrics, sign-flip permutation otherwise; ``adjust="holm"`` adds ``p_adjusted``).
+
+        Parameters
+        ----------
+        cand : DataFrame
+            The candidate run.
+        metrics : str or list of str, optional
+            Score columns present in both runs (default: every shared numeric column that is not a
+            role, ``by`` or ``units`` column).
+        by : str or list of str, optional
+            Slice column(s), from the baseline (the candidate's, if it also has them, must agree).
+        on : str
+            The question id column.
+        how : {"exact", "inner"}
+            Require the same questions (default) or compare the shared ones.
+        units : str, optional
+            Cluster column: resample whole clusters.
+        ci, method, n_resamples, seed, n_permutations, adjust
+            As in :func:`raglab.stats.compare`.
+        allow_evalset_mismatch : bool
+            Compare runs stamped with different eval sets anyway (with a warning).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``metric, slice, n, n_dropped, base, cand, diff, low, high, p_value, method, level,
+            n_resamples, seed, test, n_permutations``. ``attrs["raglab"]["comparison"]`` keeps the
+            settings and both runs' eval set and judge records.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> base = pd.DataFrame({"question_id": [f"q{i}" for i in range(100)], "hit@5": [1, 0] * 50})
+        >>> cand = base.assign(**{"hit@5": [1, 1] * 50}).iloc[::-1]   # row order does not matter
+        >>> t = base.rag.compare(cand, metrics=["hit@5"])
+        >>> t[["metric", "slice", "n", "base", "cand", "diff"]].to_string(index=False)
+        'metric   slice   n  base  cand  diff\\n hit@5 overall 100   0.5   1.0   0.5'
+        """
+        method_name = "rag.compare"
+        pairs = pair_runs(self._df, cand, on=on, how=how, method=method_name, allow_evalset_mismatch=allow_evalset_mismatch)
+        by_columns = _by_columns(by)
+        exclude = {on, *by_columns, *([units] if units else [])}
+        names = _metric_names(metrics, [pairs.base, pairs.cand], exclude, method_name)
+        base_scores = _score_frame(pairs.base, names, method_name, id_column=on, side="baseline")
+        cand_scores = _score_frame(pairs.cand, names, method_name, id_column=on, side="candidate")
+        slices = _paired_labels(pairs, by_columns, on, method_name, kind="slice") if by_columns else None
+        unit_labels = _paired_labels(pairs, [units], on, method_name, kind="cluster") if units else None
+        table = _stats.compare(
+            base_scores,
+            cand_scores,
+            slices=slices,
+            units=unit_labels,
+            ci=ci,
+            method=method,
+            n_resamples=n_resamples,
+            seed=seed,
+            n_permutations=n_permutations,
+            adjust=adjust,
+        )
+        comparison = dict(table.attrs["raglab"]["comparison"])
+        comparison.update(
+            {
+                "on": on,
+                "how": how,
+                "by": by_columns or None,
+                "units": units,
+                "n_paired": pairs.n,
+                "n_base_only": len(pairs.base_only),
+                "n_cand_only": len(pairs.cand_only),
+                "base_only": [str(i) for i in pairs.base_only[:50]],
+                "cand_only": [str(i) for i in pairs.cand_only[:50]],
+                "runs": {"base": _run_record(self._df), "cand": _run_record(cand)},
+            }
+        )
+        meta = get_meta(self._df)
+        meta["comparison"] = comparison
+        set_meta(table, _stats._jsonable(meta))
+        return table
+
+    def gate(
+        self,
+        cand: pd.DataFrame,
+        *,
+        margin: float | Mapping[str, float],
+        metrics: str | Sequence[str] | None = None,
+        by: str | Sequence[str] | None = None,
+        higher_is_better: bool | Mapping[str, bool] | None = None,
+        on: str = "question_id",
+        how: str = "exact",
+        units: str | None = None,
+        ci: float = 0.95,
+        method: str = "percentile",
+        n_resamples: int = 10_000,
+        seed: int | None = 0,
+        n_permutations: int = 10_000,
+        adjust: str | None = None,
+        allow_evalset_mismatch: bool = False,
+    ) -> _stats.GateResult:
+        """Release gate: :meth:`compare` plus a non-inferiority decision per metric and slice.
+
+        Pass if ``low >= -margin``, block if ``high < 0``, otherwise review (signs flipped for
+        lower-is-better metrics); the overall ``decision`` is the worst row. See
+        :func:`raglab.stats.gate`.
+
+        Parameters
+        ----------
+        cand : DataFrame
+            The candidate run.
+        margin : float or dict
+            The largest acceptable drop, for all metrics or ``{metric: margin}``.
+        higher_is_better : bool or dict, optional
+            Direction per metric (default from the metric name; explicit values win).
+        metrics, by, on, how, units, ci, method, n_resamples, seed, n_permutations, adjust, allow_evalset_mismatch
+            As in :meth:`compare`.
+
+        Returns
+        -------
+        raglab.stats.GateResult
+            ``.decision``, ``.table``, ``.to_frame()``, ``.to_json(path)`` (the decision log with both
+            runs' eval-set version and hash and judge fingerprint).
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> base = pd.DataFrame({"question_id": [f"q{i}" for i in range(200)], "hit@5": [1, 1, 1, 0] * 50})
+        >>> cand = base.assign(**{"hit@5": [1, 1, 0, 0] * 50})
+        >>> base.rag.gate(cand, margin=0.02, metrics=["hit@5"]).decision
+        'block'
+        """
+        table = self.compare(
+            cand,
+            metrics=metrics,
+            by=by,
+            on=on,
+            how=how,
+            units=units,
+            ci=ci,
+            method=method,
+            n_resamples=n_resamples,
+            seed=seed,
+            n_permutations=n_permutations,
+            adjust=adjust,
+            allow_evalset_mismatch=allow_evalset_mismatch,
+        )
+        return _stats._gate_result(table, margin, higher_is_better)
+
+    def forest(
+        self,
+        *,
+        ax: Axes | None = None,
+        margin: float | Mapping[str, float] | None = None,
+        scale: str = "auto",
+        **kwargs: Any,
+    ) -> Axes:
+        """Interval forest of a compare or gate table (one row per metric x slice); see :func:`raglab.plots.forest`.
+
+        ``scale="margin"`` draws improvement / margin (every margin at -1, right is better), the
+        default for several metrics that all have margins; ``scale="raw"`` keeps each metric's units.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> base = pd.DataFrame({"question_id": [f"q{i}" for i in range(40)], "hit@5": [1, 0] * 20})
+        >>> table = base.rag.compare(base.assign(**{"hit@5": 1}), metrics=["hit@5"], n_resamples=200)
+        >>> table.rag.forest(margin=0.02).get_xlabel()
+        'difference (candidate - baseline)'
+        """
+        from raglab import plots
+
+        return plots.forest(self._df, ax=ax, margin=margin, scale=scale, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------------
+# Column helpers for the comparison methods
+# --------------------------------------------------------------------------------------------------
+
+
+def _missing(df: pd.DataFrame, column: str, method: str, what: str) -> MissingColumnError:
+    return MissingColumnError(
+        f"{method} needs column {column!r} ({what}); found {[str(c) for c in df.columns]}."
+    )
+
+
+def _by_columns(by: str | Sequence[str] | None) -> list[str]:
+    if by is None:
+        return []
+    columns = [by] if isinstance(by, str) else list(by)
+    if not all(isinstance(c, str) for c in columns) or not columns:
+        raise TypeError(f"`by` must be a column name or a list of column names, got {by!r}")
+    return columns
+
+
+def _is_score_dtype(series: pd.Series) -> bool:
+    return pd.api.types.is_bool_dtype(series) or (
+        pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_complex_dtype(series)
+    )
+
+
+def _metric_names(
+    metrics: str | Sequence[str] | None, frames: list[pd.DataFrame], exclude: set[str], method: str
+) -> list[str]:
+    if metrics is not None:
+        names = [metrics] if isinstance(metrics, str) else list(metrics)
+        if not names or not all(isinstance(n, str) for n in names):
+            raise TypeError(f"{method}: `metrics` must be a column name or a non-empty list of names, got {metrics!r}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"{method}: `metrics` names a column twice: {names}")
+        return names
+    names = [
+        str(c)
+        for c in frames[0].columns
+        if c not in exclude and c not in ROLES and all(c in f.columns and _is_score_dtype(f[c]) for f in frames)
+    ]
+    if not names:
+        raise RowTableError(
+            f"{method} found no numeric score columns (in both runs) to use; columns: "
+            f"{[str(c) for c in frames[0].columns]}. Pass metrics=[...] or compute scores first "
+            "(e.g. rows.rag.retrieval(k=5))."
+        )
+    return names
+
+
+def _score_frame(
+    df: pd.DataFrame, names: list[str], method: str, *, id_column: str | None, side: str | None = None
+) -> pd.DataFrame:
+    """The score columns as floats (NaN for missing); a clear error for absent or non-numeric ones."""
+    where = f" in the {side} run" if side else ""
+    out = {}
+    for name in names:
+        if name not in df.columns:
+            raise MissingColumnError(
+                f"{method} needs score column {name!r}{where}; found {[str(c) for c in df.columns]}. "
+                "Pass metrics=[...] naming per-question score columns"
+                + (" present in both runs." if side else ".")
+            )
+        column = df[name]
+        if _is_score_dtype(column):
+            out[name] = column.to_numpy(dtype=float, na_value=np.nan)
+            continue
+        coerced = pd.to_numeric(column, errors="coerce")
+        bad = np.flatnonzero((coerced.isna() & column.notna()).to_numpy())
+        if bad.size:
+            raise RowTableError(
+                f"{method}: score column {name!r}{where} must hold numbers (NaN or None for missing); "
+                f"{_row_labels(df, bad.tolist(), id_column)} hold {column.iloc[bad[0]]!r}. "
+                f"Convert it first, e.g. pd.to_numeric(df[{name!r}])."
+            )
+        out[name] = coerced.to_numpy(dtype=float, na_value=np.nan)
+    return pd.DataFrame(out)
+
+
+def _check_labels(df: pd.DataFrame, column: str, method: str, id_column: str | None) -> pd.Series:
+    values = df[column]
+    bad = [i for i, v in enumerate(values.array) if isinstance(v, (list, dict, set, np.ndarray))]
+    if bad:
+        raise RowTableError(
+            f"{method}: column {column!r} must hold one label per row (str, number or missing) to slice or "
+            f"cluster by; {_row_labels(df, bad, id_column)} hold a {type(values.iloc[bad[0]]).__name__}."
+        )
+    return values.reset_index(drop=True)
+
+
+def _slice_labels(df: pd.DataFrame, by: list[str], method: str, id_column: str | None = None) -> pd.Series:
+    columns = [_check_labels(df, c, method, id_column) for c in by]
+    if len(columns) == 1:
+        return columns[0]
+    parts = [c.astype(object).where(c.notna(), "(missing)").astype(str) for c in columns]
+    labels = [", ".join(f"{col}={value}" for col, value in zip(by, row)) for row in zip(*parts)]
+    return pd.Series(labels, dtype=object)
+
+
+def _unit_labels(df: pd.DataFrame, units: str, method: str, id_column: str | None) -> pd.Series:
+    if units not in df.columns:
+        raise _missing(df, units, method, "the cluster column given as units=")
+    labels = _check_labels(df, units, method, id_column)
+    missing = np.flatnonzero(labels.isna().to_numpy())
+    if missing.size:
+        raise RowTableError(
+            f"{method}: cluster column {units!r} must name a cluster for every question; "
+            f"{_row_labels(df, missing.tolist(), id_column)} are missing one."
+        )
+    return labels
+
+
+def _paired_labels(pairs: Any, columns: list[str], on: str, method: str, *, kind: str) -> pd.Series:
+    """Slice or cluster labels of paired runs, from the baseline (the candidate's must agree)."""
+    base, cand = pairs.base, pairs.cand
+    for column in columns:
+        if column not in base.columns and column not in cand.columns:
+            raise _missing(base, column, method, f"the {kind} column, in either run")
+        if column in base.columns and column in cand.columns:
+            a, b = base[column], cand[column]
+            same = (a.astype(object) == b.astype(object)) | (a.isna() & b.isna())
+            differ = np.flatnonzero(~same.to_numpy(dtype=bool))
+            if differ.size:
+                raise RowTableError(
+                    f"{method}: the runs disagree on the {kind} column {column!r} for "
+                    f"{len(differ)} question(s), e.g. {on} {[str(base[on].iloc[i]) for i in differ[:5]]} "
+                    f"({[a.iloc[i] for i in differ[:5]]} vs {[b.iloc[i] for i in differ[:5]]}). "
+                    "Use the eval set's labels in both runs, or drop the column from one of them."
+                )
+    merged = pd.DataFrame({c: (base[c] if c in base.columns else cand[c]) for c in columns})
+    merged[on] = base[on]
+    if kind == "cluster":
+        return _unit_labels(merged, columns[0], method, on)
+    return _slice_labels(merged, columns, method, on)
+
+
+def _run_record(df: pd.DataFrame) -> dict[str, Any]:
+    meta = get_meta(df)
+    return {
+        "rows": len(df),
+        "evalset": evalset_of(df),
+        "judge": judge_of(df),
+        "run": meta.get("run"),
+        "retrieval": meta.get("retrieval"),
+    }

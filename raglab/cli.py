@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the main job on the bundled data")
     demo.set_defaults(run=_run_demo)
     _add_size(sub)
+    _add_gate(sub)
     return parser
 
 
@@ -105,6 +106,145 @@ def _run_demo(args: argparse.Namespace) -> int:
     from raglab.demo import main as demo_main
 
     return demo_main()
+
+# --------------------------------------------------------------------------------------------------
+# raglab gate BASE CANDIDATE --metric M --margin 0.02
+# --------------------------------------------------------------------------------------------------
+
+GATE_EXIT = {"pass": 0, "block": 1, "review": 3}
+ERROR_EXIT = 2  # the usage-error code argparse uses
+
+
+class CommandError(Exception):
+    """A problem with the command's inputs: printed as one line, exit code 2."""
+
+
+def _name_value(text: str) -> tuple[str, float]:
+    name, sep, value = text.rpartition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected METRIC=MARGIN (e.g. faithfulness=0.01), got {text!r}")
+    try:
+        return name, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"the margin in {text!r} must be a number") from None
+
+
+def _add_gate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "gate",
+        help="paired release gate: exit 0 pass, 1 block, 3 review",
+        description=(
+            "Compare a candidate run with a baseline, question by question, and decide: per metric and "
+            "slice, pass if the interval's low end is above -margin, block if its high end is below 0, "
+            "otherwise review. Prints the table; exits 0 (pass), 1 (block) or 3 (review); 2 on bad input."
+        ),
+    )
+    p.add_argument("base", metavar="BASE", help="baseline row file (JSONL, Parquet or CSV)")
+    p.add_argument("cand", metavar="CANDIDATE", help="candidate row file (JSONL, Parquet or CSV)")
+    p.add_argument("--metric", "-m", action="append", required=True, metavar="M",
+                   help="score column to gate on (repeat for several)")
+    p.add_argument("--margin", type=float, default=None,
+                   help="largest acceptable drop for every metric (in its own units), e.g. 0.02")
+    p.add_argument("--margin-for", action="append", type=_name_value, default=[], metavar="M=X",
+                   help="margin for one metric, overriding --margin (repeatable)")
+    p.add_argument("--lower-is-better", action="append", default=[], metavar="M",
+                   help="metric where lower is better (latency, cost); repeatable")
+    p.add_argument("--higher-is-better", action="append", default=[], metavar="M",
+                   help="metric where higher is better, overriding the name-based default; repeatable")
+    p.add_argument("--by", action="append", default=None, metavar="COL", help="slice column (repeatable)")
+    p.add_argument("--on", default="question_id", help="question id column (default: question_id)")
+    p.add_argument("--how", choices=["exact", "inner"], default="exact",
+                   help="require the same questions (exact, default) or gate on the shared ones (inner)")
+    p.add_argument("--units", default=None, metavar="COL", help="cluster column: resample whole clusters")
+    p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--method", choices=["percentile", "bca"], default="percentile", help="bootstrap interval")
+    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--n-permutations", type=int, default=10_000,
+                   help="sign flips for the permutation test (0 skips the tests)")
+    p.add_argument("--adjust", choices=["holm"], default=None, help="adjust p-values over all rows")
+    p.add_argument("--allow-evalset-mismatch", action="store_true",
+                   help="compare runs stamped with different eval sets anyway")
+    p.add_argument("--json", default=None, metavar="PATH", help="write the JSON decision log here")
+    p.set_defaults(run=_run_gate)
+
+
+def _gate_margin(args: argparse.Namespace) -> float | dict[str, float]:
+    per_metric = dict(args.margin_for)
+    unknown = sorted(set(per_metric) - set(args.metric))
+    if unknown:
+        raise CommandError(f"--margin-for names metrics not given with --metric: {unknown}")
+    if args.margin is None:
+        missing = [m for m in args.metric if m not in per_metric]
+        if missing:
+            raise CommandError(f"no margin for {missing}: pass --margin X (all metrics) or --margin-for M=X")
+        return per_metric
+    if not per_metric:
+        return args.margin
+    return {m: per_metric.get(m, args.margin) for m in args.metric}
+
+
+def _gate_directions(args: argparse.Namespace) -> dict[str, bool] | None:
+    lower, higher = set(args.lower_is_better), set(args.higher_is_better)
+    both = sorted(lower & higher)
+    if both:
+        raise CommandError(f"{both} given as both --lower-is-better and --higher-is-better")
+    unknown = sorted((lower | higher) - set(args.metric))
+    if unknown:
+        raise CommandError(f"--lower-is-better/--higher-is-better name metrics not given with --metric: {unknown}")
+    directions = {m: False for m in lower} | {m: True for m in higher}
+    return directions or None
+
+
+def _run_gate(args: argparse.Namespace) -> int:
+    import warnings
+
+    import pandas as pd
+
+    from raglab.io import read_rows
+
+    def show_warning(message, category, filename, lineno, file=None, line=None):  # one line each, on stderr
+        print(f"raglab gate: warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show_warning
+        try:
+            margin = _gate_margin(args)
+            directions = _gate_directions(args)
+            base = read_rows(args.base)
+            cand = read_rows(args.cand)
+            result = base.rag.gate(
+                cand,
+                margin=margin,
+                metrics=args.metric,
+                by=args.by,
+                higher_is_better=directions,
+                on=args.on,
+                how=args.how,
+                units=args.units,
+                ci=args.ci,
+                method=args.method,
+                n_resamples=args.n_resamples,
+                seed=args.seed,
+                n_permutations=args.n_permutations,
+                adjust=args.adjust,
+                allow_evalset_mismatch=args.allow_evalset_mismatch,
+            )
+        except (CommandError, OSError, ValueError, KeyError, TypeError) as exc:
+            text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+            print(f"raglab gate: error: {text}", file=sys.stderr)
+            return ERROR_EXIT
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(repr(result))
+    if args.json:
+        try:
+            result.to_json(args.json)
+        except OSError as exc:
+            print(f"raglab gate: error: cannot write the decision log: {exc}", file=sys.stderr)
+            return ERROR_EXIT
+        print(f"decision log written to {args.json}")
+    return GATE_EXIT[result.decision]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

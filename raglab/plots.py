@@ -1,0 +1,309 @@
+"""Plots of raglab tables: compute first, then draw.
+
+Every function takes ``ax=None`` (draws on ``plt.gca()`` then), forwards ``**kwargs`` to the main
+artist and returns the matplotlib Axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from raglab._registry import metric_info
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
+
+__all__ = ["confusion_heatmap", "forest", "power_curve"]
+
+_DECISION_COLOURS = {"pass": "#1a7f37", "review": "#d97706", "block": "#cf222e"}
+_PLAIN = "#1f4e79"
+_NEEDED = ("metric", "slice", "diff", "low", "high")
+
+
+def _margins(table: pd.DataFrame, margin: float | Mapping[str, float] | None) -> dict[str, float]:
+    metrics = list(dict.fromkeys(table["metric"]))
+    if margin is None:
+        if "margin" not in table.columns:
+            return {}
+        return {m: float(v) for m, v in table.groupby("metric", sort=False)["margin"].first().items()}
+    if isinstance(margin, Mapping):
+        unknown = sorted(set(margin) - set(metrics))
+        if unknown:
+            raise ValueError(f"`margin` names metrics that are not in the table: {unknown}; the table has {metrics}")
+        return {m: float(margin[m]) for m in metrics if m in margin}
+    return dict.fromkeys(metrics, float(margin))
+
+
+def _directions(table: pd.DataFrame) -> dict[str, bool]:
+    if "higher_is_better" in table.columns:
+        return {m: bool(v) for m, v in table.groupby("metric", sort=False)["higher_is_better"].first().items()}
+    return {m: metric_info(str(m)).higher_is_better for m in dict.fromkeys(table["metric"])}
+
+
+def forest(
+    table: pd.DataFrame,
+    *,
+    ax: Axes | None = None,
+    margin: float | Mapping[str, float] | None = None,
+    scale: str = "auto",
+    **kwargs: Any,
+) -> Axes:
+    """Interval forest of a compare or gate table: one row per metric x slice.
+
+    Each row shows the estimated difference (a point) and its interval (a line), with a reference
+    line at zero and, per metric, a dashed line at the non-inferiority margin (``-margin``, or
+    ``+margin`` for a lower-is-better metric). Rows are coloured by the gate decision when the table
+    has one (pass green, review amber, block red). Rows without an interval keep their label.
+
+    Metrics in different units (a rate and a latency in ms) do not share an axis well, so with
+    ``scale="margin"`` each row is drawn as *improvement / margin*: the sign is flipped for
+    lower-is-better metrics, so right is always better, zero is no change and every margin sits at
+    -1 (a row passes when its interval stays right of -1).
+
+    Parameters
+    ----------
+    table : DataFrame
+        The output of ``rows.rag.compare`` / ``raglab.stats.compare`` or a gate's ``.table``
+        (columns ``metric, slice, diff, low, high``; ``margin``, ``higher_is_better`` and
+        ``decision`` are used when present).
+    ax : matplotlib Axes, optional
+        Where to draw (default: the current Axes).
+    margin : float or dict, optional
+        Margins to mark (one for all metrics or ``{metric: margin}``); default: the table's
+        ``margin`` column, if any.
+    scale : {"auto", "raw", "margin"}
+        ``"raw"``: differences in each metric's units. ``"margin"``: improvement / margin (needs a
+        positive margin for every metric). ``"auto"``: ``"margin"`` when the table holds several
+        metrics that all have a positive margin, otherwise ``"raw"``.
+    **kwargs
+        Passed to ``Axes.scatter`` for the points (e.g. ``s=``, ``marker=``).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from raglab.stats import compare
+    >>> from raglab.plots import forest
+    >>> table = compare({"hit@5": [1, 0, 1, 1] * 25}, {"hit@5": [1, 1, 1, 1] * 25}, n_resamples=500)
+    >>> ax = forest(table, margin=0.02)
+    >>> [t.get_text() for t in ax.get_yticklabels()]
+    ['hit@5 [overall]']
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"forest needs a compare or gate table (a DataFrame), got {type(table).__name__}")
+    missing = [c for c in _NEEDED if c not in table.columns]
+    if missing:
+        raise ValueError(
+            f"forest needs a compare or gate table with columns {list(_NEEDED)}; missing {missing} "
+            f"(found {[str(c) for c in table.columns]}). Make one with rows.rag.compare(cand, ...)."
+        )
+    if ax is None:
+        ax = plt.gca()
+    if table.empty:
+        return ax
+
+    if scale not in ("auto", "raw", "margin"):
+        raise ValueError(f"The value for `scale` must be one of ['auto', 'raw', 'margin'], but {scale!r} was passed.")
+    metrics = table["metric"].astype(str).to_numpy()
+    # One row per table row, top to bottom, with a small gap between metrics.
+    gaps = np.concatenate([[0.0], (metrics[1:] != metrics[:-1]).astype(float) * 0.6])
+    y = -(np.arange(len(table)) + np.cumsum(gaps))
+    diff, low, high = (table[c].to_numpy(dtype=float) for c in ("diff", "low", "high"))
+    if "decision" in table.columns:
+        colours = [_DECISION_COLOURS.get(str(d), _PLAIN) for d in table["decision"]]
+    else:
+        colours = [_PLAIN] * len(table)
+
+    margins, directions = _margins(table, margin), _directions(table)
+    names = list(dict.fromkeys(metrics))
+    scalable = all(np.isfinite(margins.get(n, np.nan)) and margins.get(n, 0) > 0 for n in names)
+    if scale == "margin" and not scalable:
+        missing = [n for n in names if not margins.get(n, 0) > 0]
+        raise ValueError(f"scale='margin' needs a positive margin for every metric; none for {missing}")
+    relative = scale == "margin" or (scale == "auto" and scalable and len(names) > 1)
+    if relative:  # improvement / margin: right is better, every margin at -1
+        factor = np.array([(1.0 if directions.get(n, True) else -1.0) / margins[n] for n in metrics])
+        diff = diff * factor
+        low, high = np.fmin(low * factor, high * factor), np.fmax(low * factor, high * factor)
+
+    ax.axvline(0.0, color="0.25", linewidth=1.0, zorder=1)
+    margin_x, margin_lo, margin_hi = [], [], []
+    for name in names:
+        value = margins.get(name)
+        if value is None or value == 0 or not np.isfinite(value):
+            continue
+        rows = y[metrics == name]
+        margin_x.append(-1.0 if relative else (-value if directions.get(name, True) else value))
+        margin_lo.append(rows.min() - 0.4)
+        margin_hi.append(rows.max() + 0.4)
+    if margin_x:
+        ax.vlines(margin_x, margin_lo, margin_hi, colors="0.45", linestyles="dashed", linewidth=1.0,
+                  zorder=1, gid="raglab-margins", label="margin")
+    ax.hlines(y, low, high, colors=colours, linewidth=2.6, zorder=2, gid="raglab-intervals")
+    point_style = {"s": 36, "zorder": 3, "edgecolors": "white", "linewidths": 0.8, **kwargs}
+    point_style.setdefault("c", colours)
+    ax.scatter(diff, y, gid="raglab-estimates", **point_style)
+
+    ax.set_yticks(y)
+    ax.set_yticklabels([f"{m} [{s}]" for m, s in zip(metrics, table["slice"].astype(str))])
+    ax.set_ylim(y.min() - 0.8, 0.8)
+    ax.set_xlabel(
+        "improvement / margin (0 = no change, -1 = the margin; right is better)"
+        if relative
+        else "difference (candidate - baseline)"
+    )
+    level = table["level"].iloc[0] if "level" in table.columns else None
+    if level is not None and np.isfinite(level):
+        ax.set_title(f"{level:.0%} intervals", fontsize="medium", loc="left")
+    if "decision" in table.columns:
+        present = [d for d in _DECISION_COLOURS if d in set(table["decision"])]
+        handles = [Line2D([], [], color=_DECISION_COLOURS[d], linewidth=2.6, label=d) for d in present]
+        if margin_x:
+            handles.append(Line2D([], [], color="0.45", linestyle="dashed", label="margin"))
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    ax.grid(axis="x", color="0.9", linewidth=0.8)
+    ax.set_axisbelow(True)
+    return ax
+
+
+# ---- judge validation and sizing plots (added by the lead) ----------------------------------------
+
+
+def confusion_heatmap(
+    report: Any,
+    *,
+    normalize: str | None = None,
+    ax: Axes | None = None,
+    cmap: str = "Blues",
+    **kwargs: Any,
+) -> Axes:
+    """Heatmap of a judge-vs-people confusion table (people in rows, judge in columns).
+
+    Parameters
+    ----------
+    report : AgreementReport or DataFrame
+        A :class:`raglab.agreement.AgreementReport` (its ``confusion``) or a labelled square table.
+    normalize : {None, "rows", "all"}
+        Show counts (default), shares of each human label (``"rows"``: the per-class recall is on
+        the diagonal and the miss rate off it), or shares of all items.
+    ax : matplotlib Axes, optional
+        Draw here; default the current Axes.
+    cmap : str
+        Colour map.
+    **kwargs
+        Passed to :func:`seaborn.heatmap`.
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Examples
+    --------
+    >>> from raglab import agreement, plots
+    >>> rep = agreement.report([1] * 150 + [0] * 50, [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28, positive=1)
+    >>> ax = plots.confusion_heatmap(rep, normalize="rows")
+    >>> ax.get_ylabel()
+    'people'
+    """
+    import seaborn as sns
+
+    table = getattr(report, "confusion", report)
+    if not isinstance(table, pd.DataFrame) or table.shape[0] != table.shape[1]:
+        raise TypeError("confusion_heatmap needs an AgreementReport or a square DataFrame of counts")
+    options = (None, "rows", "all")
+    if normalize not in options:
+        raise ValueError(f"The value for `normalize` must be one of {list(options)}, but {normalize!r} was passed.")
+    counts = table.to_numpy(dtype=float)
+    if normalize == "rows":
+        sums = counts.sum(axis=1, keepdims=True)
+        values = np.divide(counts, sums, out=np.full_like(counts, np.nan), where=sums > 0)
+    elif normalize == "all":
+        values = counts / counts.sum() if counts.sum() else counts
+    else:
+        values = counts
+    shown = pd.DataFrame(values, index=table.index, columns=table.columns)
+    annotations = np.array(
+        [[f"{v:.2f}\n({int(c)})" if normalize else f"{int(c)}" for v, c in zip(row_v, row_c)]
+         for row_v, row_c in zip(values, counts)]
+    )
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        ax = plt.gca()
+    options_heatmap = {"annot": annotations, "fmt": "", "cmap": cmap, "cbar": False, "square": True,
+                       "vmin": 0, "linewidths": 0.5}
+    options_heatmap.update(kwargs)
+    sns.heatmap(shown, ax=ax, **options_heatmap)
+    ax.set_ylabel("people")
+    ax.set_xlabel("judge")
+    ax.set_title({None: "counts", "rows": "share of each human label", "all": "share of all items"}[normalize])
+    return ax
+
+
+def power_curve(
+    mde: float | Sequence[float],
+    *,
+    n: Sequence[int] | None = None,
+    target: float = 0.8,
+    ax: Axes | None = None,
+    **design: Any,
+) -> Axes:
+    """Power against the number of questions, one line per smallest change of interest.
+
+    Parameters
+    ----------
+    mde : float or sequence of float
+        Smallest true change(s) to detect.
+    n : sequence of int, optional
+        Numbers of questions on the x axis (default: 50 to the largest needed, log-spaced).
+    target : float
+        The power asked for: a dashed line, and each curve is marked where it crosses it.
+    ax : matplotlib Axes, optional
+    **design
+        The design, as in :func:`raglab.sizing.power`: ``p=``, ``paired=``, ``discordance=``,
+        ``sd_diff=``, ``alpha=``, ``attenuation=``, ``slice_fraction=``.
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Examples
+    --------
+    >>> from raglab import plots
+    >>> ax = plots.power_curve([0.02, 0.05], paired=True, discordance=0.1)
+    >>> len(ax.get_lines()) >= 2
+    True
+    """
+    from raglab import sizing
+
+    effects = [float(mde)] if np.isscalar(mde) else [float(m) for m in mde]
+    needed = [sizing.questions_needed(m, power=target, **design) for m in effects]
+    if n is None:
+        top = max(max(needed) * 1.6, 100)
+        n = np.unique(np.geomspace(20, top, 80).astype(int))
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        ax = plt.gca()
+    for m, required in zip(effects, needed):
+        values = [sizing.power(int(k), m, **design) for k in n]
+        (line,) = ax.plot(n, values, label=f"change of {m:g}: {required:,} questions")
+        ax.plot([required], [sizing.power(required, m, **design)], "o", color=line.get_color())
+    ax.axhline(target, color="0.4", linestyle="--", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("questions" + (" per run" if not design.get("paired") else ""))
+    ax.set_ylabel("power")
+    ax.legend(loc="lower right", fontsize="small")
+    return ax

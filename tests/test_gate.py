@@ -1,0 +1,227 @@
+"""The release gate: the seed's rule and example, directions both ways, GateResult and its decision log."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import raglab
+from raglab import stats
+from raglab._meta import update_meta
+from raglab.stats import GateResult, gate
+
+
+def _seed_example():
+    # Seed 000: two retriever configs on the same 300 questions (random.Random(1)).
+    rng = random.Random(1)
+    base = [1.0 if rng.random() < 0.72 else 0.0 for _ in range(300)]
+    cand = [b if rng.random() < 0.9 else 1.0 - b for b in base]
+    return base, cand
+
+
+def _frames(base, cand, name="hit@5", **extra):
+    ids = [f"q{i:03d}" for i in range(len(base))]
+    b = pd.DataFrame({"question_id": ids, name: base, **extra})
+    c = pd.DataFrame({"question_id": ids, name: cand, **extra})
+    return b, c
+
+
+def test_seed_example_blocks_at_margin_002():
+    # Seed 000: "Applied to the example with a margin of 0.02, the lower bound of minus 0.077 fails the
+    # pass test and the upper bound of minus 0.010 is below zero, so the gate blocks."
+    base, cand = _seed_example()
+    result = gate(base, cand, margin=0.02)
+    assert result.decision == "block"
+    row = result.table.iloc[0]
+    assert row["low"] < -0.02 and row["high"] < 0
+    b, c = _frames(base, cand)
+    via_accessor = b.rag.gate(c, margin=0.02, metrics=["hit@5"])
+    assert via_accessor.decision == "block"
+    assert via_accessor.table.iloc[0]["diff"] == pytest.approx(-0.0433, abs=5e-4)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "margin", "higher", "expected"),
+    [
+        (-0.010, 0.030, 0.02, True, "pass"),  # low >= -margin
+        (-0.020, 0.030, 0.02, True, "pass"),  # boundary counts as pass
+        (-0.077, -0.010, 0.02, True, "block"),  # the seed's example
+        (-0.050, 0.010, 0.02, True, "review"),
+        (-0.015, -0.005, 0.02, True, "pass"),  # a real drop inside the margin passes (rule order)
+        (-0.030, 0.010, 0.02, False, "pass"),  # lower is better: high <= margin
+        (0.005, 0.040, 0.02, False, "block"),  # lower is better: a real increase
+        (-0.010, 0.050, 0.02, False, "review"),
+        (float("nan"), float("nan"), 0.02, True, "review"),
+    ],
+)
+def test_decision_rule(low, high, margin, higher, expected):
+    assert stats._decide(low, high, margin, higher) == expected
+
+
+def _gate_on(diffs, **kwargs):
+    base = np.zeros(len(diffs))
+    return gate({"m": base}, {"m": np.asarray(diffs, float)}, n_resamples=2_000, **kwargs)
+
+
+def test_higher_is_better_flips_correctly_both_ways():
+    rng = np.random.default_rng(0)
+    drop = rng.normal(-0.1, 0.05, 200)  # clearly worse if higher is better
+    assert _gate_on(drop, margin=0.02).decision == "block"
+    assert _gate_on(drop, margin=0.02, higher_is_better=False).decision == "pass"
+    assert _gate_on(-drop, margin=0.02, higher_is_better=False).decision == "block"
+    assert _gate_on(-drop, margin=0.02).decision == "pass"
+
+
+def test_negating_the_metric_and_its_direction_gives_the_same_decisions():
+    rng = np.random.default_rng(1)
+    slices = np.repeat(["a", "b", "c"], 100)
+    effect = np.repeat([-0.1, 0.01, 0.0], 100)  # block, pass, review
+    noise = np.repeat([0.05, 0.05, 0.1], 100)
+    base = rng.random(300)
+    cand = base + effect + rng.normal(0, 1, 300) * noise
+    up = gate({"m": base}, {"m": cand}, margin=0.02, slices=slices, seed=4)
+    down = gate({"m": -base}, {"m": -cand}, margin=0.02, slices=slices, seed=4, higher_is_better=False)
+    assert up.table["decision"].tolist() == down.table["decision"].tolist() == ["block", "block", "pass", "review"]
+    np.testing.assert_allclose(up.table["diff"], -down.table["diff"], atol=1e-12)
+    # Negation reorders the questions' canonical order, so the draws differ: equal within MC error.
+    np.testing.assert_allclose(up.table["low"], -down.table["high"], atol=0.004)
+
+
+def test_direction_defaults_from_the_name_and_explicit_values_win():
+    rng = np.random.default_rng(2)
+    base = rng.gamma(3, 100, 300)
+    faster = base * 0.8  # latency fell: good
+    result = gate({"latency_ms": base}, {"latency_ms": faster}, margin=5.0)
+    assert result.decision == "pass" and not result.table["higher_is_better"].iloc[0]
+    overridden = gate({"latency_ms": base}, {"latency_ms": faster}, margin=5.0, higher_is_better={"latency_ms": True})
+    assert overridden.decision == "block"
+    b, c = _frames(base, faster, name="latency_ms")
+    assert b.rag.gate(c, margin=5.0, metrics="latency_ms").decision == "pass"
+
+
+def test_margin_per_metric_and_worst_row_wins():
+    rng = np.random.default_rng(3)
+    n = 400
+    ok_b = rng.random(n)
+    bad_b = (rng.random(n) < 0.7).astype(float)
+    bad_c = np.where(rng.random(n) < 0.85, bad_b, 0.0)  # a real drop
+    result = gate({"ok": ok_b, "bad": bad_b}, {"ok": ok_b + 0.001, "bad": bad_c}, margin={"ok": 0.01, "bad": 0.5})
+    assert result.table.set_index("metric")["margin"].to_dict() == {"ok": 0.01, "bad": 0.5}
+    assert result.decision == "pass"  # a drop inside a 0.5 margin passes
+    strict = gate({"ok": ok_b, "bad": bad_b}, {"ok": ok_b + 0.001, "bad": bad_c}, margin={"ok": 0.01, "bad": 0.01})
+    assert strict.counts == {"pass": 1, "review": 0, "block": 1} and strict.decision == "block"
+
+
+def test_review_beats_pass_and_block_beats_review():
+    assert stats._worst(["pass", "review", "pass"]) == "review"
+    assert stats._worst(["review", "block", "pass"]) == "block"
+    assert stats._worst(["pass"]) == "pass"
+
+
+def test_slices_are_gated_too():
+    rng = np.random.default_rng(5)
+    n = 900
+    slices = np.repeat(["a", "b", "c"], 300)
+    base = (rng.random(n) < 0.8).astype(float)
+    cand = base.copy()
+    collapse = (slices == "c") & (rng.random(n) < 0.3)
+    cand[collapse] = 0.0  # one slice collapses while the aggregate barely moves
+    result = gate({"hit": base}, {"hit": cand}, margin=0.1, slices=slices)
+    by_slice = result.table.set_index("slice")["decision"].to_dict()
+    assert by_slice["c"] == "block" and by_slice["a"] == "pass" and result.decision == "block"
+
+
+def test_margin_and_direction_errors():
+    with pytest.raises(ValueError, match=r"gives no margin for \['b'\]"):
+        gate({"a": [1, 0], "b": [1, 0]}, {"a": [1, 0], "b": [1, 1]}, margin={"a": 0.1})
+    with pytest.raises(ValueError, match=r"names metrics that are not compared: \['c'\]"):
+        gate({"a": [1, 0]}, {"a": [1, 1]}, margin={"a": 0.1, "c": 0.2})
+    with pytest.raises(ValueError, match="must be a finite number >= 0"):
+        gate({"a": [1, 0]}, {"a": [1, 1]}, margin=-0.02)
+    with pytest.raises(TypeError, match="must be True or False"):
+        gate({"a": [1, 0]}, {"a": [1, 1]}, margin=0.02, higher_is_better="yes")
+
+
+# ---- GateResult -------------------------------------------------------------------------------------
+
+
+def _stamped_runs():
+    base, cand = _seed_example()
+    rng = np.random.default_rng(0)
+    qtype = rng.choice(["factoid", "howto"], 300)
+    b, c = _frames(base, cand, qtype=qtype)
+    b["faithfulness"] = rng.random(300)
+    c["faithfulness"] = np.clip(b["faithfulness"] + rng.normal(0, 0.05, 300), 0, 1)
+    for frame in (b, c):
+        update_meta(frame, "evalset", {"name": "golden", "version": "3", "hash": "f00d"})
+    update_meta(b, "judge", {"fingerprint": "judge-abc", "model": "m1"})
+    update_meta(c, "judge", {"fingerprint": "judge-abc", "model": "m1"})
+    return b, c
+
+
+def test_decision_log_keeps_every_interval_and_the_run_records(tmp_path):
+    b, c = _stamped_runs()
+    result = b.rag.gate(c, margin={"hit@5": 0.02, "faithfulness": 0.01}, metrics=["hit@5", "faithfulness"],
+                        by="qtype", seed=7, n_resamples=3_000)
+    path = tmp_path / "gate.json"
+    text = result.to_json(path)
+    log = json.loads(path.read_text())
+    assert log == json.loads(text)
+    assert log["decision"] == result.decision == "block"
+    assert log["raglab_version"] == raglab.__version__ and log["created"].endswith("+00:00")
+    assert log["settings"]["seed"] == 7 and log["settings"]["n_resamples"] == 3_000
+    assert log["settings"]["margins"] == {"hit@5": 0.02, "faithfulness": 0.01}
+    assert log["settings"]["by"] == ["qtype"]
+    assert log["runs"]["base"]["evalset"] == {"name": "golden", "version": "3", "hash": "f00d"}
+    assert log["runs"]["cand"]["judge"]["fingerprint"] == "judge-abc"
+    assert "pass if low >= -margin" in log["rule"]
+    assert len(log["rows"]) == len(result.table) == 6
+    first = log["rows"][0]
+    for key in ("metric", "slice", "n", "n_dropped", "diff", "low", "high", "margin", "higher_is_better",
+                "decision", "p_value", "method", "level", "n_resamples", "seed"):
+        assert key in first
+    assert first["seed"] == 7 and first["n"] == 300 and first["method"] == "paired bootstrap (percentile)"
+
+
+def test_decision_log_writes_null_for_missing_numbers(tmp_path):
+    base = pd.DataFrame({"question_id": list("abcd"), "t": ["x", "x", "y", "y"], "s": [0.1, 0.2, np.nan, np.nan]})
+    result = base.rag.gate(base.assign(s=[0.1, 0.2, 0.5, 0.6]), margin=0.1, metrics=["s"], by="t", n_resamples=100)
+    log = json.loads(result.to_json(tmp_path / "log.json"))
+    y = next(r for r in log["rows"] if r["slice"] == "y")
+    assert y["low"] is None and y["decision"] == "review" and result.decision == "review"
+
+
+def test_gate_result_display_and_frame():
+    b, c = _stamped_runs()
+    result = b.rag.gate(c, margin=0.02, metrics=["hit@5"], n_resamples=2_000)
+    assert isinstance(result, GateResult)
+    text = repr(result)
+    assert text.startswith("GateResult: BLOCK (0 pass, 0 review, 1 block; 95% paired bootstrap (percentile)")
+    assert "hit@5" in text and "block" in text
+    page = result._repr_html_()
+    assert "<table>" in page and "BLOCK" in page and "#cf222e" in page
+    frame = result.to_frame()
+    pd.testing.assert_frame_equal(frame, result.table)
+    frame.loc[0, "decision"] = "pass"
+    assert result.table.loc[0, "decision"] == "block"  # a copy
+    for column in ("margin", "higher_is_better", "decision"):
+        assert column in frame.columns
+    assert not result.passed
+
+
+def test_gate_accessor_equals_the_pure_function():
+    b, c = _stamped_runs()
+    via_accessor = b.rag.gate(c, margin=0.02, metrics=["hit@5", "faithfulness"], by="qtype")
+    direct = gate(b[["hit@5", "faithfulness"]], c[["hit@5", "faithfulness"]], margin=0.02, slices=b["qtype"])
+    pd.testing.assert_frame_equal(via_accessor.table, direct.table)
+    assert via_accessor.decision == direct.decision
+
+
+def test_a_slice_of_one_question_goes_to_review():
+    result = gate({"a": [1, 0, 1]}, {"a": [1, 1, 1]}, margin=0.0, slices=["x", "y", "x"])
+    assert result.table.set_index("slice")["decision"].to_dict() == {"overall": "pass", "x": "pass", "y": "review"}
+    assert result.decision == "review"

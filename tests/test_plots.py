@@ -1,0 +1,175 @@
+"""The interval forest (Agg backend): returns the Axes, one row per table row, margins, colours."""
+
+from __future__ import annotations
+
+import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+import raglab  # noqa: F401  (registers df.rag)
+from raglab import stats
+from raglab.plots import forest
+
+
+def _table(gated=False):
+    rng = np.random.default_rng(0)
+    n = 300
+    slices = rng.choice(["a", "b", "c"], n)
+    base = {"hit@5": (rng.random(n) < 0.7).astype(float), "latency_ms": rng.gamma(3, 100, n)}
+    cand = {"hit@5": np.where(rng.random(n) < 0.9, base["hit@5"], 0.0), "latency_ms": base["latency_ms"] * 0.9}
+    if gated:
+        return stats.gate(base, cand, margin={"hit@5": 0.02, "latency_ms": 5.0}, slices=slices, n_resamples=500).table
+    return stats.compare(base, cand, slices=slices, n_resamples=500)
+
+
+def _artist(ax, gid):
+    found = [a for a in ax.get_children() if a.get_gid() == gid]
+    assert len(found) == 1, gid
+    return found[0]
+
+
+def test_one_row_per_table_row_and_returns_the_axes():
+    table = _table()
+    ax = forest(table)
+    assert ax is plt.gca()
+    assert len(_artist(ax, "raglab-intervals").get_segments()) == len(table) == 8
+    assert len(_artist(ax, "raglab-estimates").get_offsets()) == len(table)
+    assert [t.get_text() for t in ax.get_yticklabels()][:2] == ["hit@5 [overall]", "hit@5 [a]"]
+    assert ax.get_xlabel() == "difference (candidate - baseline)"
+    np.testing.assert_allclose(_artist(ax, "raglab-estimates").get_offsets()[:, 0], table["diff"])
+
+
+def test_draws_on_the_given_axes():
+    fig, (left, right) = plt.subplots(1, 2)
+    out = forest(_table(), ax=right)
+    assert out is right and not left.has_data()
+
+
+def test_margin_lines_per_metric_and_direction():
+    table = _table(gated=True)
+    ax = forest(table, scale="raw")
+    lines = _artist(ax, "raglab-margins").get_segments()
+    xs = sorted(seg[0][0] for seg in lines)
+    # hit@5 is higher-is-better (line at -0.02); latency is lower-is-better (line at +5).
+    assert xs == pytest.approx([-0.02, 5.0])
+    zero = [line for line in ax.get_lines() if list(line.get_xdata()) == [0, 0]]
+    assert zero, "no reference line at zero"
+    assert ax.get_xlabel() == "difference (candidate - baseline)"
+
+
+def test_margin_scale_puts_every_margin_at_minus_one_and_better_to_the_right():
+    table = _table(gated=True)
+    ax = forest(table)  # auto: two metrics in different units, both with margins
+    assert ax.get_xlabel().startswith("improvement / margin")
+    xs = [seg[0][0] for seg in _artist(ax, "raglab-margins").get_segments()]
+    assert xs == pytest.approx([-1.0, -1.0])
+    sign = np.where(table["higher_is_better"], 1.0, -1.0)
+    expected = table["diff"].to_numpy() * sign / table["margin"].to_numpy()
+    np.testing.assert_allclose(_artist(ax, "raglab-estimates").get_offsets()[:, 0], expected)
+    # latency fell (good): drawn right of zero; each interval drawn low < high after the flip
+    latency = (table["metric"] == "latency_ms").to_numpy()
+    assert (expected[latency] > 0).all()
+    for segment in _artist(ax, "raglab-intervals").get_segments():
+        assert segment[0][0] <= segment[1][0]
+    with pytest.raises(ValueError, match=r"needs a positive margin for every metric; none for \['latency_ms'\]"):
+        forest(_table(), margin={"hit@5": 0.02}, scale="margin")
+    with pytest.raises(ValueError, match=r"`scale` must be one of \['auto', 'raw', 'margin'\]"):
+        forest(table, scale="log")
+
+
+def test_explicit_margin_overrides_and_validates():
+    table = _table()
+    ax = forest(table, margin={"hit@5": 0.05})
+    xs = [seg[0][0] for seg in _artist(ax, "raglab-margins").get_segments()]
+    assert xs == pytest.approx([-0.05])
+    with pytest.raises(ValueError, match=r"names metrics that are not in the table: \['ndcg'\]"):
+        forest(table, margin={"ndcg": 0.1})
+
+
+def test_colours_follow_the_decisions():
+    table = _table(gated=True)
+    ax = forest(table)
+    colours = _artist(ax, "raglab-intervals").get_colors()
+    expected = {"pass": "#1a7f37", "review": "#d97706", "block": "#cf222e"}
+    for colour, decision in zip(colours, table["decision"]):
+        assert mcolors.to_hex(colour) == expected[decision]
+    assert {t.get_text() for t in ax.get_legend().get_texts()} >= set(table["decision"])
+
+
+def test_kwargs_reach_the_points():
+    ax = forest(_table(), marker="s", s=80)
+    sizes = _artist(ax, "raglab-estimates").get_sizes()
+    assert (sizes == 80).all()
+
+
+def test_accessor_and_bad_tables():
+    table = _table()
+    ax = table.rag.forest(margin=0.02)
+    assert len(_artist(ax, "raglab-intervals").get_segments()) == len(table)
+    with pytest.raises(ValueError, match=r"needs a compare or gate table .* missing \['diff', 'low', 'high'\]"):
+        forest(pd.DataFrame({"metric": ["a"], "slice": ["overall"]}))
+    with pytest.raises(TypeError, match="got list"):
+        forest([1, 2])
+
+
+def test_rows_without_an_interval_keep_their_label():
+    base = pd.DataFrame({"question_id": list("abcd"), "t": ["x", "x", "y", "y"], "s": [0.1, 0.2, np.nan, np.nan]})
+    table = base.rag.compare(base.assign(s=[0.3, 0.1, 0.5, 0.6]), metrics=["s"], by="t", n_resamples=100)
+    ax = forest(table)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["s [overall]", "s [x]", "s [y]"]
+
+
+# ---- confusion heatmap and power curves -------------------------------------------------------------
+
+
+def _seed_report():
+    from raglab import agreement
+
+    human = [1] * 150 + [0] * 50
+    judge = [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28
+    return human, judge, agreement.report(human, judge, positive=1, warn=False)
+
+
+def test_confusion_heatmap_annotates_counts_and_row_shares():
+    from sklearn.metrics import confusion_matrix
+
+    from raglab import plots
+
+    human, judge, rep = _seed_report()
+    labels = list(rep.confusion.index)
+    expected = confusion_matrix(human, judge, labels=labels)  # people in rows, judge in columns
+    ax = plots.confusion_heatmap(rep)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts == [str(v) for v in expected.ravel()]
+    ax = plots.confusion_heatmap(rep, normalize="rows", ax=plt.figure().gca())
+    shares = expected / expected.sum(axis=1, keepdims=True)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts == [f"{s:.2f}\n({c})" for s, c in zip(shares.ravel(), expected.ravel())]
+    assert ax.get_ylabel() == "people" and ax.get_xlabel() == "judge"
+
+
+def test_confusion_heatmap_bad_input():
+    from raglab import plots
+
+    _, _, rep = _seed_report()
+    with pytest.raises(ValueError, match=r"The value for `normalize` must be one of \[None, 'rows', 'all'\]"):
+        plots.confusion_heatmap(rep, normalize="cols")
+    with pytest.raises(TypeError, match="square DataFrame"):
+        plots.confusion_heatmap(pd.DataFrame({"a": [1, 2]}))
+
+
+def test_power_curve_marks_the_questions_needed():
+    from raglab import plots, sizing
+
+    design = {"paired": True, "discordance": 0.12}
+    ax = plots.power_curve([0.02, 0.04], **design)
+    lines = ax.get_lines()
+    markers = [line for line in lines if line.get_marker() == "o"]
+    assert len(markers) == 2
+    for line, mde in zip(markers, [0.02, 0.04]):
+        (x,), (y,) = line.get_data()
+        assert x == sizing.questions_needed(mde, **design)
+        assert y >= 0.8 and sizing.power(x - 1, mde, **design) < 0.8  # the smallest n reaching the target
+    assert ax.get_xscale() == "log"
