@@ -26,7 +26,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
 from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
-from raglab import io, stats
+from raglab import io, metrics, stats
 from raglab._interval import Interval
 from raglab._rowtable import (
     ConventionMismatchWarning,
@@ -49,6 +49,7 @@ __all__ = [
     "MissingColumnError",
     "RowTableError",
     "io",
+    "metrics",
     "read_rows",
     "read_trec",
     "stats",
