@@ -290,7 +290,7 @@ class RagAccessor:
                     "duplicates": "an id repeated in a ranked list counts at its first rank only",
                 }
             )
-        lengths = np.fromiter(map(len, df[ranked_col].array), dtype=np.int64, count=len(df))
+        lengths = np.fromiter(map(len, df[ranked_col].to_numpy(dtype=object)), dtype=np.int64, count=len(df))
         longest = int(lengths.max()) if len(df) else 0
         too_deep = [k_ for k_ in ks if k_ > longest]
         if too_deep and len(df):

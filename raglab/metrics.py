@@ -44,6 +44,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from raglab._rowtable import is_missing
 
@@ -479,8 +480,8 @@ class BadCellError(TypeError):
 
 
 _SEQUENCE_TYPES = (list, tuple, np.ndarray)
-_BLOCK_SLOTS = 1 << 24  # ids matched per block: bounds memory at any table size
-_CPYTHON = sys.implementation.name == "cpython" and ctypes.sizeof(ctypes.c_void_p) == np.dtype(np.uintp).itemsize
+_BLOCK_SLOTS = 1 << 23  # ids matched per block: bounds memory at any table size
+_CPYTHON = sys.implementation.name == "cpython" and ctypes.sizeof(ctypes.c_void_p) == ctypes.sizeof(ctypes.c_size_t) == 8
 
 try:  # a fast list-of-lists -> 2-D object array conversion (pandas' own, used by the DataFrame constructor)
     from pandas._libs.lib import to_object_array as _to_object_array
@@ -518,11 +519,15 @@ def _check_sequences(cells: np.ndarray, what: str, *, allow_missing: bool = Fals
 
 
 def _addresses(objects: np.ndarray) -> np.ndarray | None:
-    """Addresses of the objects an object array points to (CPython: the array's raw pointers)."""
+    """Addresses of the objects an object array points to (CPython: the array's own pointers).
+
+    A read-only *view* of the array's buffer: use it only while ``objects`` is alive.
+    """
     if not _CPYTHON or objects.size == 0 or not objects.flags.c_contiguous:
         return None
     raw = (ctypes.c_size_t * objects.size).from_address(objects.ctypes.data)
-    addresses = np.frombuffer(raw, dtype=np.uintp).astype(np.uint64)
+    addresses = np.frombuffer(raw, dtype=np.uint64)
+    addresses.flags.writeable = False
     # Guard the layout assumption on a few entries; fall back to hashing every id if it fails.
     probe = np.unique(np.linspace(0, objects.size - 1, num=min(objects.size, 17)).astype(np.int64))
     if any(int(addresses[i]) != id(objects[i]) for i in probe.tolist()):
@@ -530,36 +535,61 @@ def _addresses(objects: np.ndarray) -> np.ndarray | None:
     return addresses
 
 
-def _distinct_objects(addresses: np.ndarray | None, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """Group elements that are the *same object*: (distinct index of each element, one element per distinct).
+def _distinct_objects(addresses: np.ndarray | None, count: int) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Group elements that are the *same object*, so that each distinct object is hashed once.
 
-    Identity implies equality, so only one element per distinct object needs a type check and a
-    hash. Distinct objects come out in address order (so hashing them walks memory forwards). When
-    the addresses span little memory (ids shared across rows), a direct table indexed by address
-    does it in a few numpy passes; otherwise one sort of (address, element) packed into uint64.
+    Returns ``(order, group, representative)``: element ``order[i]`` (``i`` itself when ``order`` is
+    None) is an occurrence of distinct object ``group[i]``; ``representative[d]`` is one element of
+    distinct object ``d``. Distinct objects are numbered in address order, so hashing them walks
+    memory forwards. Two live objects start at least 16 bytes apart (every object holds a
+    reference count and a type pointer), so ``address // 16`` identifies an object. When the
+    occupied address range is compact (ids shared across rows), a direct table indexed by address
+    does the grouping in a few numpy passes (empty 64 KiB stretches of the address space are
+    squeezed out first); otherwise one sort of (address, element) packed into uint64. When the
+    objects already lie in list order (e.g. each id its own string, as read from JSON), grouping
+    would gain nothing and is skipped.
     """
+    every = None
     if addresses is None:  # no addresses: every element is its own group
         every = np.arange(count, dtype=np.int64)
-        return every, every
+    elif count > 1:
+        steps = np.diff(addresses.view(np.int64))
+        if np.count_nonzero((steps > 0) & (steps < 4096)) > 0.5 * count:
+            every = np.arange(count, dtype=np.int64)  # objects laid out in list order: hash them as they come
+    if every is not None:
+        return None, every, every
     low = addresses.min()
     offsets = addresses - low
-    shift = 4 if not (offsets & np.uint64(15)).any() else 0
-    if shift:
-        offsets >>= np.uint64(shift)
-    slots = int(offsets.max()) + 1
-    if slots <= 2 * count:
+    offsets >>= np.uint64(4)
+    top = int(offsets.max())
+    slot = None
+    if top < 2 * count:
         slot = offsets.view(np.int64)
+        slots = top + 1
+    else:
+        bucket = (offsets >> np.uint64(12)).view(np.int64)  # 4096 slots of 16 bytes: 64 KiB stretches
+        n_buckets = (top >> 12) + 1
+        if n_buckets <= 4 * count:
+            used = np.zeros(n_buckets, dtype=bool)
+            used[bucket] = True
+            n_used = int(used.sum())
+            if n_used * 4096 <= 2 * count:
+                squeeze = np.cumsum(used) - 1
+                slot = (squeeze[bucket] << 12) | (offsets & np.uint64(4095)).view(np.int64)
+                slots = n_used * 4096
+    if slot is not None:
         seen = np.zeros(slots, dtype=bool)
         seen[slot] = True
         distinct = np.flatnonzero(seen)
+        del seen
         index = np.empty(slots, dtype=np.int32 if distinct.size < 2**31 else np.int64)
         index[distinct] = np.arange(distinct.size, dtype=index.dtype)
-        element_distinct = index[slot]
+        group = index[slot]
         representative = np.empty(distinct.size, dtype=np.int64)
-        representative[element_distinct] = np.arange(count)
-        return element_distinct, representative
+        representative[group] = np.arange(count)
+        return None, group, representative
     index_bits = max(1, (count - 1).bit_length())
-    if (slots - 1).bit_length() + index_bits <= 64:
+    if top.bit_length() + index_bits <= 64:
         keys = np.sort((offsets << np.uint64(index_bits)) | np.arange(count, dtype=np.uint64))
         order = (keys & np.uint64((1 << index_bits) - 1)).view(np.int64)
         grouped = keys >> np.uint64(index_bits)
@@ -569,9 +599,7 @@ def _distinct_objects(addresses: np.ndarray | None, count: int) -> tuple[np.ndar
     starts = np.empty(count, dtype=bool)
     starts[0] = True
     np.not_equal(grouped[1:], grouped[:-1], out=starts[1:])
-    element_distinct = np.empty(count, dtype=np.int64)
-    element_distinct[order] = np.cumsum(starts) - 1
-    return element_distinct, order[starts]
+    return order, np.cumsum(starts) - 1, order[starts]
 
 
 def _mix(rows: np.ndarray, hashes: np.ndarray) -> np.ndarray:
@@ -617,8 +645,10 @@ class _BadId(Exception):
 
 def _id_hashes(objects: np.ndarray) -> np.ndarray:
     """Hashes of ids after checking their types (str or int, not bool); raises _BadId."""
-    kinds = set(map(type, objects))
-    bad_kinds = tuple(kind for kind in kinds if not _is_id_type(kind))
+    if pd.api.types.infer_dtype(objects, skipna=False) in ("string", "integer", "empty"):
+        bad_kinds: tuple[type, ...] = ()  # all str or all int: checked in one fast pass
+    else:
+        bad_kinds = tuple(kind for kind in set(map(type, objects)) if not _is_id_type(kind))
     if bad_kinds:
         bad = np.fromiter(map(isinstance, objects, repeat(bad_kinds)), dtype=bool, count=len(objects))
         first = int(np.flatnonzero(bad)[0])
@@ -672,17 +702,23 @@ def _gold_table(gold: Any) -> _Gold:
         raise BadCellError(f"gold[{row}] has a NaN grade; grades must be numbers", row)
     seq_ids = np.fromiter(chain.from_iterable(seq_cells), dtype=object, count=int(seq_lens.sum()))
 
-    row = np.concatenate([np.repeat(dict_rows, dict_lens), np.repeat(seq_rows, seq_lens)])
-    obj = np.concatenate([dict_ids, seq_ids])
-    grade = np.concatenate([dict_grades, np.ones(seq_ids.size)])
-    order = np.argsort(row, kind="stable")
-    row, obj, grade = row[order], obj[order], grade[order]
+    if seq_ids.size == 0:  # the usual cases need no merge (object arrays are costly to shuffle)
+        row, obj, grade = np.repeat(dict_rows, dict_lens), dict_ids, dict_grades
+    elif dict_ids.size == 0:
+        row, obj, grade = np.repeat(seq_rows, seq_lens), seq_ids, np.ones(seq_ids.size)
+    else:
+        row = np.concatenate([np.repeat(dict_rows, dict_lens), np.repeat(seq_rows, seq_lens)])
+        order = np.argsort(row, kind="stable")
+        row = row[order]
+        obj = np.concatenate([dict_ids, seq_ids])[order]
+        grade = np.concatenate([dict_grades, np.ones(seq_ids.size)])[order]
     try:
         hashes_all = _id_hashes(obj)
     except _BadId as bad:
         raise _describe_bad_id("gold", int(row[bad.index]), bad.value) from None
     keep = grade > 0
-    row, obj, grade, hashes_all = row[keep], obj[keep], grade[keep], hashes_all[keep]
+    if not keep.all():
+        row, obj, grade, hashes_all = row[keep], obj[keep], grade[keep], hashes_all[keep]
 
     hashes = _sorted_unique(hashes_all)
     width = max(1, hashes.size)
@@ -756,7 +792,7 @@ def _flatten_block(cells: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, 
 
 
 def _match_block(cells: np.ndarray, lengths: np.ndarray, row0: int, gold: _Gold) -> tuple[np.ndarray, ...]:
-    """Relevant retrieved ids of one block of rows: (row, 1-based rank, gold entry), in row-major order.
+    """Relevant retrieved ids of one block of rows: (row, 1-based rank, gold entry), in no particular order.
 
     Each distinct object is type-checked and hashed once; two quick filters (is the hash a gold
     hash of any question, then of this question) discard almost every id with numpy; the few left
@@ -770,7 +806,7 @@ def _match_block(cells: np.ndarray, lengths: np.ndarray, row0: int, gold: _Gold)
     addresses = _addresses(objects)
     if addresses is not None and slots is not None:
         addresses = addresses[slots]
-    element_distinct, representative = _distinct_objects(addresses, total)
+    order, group, representative = _distinct_objects(addresses, total)
 
     def rows_and_ranks(elements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         at = elements if slots is None else slots[elements]
@@ -786,8 +822,9 @@ def _match_block(cells: np.ndarray, lengths: np.ndarray, row0: int, gold: _Gold)
         row = int(rows_and_ranks(representative[bad.index : bad.index + 1])[0][0])
         raise _describe_bad_id("retrieved", row, bad.value) from None
     maybe = gold.any_row_filter[(distinct_hashes.view(np.uint64) & gold.any_row_mask).view(np.int64)]
-    elements = np.flatnonzero(maybe[element_distinct])
-    hashes = distinct_hashes[element_distinct[elements]]
+    candidate = np.flatnonzero(maybe[group])
+    elements = candidate if order is None else order[candidate]
+    hashes = distinct_hashes[group[candidate]]
     rows, ranks = rows_and_ranks(elements)
     keep = gold.row_filter[(_mix(rows, hashes) & gold.row_mask).view(np.int64)]
     elements, hashes, rows, ranks = elements[keep], hashes[keep], rows[keep], ranks[keep]

@@ -220,13 +220,28 @@ def test_ragged_lists_and_shared_objects():
     assert_bulk_equals_scalar(rows, [1, 5, 2000], "exponential")
 
 
-def test_distinct_objects_both_ways():
+@pytest.mark.parametrize("layout", ["compact", "compact with far outliers", "spread out", "in list order"])
+def test_distinct_objects_every_way(layout):
     rng = np.random.default_rng(0)
-    for spread in (16 * 50, 16 * 10**9):  # addresses close together (direct table) and far apart (sort)
-        addresses = (10**12 + 16 * rng.integers(0, spread // 16, size=500)).astype(np.uint64)
-        element_distinct, representative = metrics._distinct_objects(addresses, addresses.size)
-        np.testing.assert_array_equal(addresses[representative][element_distinct], addresses)
-        assert np.all(np.diff(addresses[representative].astype(np.int64)) > 0)  # distinct, in address order
+    size = 20_000
+    if layout == "compact":  # ids shared from one vocabulary: a direct table
+        slots = rng.integers(0, 5_000, size=size)
+    elif layout == "compact with far outliers":  # a few objects far away: empty stretches squeezed out
+        slots = np.where(rng.random(size) < 0.01, 10**6 + rng.integers(0, 3, size=size), rng.integers(0, 5_000, size=size))
+    elif layout == "spread out":  # objects all over the heap: the sort
+        slots = rng.integers(0, 10**9, size=size)
+    else:  # one object per element, allocated in list order (as json.loads does): no grouping needed
+        slots = np.cumsum(rng.integers(3, 9, size=size))
+    addresses = (2**40 + 16 * slots + 8).astype(np.uint64)
+    order, group, representative = metrics._distinct_objects(addresses, addresses.size)
+    assert (order is None) == (layout != "spread out")
+    if layout == "in list order":
+        np.testing.assert_array_equal(group, np.arange(size))
+    element_group = group if order is None else np.empty_like(group)
+    if order is not None:
+        element_group[order] = group
+    np.testing.assert_array_equal(addresses[representative][element_group], addresses)
+    assert np.all(np.diff(addresses[representative].astype(np.int64)) > 0)  # distinct, in address order
 
 
 def test_inputs_may_be_series_arrays_or_tuples():
