@@ -549,44 +549,40 @@ def _distinct_objects(addresses: np.ndarray | None, count: int) -> tuple[np.ndar
     objects already lie in list order (e.g. each id its own string, as read from JSON), grouping
     would gain nothing and is skipped.
     """
-    every = None
-    if addresses is None:  # no addresses: every element is its own group
-        every = np.arange(count, dtype=np.int64)
-    elif count > 1:
-        steps = np.diff(addresses.view(np.int64))
-        if np.count_nonzero((steps > 0) & (steps < 4096)) > 0.5 * count:
-            every = np.arange(count, dtype=np.int64)  # objects laid out in list order: hash them as they come
-    if every is not None:
+    if addresses is None or (count > 1 and _in_list_order(addresses)):
+        every = np.arange(count, dtype=np.int64)  # each element its own group, hashed as it comes
         return None, every, every
     low = addresses.min()
-    offsets = addresses - low
+    offsets = np.subtract(addresses, low)
     offsets >>= np.uint64(4)
     top = int(offsets.max())
     slot = None
     if top < 2 * count:
         slot = offsets.view(np.int64)
         slots = top + 1
-    else:
+    elif (top >> 12) + 1 <= 4 * count:
         bucket = (offsets >> np.uint64(12)).view(np.int64)  # 4096 slots of 16 bytes: 64 KiB stretches
-        n_buckets = (top >> 12) + 1
-        if n_buckets <= 4 * count:
-            used = np.zeros(n_buckets, dtype=bool)
-            used[bucket] = True
-            n_used = int(used.sum())
-            if n_used * 4096 <= 2 * count:
-                squeeze = np.cumsum(used) - 1
-                slot = (squeeze[bucket] << 12) | (offsets & np.uint64(4095)).view(np.int64)
-                slots = n_used * 4096
+        used = np.zeros((top >> 12) + 1, dtype=bool)
+        used[bucket] = True
+        n_used = int(used.sum())
+        if n_used * 4096 <= 2 * count:
+            slot = np.take(np.cumsum(used) - 1, bucket)
+            del bucket
+            slot <<= 12
+            slot |= (offsets & np.uint64(4095)).view(np.int64)
+            slots = n_used * 4096
     if slot is not None:
         seen = np.zeros(slots, dtype=bool)
         seen[slot] = True
         distinct = np.flatnonzero(seen)
         del seen
-        index = np.empty(slots, dtype=np.int32 if distinct.size < 2**31 else np.int64)
+        small = distinct.size < 2**31 and count < 2**31
+        index = np.empty(slots, dtype=np.int32 if small else np.int64)
         index[distinct] = np.arange(distinct.size, dtype=index.dtype)
         group = index[slot]
+        del index, slot
         representative = np.empty(distinct.size, dtype=np.int64)
-        representative[group] = np.arange(count)
+        representative[group] = np.arange(count, dtype=np.int32 if small else np.int64)
         return None, group, representative
     index_bits = max(1, (count - 1).bit_length())
     if top.bit_length() + index_bits <= 64:
@@ -600,6 +596,15 @@ def _distinct_objects(addresses: np.ndarray | None, count: int) -> tuple[np.ndar
     starts[0] = True
     np.not_equal(grouped[1:], grouped[:-1], out=starts[1:])
     return order, np.cumsum(starts) - 1, order[starts]
+
+
+def _in_list_order(addresses: np.ndarray) -> bool:
+    """Do the objects mostly follow each other in memory in list order? (judged on a sample of runs)"""
+    width = min(256, addresses.size)
+    starts = np.linspace(0, addresses.size - width, num=min(64, addresses.size // width)).astype(np.int64)
+    windows = addresses.view(np.int64)[starts[:, None] + np.arange(width)]
+    steps = np.diff(windows, axis=1)
+    return bool(np.count_nonzero((steps > 0) & (steps < 4096)) > 0.5 * steps.size)
 
 
 def _mix(rows: np.ndarray, hashes: np.ndarray) -> np.ndarray:
