@@ -357,6 +357,7 @@ class RagAccessor:
         ``retrieved`` holds what reached the model (context depth ``k``, default: its longest
         list); ``candidates`` holds the retriever's raw candidates (default depth: their longest
         list). Metrics scored on the candidates overstate what the model saw; this shows both.
+        Gold ids only (for span gold, score each column with :meth:`retrieval`).
 
         Returns
         -------

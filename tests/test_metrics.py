@@ -350,3 +350,14 @@ def test_docstring_examples_run(module):
 def test_metrics_module_is_reachable_from_the_package():
     assert raglab.metrics is metrics
     assert set(metrics.__all__) >= {"recall_at_k", "hit_at_k", "precision_at_k", "reciprocal_rank", "ndcg_at_k"}
+
+
+@pytest.mark.parametrize("module", ["raglab.metrics", "raglab._spans", "raglab.abstention"])
+def test_public_names_have_docstrings(module):
+    mod = __import__(module, fromlist=["_"])
+    for name in mod.__all__:
+        obj = getattr(mod, name)
+        if callable(obj):
+            assert obj.__doc__ and obj.__doc__.strip(), f"{module}.{name} has no docstring"
+    for method in ("retrieval", "depth_gap", "abstention"):
+        assert "Examples" in getattr(raglab.accessor.RagAccessor, method).__doc__
