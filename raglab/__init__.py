@@ -26,7 +26,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
 from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
-from raglab import agreement, io, sizing, stats
+from raglab import agreement, io, metrics, sizing, stats
 from raglab._interval import Interval
 from raglab._rowtable import (
     ConventionMismatchWarning,
@@ -52,6 +52,7 @@ __all__ = [
     "datasets",
     "io",
     "judge",
+    "metrics",
     "plots",
     "read_rows",
     "read_trec",

@@ -9,13 +9,19 @@ matched and can be replaced by a judge (see :mod:`raglab.judge`) or by the syste
 
 from __future__ import annotations
 
+import html
+import math
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["DEFAULT_REFUSAL_PATTERNS", "detect_declined"]
+from raglab._interval import Interval
+
+__all__ = ["DEFAULT_REFUSAL_PATTERNS", "AbstentionResult", "detect_declined", "score_abstention"]
 
 DEFAULT_REFUSAL_PATTERNS: tuple[str, ...] = (
     r"\bi (?:do not|don't|dont) know\b",
@@ -71,3 +77,153 @@ def detect_declined(
     if empty_is_declined:
         matched = matched | filled.str.strip().eq("").to_numpy(dtype=bool)
     return matched
+
+
+# --------------------------------------------------------------------------------------------------
+# Scoring: declining the unanswerable, answering the answerable
+# --------------------------------------------------------------------------------------------------
+
+
+def _as_flags(values: Any, name: str) -> np.ndarray:
+    """A boolean array from booleans or 0/1 values; refuses missing values and anything else."""
+    series = pd.Series(values.to_numpy() if isinstance(values, pd.Series) else list(values), dtype=object)
+    ok = series.map(lambda v: isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)))
+    if not ok.all():
+        position = int(np.flatnonzero(~ok.to_numpy(dtype=bool))[0])
+        value = series.iloc[position]
+        raise ValueError(
+            f"`{name}` must be True/False (or 1/0) for every question; position {position} holds "
+            f"{type(value).__name__} {value!r}"
+        )
+    return series.astype(bool).to_numpy(dtype=bool)
+
+
+def _rate(successes: int, n: int, ci: float, method: str) -> Interval:
+    from raglab.stats import proportion_interval
+
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, method=method, level=ci, n=0)
+    return proportion_interval(successes, n, ci=ci, method=method)
+
+
+@dataclass
+class AbstentionResult:
+    """How a run handles questions it should decline.
+
+    Attributes
+    ----------
+    correct_decline : Interval
+        Share of the unanswerable questions the system declined (higher is better), with its
+        interval and ``n`` = number of unanswerable questions.
+    false_decline : Interval
+        Share of the answerable questions it declined (lower is better), ``n`` = answerable questions.
+    detector : str
+        Where the ``declined`` flags came from: a column, or the lexical detector and its patterns.
+    rows : DataFrame or None
+        From ``df.rag.abstention``: a copy of the rows with ``declined``, ``unanswerable``,
+        ``correct_decline`` (1/0 on unanswerables, NaN otherwise) and ``false_decline`` (1/0 on
+        answerables, NaN otherwise), ready for ``summary``/``compare``.
+    """
+
+    correct_decline: Interval
+    false_decline: Interval
+    n_unanswerable: int
+    n_answerable: int
+    declined_unanswerable: int
+    declined_answerable: int
+    detector: str
+    rows: pd.DataFrame | None = field(default=None, repr=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table: one row per rate with n, declined count, estimate, interval, method, level."""
+        records = []
+        for metric, interval, on, declined, better in (
+            ("correct_decline", self.correct_decline, "unanswerable", self.declined_unanswerable, "higher"),
+            ("false_decline", self.false_decline, "answerable", self.declined_answerable, "lower"),
+        ):
+            records.append(
+                {
+                    "metric": metric,
+                    "questions": on,
+                    "n": interval.n,
+                    "declined": declined,
+                    "rate": interval.estimate,
+                    "low": interval.low,
+                    "high": interval.high,
+                    "method": interval.method,
+                    "level": interval.level,
+                    "better": better,
+                }
+            )
+        frame = pd.DataFrame.from_records(records)
+        frame.attrs["raglab"] = {"abstention": {"detector": self.detector}}
+        return frame
+
+    def __repr__(self) -> str:
+        def line(name: str, iv: Interval, on: str) -> str:
+            if iv.n == 0:
+                return f"  {name:<16} n/a (no {on} questions)"
+            return (
+                f"  {name:<16} {iv.estimate:.3f}  [{iv.low:.3f}, {iv.high:.3f}]  "
+                f"{iv.level:.0%} {iv.method}, n={iv.n} {on}"
+            )
+
+        return "\n".join(
+            [
+                "AbstentionResult",
+                line("correct_decline", self.correct_decline, "unanswerable"),
+                line("false_decline", self.false_decline, "answerable"),
+                f"  detector: {self.detector}",
+            ]
+        )
+
+    def _repr_html_(self) -> str:
+        table = self.to_frame().to_html(index=False, float_format=lambda v: f"{v:.3f}")
+        return f"<p><b>Abstention</b> (detector: {html.escape(self.detector)})</p>{table}"
+
+
+def score_abstention(
+    declined: Iterable[bool] | pd.Series,
+    unanswerable: Iterable[bool] | pd.Series,
+    *,
+    ci: float = 0.95,
+    method: str = "wilson",
+    detector: str = "given declined flags",
+) -> AbstentionResult:
+    """Correct-decline rate on unanswerable questions and false-decline rate on answerable ones.
+
+    Parameters
+    ----------
+    declined : iterable of bool
+        Whether the system declined each question (e.g. from :func:`detect_declined`).
+    unanswerable : iterable of bool
+        Whether each question has no answer in the corpus (no gold).
+    ci : float
+        Confidence level of the intervals.
+    method : {"wilson", "normal", "exact"}
+        Interval method, see :func:`raglab.stats.proportion_interval`.
+    detector : str
+        How ``declined`` was obtained (reported with the result).
+
+    Returns
+    -------
+    AbstentionResult
+        Each rate as an :class:`~raglab.stats.Interval` with its ``n``; a rate over no questions
+        is NaN with ``n=0``.
+
+    Examples
+    --------
+    >>> res = score_abstention([True, False, True, False], [True, True, False, False])
+    >>> res.correct_decline.estimate, res.false_decline.estimate, res.correct_decline.n
+    (0.5, 0.5, 2)
+    """
+    flags = _as_flags(declined, "declined")
+    unans = _as_flags(unanswerable, "unanswerable")
+    if flags.size != unans.size:
+        raise ValueError(f"`declined` has {flags.size} values but `unanswerable` has {unans.size}; pass one per question")
+    n_unans = int(unans.sum())
+    n_ans = int((~unans).sum())
+    hits, misfires = int((flags & unans).sum()), int((flags & ~unans).sum())
+    correct = _rate(hits, n_unans, ci, method)
+    false = _rate(misfires, n_ans, ci, method)
+    return AbstentionResult(correct, false, n_unans, n_ans, hits, misfires, detector)

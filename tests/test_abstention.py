@@ -47,3 +47,112 @@ def test_bad_input():
 def test_returns_numpy_bool():
     out = detect_declined(np.array(["I don't know", "yes"], dtype=object))
     assert out.dtype == bool and out.tolist() == [True, False]
+
+
+# --------------------------------------------------------------------------------------------------
+# Scoring abstention: correct declines on unanswerables, false declines on answerables
+# --------------------------------------------------------------------------------------------------
+
+import math  # noqa: E402
+
+import pandas as pd  # noqa: E402
+from statsmodels.stats.proportion import proportion_confint  # noqa: E402
+
+import raglab  # noqa: E402
+from raglab.abstention import AbstentionResult, score_abstention  # noqa: E402
+
+
+def test_rates_and_wilson_intervals_match_statsmodels():
+    # 12 unanswerable questions, 9 declined; 30 answerable, 4 declined
+    unanswerable = [True] * 12 + [False] * 30
+    declined = [True] * 9 + [False] * 3 + [True] * 4 + [False] * 26
+    res = score_abstention(declined, unanswerable)
+    assert (res.correct_decline.estimate, res.correct_decline.n) == (9 / 12, 12)
+    assert (res.false_decline.estimate, res.false_decline.n) == (4 / 30, 30)
+    for interval, (x, n) in ((res.correct_decline, (9, 12)), (res.false_decline, (4, 30))):
+        low, high = proportion_confint(x, n, alpha=0.05, method="wilson")  # statsmodels oracle
+        assert interval.method == "wilson" and interval.level == 0.95
+        assert (interval.low, interval.high) == pytest.approx((low, high), abs=1e-12)
+    exact = score_abstention(declined, unanswerable, method="exact", ci=0.9).correct_decline
+    assert (exact.low, exact.high) == pytest.approx(proportion_confint(9, 12, alpha=0.1, method="beta"), abs=1e-12)
+
+
+def test_result_table_and_repr():
+    res = score_abstention([True, False, False], [True, True, False], detector="column 'declined'")
+    table = res.to_frame()
+    assert table["metric"].tolist() == ["correct_decline", "false_decline"]
+    assert table["n"].tolist() == [2, 1] and table["declined"].tolist() == [1, 0]
+    assert table["better"].tolist() == ["higher", "lower"]
+    assert table.attrs["raglab"]["abstention"]["detector"] == "column 'declined'"
+    text = repr(res)
+    assert "correct_decline  0.500" in text and "n=2 unanswerable" in text and "detector: column 'declined'" in text
+    assert "<table" in res._repr_html_()
+
+
+def test_no_questions_of_a_kind_gives_nan_with_n_zero():
+    res = score_abstention([True, False], [False, False])
+    assert math.isnan(res.correct_decline.estimate) and res.correct_decline.n == 0
+    assert "n/a (no unanswerable questions)" in repr(res)
+
+
+def test_bad_flags_are_refused():
+    with pytest.raises(ValueError, match=r"`declined` must be True/False.*position 1 holds NoneType None"):
+        score_abstention([True, None], [True, False])
+    with pytest.raises(ValueError, match="has 1 values but `unanswerable` has 2"):
+        score_abstention([True], [True, False])
+
+
+@pytest.fixture
+def run():
+    return pd.DataFrame(
+        {
+            "question_id": ["q1", "q2", "q3", "q4", "q5"],
+            "gold": [["d1"], [], None, {"d9": 0}, ["d2"]],  # q2-q4 unanswerable (empty, missing, no grade > 0)
+            "answer": ["Paris.", "I don't know.", "It opened in 1932.", "", "The context does not mention it."],
+        }
+    )
+
+
+def test_accessor_detects_refusals_when_there_is_no_declined_column(run):
+    res = run.rag.abstention()
+    assert isinstance(res, AbstentionResult)
+    # unanswerable q2 (declined), q3 (answered), q4 (empty answer = declined): 2 of 3
+    assert (res.correct_decline.estimate, res.correct_decline.n) == (2 / 3, 3)
+    # answerable q1 (answered), q5 (declined): 1 of 2
+    assert (res.false_decline.estimate, res.false_decline.n) == (1 / 2, 2)
+    assert res.detector.startswith("raglab.abstention.detect_declined (lexical, 9 default patterns, on column 'answer'")
+    rows = res.rows
+    assert rows["declined"].tolist() == detect_declined(run["answer"]).tolist()
+    assert rows["unanswerable"].tolist() == [False, True, True, True, False]
+    assert rows["correct_decline"].isna().tolist() == [True, False, False, False, True]
+    assert rows["false_decline"].tolist()[0] == 0.0 and rows["false_decline"].tolist()[4] == 1.0
+    assert "declined" not in run.columns  # the input is untouched
+    assert rows.attrs["raglab"]["abstention"]["detector"] == res.detector
+
+
+def test_accessor_uses_a_declined_column_and_custom_patterns(run):
+    flagged = run.assign(declined=[False, True, True, False, False])
+    res = flagged.rag.abstention()
+    assert res.detector == "column 'declined'"
+    assert res.correct_decline.estimate == 2 / 3 and res.false_decline.estimate == 0.0
+    forced = flagged.rag.abstention(declined=None, patterns=[r"^I don't know\.$"], empty_is_declined=False)
+    assert "1 custom patterns" in forced.detector
+    assert forced.correct_decline.estimate == 1 / 3
+    with pytest.raises(raglab.MissingColumnError, match="needs column 'refused'"):
+        run.rag.abstention(declined="refused")
+    with pytest.raises(raglab.RowTableError, match=r"column 'declined' must be True/False.*position 2 holds str 'yes'"):
+        run.assign(declined=[True, False, "yes", False, True]).rag.abstention()
+
+
+def test_accessor_unanswerable_rule_matches_retrieval(run):
+    retrieved = run.assign(retrieved=[["d1"], ["d1"], ["d1"], ["d9"], ["d2"]])
+    nan_rows = retrieved.rag.retrieval(k=1)["rr"].isna().tolist()
+    assert retrieved.rag.abstention().rows["unanswerable"].tolist() == nan_rows
+
+
+def test_accessor_with_span_gold(run):
+    spans = run.drop(columns="gold").assign(
+        gold_spans=[[{"doc_id": "a", "start": 0, "end": 5}], [], None, [{"doc_id": "a", "start": 0, "end": 5, "grade": 0}], [{"doc_id": "b", "start": 1, "end": 2}]]
+    )
+    res = spans.rag.abstention()
+    assert res.rows["unanswerable"].tolist() == [False, True, True, True, False]

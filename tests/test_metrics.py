@@ -1,0 +1,363 @@
+"""Per-question retrieval metrics and the bulk kernel: definitions, worked numbers, exact agreement."""
+
+from __future__ import annotations
+
+import doctest
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import raglab
+from raglab import metrics
+from raglab._registry import metric_info
+
+SEED_RANKED = ["d7", "d2", "d9", "d4", "d1"]
+SEED_GRADES = {"d2": 3, "d4": 1, "d5": 2}
+
+
+def same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+# --------------------------------------------------------------------------------------------------
+# The seed's worked example (seed 000, "Retrieval metrics, defined exactly")
+# --------------------------------------------------------------------------------------------------
+
+
+def test_seed_worked_example():
+    # Printed by the seed: recall@5 = 0.667, precision@5 = 0.400, RR = 0.500, nDCG@5 = 0.516.
+    assert f"{metrics.recall_at_k(SEED_RANKED, set(SEED_GRADES), 5):.3f}" == "0.667"
+    assert f"{metrics.precision_at_k(SEED_RANKED, set(SEED_GRADES), 5):.3f}" == "0.400"
+    assert f"{metrics.reciprocal_rank(SEED_RANKED, set(SEED_GRADES)):.3f}" == "0.500"
+    assert f"{metrics.ndcg_at_k(SEED_RANKED, SEED_GRADES, 5):.3f}" == "0.516"
+    # The seed's arithmetic: (7 / log2 3 + 1 / log2 5) / (7 + 3 / log2 3 + 1 / 2).
+    assert metrics.ndcg_at_k(SEED_RANKED, SEED_GRADES, 5) == pytest.approx(
+        (7 / math.log2(3) + 1 / math.log2(5)) / (7 + 3 / math.log2(3) + 1 / 2), rel=1e-15
+    )
+
+
+def test_seed_what_ifs():
+    # Seed: "Moving d2 to rank 1 alone would raise nDCG to 0.791, while fetching d5 at rank 3 would give 0.676."
+    moved = ["d2", "d7", "d9", "d4", "d1"]
+    fetched = ["d7", "d2", "d5", "d4", "d1"]
+    assert f"{metrics.ndcg_at_k(moved, SEED_GRADES, 5):.3f}" == "0.791"
+    assert f"{metrics.ndcg_at_k(fetched, SEED_GRADES, 5):.3f}" == "0.676"
+
+
+def test_seed_example_through_the_accessor():
+    rows = pd.DataFrame(
+        {
+            "question_id": ["seed", "moved", "fetched"],
+            "retrieved": [SEED_RANKED, ["d2", "d7", "d9", "d4", "d1"], ["d7", "d2", "d5", "d4", "d1"]],
+            "gold": [SEED_GRADES] * 3,
+        }
+    )
+    scored = rows.rag.retrieval(k=5)
+    assert scored["recall@5"].round(3).tolist() == [0.667, 0.667, 1.0]
+    assert scored["precision@5"].round(3).tolist() == [0.4, 0.4, 0.6]
+    assert scored["rr"].round(3).tolist() == [0.5, 1.0, 0.5]
+    assert scored["ndcg@5"].round(3).tolist() == [0.516, 0.791, 0.676]  # the seed's three numbers
+
+
+# --------------------------------------------------------------------------------------------------
+# Definitions and edge cases
+# --------------------------------------------------------------------------------------------------
+
+
+def test_unanswerable_is_nan_everywhere():
+    for gold in (None, [], {}, {"d1": 0, "d2": -1}, float("nan"), pd.NA):
+        assert math.isnan(metrics.recall_at_k(["d1"], gold, 5))
+        assert math.isnan(metrics.hit_at_k(["d1"], gold, 5))
+        assert math.isnan(metrics.precision_at_k(["d1"], gold, 5))
+        assert math.isnan(metrics.reciprocal_rank(["d1"], gold))
+        assert math.isnan(metrics.ndcg_at_k(["d1"], gold, 5))
+        assert math.isnan(metrics.average_precision(["d1"], gold))
+        assert math.isnan(metrics.r_precision(["d1"], gold))
+
+
+def test_nothing_retrieved_scores_zero():
+    for fn in (metrics.recall_at_k, metrics.hit_at_k, metrics.precision_at_k, metrics.ndcg_at_k):
+        assert fn([], ["d1"], 3) == 0.0
+    assert metrics.reciprocal_rank([], ["d1"]) == 0.0
+    assert metrics.average_precision([], ["d1"]) == 0.0
+    assert metrics.r_precision([], ["d1"]) == 0.0
+
+
+def test_precision_divides_by_k_even_when_fewer_were_retrieved():
+    # trec_eval P_k: 2 retrieved, both relevant, P_5 = 2/5.
+    assert metrics.precision_at_k(["d1", "d2"], ["d1", "d2"], 5) == 0.4
+    assert metrics.r_precision(["d1"], ["d1", "d2", "d3"]) == pytest.approx(1 / 3)
+
+
+def test_grades_at_or_below_zero_are_not_relevant():
+    gold = {"d1": 0, "d2": -1, "d3": 2}
+    assert metrics.recall_at_k(["d1", "d2"], gold, 2) == 0.0
+    assert metrics.reciprocal_rank(["d1", "d2", "d3"], gold) == pytest.approx(1 / 3)
+    # The ideal uses the grades > 0 only: d3 alone at rank 1 is perfect.
+    assert metrics.ndcg_at_k(["d3", "d1"], gold, 2) == 1.0
+
+
+def test_repeated_id_counts_once_at_its_first_rank():
+    assert metrics.precision_at_k(["d1", "d1", "d1"], ["d1"], 3) == pytest.approx(1 / 3)
+    assert metrics.ndcg_at_k(["d1", "d1"], {"d1": 3}, 2) == 1.0
+    assert metrics.average_precision(["d0", "d1", "d1"], ["d1"]) == 0.5
+    assert metrics.recall_at_k(["d1"], ["d1", "d1"], 1) == 1.0  # a repeated gold id is one gold id
+
+
+def test_reciprocal_rank_and_ap_cut_offs():
+    assert metrics.reciprocal_rank(["a", "b", "c"], ["c"], k=2) == 0.0
+    assert metrics.reciprocal_rank(["a", "b", "c"], ["c"], k=3) == pytest.approx(1 / 3)
+    # AP@2 of relevant {a, c} with a at 1, c at 3: only a counts, divided by R = 2 (trec_eval map_cut_2).
+    assert metrics.average_precision(["a", "b", "c"], ["a", "c"], k=2) == 0.5
+
+
+def test_hit_is_seed_001s_any_relevant_in_top_k():
+    assert metrics.hit_at_k(["x", "y", "a"], ["a", "b"], 2) == 0.0
+    assert metrics.hit_at_k(["x", "y", "a"], ["a", "b"], 3) == 1.0
+
+
+def test_linear_and_exponential_gain_agree_for_binary_gold():
+    ranked = ["x", "a", "y", "b"]
+    assert metrics.ndcg_at_k(ranked, ["a", "b"], 4, gain="linear") == metrics.ndcg_at_k(ranked, ["a", "b"], 4)
+    # and differ for graded gold (the seed's example: 0.516 exponential; linear computed by hand below)
+    linear = (3 / math.log2(3) + 1 / math.log2(5)) / (3 + 2 / math.log2(3) + 1 / 2)
+    assert metrics.ndcg_at_k(SEED_RANKED, SEED_GRADES, 5, gain="linear") == pytest.approx(linear, rel=1e-15)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match=r"The value for `gain` must be one of \['exponential', 'linear'\], but 'exp'"):
+        metrics.ndcg_at_k(["a"], ["a"], 1, gain="exp")
+    with pytest.raises(ValueError, match="`k` must be a positive integer"):
+        metrics.recall_at_k(["a"], ["a"], 0)
+    with pytest.raises(ValueError, match="`k` must be a positive integer"):
+        metrics.recall_at_k(["a"], ["a"], True)
+    with pytest.raises(TypeError, match="ranked must be a list of ids.*wrap a single id"):
+        metrics.recall_at_k("d1", ["d1"], 1)
+    with pytest.raises(TypeError, match="gold must be a list/set of ids.*string"):
+        metrics.recall_at_k(["d1"], "d1", 1)
+    with pytest.raises(TypeError, match="grades must be numbers"):
+        metrics.ndcg_at_k(["d1"], {"d1": "high"}, 1)
+    with pytest.raises(ValueError, match="`k` is empty"):
+        metrics.retrieval_scores([["a"]], [["a"]], k=[])
+
+
+# --------------------------------------------------------------------------------------------------
+# Bulk kernel == per-question functions, exactly
+# --------------------------------------------------------------------------------------------------
+
+IDS = st.one_of(st.sampled_from([f"d{i}" for i in range(8)]), st.integers(0, 4))
+GOLD = st.one_of(
+    st.none(),
+    st.lists(IDS, max_size=6),
+    st.dictionaries(IDS, st.integers(-1, 3), max_size=6),
+    st.dictionaries(IDS, st.sampled_from([0.5, 1.0, 1.5, 2.5]), max_size=4),
+)
+ROWS = st.lists(st.tuples(st.lists(IDS, max_size=12), GOLD), min_size=1, max_size=25)
+KS = st.lists(st.integers(1, 14), min_size=1, max_size=3)
+
+
+def assert_bulk_equals_scalar(rows, ks, gain):
+    out = metrics.retrieval_scores([r for r, _ in rows], [g for _, g in rows], ks, gain=gain)
+    assert list(out) == metrics.score_columns(sorted(set(ks)))
+    for i, (ranked, gold) in enumerate(rows):
+        for k in sorted(set(ks)):
+            assert same(out[f"recall@{k}"][i], metrics.recall_at_k(ranked, gold, k))
+            assert same(out[f"hit@{k}"][i], metrics.hit_at_k(ranked, gold, k))
+            assert same(out[f"precision@{k}"][i], metrics.precision_at_k(ranked, gold, k))
+            assert same(out[f"ndcg@{k}"][i], metrics.ndcg_at_k(ranked, gold, k, gain=gain))
+        assert same(out["rr"][i], metrics.reciprocal_rank(ranked, gold))
+        assert same(out["ap"][i], metrics.average_precision(ranked, gold))
+        assert same(out["r_precision"][i], metrics.r_precision(ranked, gold))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=ROWS, ks=KS, gain=st.sampled_from(metrics.GAINS))
+def test_bulk_equals_scalar_functions_exactly(rows, ks, gain):
+    assert_bulk_equals_scalar(rows, ks, gain)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=ROWS, ks=KS)
+def test_bulk_equals_scalar_on_every_internal_path(rows, ks):
+    """Without object addresses, without the 2-D flattening, and split into tiny blocks."""
+    saved = (metrics._addresses, metrics._to_object_array, metrics._BLOCK_SLOTS)
+    try:
+        metrics._addresses = lambda objects: None
+        metrics._to_object_array = None
+        metrics._BLOCK_SLOTS = 3
+        assert_bulk_equals_scalar(rows, ks, "exponential")
+    finally:
+        metrics._addresses, metrics._to_object_array, metrics._BLOCK_SLOTS = saved
+
+
+def test_many_gold_ids_per_question_use_the_sorted_lookup():
+    rng = np.random.default_rng(3)
+    rows = []
+    for _ in range(60):
+        gold = {f"d{j}": int(rng.integers(0, 4)) for j in rng.choice(200, size=int(rng.integers(0, 120)), replace=False)}
+        ranked = [f"d{j}" for j in rng.choice(200, size=int(rng.integers(0, 80)), replace=False)]
+        rows.append((ranked, gold))
+    table = metrics._gold_table([g for _, g in rows])
+    assert table.pad_hash is None  # more than 64 gold ids in some row: the other lookup is exercised
+    assert_bulk_equals_scalar(rows, [1, 10, 50, 200], "linear")
+
+
+def test_ids_whose_hashes_collide_are_still_told_apart():
+    collide = 5 + (2**61 - 1)  # hash(5) == hash(5 + 2**61 - 1) in CPython
+    assert hash(5) == hash(collide)
+    rows = [([collide, 5], [5]), ([5], [collide]), ([collide, 5, 7], [5, collide]), ([collide], {5: 2, collide: 1})]
+    assert_bulk_equals_scalar(rows, [1, 2], "exponential")
+
+
+def test_ragged_lists_and_shared_objects():
+    shared = [f"doc{i}" for i in range(50)]
+    rows = [(shared[: (i * 7) % 50], shared[i % 50 : i % 50 + 3]) for i in range(300)]
+    rows.append((shared * 40, ["doc3"]))  # one very long list: the flat layout, not the padded matrix
+    assert_bulk_equals_scalar(rows, [1, 5, 2000], "exponential")
+
+
+@pytest.mark.parametrize("layout", ["compact", "compact with far outliers", "spread out", "in list order"])
+def test_distinct_objects_every_way(layout):
+    rng = np.random.default_rng(0)
+    size = 20_000
+    if layout == "compact":  # ids shared from one vocabulary: a direct table
+        slots = rng.integers(0, 5_000, size=size)
+    elif layout == "compact with far outliers":  # a few objects far away: empty stretches squeezed out
+        slots = np.where(rng.random(size) < 0.01, 10**6 + rng.integers(0, 3, size=size), rng.integers(0, 5_000, size=size))
+    elif layout == "spread out":  # objects all over the heap: the sort
+        slots = rng.integers(0, 10**9, size=size)
+    else:  # one object per element, allocated in list order (as json.loads does): no grouping needed
+        slots = np.cumsum(rng.integers(3, 9, size=size))
+    addresses = (2**40 + 16 * slots + 8).astype(np.uint64)
+    order, group, representative = metrics._distinct_objects(addresses, addresses.size)
+    assert (order is None) == (layout != "spread out")
+    if layout == "in list order":
+        np.testing.assert_array_equal(group, np.arange(size))
+    element_group = group if order is None else np.empty_like(group)
+    if order is not None:
+        element_group[order] = group
+    np.testing.assert_array_equal(addresses[representative][element_group], addresses)
+    assert np.all(np.diff(addresses[representative].astype(np.int64)) > 0)  # distinct, in address order
+
+
+def test_inputs_may_be_series_arrays_or_tuples():
+    retrieved = pd.Series([("a", "b"), np.array(["c", "a"], dtype=object), []])
+    gold = pd.Series([{"a": 1}, frozenset({"a"}), ["z"]])
+    out = metrics.retrieval_scores(retrieved, gold, k=2)
+    assert out["recall@2"].tolist() == [1.0, 1.0, 0.0]
+
+
+def test_bulk_reports_bad_cells_with_their_row():
+    with pytest.raises(metrics.BadCellError, match=r"retrieved\[1\] holds float nan"):
+        metrics.retrieval_scores([["a"], ["b", float("nan")]], [["a"], ["b"]])
+    with pytest.raises(metrics.BadCellError, match=r"retrieved\[0\] must be a list of ids.*use \[\]"):
+        metrics.retrieval_scores([None], [["a"]])
+    with pytest.raises(metrics.BadCellError, match=r"gold\[1\] holds bool True"):
+        metrics.retrieval_scores([["a"], ["b"]], [["a"], [True]])
+    with pytest.raises(metrics.BadCellError, match=r"gold\[0\] has a NaN grade"):
+        metrics.retrieval_scores([["a"]], [{"a": float("nan")}])
+    with pytest.raises(ValueError, match="retrieved has 1 rows but gold has 2"):
+        metrics.retrieval_scores([["a"]], [["a"], ["b"]])
+
+
+def test_bulk_does_not_modify_its_inputs():
+    from collections import OrderedDict
+
+    gold = pd.Series([OrderedDict(a=1), None], dtype=object)
+    before = gold.copy()
+    metrics.retrieval_scores([["a"], ["b"]], gold)
+    assert gold.tolist() == before.tolist() and isinstance(gold[0], OrderedDict)
+
+
+# --------------------------------------------------------------------------------------------------
+# Properties of every rank metric, parametrised over the metric registry
+# --------------------------------------------------------------------------------------------------
+
+RANK_COLUMNS = [name for name in metrics.score_columns([3]) if metric_info(name).base in metrics.RANK_METRICS]
+
+
+@pytest.mark.parametrize("column", RANK_COLUMNS)
+def test_registry_knows_every_rank_metric(column):
+    info = metric_info(column)
+    assert info.higher_is_better and info.bounded and info.description
+    assert info.binary == (info.base == "hit")
+
+
+@pytest.mark.parametrize("column", RANK_COLUMNS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=ROWS, seed=st.integers(0, 2**32 - 1))
+def test_row_order_does_not_matter_and_values_are_bounded(column, rows, seed):
+    ranked, gold = [r for r, _ in rows], [g for _, g in rows]
+    out = metrics.retrieval_scores(ranked, gold, 3)[column]
+    order = np.random.default_rng(seed).permutation(len(rows))
+    shuffled = metrics.retrieval_scores([ranked[i] for i in order], [gold[i] for i in order], 3)[column]
+    np.testing.assert_array_equal(shuffled, out[order])
+    values = out[~np.isnan(out)]
+    if metric_info(column).bounded:
+        assert np.all((values >= 0) & (values <= 1))
+    if metric_info(column).binary:
+        assert set(values.tolist()) <= {0.0, 1.0}
+
+
+@pytest.mark.parametrize("column", RANK_COLUMNS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(grades=st.dictionaries(st.sampled_from([f"g{i}" for i in range(6)]), st.integers(1, 3), min_size=3, max_size=6),
+       noise=st.lists(st.sampled_from(["n1", "n2", "n3"]), max_size=3, unique=True))
+def test_a_perfect_ranking_scores_one(column, grades, noise):
+    perfect = sorted(grades, key=lambda d: -grades[d]) + noise  # every relevant id first, best grade first
+    k = len(grades)  # at k = R both recall (<= k/R) and precision (<= R/k) can reach 1
+    name = column.replace("@3", f"@{k}")
+    value = metrics.retrieval_scores([perfect], [grades], k)[name][0]
+    assert value == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("column", RANK_COLUMNS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=ROWS, data=st.data())
+def test_promoting_a_relevant_id_never_lowers_a_score(column, rows, data):
+    """Swap a relevant id with the non-relevant id just above it: higher-is-better metrics cannot drop."""
+    ranked, gold = rows[0]
+    relevant = metrics._relevant(gold) or {}
+    first_seen = {d: i for i, d in reversed(list(enumerate(ranked)))}
+    spots = [i for i in range(1, len(ranked)) if ranked[i] in relevant and first_seen[ranked[i]] == i
+             and ranked[i - 1] not in relevant]
+    if not spots:
+        return
+    i = data.draw(st.sampled_from(spots))
+    promoted = list(ranked)
+    promoted[i - 1], promoted[i] = promoted[i], promoted[i - 1]
+    before, after = metrics.retrieval_scores([ranked, promoted], [gold, gold], 3)[column]
+    assert metric_info(column).higher_is_better
+    assert after >= before - 1e-12
+
+
+# --------------------------------------------------------------------------------------------------
+# Runnable docstring examples
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", ["raglab.metrics", "raglab._spans", "raglab.abstention", "raglab.accessor"])
+def test_docstring_examples_run(module):
+    mod = __import__(module, fromlist=["_"])
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_metrics_module_is_reachable_from_the_package():
+    assert raglab.metrics is metrics
+    assert set(metrics.__all__) >= {"recall_at_k", "hit_at_k", "precision_at_k", "reciprocal_rank", "ndcg_at_k"}
+
+
+@pytest.mark.parametrize("module", ["raglab.metrics", "raglab._spans", "raglab.abstention"])
+def test_public_names_have_docstrings(module):
+    mod = __import__(module, fromlist=["_"])
+    for name in mod.__all__:
+        obj = getattr(mod, name)
+        if callable(obj):
+            assert obj.__doc__ and obj.__doc__.strip(), f"{module}.{name} has no docstring"
+    for method in ("retrieval", "depth_gap", "abstention"):
+        assert "Examples" in getattr(raglab.accessor.RagAccessor, method).__doc__

@@ -1,0 +1,146 @@
+"""df.rag.retrieval and df.rag.depth_gap: a thin validated layer over raglab.metrics."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import raglab
+from raglab import metrics
+from raglab._meta import get_meta, update_meta
+
+
+@pytest.fixture
+def rows() -> pd.DataFrame:
+    frame = pd.DataFrame(
+        {
+            "question_id": ["q1", "q2", "q3", "q4", "q5"],
+            "qtype": ["fact", "fact", "howto", "howto", "fact"],
+            "retrieved": [["d7", "d2", "d9", "d4", "d1"], ["d1", "d3"], [], ["d5"], ["d8", "d6", "d2"]],
+            "candidates": [["d7", "d2", "d9", "d4", "d1", "d5"], ["d1", "d3", "d2"], ["d4"], ["d5", "d6"], ["d8", "d6", "d2", "d3"]],
+            "gold": [{"d2": 3, "d4": 1, "d5": 2}, ["d2"], ["d4"], [], {"d3": 2}],
+        }
+    )
+    update_meta(frame, "evalset", {"name": "demo", "version": "1", "hash": "abc"})
+    return frame
+
+
+def test_retrieval_equals_the_pure_function_and_keeps_the_rows(rows):
+    before = rows.copy()
+    scored = rows.rag.retrieval(k=[1, 3, 5], gain="linear")
+    expected = metrics.retrieval_scores(rows["retrieved"], rows["gold"], [1, 3, 5], gain="linear")
+    assert list(scored.columns) == list(rows.columns) + list(expected)
+    for name, values in expected.items():
+        np.testing.assert_array_equal(scored[name].to_numpy(), values)
+    pd.testing.assert_frame_equal(rows, before)  # the user's frame is untouched
+    assert "recall@5" not in rows.columns
+    assert scored["qtype"].tolist() == rows["qtype"].tolist()
+
+
+def test_conventions_and_counts_are_recorded_and_attrs_carried(rows):
+    scored = rows.rag.retrieval(k=[5, 1, 5])
+    meta = get_meta(scored)
+    assert meta["evalset"] == {"name": "demo", "version": "1", "hash": "abc"}
+    conventions = meta["retrieval"]
+    assert conventions["k"] == [1, 5]
+    assert conventions["gain"] == "exponential"
+    assert conventions["relevance"] == "grade > 0"
+    assert conventions["unanswerable"] == "NaN, excluded from means"
+    assert conventions["retrieved_column"] == "retrieved"
+    assert conventions["gold_unit"] == "ids"
+    assert meta["retrieval_counts"] == {"n_questions": 5, "n_unanswerable": 1, "n_nothing_retrieved": 1, "max_retrieved": 5}
+    # q4 (no gold) is NaN and excluded; q3 (nothing retrieved) scores 0 and stays in the mean
+    assert np.isnan(scored.loc[3, "recall@5"]) and scored.loc[2, "recall@5"] == 0.0
+    assert scored["recall@5"].mean() == pytest.approx(np.mean([2 / 3, 0.0, 0.0, 0.0]))
+
+
+def test_counts_are_kept_apart_from_conventions_so_runs_pair_cleanly(rows):
+    base = rows.rag.retrieval(k=5)
+    with pytest.warns(UserWarning, match="larger than the longest list"):
+        cand = rows.assign(retrieved=[["d2"], [], [], ["d5"], ["d3"]]).rag.retrieval(k=5)
+    assert get_meta(base)["retrieval_counts"] != get_meta(cand)["retrieval_counts"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # same conventions: no ConventionMismatchWarning
+        raglab._rowtable.pair_runs(base, cand)
+    other_gain = rows.rag.retrieval(k=5, gain="linear")
+    with pytest.warns(raglab.ConventionMismatchWarning, match="gain"):
+        raglab._rowtable.pair_runs(base, other_gain)
+
+
+def test_k_is_what_reached_the_model_and_candidates_are_never_used(rows):
+    scored = rows.rag.retrieval(k=5)
+    # q2's gold d2 is only among the candidates, not in what reached the model
+    assert scored.loc[1, "recall@5"] == 0.0
+    with pytest.warns(UserWarning, match=r"k=\[10\] is larger than the longest list in 'retrieved' \(5\).*reached the model"):
+        rows.rag.retrieval(k=[5, 10])
+    asked = rows.rag.retrieval(k=5, retrieved="candidates")
+    assert asked.loc[1, "recall@5"] == 1.0
+    assert asked.attrs["raglab"]["retrieval"]["retrieved_column"] == "candidates"
+    assert "candidates" in (raglab.accessor.RagAccessor.retrieval.__doc__ or "")
+
+
+def test_depth_gap_shows_what_truncation_lost(rows):
+    gap = rows.rag.depth_gap()
+    assert gap["metric"].tolist() == ["recall", "hit"]
+    recall = gap.set_index("metric").loc["recall"]
+    assert (recall["context_k"], recall["candidate_k"]) == (5, 6)
+    context = rows.rag.retrieval(k=5)["recall@5"]
+    wide = rows.rag.retrieval(k=6, retrieved="candidates")["recall@6"]
+    assert recall["context"] == pytest.approx(context.mean())
+    assert recall["candidates"] == pytest.approx(wide.mean())
+    assert recall["gap"] == pytest.approx(wide.mean() - context.mean())
+    assert recall["n_lost"] == int((wide > context).sum()) == 4  # q1 (d5), q2 (d2), q3 (d4), q5 (d3)
+    assert (recall["n"], recall["n_unanswerable"]) == (4, 1)
+    hit = gap.set_index("metric").loc["hit"]
+    assert hit["n_lost"] == 3  # q2, q3 and q5 had no gold in context but one among the candidates
+
+
+def test_depth_gap_needs_the_candidates_column(rows):
+    with pytest.raises(raglab.MissingColumnError, match=r"rag.depth_gap needs column 'raw'.*found \["):
+        rows.rag.depth_gap("raw")
+    gap = rows.rag.depth_gap(k=1, candidate_k=3)
+    assert gap["context_k"].tolist() == [1, 1] and gap["candidate_k"].tolist() == [3, 3]
+
+
+def test_replacing_columns_the_user_made_warns_but_rescoring_does_not(rows):
+    scored = rows.rag.retrieval(k=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = scored.rag.retrieval(k=5, gain="linear")
+    assert again.attrs["raglab"]["retrieval"]["gain"] == "linear"
+    own = rows.assign(rr=1.0)
+    with pytest.warns(UserWarning, match=r"replaces existing column\(s\) \['rr'\]"):
+        own.rag.retrieval(k=5)
+
+
+def test_clear_errors(rows):
+    with pytest.raises(raglab.MissingColumnError, match=r"needs column 'ranked'.*Pass retrieved='your_column'"):
+        rows.rag.retrieval(retrieved="ranked")
+    with pytest.raises(raglab.RowTableError, match=r"'question_id' must be unique"):
+        rows.assign(question_id=["q1", "q1", "q3", "q4", "q5"]).rag.retrieval()
+    bad = rows.assign(retrieved=[["d1"], "d1 d2", [], [], []])
+    with pytest.raises(raglab.RowTableError, match=r"column 'retrieved'.*row 1 \(question_id 'q2'\) holds a string 'd1 d2'"):
+        bad.rag.retrieval()
+    bad = rows.assign(gold=[["d1"], ["d1"], [], 3, []])
+    with pytest.raises(raglab.RowTableError, match=r"column 'gold'.*row 3 \(question_id 'q4'\) holds int 3"):
+        bad.rag.retrieval()
+    with pytest.raises(ValueError, match=r"The value for `gain` must be one of \['exponential', 'linear'\]"):
+        rows.rag.retrieval(gain="exp")
+
+
+def test_results_survive_a_file_round_trip(rows, tmp_path):
+    scored = rows.rag.retrieval(k=[1, 5])
+    back = raglab.read_rows(raglab.write_rows(scored, tmp_path / "scored.jsonl"))
+    assert get_meta(back)["retrieval"] == get_meta(scored)["retrieval"]
+    pd.testing.assert_series_equal(back["ndcg@5"], scored["ndcg@5"])
+
+
+def test_works_without_question_ids_and_on_an_empty_frame():
+    frame = pd.DataFrame({"retrieved": [["a", "b"]], "gold": [["b"]]})
+    assert frame.rag.retrieval(k=2)["rr"].tolist() == [0.5]
+    empty = pd.DataFrame({"retrieved": pd.Series([], dtype=object), "gold": pd.Series([], dtype=object)})
+    out = empty.rag.retrieval(k=3)
+    assert len(out) == 0 and "recall@3" in out.columns

@@ -1,0 +1,244 @@
+"""Gold as character spans: relevance by overlap, recall over spans, coverage, re-chunking.
+
+Oracles: hand-computed cases (the arithmetic is in the comments), the equivalence with id gold when
+every chunk is a whole document (scored by raglab.metrics' per-question functions, which are checked
+against trec_eval elsewhere), and the per-question span definition for the bulk path.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import raglab
+from raglab import metrics
+from raglab._spans import check_min_overlap, span_metrics, span_retrieval_scores
+
+
+def span(doc, start, end, **extra):
+    return {"doc_id": doc, "start": start, "end": end, **extra}
+
+
+GOLD = [span("a", 100, 200)]  # 100 gold characters in document "a"
+# The same corpus cut two ways; each retrieved list holds the span of each chunk that reached the model.
+CHUNKS_100 = [span("a", 200, 300), span("a", 100, 200), span("b", 0, 100)]  # 100-char chunks
+CHUNKS_150 = [span("a", 150, 300), span("a", 0, 150)]  # 150-char chunks: the gold span is split in two
+
+
+def test_same_labels_score_two_chunkings_without_relabelling():
+    rows = pd.DataFrame(
+        {
+            "question_id": ["q1", "q1"],
+            "run": ["100-char chunks", "150-char chunks"],
+            "gold_spans": [GOLD, GOLD],
+            "retrieved_spans": [CHUNKS_100, CHUNKS_150],
+        }
+    )
+    small = rows[rows["run"] == "100-char chunks"].rag.retrieval(k=[1, 2, 3]).iloc[0]
+    with pytest.warns(UserWarning, match=r"k=\[3\] is larger than the longest list in 'retrieved_spans' \(2\)"):
+        large = rows[rows["run"] == "150-char chunks"].rag.retrieval(k=[1, 2, 3]).iloc[0]
+    # 100-char chunks: a[200,300) misses; a[100,200) holds all 100 gold characters at rank 2.
+    assert (small["recall@1"], small["recall@2"], small["rr"]) == (0.0, 1.0, 0.5)
+    assert small["precision@3"] == pytest.approx(1 / 3)
+    assert (small["coverage@1"], small["coverage@2"]) == (0.0, 1.0)
+    # 150-char chunks: each chunk holds 50 of the 100 gold characters; the span counts once in recall.
+    assert (large["recall@1"], large["recall@2"], large["rr"]) == (1.0, 1.0, 1.0)
+    assert (large["precision@1"], large["precision@2"]) == (1.0, 1.0)  # both chunks are relevant
+    assert (large["coverage@1"], large["coverage@2"]) == (0.5, 1.0)
+    assert (large["ndcg@2"], large["ap"], large["r_precision"]) == (1.0, 1.0, 1.0)
+
+
+def test_min_overlap_in_characters_and_as_a_fraction():
+    # each 150-char chunk overlaps the 100-char gold span by exactly 50 characters
+    assert span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=50)["recall@2"] == 1.0
+    assert span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=51)["recall@2"] == 0.0
+    assert span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=0.5)["recall@2"] == 1.0
+    split = span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=0.6)
+    assert split["recall@2"] == 0.0 and split["precision@2"] == 0.0
+    assert split["coverage@2"] == 1.0  # coverage counts characters whatever the matching rule
+    # a character threshold longer than the gold span is capped at the span: a 10-char span inside a chunk counts
+    assert span_metrics([span("a", 0, 500)], [span("a", 10, 20)], k=1, min_overlap=200)["recall@1"] == 1.0
+    # the whole gold span inside one chunk, as a fraction
+    assert span_metrics([span("a", 0, 199), span("a", 0, 200)], GOLD, k=2, min_overlap=1.0)["rr"] == 0.5
+
+
+def test_one_chunk_covering_several_spans():
+    gold = [span("a", 0, 50), span("a", 60, 100)]
+    out = span_metrics([span("a", 0, 100), span("b", 0, 10)], gold, k=[1, 2])
+    assert out["recall@1"] == 1.0 and out["rr"] == 1.0 and out["ap"] == 1.0
+    # both spans are credited at rank 1: DCG 2 beats the one-span-per-rank ideal (1 + 1/log2 3); capped at 1
+    assert out["ndcg@1"] == 1.0 and out["ndcg@2"] == 1.0
+    assert out["precision@2"] == 0.5 and out["coverage@1"] == 1.0
+
+
+def test_coverage_counts_each_character_once():
+    gold = [span("a", 0, 100), span("a", 50, 150)]  # union [0, 150): 150 gold characters
+    chunks = [span("a", 0, 60), span("a", 40, 120), span("b", 0, 1000)]  # union on "a": [0, 120)
+    out = span_metrics(chunks, gold, k=[1, 3])
+    assert out["coverage@1"] == pytest.approx(60 / 150)
+    assert out["coverage@3"] == pytest.approx(120 / 150)
+    # documents are kept apart: a chunk of "b" at the same offsets covers nothing of "a"
+    assert span_metrics([span("b", 0, 150)], gold, k=1)["coverage@1"] == 0.0
+
+
+def test_graded_spans_and_duplicates():
+    gold = [span("a", 0, 10, grade=3), span("a", 20, 30, grade=1), span("a", 0, 10, grade=2), span("a", 40, 50, grade=0)]
+    out = span_metrics([span("a", 20, 30), span("a", 0, 10)], gold, k=2, gain="linear")
+    # the duplicate span counts once (first label, grade 3); grade 0 is not relevant: R = 2
+    ideal = 3 + 1 / math.log2(3)
+    assert out["ndcg@2"] == pytest.approx((1 + 3 / math.log2(3)) / ideal)
+    assert out["recall@2"] == 1.0 and out["r_precision"] == 1.0
+
+
+def test_unanswerable_spans_are_nan():
+    for gold in (None, [], [span("a", 0, 10, grade=0)]):
+        out = span_metrics([span("a", 0, 10)], gold, k=1)
+        assert all(math.isnan(v) for v in out.values())
+
+
+def test_nothing_retrieved_scores_zero():
+    out = span_metrics([], GOLD, k=[1, 5])
+    assert all(v == 0.0 for v in out.values())
+
+
+def test_bad_spans_and_rules_are_refused():
+    with pytest.raises(ValueError, match="must be >= 1"):
+        check_min_overlap(0)
+    with pytest.raises(ValueError, match=r"in \(0, 1\].*pass an int"):
+        check_min_overlap(1.5)
+    with pytest.raises(ValueError, match="number of characters"):
+        check_min_overlap(True)
+    with pytest.raises(ValueError, match="empty"):
+        span_metrics([], [span("a", 5, 5)], k=1)
+    with pytest.raises(TypeError, match="doc_id, start, end"):
+        span_metrics([{"doc": "a", "start": 0, "end": 1}], GOLD, k=1)
+    with pytest.raises(ValueError, match="0 <= start <= end"):
+        span_metrics([span("a", 9, 1)], GOLD, k=1)
+
+
+# --------------------------------------------------------------------------------------------------
+# Whole-document spans give the id metrics; the bulk path equals the definition
+# --------------------------------------------------------------------------------------------------
+
+DOCS = [f"d{i}" for i in range(8)]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(DOCS), max_size=8, unique=True),
+            st.one_of(st.lists(st.sampled_from(DOCS), max_size=5, unique=True),
+                      st.dictionaries(st.sampled_from(DOCS), st.integers(-1, 3), max_size=5)),
+        ),
+        min_size=1,
+        max_size=15,
+    ),
+    gain=st.sampled_from(["exponential", "linear"]),
+)
+def test_whole_document_spans_equal_id_gold(rows, gain):
+    def whole(doc, grade=None):
+        return span(doc, 0, 10) if grade is None else span(doc, 0, 10, grade=grade)
+
+    retrieved = [r for r, _ in rows]
+    gold = [g for _, g in rows]
+    retrieved_spans = [[whole(d) for d in r] for r in retrieved]
+    gold_spans = [[whole(d, g) for d, g in gd.items()] if isinstance(gd, dict) else [whole(d) for d in gd] for gd in gold]
+    by_ids = metrics.retrieval_scores(retrieved, gold, [1, 3, 5], gain=gain)
+    by_spans = span_retrieval_scores(retrieved_spans, gold_spans, [1, 3, 5], gain=gain)
+    for name, values in by_ids.items():
+        np.testing.assert_array_equal(by_spans[name], values, err_msg=name)
+
+
+SPAN_DOCS = st.sampled_from(["a", "b", 7])
+
+
+@st.composite
+def a_span(draw, *, gold):
+    start = draw(st.integers(0, 120))
+    length = draw(st.integers(1 if gold else 0, 60))
+    out = span(draw(SPAN_DOCS), start, start + length)
+    if gold and draw(st.booleans()):
+        out["grade"] = draw(st.sampled_from([-1, 0, 1, 2, 3, 1.5]))
+    return out
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.lists(
+        st.tuples(st.lists(a_span(gold=False), max_size=8), st.one_of(st.none(), st.lists(a_span(gold=True), max_size=4))),
+        min_size=1,
+        max_size=20,
+    ),
+    ks=st.lists(st.integers(1, 9), min_size=1, max_size=3),
+    min_overlap=st.sampled_from([1, 5, 30, 0.25, 0.5, 1.0]),
+    gain=st.sampled_from(["exponential", "linear"]),
+)
+def test_bulk_spans_equal_the_per_question_definition_exactly(rows, ks, min_overlap, gain):
+    out = span_retrieval_scores([r for r, _ in rows], [g for _, g in rows], ks, min_overlap=min_overlap, gain=gain)
+    for i, (chunks, gold) in enumerate(rows):
+        expected = span_metrics(chunks, gold, ks, min_overlap=min_overlap, gain=gain)
+        assert list(out) == list(expected)
+        for name, value in expected.items():
+            got = out[name][i]
+            assert (math.isnan(value) and math.isnan(got)) or got == value, (name, i)
+
+
+# --------------------------------------------------------------------------------------------------
+# Through the accessor
+# --------------------------------------------------------------------------------------------------
+
+
+def span_rows():
+    return pd.DataFrame(
+        {
+            "question_id": ["q1", "q2", "q3"],
+            "retrieved": [["a#2", "a#1", "b#0"], ["a#0"], []],
+            "retrieved_spans": [CHUNKS_100, [span("a", 0, 100)], []],
+            "gold": [["a#1"], [], ["a#1"]],
+            "gold_spans": [GOLD, [], GOLD],
+        }
+    )
+
+
+def test_accessor_uses_spans_when_both_span_columns_exist_and_records_the_rule():
+    rows = span_rows()
+    scored = rows.rag.retrieval(k=3, min_overlap=0.5)
+    expected = span_retrieval_scores(rows["retrieved_spans"], rows["gold_spans"], 3, min_overlap=0.5)
+    for name, values in expected.items():
+        np.testing.assert_array_equal(scored[name].to_numpy(), values)
+    conventions = scored.attrs["raglab"]["retrieval"]
+    assert conventions["gold_unit"] == "character spans"
+    assert conventions["span_rule"]["min_overlap"] == 0.5
+    assert conventions["span_rule"]["unit"] == "fraction of the gold span"
+    assert "coverage@3" in conventions["columns"]
+    counts = scored.attrs["raglab"]["retrieval_counts"]
+    assert (counts["n_unanswerable"], counts["n_nothing_retrieved"]) == (1, 1)
+    # ids can still be asked for explicitly, and say so
+    by_ids = rows.rag.retrieval(k=3, gold_by="ids")
+    assert by_ids.attrs["raglab"]["retrieval"]["gold_unit"] == "ids"
+    assert "coverage@3" not in by_ids.columns and "span_rule" not in by_ids.attrs["raglab"]["retrieval"]
+
+
+def test_accessor_span_errors_name_the_column_and_row():
+    rows = span_rows()
+    bad = rows.assign(retrieved_spans=[CHUNKS_100, [{"doc_id": "a", "start": 0}], []])
+    with pytest.raises(raglab.RowTableError, match=r"'retrieved_spans'.*row 1 \(question_id 'q2'\).*doc_id, start, end"):
+        bad.rag.retrieval(k=1)
+    empty_gold = rows.assign(gold_spans=[[span("a", 5, 5)], [], GOLD])
+    with pytest.raises(raglab.RowTableError, match=r"'gold_spans'.*empty span.*question_id 'q1'"):
+        empty_gold.rag.retrieval(k=1)
+    missing = rows.assign(retrieved_spans=[CHUNKS_100, None, []])
+    with pytest.raises(raglab.RowTableError, match=r"'retrieved_spans'.*use \[\] when nothing was retrieved"):
+        missing.rag.retrieval(k=1)
+    with pytest.raises(ValueError, match="`gold_by` must be one of"):
+        rows.rag.retrieval(gold_by="chars")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rows.rag.retrieval(k=3)  # no warning at a depth that reached the model
