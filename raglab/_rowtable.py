@@ -279,6 +279,17 @@ def _row_labels(df: pd.DataFrame, positions: Sequence[int], id_column: str | Non
     return text
 
 
+def _ids_are_clean(series: pd.Series) -> bool:
+    """Fast path: every cell a str (or every cell an int) and none missing, judged in C by pandas."""
+    if series.isna().any():
+        return False
+    if pd.api.types.is_integer_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
+        return True
+    if pd.api.types.is_string_dtype(series.dtype):
+        return pd.api.types.infer_dtype(series, skipna=False) in ("string", "integer")
+    return False
+
+
 def check_column(
     df: pd.DataFrame,
     column: str,
@@ -288,6 +299,8 @@ def check_column(
     id_column: str | None = "question_id",
 ) -> None:
     """Check every cell of ``column`` against the cell kind ``kind``; raise :class:`RowTableError`."""
+    if kind == "id" and _ids_are_clean(df[column]):
+        return
     check = _CHECKS[kind]
     problems = [(pos, msg) for pos, msg in enumerate(map(check, df[column].array)) if msg is not None]
     if problems:
@@ -411,10 +424,13 @@ def pair_runs(
     _check_evalsets(base, cand, method=method, allow=allow_evalset_mismatch)
     _warn_on_judge_or_convention_change(base, cand, method=method)
 
-    base_ids = base[on].astype(str)
-    cand_ids = cand[on].astype(str)
-    base_only = base[on][~base_ids.isin(set(cand_ids))].tolist()
-    cand_only = cand[on][~cand_ids.isin(set(base_ids))].tolist()
+    # Ids are compared as text, so 7 and "7" pair; hashing through pd.Index keeps this vectorised.
+    base_ids = pd.Index(base[on].astype(str).to_numpy(dtype=object))
+    cand_ids = pd.Index(cand[on].astype(str).to_numpy(dtype=object))
+    order = cand_ids.get_indexer(base_ids)
+    in_base = base_ids.get_indexer(cand_ids) >= 0
+    base_only = base[on][order < 0].tolist()
+    cand_only = cand[on][~in_base].tolist()
     if base_only or cand_only:
         summary = (
             f"{len(base_only)} question(s) only in base (e.g. {[str(i) for i in base_only[:_SHOWN]]}), "
@@ -423,11 +439,10 @@ def pair_runs(
         if how == "exact":
             raise RowTableError(
                 f"{method}: the runs must answer the same questions to be paired by {on!r}; {summary}. "
-                f"Pass how='inner' to compare the {int(base_ids.isin(set(cand_ids)).sum())} shared questions."
+                f"Pass how='inner' to compare the {int((order >= 0).sum())} shared questions."
             )
         warnings.warn(f"{method}: comparing shared questions only; {summary}.", UserWarning, stacklevel=3)
 
-    order = pd.Index(cand_ids).get_indexer(base_ids)
     keep = order >= 0
     paired_base = base.iloc[np.flatnonzero(keep)].reset_index(drop=True)
     paired_cand = cand.iloc[order[keep]].reset_index(drop=True)
