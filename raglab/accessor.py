@@ -564,18 +564,24 @@ class RagAccessor:
         self,
         candidates: str = "candidates",
         *,
+        candidate_spans: str | None = None,
         k: int | None = None,
         candidate_k: int | None = None,
+        gold_by: str = "auto",
+        min_overlap: int | float = 1,
         question_id: str | None = None,
         retrieved: str | None = None,
         gold: str | None = None,
+        gold_spans: str | None = None,
+        retrieved_spans: str | None = None,
     ) -> pd.DataFrame:
         """Recall and hit at the candidate depth next to the context depth: what reranking/truncation lost.
 
         ``retrieved`` holds what reached the model (context depth ``k``, default: its longest
         list); ``candidates`` holds the retriever's raw candidates (default depth: their longest
         list). Metrics scored on the candidates overstate what the model saw; this shows both.
-        Gold ids only (for span gold, score each column with :meth:`retrieval`).
+        Both columns are scored by :meth:`retrieval` with the same conventions, so gold may be ids
+        or character spans (then ``candidate_spans`` gives the span of each candidate).
 
         Returns
         -------
@@ -596,35 +602,41 @@ class RagAccessor:
         """
         method = "rag.depth_gap"
         df = self._df
-        qid = resolve_column(df, "question_id", question_id, method=method, required=False)
         ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
-        gold_col = resolve_column(df, "gold", gold, method=method)
         if candidates not in df.columns:
             raise missing_column_error(df, candidates, role=None, method=method)
-        depths = {}
-        for name, column, given in (("context", ranked_col, k), ("candidates", candidates, candidate_k)):
-            if given is None:
-                lengths = self._guarded(
-                    lambda column=column: _metrics._check_sequences(_metrics._as_cells(df[column]), "retrieved"),
-                    {"retrieved": column},
-                    method,
-                    qid,
-                )
-                given = max(1, int(lengths.max()) if lengths.size else 1)
-            depths[name] = _metrics._check_k(given, "k" if name == "context" else "candidate_k")
-        scores = {
-            name: self._guarded(
-                lambda column=column, name=name: _metrics.retrieval_scores(df[column], df[gold_col], depths[name]),
-                {"retrieved": column, "gold": gold_col},
-                method,
-                qid,
+        if candidate_spans is not None and candidate_spans not in df.columns:
+            raise missing_column_error(df, candidate_spans, role=None, method=method)
+        span_gold = resolve_column(df, "gold_spans", gold_spans, method=method, required=False)
+        id_gold = resolve_column(df, "gold", gold, method=method, required=False)
+        uses_spans = gold_by == "spans" or (gold_by == "auto" and span_gold is not None and id_gold is None)
+        if uses_spans and candidate_spans is None:
+            raise RowTableError(
+                f"{method}: the gold is character spans, so the candidates' spans are needed too; "
+                "pass candidate_spans='your_column' (one span per candidate id, same order)."
             )
-            for name, column in (("context", ranked_col), ("candidates", candidates))
-        }
+
+        def depth(column: str, given: int | None, name: str) -> int:
+            if given is not None:
+                return _metrics._check_k(given, name)
+            lengths = df[column].map(lambda v: 0 if not isinstance(v, (list, tuple, np.ndarray)) else len(v))
+            return max(1, int(lengths.max()) if len(lengths) else 1)
+
+        depths = {"context": depth(ranked_col, k, "k"), "candidates": depth(candidates, candidate_k, "candidate_k")}
+        common = {"gold_by": gold_by, "min_overlap": min_overlap, "question_id": question_id,
+                  "gold": gold, "gold_spans": gold_spans}
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*replaces existing column")
+            scored = {
+                "context": self.retrieval(k=depths["context"], retrieved=ranked_col, retrieved_spans=retrieved_spans,
+                                          **common),
+                "candidates": self.retrieval(k=depths["candidates"], retrieved=candidates,
+                                             retrieved_spans=candidate_spans, **common),
+            }
         records = []
         for metric in ("recall", "hit"):
-            context = scores["context"][f"{metric}@{depths['context']}"]
-            wide = scores["candidates"][f"{metric}@{depths['candidates']}"]
+            context = scored["context"][f"{metric}@{depths['context']}"].to_numpy(dtype=float)
+            wide = scored["candidates"][f"{metric}@{depths['candidates']}"].to_numpy(dtype=float)
             answerable = ~np.isnan(context)
             records.append(
                 {
@@ -640,11 +652,13 @@ class RagAccessor:
                 }
             )
         table = pd.DataFrame.from_records(records)
+        conventions = scored["context"].rag.meta.get("retrieval", {})
         table.attrs["raglab"] = {
             "depth_gap": {
                 "context_column": ranked_col,
                 "candidates_column": candidates,
-                "relevance": "grade > 0",
+                "gold_unit": conventions.get("gold_unit"),
+                "relevance": conventions.get("relevance", "grade > 0"),
                 "unanswerable": "excluded from means",
             }
         }

@@ -17,7 +17,7 @@ runs/<config>.parquet
       chunk500_rerank         500-character chunks, BM25 top 20 reranked (BM25 + best-sentence idf coverage), top 5
       chunk500_rerank_expand  as chunk500_rerank, each chunk expanded with its neighbours (the fix)
     Columns: question_id, retrieved (chunk ids, rank order), retrieved_spans, candidates (the
-    retriever's top 20 before truncation), and boundary_cut (the gold answer overlaps the
+    retriever's top 20 before truncation) with candidate_spans, and boundary_cut (the gold answer overlaps the
     retrieved context but no single chunk holds all of it).
 readers/<model>.parquet
     Three SQuAD 2.0 leaderboard models' dev predictions scored with the official SQuAD v2 rules:
@@ -269,6 +269,7 @@ def build_runs(articles: dict[str, str], questions_df: pd.DataFrame, question_te
                     "retrieved": [[chunk_ids[i] for i in row] for row in order],
                     "retrieved_spans": retrieved_spans,
                     "candidates": [[chunk_ids[i] for i in row] for row in top],
+                    "candidate_spans": [[dict(chunk_spans[i]) for i in row] for row in top],
                 }
             )
             run["boundary_cut"] = [boundary_cut(g, s) for g, s in zip(questions_df["gold_spans"], retrieved_spans)]

@@ -144,3 +144,44 @@ def test_works_without_question_ids_and_on_an_empty_frame():
     empty = pd.DataFrame({"retrieved": pd.Series([], dtype=object), "gold": pd.Series([], dtype=object)})
     out = empty.rag.retrieval(k=3)
     assert len(out) == 0 and "recall@3" in out.columns
+
+
+# ---- depth_gap with span gold ----------------------------------------------------------------------
+
+
+def test_depth_gap_with_span_gold_matches_hand_worked_case():
+    # q1: the gold span lies in candidate 2, which did not reach the model (k=1): lost by truncation.
+    # q2: found at rank 1 in both. q3: unanswerable (no gold spans): excluded and counted.
+    span = lambda doc, start, end: {"doc_id": doc, "start": start, "end": end}  # noqa: E731
+    rows = pd.DataFrame({
+        "question_id": ["q1", "q2", "q3"],
+        "retrieved": [["a#0"], ["b#1"], ["c#0"]],
+        "retrieved_spans": [[span("a", 0, 100)], [span("b", 100, 200)], [span("c", 0, 100)]],
+        "candidates": [["a#0", "a#1"], ["b#1", "b#0"], ["c#0", "c#1"]],
+        "candidate_spans": [[span("a", 0, 100), span("a", 100, 200)], [span("b", 100, 200), span("b", 0, 100)],
+                            [span("c", 0, 100), span("c", 100, 200)]],
+        "gold_spans": [[span("a", 150, 160)], [span("b", 120, 130)], []],
+    })
+    gap = rows.rag.depth_gap(candidate_spans="candidate_spans")
+    assert gap[["metric", "context_k", "context", "candidate_k", "candidates", "n_lost", "n", "n_unanswerable"]
+               ].values.tolist() == [["recall", 1, 0.5, 2, 1.0, 1, 2, 1], ["hit", 1, 0.5, 2, 1.0, 1, 2, 1]]
+    assert gap.attrs["raglab"]["depth_gap"]["gold_unit"] == "character spans"
+
+
+def test_depth_gap_span_gold_needs_candidate_spans():
+    rows = pd.DataFrame({"retrieved": [["a"]], "retrieved_spans": [[{"doc_id": "a", "start": 0, "end": 5}]],
+                         "candidates": [["a"]], "gold_spans": [[{"doc_id": "a", "start": 0, "end": 2}]]})
+    with pytest.raises(raglab.RowTableError, match="pass candidate_spans="):
+        rows.rag.depth_gap()
+
+
+def test_depth_gap_equals_retrieval_on_each_column_for_bundled_run():
+    from raglab import datasets
+
+    run = datasets.squad_run("chunk500_rerank")
+    gap = run.rag.depth_gap(candidate_spans="candidate_spans").set_index("metric")
+    context = run.rag.retrieval(k=5)["recall@5"].mean()
+    wide = run.rag.retrieval(k=20, retrieved="candidates", retrieved_spans="candidate_spans")["recall@20"].mean()
+    assert gap.loc["recall", "context"] == pytest.approx(context, abs=1e-12)
+    assert gap.loc["recall", "candidates"] == pytest.approx(wide, abs=1e-12)
+    assert gap.loc["recall", "candidates"] > gap.loc["recall", "context"]

@@ -92,7 +92,8 @@ def squad_run(config: str = "chunk1000_bm25", *, with_questions: bool = True) ->
     -------
     DataFrame
         ``question_id``, ``retrieved`` (chunk ids in rank order), ``retrieved_spans``,
-        ``candidates`` (the retriever's top 20 before truncation to 5), ``boundary_cut``.
+        ``candidates`` (the retriever's top 20 before truncation to 5) and ``candidate_spans``,
+        ``boundary_cut`` (the answer overlaps the context but no single chunk holds all of it).
     """
     _check_choice(config, SQUAD_RUNS, "config")
     run = read_rows(data_dir() / "squad2" / "runs" / f"{config}.parquet")
