@@ -164,8 +164,9 @@ def forest(
         else "difference (candidate - baseline)"
     )
     level = table["level"].iloc[0] if "level" in table.columns else None
-    if level is not None and np.isfinite(level):
-        ax.set_title(f"{level:.0%} intervals", fontsize="medium", loc="left")
+    if level is not None and np.isfinite(level) and not ax.get_title():
+        # The centre title, so that a caller's ax.set_title(...) replaces it instead of overlapping it.
+        ax.set_title(f"{level:.0%} paired intervals", fontsize="medium")
     if "decision" in table.columns:
         present = [d for d in _DECISION_COLOURS if d in set(table["decision"])]
         handles = [Line2D([], [], color=_DECISION_COLOURS[d], linewidth=2.6, label=d) for d in present]
