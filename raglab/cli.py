@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     # Subcommands register here: each sets `run=<function(args) -> exit code>`.
     demo = sub.add_parser("demo", help="run the main job on the bundled data")
+    demo.add_argument("--no-notebooks", action="store_true", help="skip executing the notebooks")
     demo.set_defaults(run=_run_demo)
     _add_size(sub)
     _add_gate(sub)
@@ -105,7 +106,7 @@ def _run_size(args: argparse.Namespace) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     from raglab.demo import main as demo_main
 
-    return demo_main()
+    return demo_main(["--no-notebooks"] if args.no_notebooks else [])
 
 # --------------------------------------------------------------------------------------------------
 # raglab gate BASE CANDIDATE --metric M --margin 0.02
