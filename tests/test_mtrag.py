@@ -191,3 +191,35 @@ def test_loaded_figures_equal_the_source_json(rows):
         assert loaded.loc[task_id, "answerability"] == t["Answerability"][0]
         assert loaded.loc[task_id, "question_type"] == t["Question Type"]
         assert loaded.loc[task_id, "turn"] == int(t["Turn"])
+
+
+# ---- a paired comparison of two answerers on the same tasks ------------------------------------------
+
+
+@pytest.mark.parametrize("metric", ["human_mean", "rl_f", "human_pass"])
+def test_paired_comparison_of_two_models_against_scipy(metric):
+    """gpt-4o vs llama-3.1-405b on the same 159 tasks: raglab's paired interval vs scipy's bootstrap."""
+    from scipy.stats import bootstrap
+    from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+
+    from raglab.datasets.mtrag import load_runs
+
+    runs = load_runs("faithfulness")
+    base, cand = runs["llama-3.1-405b-instruct"].copy(), runs["gpt-4o"].copy()
+    for run in (base, cand):  # pass = the human majority rates the answer 3 or 4 (ties are NaN)
+        run["human_pass"] = (run["human_majority"] >= 3).astype(float).where(run["human_majority"].notna())
+    table = base.rag.compare(cand, metrics=[metric], n_resamples=20_000, seed=1)
+    row = table.iloc[0]
+    both = base[metric].notna() & cand.set_index("question_id").loc[base["question_id"], metric].notna().to_numpy()
+    diffs = (cand.set_index("question_id").loc[base["question_id"], metric].to_numpy() - base[metric].to_numpy())[both]
+    assert row["n"] == both.sum() and row["n_dropped"] == (~both).sum()
+    assert row["diff"] == pytest.approx(diffs.mean(), abs=1e-12)
+    oracle = bootstrap((diffs,), np.mean, n_resamples=20_000, method="percentile", random_state=0).confidence_interval
+    width = oracle.high - oracle.low
+    assert row["low"] == pytest.approx(oracle.low, abs=0.06 * width)   # Monte Carlo error of two bootstraps
+    assert row["high"] == pytest.approx(oracle.high, abs=0.06 * width)
+    if metric == "human_pass":  # pass/fail: the exact McNemar test
+        b = int(((diffs == -1)).sum())
+        c = int(((diffs == 1)).sum())
+        expected = sm_mcnemar([[0, b], [c, 0]], exact=True).pvalue
+        assert row["p_value"] == pytest.approx(expected, rel=1e-9)
