@@ -78,3 +78,17 @@ def test_public_modules_have_all_and_docstrings(module):
         obj = getattr(mod, name)
         if callable(obj) and not name.endswith(("Error", "Warning")):
             assert obj.__doc__, f"{module}.{name} has no docstring"
+
+
+def test_readme_quickstart_runs(monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    readme = (REPO / "README.md").read_text()
+    quickstart = readme.split("## Quickstart", 1)[1]
+    code = re.search(r"```python\n(.*?)```", quickstart, flags=re.S).group(1)
+    assert len(code.strip().splitlines()) <= 12
+    namespace: dict = {}
+    exec(compile(code, "README quickstart", "exec"), namespace)
+    assert namespace["result"].decision in ("pass", "review", "block")
+    assert set(namespace["table"]["metric"]) == {"recall@5", "hit@1"}
