@@ -14,7 +14,13 @@ __all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``raglab`` command (one subparser per subcommand)."""
+    """The argument parser of the ``raglab`` command (one subparser per subcommand).
+
+    Examples
+    --------
+    >>> build_parser().parse_args(["gate", "base.jsonl", "cand.jsonl", "--metric", "recall@5"]).metric
+    ['recall@5']
+    """
     from raglab import __version__
 
     parser = argparse.ArgumentParser(prog="raglab", description="Evaluate RAG systems one question at a time.")
@@ -249,7 +255,15 @@ def _run_gate(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the process exit code."""
+    """Run the command line; returns the process exit code.
+
+    Examples
+    --------
+    >>> main(["size", "--p", "0.7", "--mde", "0.05"])     # doctest: +ELLIPSIS
+    1376 questions per run
+    ...
+    0
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     return int(args.run(args) or 0)

@@ -129,7 +129,13 @@ def _notebooks(folder: Path) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the demo and return the exit code (0 when every part ran)."""
+    """Run the demo and return the exit code (0 when every part ran).
+
+    Examples
+    --------
+    >>> main(["--no-notebooks"])        # doctest: +SKIP
+    0
+    """
     parser = argparse.ArgumentParser(prog="raglab demo", description=__doc__.splitlines()[0])
     parser.add_argument("--no-notebooks", action="store_true", help="skip executing the notebooks")
     args = parser.parse_args(argv)

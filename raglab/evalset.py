@@ -56,7 +56,18 @@ def _canonical(value: Any) -> Any:
 
 
 def row_hashes(df: pd.DataFrame, columns: Iterable[str], question_id: str = "question_id") -> dict[str, str]:
-    """SHA-256 of each row's canonical JSON over ``columns``, keyed by question id (as text)."""
+    """SHA-256 of each row's canonical JSON over ``columns``, keyed by question id (as text).
+
+    Dict keys are sorted and NaN counts as missing, so the hash changes only when content does.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"question_id": ["q1"], "gold": [{"d2": 1, "d1": 3}]})
+    >>> same = pd.DataFrame({"question_id": ["q1"], "gold": [{"d1": 3, "d2": 1}]})
+    >>> row_hashes(rows, ["question_id", "gold"]) == row_hashes(same, ["question_id", "gold"])
+    True
+    """
     columns = list(columns)
     hashes: dict[str, str] = {}
     cells = [df[c].array for c in columns]
@@ -68,7 +79,13 @@ def row_hashes(df: pd.DataFrame, columns: Iterable[str], question_id: str = "que
 
 
 def set_hash(hashes: Mapping[str, str]) -> str:
-    """Hash of a whole set: independent of row order."""
+    """Hash of a whole set from its per-row hashes: independent of row order.
+
+    Examples
+    --------
+    >>> set_hash({"q1": "aa", "q2": "bb"}) == set_hash({"q2": "bb", "q1": "aa"})
+    True
+    """
     digest = hashlib.sha256()
     for qid in sorted(hashes):
         digest.update(f"{qid}\t{hashes[qid]}\n".encode())

@@ -689,6 +689,15 @@ def write_trec(
 
     Run scores come from ``scores`` when that column exists, otherwise they are ``n - rank + 1``
     so that trec_eval reproduces the list order exactly. List gold is written with grade 1.
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, os
+    >>> rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d3", "d1"]], "gold": [["d1"]]})
+    >>> folder = tempfile.mkdtemp()
+    >>> write_trec(rows, run=os.path.join(folder, "run.txt"), run_name="bm25")
+    >>> open(os.path.join(folder, "run.txt")).read().splitlines()
+    ['q1 Q0 d3 1 2.0 bm25', 'q1 Q0 d1 2 1.0 bm25']
     """
     from raglab._rowtable import resolve_column
 

@@ -142,6 +142,13 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
     * ``raglab_declined``: :func:`raglab.abstention.detect_declined` on the answer.
 
     Any other schema gets ``{}``. It is a stand-in for a model in tests, not a judge.
+
+    Examples
+    --------
+    >>> body = {"messages": [{"role": "user", "content": "<answer>Paris is the capital of France. I am not sure.</answer>"}],
+    ...         "response_format": {"type": "json_schema", "json_schema": {"name": "raglab_claims", "schema": {}}}}
+    >>> rule_based_reply(body)
+    '{"claims": ["Paris is the capital of France."]}'
     """
     from raglab.tripwires import content_words
 

@@ -58,7 +58,13 @@ _FILES = ("tasks.csv", "responses.csv", "ratings.csv", "manifest.json")
 
 
 def data_dir(path: str | os.PathLike[str] | None = None) -> Path:
-    """The folder holding the MTRAG files (``path`` or the bundled ``data/mtrag``); raises naming what is missing."""
+    """The folder holding the MTRAG files (``path`` or the bundled ``data/mtrag``); raises naming what is missing.
+
+    Examples
+    --------
+    >>> data_dir().name
+    'mtrag'
+    """
     folder = Path(path) if path is not None else bundled_data_dir() / "mtrag"
     missing = [name for name in _FILES if not (folder / name).exists()]
     if missing:
@@ -118,7 +124,13 @@ def load_ratings(*, path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
 
 
 def rater_columns(rows: pd.DataFrame) -> list[str]:
-    """The per-annotator rating columns of a :func:`load_responses` table."""
+    """The per-annotator rating columns of a :func:`load_responses` table.
+
+    Examples
+    --------
+    >>> len(rater_columns(load_responses("faithfulness")))     # 7 annotators in MTRAG's human evaluation
+    7
+    """
     return [c for c in rows.columns if str(c).startswith(RATER_PREFIX)]
 
 
