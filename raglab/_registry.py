@@ -3,9 +3,10 @@
 Score columns are named ``<base>`` or ``<base>@<k>`` (``recall@5``, ``ndcg@10``, ``rr``,
 ``faithfulness``). The gate needs the direction (a drop in recall is bad, a drop in latency is good),
 the bootstrap can use the fact that a pass/fail metric takes only the values 0 and 1, and reports
-can say what a number means. Unknown names are higher-is-better unless the name says otherwise
-(latency, cost, error, hallucination, ...); every function that uses the direction also takes an
-explicit ``higher_is_better=``.
+can say what a number means. Unknown names are higher-is-better unless a whole word of the name says otherwise
+(latency, cost, error, hallucination, time, ...; "error_free" and "no_hallucination" stay higher);
+every function that uses the direction also takes an explicit ``higher_is_better=``, and the gate
+warns when it had to guess.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class MetricInfo:
     binary: bool
     bounded: bool  # values lie in [0, 1]
     description: str
+    known: bool = True  # False: unknown name, direction guessed from its words
 
 
 _BASES: dict[str, tuple[bool, bool, bool, str]] = {
@@ -50,7 +52,13 @@ _BASES: dict[str, tuple[bool, bool, bool, str]] = {
     "latency": (False, False, False, "time to answer"),
     "cost": (False, False, False, "cost per question"),
 }
-_LOWER_IS_BETTER_WORDS = ("latency", "cost", "error", "hallucinat", "time", "tokens", "loss", "false_")
+# Whole words of a metric name that mean lower is better ("uptime" and "sentiment" contain no such word).
+_LOWER_IS_BETTER_WORDS = frozenset(
+    """latency latencies cost costs price usd dollars error errors err hallucination hallucinations
+    hallucinated time seconds secs sec ms duration tokens loss losses false fpr fnr wer cer toxicity""".split()
+)
+# Words that negate the above: "error_free_rate", "no_hallucination" are higher-is-better.
+_NEGATING_WORDS = frozenset("free no non without avoided".split())
 _NAME = re.compile(r"^(?P<base>.+?)(?:@(?P<k>\d+))?$")
 
 
@@ -73,7 +81,8 @@ def metric_info(name: str) -> MetricInfo:
     base, k = (match.group("base"), match.group("k")) if match else (name, None)
     known = _BASES.get(base)
     if known is None:
-        lower = any(word in base.lower() for word in _LOWER_IS_BETTER_WORDS)
-        return MetricInfo(name, base, int(k) if k else None, not lower, False, False, "")
+        words = set(re.split(r"[^a-z0-9]+", base.lower()))
+        lower = bool(words & _LOWER_IS_BETTER_WORDS) and not words & _NEGATING_WORDS
+        return MetricInfo(name, base, int(k) if k else None, not lower, False, False, "", known=False)
     higher, binary, bounded, description = known
     return MetricInfo(name, base, int(k) if k else None, higher, binary, bounded, description)

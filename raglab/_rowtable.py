@@ -59,6 +59,7 @@ ROLES: dict[str, Role] = {
 }
 
 SPAN_KEYS = ("doc_id", "start", "end")
+_SCORED_DEPTHS = {"k", "columns"}
 _SHOWN = 5  # offending rows listed in an error message
 
 
@@ -420,6 +421,14 @@ def pair_runs(
             raise missing_column_error(frame, on, role="question_id" if on == "question_id" else None, method=method)
         check_column(frame, on, "id", method=f"{method} ({side})", id_column=None)
         check_unique_ids(frame, on, method=f"{method} ({side})")
+        as_text = frame[on].astype(str)
+        clashes = as_text[as_text.duplicated(keep=False)]
+        if len(clashes):
+            values = frame[on][as_text.duplicated(keep=False)].tolist()[:_SHOWN]
+            raise RowTableError(
+                f"{method} ({side}): question ids are paired as text, and {sorted(set(clashes))[:_SHOWN]} "
+                f"stand for more than one id ({values}); use one type for ids (e.g. df[{on!r}].astype(str))."
+            )
 
     _check_evalsets(base, cand, method=method, allow=allow_evalset_mismatch)
     _warn_on_judge_or_convention_change(base, cand, method=method)
@@ -476,7 +485,8 @@ def _warn_on_judge_or_convention_change(base: pd.DataFrame, cand: pd.DataFrame, 
         )
     conv_a, conv_b = get_meta(base).get("retrieval"), get_meta(cand).get("retrieval")
     if isinstance(conv_a, Mapping) and isinstance(conv_b, Mapping):
-        changed = sorted(k for k in set(conv_a) & set(conv_b) if conv_a[k] != conv_b[k])
+        # Which depths were scored (k, columns) does not change what recall@5 means; the rest does.
+        changed = sorted(k for k in set(conv_a) & set(conv_b) - _SCORED_DEPTHS if conv_a[k] != conv_b[k])
         if changed:
             details = ", ".join(f"{k}: {conv_a[k]!r} vs {conv_b[k]!r}" for k in changed)
             warnings.warn(

@@ -1,6 +1,7 @@
 """The ``raglab`` command line.
 
-Exit codes follow the gate: 0 pass, 1 block, 3 review; 2 is argparse's usage error.
+Exit codes follow the gate: 0 pass, 1 block, 3 review; 2 is argparse's usage error and bad input;
+4 is an unexpected internal error (never 1, which CI would read as a block).
 Each subcommand lives with the code it runs and is added here.
 """
 
@@ -120,6 +121,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 GATE_EXIT = {"pass": 0, "block": 1, "review": 3}
 ERROR_EXIT = 2  # the usage-error code argparse uses
+INTERNAL_ERROR_EXIT = 4  # a crash must not look like a decision (Python's own crash code, 1, is "block")
 
 
 class CommandError(Exception):
@@ -266,7 +268,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.run(args) or 0)
+    try:
+        return int(args.run(args) or 0)
+    except Exception:  # report, but never with a code that means a gate decision
+        import traceback
+
+        traceback.print_exc()
+        print(f"raglab {args.command}: internal error (exit {INTERNAL_ERROR_EXIT}); please report it with the "
+              "traceback above", file=sys.stderr)
+        return INTERNAL_ERROR_EXIT
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1405,6 +1405,15 @@ def _margins(margin: Any, names: Sequence[str]) -> dict[str, float]:
 
 def _directions(higher_is_better: Any, names: Sequence[str]) -> dict[str, bool]:
     given = {} if higher_is_better is None else _per_metric(higher_is_better, names, "higher_is_better", _check_direction)
+    guessed = [name for name in names if name not in given and not metric_info(name).known]
+    if guessed:
+        shown = "; ".join(f"{n!r}: {'higher' if metric_info(n).higher_is_better else 'lower'} is better" for n in guessed)
+        warnings.warn(
+            f"gate: guessed from the metric name which way is better ({shown}); pass "
+            "higher_is_better={metric: True/False} (CLI: --higher-is-better / --lower-is-better) to state it.",
+            UserWarning,
+            stacklevel=4,
+        )
     return {name: given.get(name, metric_info(name).higher_is_better) for name in names}
 
 

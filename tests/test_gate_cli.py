@@ -152,3 +152,29 @@ def test_console_entry_point_runs_in_a_subprocess(files):
     )
     assert done.returncode == 1, done.stderr
     assert "GateResult: BLOCK" in done.stdout
+
+
+def test_ids_that_clash_as_text_are_bad_input_not_a_block(tmp_path):
+    base = pd.DataFrame({"question_id": pd.Series([1, "1", "2"], dtype=object), "recall@5": [1.0, 0.0, 1.0]})
+    cand = pd.DataFrame({"question_id": ["1", "2"], "recall@5": [1.0, 1.0]})
+    base.rag.write(tmp_path / "base.jsonl")
+    cand.rag.write(tmp_path / "cand.jsonl")
+    code = main(["gate", str(tmp_path / "base.jsonl"), str(tmp_path / "cand.jsonl"), "--metric", "recall@5",
+                 "--margin", "0.02"])
+    assert code == 2  # bad input, not 1 ("block")
+
+
+def test_an_internal_error_never_exits_with_a_decision_code(monkeypatch, capsys):
+    from raglab import cli
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("unexpected")
+
+    monkeypatch.setattr(cli, "_run_demo", boom)
+    parser = cli.build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    for action in parser._subparsers._group_actions[0].choices.values():
+        if action.prog.endswith("demo"):
+            action.set_defaults(run=boom)
+    assert cli.main(["demo"]) == cli.INTERNAL_ERROR_EXIT == 4
+    assert "internal error" in capsys.readouterr().err
