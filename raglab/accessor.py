@@ -473,6 +473,7 @@ class RagAccessor:
             value, unit = check_min_overlap(min_overlap)
             gold_col = resolve_column(df, "gold_spans", gold_spans, method=method)
             ranked_col = resolve_column(df, "retrieved_spans", retrieved_spans, method=method)
+            _check_id_types(df, ranked_col, gold_col, method, spans=True)
             scores = self._guarded(
                 lambda: span_retrieval_scores(df[ranked_col], df[gold_col], ks, min_overlap=min_overlap, gain=gain),
                 {"retrieved_spans": ranked_col, "gold_spans": gold_col},
@@ -495,6 +496,7 @@ class RagAccessor:
         else:
             ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
             gold_col = resolve_column(df, "gold", gold, method=method)
+            _check_id_types(df, ranked_col, gold_col, method)
             scores = self._guarded(
                 lambda: _metrics.retrieval_scores(df[ranked_col], df[gold_col], ks, gain=gain),
                 {"retrieved": ranked_col, "gold": gold_col},
@@ -535,6 +537,22 @@ class RagAccessor:
             )
         for name in names:
             out[name] = scores[name]
+        stale = [c for c in previous.get("columns", []) if c not in names and c in out.columns] if ours else []
+        def rules(record: Mapping[str, Any]) -> dict[str, Any]:
+            return {key: value for key, value in record.items() if key not in ("k", "columns")}
+
+        if stale and rules(previous) == rules(conventions):
+            # Same conventions at other depths: keep those columns and record every depth.
+            ks_all = sorted(set(previous.get("k", [])) | set(ks))
+            conventions["k"], names = ks_all, [*stale, *names]
+        elif stale:
+            out = out.drop(columns=stale)
+            warnings.warn(
+                f"{method}: dropped {stale} from the returned copy: they were scored with other conventions "
+                "than these (attrs describe one set of conventions per table).",
+                UserWarning,
+                stacklevel=2,
+            )
         conventions["columns"] = names
         update_meta(out, "retrieval", conventions)
         update_meta(
@@ -1038,6 +1056,40 @@ class RagAccessor:
         from raglab import plots
 
         return plots.forest(self._df, ax=ax, margin=margin, scale=scale, **kwargs)
+
+
+def _id_types(cells: Any, *, spans: bool, limit: int = 2000) -> set[str]:
+    """The kinds of id ('text' or 'number') in the first non-empty cells of an id or span column."""
+    kinds: set[str] = set()
+    seen = 0
+    for cell in cells:
+        if isinstance(cell, Mapping):
+            items = list(cell)[:5]
+        elif isinstance(cell, (list, tuple, np.ndarray)):
+            items = [x.get("doc_id") if spans and isinstance(x, Mapping) else x for x in list(cell)[:5]]
+        else:
+            continue
+        for item in items:
+            if isinstance(item, str):
+                kinds.add("text")
+            elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+                kinds.add("number")
+        seen += 1
+        if seen >= limit:
+            break
+    return kinds
+
+
+def _check_id_types(df: pd.DataFrame, ranked_col: str, gold_col: str, method: str, *, spans: bool = False) -> None:
+    """Refuse ids that can never match: numbers on one side, text on the other (7 != "7" in Python)."""
+    ranked, gold = _id_types(df[ranked_col].array, spans=spans), _id_types(df[gold_col].array, spans=spans)
+    if ranked and gold and not ranked & gold:
+        what = "doc_id values" if spans else "ids"
+        raise RowTableError(
+            f"{method}: {ranked_col!r} holds {what} as {'/'.join(sorted(ranked))} but {gold_col!r} as "
+            f"{'/'.join(sorted(gold))}, so no retrieved id can ever match a gold one and every score would be 0. "
+            f"Convert one side, e.g. df[{ranked_col!r}] = df[{ranked_col!r}].map(lambda ids: [str(i) for i in ids])."
+        )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -185,3 +185,24 @@ def test_depth_gap_equals_retrieval_on_each_column_for_bundled_run():
     assert gap.loc["recall", "context"] == pytest.approx(context, abs=1e-12)
     assert gap.loc["recall", "candidates"] == pytest.approx(wide, abs=1e-12)
     assert gap.loc["recall", "candidates"] > gap.loc["recall", "context"]
+
+
+def test_ids_that_can_never_match_are_refused():
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [[101, 202]], "gold": [["101"]]})
+    with pytest.raises(raglab.RowTableError, match=r"'retrieved' holds ids as number but 'gold' as text"):
+        rows.rag.retrieval(k=2)
+    fixed = rows.assign(retrieved=[["101", "202"]])
+    assert fixed.rag.retrieval(k=2)["recall@2"].tolist() == [1.0]
+
+
+def test_rescoring_keeps_same_convention_columns_and_drops_stale_ones():
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d7", "d2", "d9"]], "gold": [{"d2": 3, "d9": 1}]})
+    linear = rows.rag.retrieval(k=3, gain="linear")
+    with pytest.warns(UserWarning, match=r"dropped \['recall@3', .*'ndcg@3'.*other conventions"):
+        again = linear.rag.retrieval(k=2)  # exponential gain: the linear ndcg@3 must not stay labelled exponential
+    assert "ndcg@3" not in again.columns and again.rag.meta["retrieval"]["gain"] == "exponential"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        both = linear.rag.retrieval(k=2, gain="linear")  # same conventions: both depths kept
+    assert {"ndcg@2", "ndcg@3"} <= set(both.columns) and both.rag.meta["retrieval"]["k"] == [2, 3]
+    assert both["ndcg@3"].iloc[0] == pytest.approx(metrics.ndcg_at_k(["d7", "d2", "d9"], {"d2": 3, "d9": 1}, 3, gain="linear"))
