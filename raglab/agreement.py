@@ -708,26 +708,32 @@ class AgreementReport:
             ),
         ]
         if self.positive is not None:
-            mr = self.intervals["miss_rate"]
+            # With one human label only, some rates have no denominator: print n/a, never crash.
+            def num(value: Any) -> str:
+                return "n/a" if value is None or not np.isfinite(value) else f"{value:.3f}"
+
+            mr = self.intervals.get("miss_rate")
+            miss = num(self.miss_rate) + (f" [{mr.low:.3f}, {mr.high:.3f}]" if mr is not None else "")
             out += [
                 (
                     "miss rate",
-                    f"{self.miss_rate:.3f} [{mr.low:.3f}, {mr.high:.3f}]: the judge passed {c['false_pass']} of "
-                    f"the {c['human_negative']} items people marked negative",
+                    f"{miss}: the judge passed {c['false_pass']} of the {c['human_negative']} items people "
+                    "marked negative",
                 ),
                 (
                     "sensitivity",
-                    f"{self.sensitivity:.3f} ({c['true_pass']}/{c['human_positive']}), specificity "
-                    f"{self.specificity:.3f} ({c['true_fail']}/{c['human_negative']})",
+                    f"{num(self.sensitivity)} ({c['true_pass']}/{c['human_positive']}), specificity "
+                    f"{num(self.specificity)} ({c['true_fail']}/{c['human_negative']})",
                 ),
                 (
                     "pass rate",
-                    f"judge {self.judge_positive_rate:.3f} vs people {self.human_positive_rate:.3f}",
+                    f"judge {num(self.judge_positive_rate)} vs people {num(self.human_positive_rate)}",
                 ),
                 (
                     "attenuation",
-                    f"{self.attenuation:.3f}: a true change d in the pass rate shows as about "
-                    f"{self.attenuation:.2f}*d in the judge's mean",
+                    f"{num(self.attenuation)}: a true change d in the pass rate shows as about "
+                    + (f"{self.attenuation:.2f}*d" if num(self.attenuation) != "n/a" else "(n/a)")
+                    + " in the judge's mean",
                 ),
             ]
             if self.corrected_pass_rate is not None:
@@ -762,6 +768,14 @@ class AgreementReport:
         warn = "".join(f"<p style='color:#b00'><b>Warning:</b> {e(w)}</p>" for w in self.warnings)
         confusion = self.confusion.to_html()
         return f"<div><b>{title}</b><table>{rows}</table>{warn}<p>Confusion (people in rows, judge in columns)</p>{confusion}</div>"
+
+
+def _looks_like_scores(values: np.ndarray) -> bool:
+    """Floats with a fractional part are scores, not category labels."""
+    floats = [v for v in values if isinstance(v, (float, np.floating)) and np.isfinite(v)]
+    if values.dtype.kind == "f":
+        floats = values[np.isfinite(values)].tolist()
+    return any(v != int(v) for v in floats)
 
 
 def _binarize(values: np.ndarray, threshold: float | None, name: str) -> np.ndarray:
@@ -885,6 +899,13 @@ def _report(
         index = judge.index
     else:
         index = pd.RangeIndex(len(x))
+    for values, threshold, who in ((x, human_threshold, "human"), (y, judge_threshold, "judge")):
+        if threshold is None and _looks_like_scores(values):
+            example = next(float(v) for v in values if isinstance(v, (float, np.floating)) and np.isfinite(v) and v != int(v))
+            raise ValueError(
+                f"the {who} column holds scores (e.g. {example!r}), not labels; pass {who}_threshold= to turn "
+                f"them into pass/fail (score >= threshold), e.g. {who}_threshold=0.5"
+            )
     x = _binarize(x, human_threshold, "human")
     y = _binarize(y, judge_threshold, "judge")
     if (human_threshold is not None or judge_threshold is not None) and positive is None:
@@ -978,6 +999,14 @@ def _report(
             {names[0]: x[differ], names[1]: y[differ]}, index=index[differ]
         )
     messages: list[str] = []
+    if positive is not None and (counts.get("human_positive") == 0 or counts.get("human_negative") == 0):
+        only = "positive" if counts.get("human_negative") == 0 else "negative"
+        messages.append(
+            f"people gave every item the {only} label: sensitivity, specificity, attenuation and kappa's interval "
+            "say nothing about the judge; label items of the other class too"
+        )
+        if warn:
+            warnings.warn(messages[-1], LowAgreementWarning, stacklevel=stacklevel)
     if not math.isnan(kappa_iv.estimate) and kappa_iv.estimate < KAPPA_UNTRUSTED:
         messages.append(
             f"kappa = {kappa_iv.estimate:.3f} is below {KAPPA_UNTRUSTED}: this judge should not be trusted "

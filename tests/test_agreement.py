@@ -406,3 +406,21 @@ def test_accessor_names_a_missing_column():
     rows = pd.DataFrame({"human": [1, 0], "judge": [1, 1]})
     with pytest.raises(raglab.MissingColumnError, match=r"rag.agreement needs column 'label'.*found \['human', 'judge'\]"):
         rows.rag.agreement("label", "judge")
+
+
+def test_scores_without_a_threshold_are_refused():
+    frame = pd.DataFrame({"h": [1, 0, 1, 1], "j": [0.9, 0.2, 0.7, 0.4]})
+    with pytest.raises(ValueError, match=r"the judge column holds scores \(e.g. 0.9\).*judge_threshold="):
+        frame.rag.agreement("h", "j", positive=1)
+    report = frame.rag.agreement("h", "j", positive=True, judge_threshold=0.5, warn=False)
+    assert report.agreement == pytest.approx(0.75)  # pass at >= 0.5: 1, 0, 1, 0 against 1, 0, 1, 1
+
+
+@pytest.mark.parametrize("human", [[1, 1, 1, 1], [0, 0, 0, 0]])
+def test_one_human_label_reports_without_crashing(human):
+    frame = pd.DataFrame({"h": human, "j": [1, 0, 1, 1]})
+    with pytest.warns(LowAgreementWarning, match="people gave every item the"):
+        report = frame.rag.agreement("h", "j", positive=1)
+    text = repr(report)
+    assert "n/a" in text and "WARNING: people gave every item" in text
+    assert "<table>" in report._repr_html_()
