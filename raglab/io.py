@@ -11,7 +11,8 @@ small schema (column dtypes) and the run's ``df.attrs["raglab"]`` metadata:
 Files written by other tools read fine too: without a schema, the id column is read as text and
 cells of the list-valued roles (``retrieved``, ``gold``, spans) are decoded from JSON.
 
-The DataFrame index is not stored: a row table is keyed by ``question_id``.
+A default RangeIndex is not stored; any other index (e.g. ``set_index("question_id")``) is written
+as columns and restored on reading.
 """
 
 from __future__ import annotations
@@ -207,6 +208,21 @@ def _restore_column(values: list[Any], schema: Mapping[str, Any], name: str) -> 
 # --------------------------------------------------------------------------------------------------
 
 
+def _index_as_columns(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """A named or non-default index is data (e.g. ``set_index("question_id")``): write it as columns."""
+    default = isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1
+    if default and df.index.name is None:
+        return df, []
+    names = [name if name is not None else f"level_{i}" if df.index.nlevels > 1 else "index"
+             for i, name in enumerate(df.index.names)]
+    clash = [name for name in names if name in df.columns]
+    if clash:
+        raise RowTableError(f"write_rows: the index name(s) {clash} are also column names; rename one of them")
+    out = df.reset_index(names=names)
+    out.attrs = df.attrs
+    return out, names
+
+
 def write_rows(df: pd.DataFrame, path: str | os.PathLike[str], *, format: str | None = None, header: bool = True) -> Path:
     """Write a row table to JSONL, CSV or Parquet (chosen by suffix, or ``format=``).
 
@@ -242,7 +258,10 @@ def write_rows(df: pd.DataFrame, path: str | os.PathLike[str], *, format: str | 
         raise TypeError(f"write_rows needs a DataFrame, got {type(df).__name__}")
     path = Path(path)
     fmt = _format_of(path, format)
+    df, index_names = _index_as_columns(df)
     schema = _build_schema(df)
+    if index_names:
+        schema["index"] = index_names
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         if fmt == "jsonl":
@@ -379,6 +398,8 @@ def _from_columns(columns: dict[str, list[Any]], schema: Mapping[str, Any] | Non
             raise RowTableError(f"{str(path)!r}: the schema names columns the file does not hold: {missing}")
         df = pd.DataFrame({c: _restore_column(columns[c], specs[c], c) for c in specs})
         df = df.reset_index(drop=True)
+        if schema.get("index"):
+            df = df.set_index(schema["index"])
         attrs = schema.get("attrs") or {}
         if attrs:
             set_meta(df, attrs)
@@ -444,6 +465,12 @@ def _read_csv(path: Path) -> pd.DataFrame:
             return pd.DataFrame()
         rows = list(reader)
     width = len(header)
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise RowTableError(
+            f"{str(path)!r}: the header repeats column name(s) {repeated}; each column needs its own name "
+            "(reading would silently keep only one of them)."
+        )
     bad = [i for i, row in enumerate(rows) if len(row) != width]
     if bad:
         raise RowTableError(
@@ -489,7 +516,9 @@ def _infer_csv(raw: dict[str, list[str]]) -> pd.DataFrame:
     frame = pd.read_csv(
         io.StringIO(_rows_to_csv(raw)),
         dtype={name: str for name in raw if name == "question_id" or name in _STRUCTURED_ROLES},
-        keep_default_na=True,
+        # Only an empty field is missing: answers such as "None", "null" or "N/A" are text.
+        keep_default_na=False,
+        na_values=[""],
     )
     for name in _STRUCTURED_ROLES:
         if name in frame.columns:
@@ -533,6 +562,8 @@ def _read_parquet(path: Path) -> pd.DataFrame:
         columns[name] = values
     if schema is None:
         frame = table.to_pandas()
+        if frame.index.name is not None or not isinstance(frame.index, pd.RangeIndex):
+            frame = frame.reset_index()  # e.g. pandas wrote question_id as the index: make it a column again
         for name in frame.columns:
             if frame[name].dtype == object:
                 frame[name] = pd.Series([_to_python(v) for v in frame[name].array], dtype=object)

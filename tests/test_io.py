@@ -196,3 +196,32 @@ def row_tables(draw):
 def test_round_trip_property(tmp_path, suffix, rows):
     back = read_rows(write_rows(rows, tmp_path / f"prop{suffix}"))
     assert_rows_equal(rows, back)
+
+
+def test_csv_with_repeated_header_names_is_refused(tmp_path):
+    path = tmp_path / "dup.csv"
+    path.write_text("question_id,recall@5,recall@5\nq1,1.0,0.0\n")
+    with pytest.raises(raglab.RowTableError, match=r"repeats column name\(s\) \['recall@5'\]"):
+        read_rows(path)
+
+
+def test_plain_csv_keeps_text_that_looks_like_missing(tmp_path):
+    rows = pd.DataFrame({"question_id": ["a", "b", "c", "d"], "answer": ["null", "None", "N/A", None]})
+    back = read_rows(write_rows(rows, tmp_path / "plain.csv", header=False))
+    assert back["answer"].tolist()[:3] == ["null", "None", "N/A"]
+    assert pd.isna(back["answer"].iloc[3])
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_an_index_is_data_and_survives(tmp_path, suffix):
+    rows = sample_rows().set_index("question_id")
+    back = read_rows(write_rows(rows, tmp_path / f"indexed{suffix}"))
+    assert back.index.name == "question_id" and back.index.tolist() == rows.index.tolist()
+    assert_rows_equal(rows.reset_index(), back.reset_index())
+
+
+def test_pandas_parquet_with_id_index_reads_with_id_column(tmp_path):
+    path = tmp_path / "pandas.parquet"
+    pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]]}).set_index("question_id").to_parquet(path)
+    rows = read_rows(path)
+    assert rows["question_id"].tolist() == ["q1"]
