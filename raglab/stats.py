@@ -263,6 +263,7 @@ def _unit_codes(units: Any, n: int) -> np.ndarray | None:
 # --------------------------------------------------------------------------------------------------
 
 _HEAVY = 8  # a profile shared by this many units is one multinomial cell; rarer ones are drawn unit by unit
+MIN_CLUSTERS = 10  # below this many clusters a cluster-bootstrap interval is not reported
 _CHUNK_BYTES = 32 * 2**20  # memory for one chunk of resampled counts
 
 
@@ -714,6 +715,19 @@ def _bootstrap_cells(
     constant = _cell_extremes(values, codes, n_groups, grouped, engine)
     low, high = _bootstrap_bounds(boot, engine.theta, level, method, accel, constant)
     too_few = engine.units_per_cell < 2  # one question (or cluster) says nothing about sampling error
+    if engine.clustered:
+        # A cluster bootstrap over a handful of clusters gives intervals far too narrow: give none.
+        few = (engine.units_per_cell < MIN_CLUSTERS) & ~too_few
+        if few.any():
+            counts = sorted({int(c) for c in np.asarray(engine.units_per_cell)[few]})
+            warnings.warn(
+                f"units=: some rows rest on only {counts} clusters; a cluster bootstrap needs at least "
+                f"{MIN_CLUSTERS} to say anything about sampling error, so those rows get no interval (a gate "
+                "sends them to review). Use finer clusters, fewer slices, or no units=.",
+                UserWarning,
+                stacklevel=4,
+            )
+        too_few = too_few | few
     low[too_few] = high[too_few] = np.nan
     return engine, boot, low, high
 

@@ -225,3 +225,16 @@ def test_a_slice_of_one_question_goes_to_review():
     result = gate({"a": [1, 0, 1]}, {"a": [1, 1, 1]}, margin=0.0, slices=["x", "y", "x"])
     assert result.table.set_index("slice")["decision"].to_dict() == {"overall": "pass", "x": "pass", "y": "review"}
     assert result.decision == "review"
+
+
+def test_a_handful_of_clusters_gives_no_interval_and_the_gate_reviews():
+    rng = np.random.default_rng(0)
+    ids = [f"q{i}" for i in range(200)]
+    base = pd.DataFrame({"question_id": ids, "recall@5": rng.random(200), "doc": rng.integers(0, 2, 200).astype(str)})
+    cand = base.assign(**{"recall@5": base["recall@5"] + 0.1})  # a clear gain, but only 2 clusters
+    with pytest.warns(UserWarning, match=r"only \[2\] clusters.*at least 10"):
+        result = base.rag.gate(cand, metrics=["recall@5"], margin=0.02, units="doc", n_resamples=500)
+    assert result.decision == "review" and result.table["low"].isna().all()
+    many = base.assign(doc=rng.integers(0, 40, 200).astype(str))
+    assert many.rag.gate(cand.assign(doc=many["doc"]), metrics=["recall@5"], margin=0.02, units="doc",
+                         n_resamples=500).decision == "pass"
