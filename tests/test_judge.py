@@ -403,3 +403,21 @@ def test_public_names_have_docstrings(module):
         obj = getattr(mod, name)
         if callable(obj) and not name.endswith(("Error", "Warning")):
             assert obj.__doc__, f"{module}.{name} has no docstring"
+
+
+@pytest.mark.parametrize("which", ["lexical", "llm"])
+@pytest.mark.parametrize("context", [[], "", "   "])
+def test_answer_with_empty_context_scores_zero_not_missing(context, which, server):
+    # Nothing reached the model, yet the answer makes claims: every claim is unsupported (0), which
+    # must count in the mean; a missing context (None) says nothing and stays unscored.
+    rows = pd.DataFrame({
+        "question_id": ["q1", "q2"],
+        "question": ["How much does it cost?", "How much does it cost?"],
+        "answer": ["Standard storage costs 2.1 cents per gigabyte. Archive costs less."] * 2,
+        "context": pd.Series([context, None], dtype=object),
+    })
+    judge = LexicalJudge() if which == "lexical" else llm(server)
+    out = rows.rag.judge(judge, metrics=["faithfulness"], progress=False)
+    assert out.loc[0, "faithfulness"] == 0.0 and pd.isna(out.loc[0, "judge_error"])
+    assert len(out.loc[0, "faithfulness_claims"]) == 2 and out.loc[0, "faithfulness_verdicts"] == [False, False]
+    assert pd.isna(out.loc[1, "faithfulness"]) and "no context given" in out.loc[1, "judge_error"]

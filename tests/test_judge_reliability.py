@@ -119,7 +119,7 @@ def test_retry_after_as_http_date_and_milliseconds():
 
 def test_5xx_is_retried_with_backoff_then_recorded_on_the_row(server):
     rows = make_rows(3)
-    server.fail_next(1, status=502)
+    server.fail_next(1, status=502, match="raglab_claims")  # one faithfulness call, whichever row comes first
     server.fail_next(100, status=500, match="relevance")
     judge = llm(server, max_retries=2)
     out = rows.rag.judge(judge, metrics=["faithfulness", "relevance"], progress=False)
@@ -233,19 +233,26 @@ def test_length_failure_is_recorded_when_the_budget_never_suffices(server):
                                          "(finish_reason 'length') (after 3 attempts)")
 
 
-def test_errors_raise_stops_and_keeps_completed_calls(server, tmp_path):
+def test_errors_raise_stops_and_keeps_completed_calls(tmp_path):
     rows = make_rows(6)
-    server.malform_next(100, match="raglab_relevance")
-    judge = llm(server, cache=tmp_path, max_format_retries=0, max_concurrency=1)
-    with pytest.raises(JudgeError, match=r"rag.judge: row 'q0' failed: relevance: relevance call failed") as info:
-        rows.rag.judge(judge, metrics=["relevance", "faithfulness"], errors="raise", progress=False)
-    assert "errors='record'" in str(info.value)
-    server.clear_faults()
-    kept = CallCache(tmp_path).count()
-    assert kept >= 1  # q0's faithfulness calls finished before the run stopped
-    before = server.requests_received
-    out = rows.rag.judge(llm(server, cache=tmp_path), metrics=["relevance", "faithfulness"], progress=False)
-    assert server.requests_received - before == 3 * 6 - kept
+
+    def responder(body):
+        # Row q3's relevance call is always malformed: the run stops there, after earlier rows finished.
+        text = json.dumps(body)
+        if "raglab_relevance" in text and "bridge 3 open" in text:
+            return "{not json"
+        return rule_based_reply(body)
+
+    with LocalOpenAIServer(responder=responder) as server:
+        judge = llm(server, cache=tmp_path, max_format_retries=0, max_concurrency=1)
+        with pytest.raises(JudgeError, match=r"rag.judge: row 'q3' failed: relevance: relevance call failed") as info:
+            rows.rag.judge(judge, metrics=["relevance", "faithfulness"], errors="raise", progress=False)
+        assert "errors='record'" in str(info.value)
+        kept = CallCache(tmp_path).count()
+        assert kept >= 1  # calls that finished before the run stopped are in the cache
+    with LocalOpenAIServer() as server:  # a healthy server: the resumed run makes only the missing calls
+        out = rows.rag.judge(llm(server, cache=tmp_path), metrics=["relevance", "faithfulness"], progress=False)
+        assert server.requests_received == 3 * 6 - kept
     pd.testing.assert_frame_equal(scores(out), scores(EXPECTED))
 
 

@@ -26,6 +26,8 @@ __all__ = [
     "REASON_EMPTY_ANSWER",
     "REASON_NO_CLAIMS",
     "REASON_NO_CONTEXT",
+    "REASON_EMPTY_CONTEXT",
+    "EMPTY_CONTEXT",
     "REASON_NO_REFERENCE",
     "REASON_NO_QUESTION",
 ]
@@ -44,6 +46,8 @@ LABEL_METRICS = ("relevance", "declined")
 REASON_EMPTY_ANSWER = "empty answer (nothing to judge)"
 REASON_NO_CLAIMS = "the answer makes no factual claim (e.g. a refusal): nothing to check; score refusals with `declined`"
 REASON_NO_CONTEXT = "no context given for this row"
+REASON_EMPTY_CONTEXT = "no context reached the model, so no claim is supported"
+EMPTY_CONTEXT = ""
 REASON_NO_REFERENCE = "no reference answer for this row"
 REASON_NO_QUESTION = "no question text for this row"
 
@@ -118,14 +122,20 @@ def is_blank(value: Any) -> bool:
 
 
 def context_or_none(value: Any) -> str | list[str] | None:
-    """A context cell as str or list of str; None when missing or empty."""
+    """A context cell as str or list of str; None when missing; ``""`` when empty.
+
+    Missing (None/NaN) means the row does not say what the model saw: faithfulness is unscored.
+    Empty (``[]`` or ``""``) means nothing reached the model: every claim of the answer is
+    unsupported, and faithfulness is 0, not missing (a confident answer without context is exactly
+    the hallucination the metric exists to catch).
+    """
     if is_missing(value):
         return None
     if isinstance(value, (list, tuple, np.ndarray)):
         passages = [str(v) for v in value if not is_missing(v)]
-        return passages if any(p.strip() for p in passages) else None
+        return passages if any(p.strip() for p in passages) else EMPTY_CONTEXT
     text = str(value)
-    return text if text.strip() else None
+    return text if text.strip() else EMPTY_CONTEXT
 
 
 def fingerprint_of(parts: Mapping[str, Any]) -> str:

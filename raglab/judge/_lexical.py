@@ -145,7 +145,7 @@ class LexicalJudge:
             if is_blank(row.answer):
                 outs[i].error = REASON_EMPTY_ANSWER
                 outs[i].claims, outs[i].verdicts, outs[i].reasons = [], [], []
-            elif value is None or (isinstance(value, str) and not value.strip()):
+            elif value is None or (source == "reference" and isinstance(value, str) and not value.strip()):
                 outs[i].error = REASON_NO_CONTEXT if source == "context" else REASON_NO_REFERENCE
             else:
                 usable.append(i)

@@ -42,7 +42,9 @@ from typing import Any
 import pydantic
 
 from raglab.judge._base import (
+    EMPTY_CONTEXT,
     REASON_EMPTY_ANSWER,
+    REASON_EMPTY_CONTEXT,
     REASON_NO_CLAIMS,
     REASON_NO_CONTEXT,
     REASON_NO_QUESTION,
@@ -558,7 +560,7 @@ class LLMJudge:
                 claims = _clean_claims(hit["reply"].get("claims"))
         guess = claims if claims is not None else [s for s in split_sentences(row.answer) if content_words(s)]
         sources = []
-        if "faithfulness" in metrics and row.context is not None:
+        if "faithfulness" in metrics and row.context is not None and row.context != EMPTY_CONTEXT:
             sources.append(("context", {"context": row.context}))
         if "correctness" in metrics and not is_blank(row.reference):
             sources.append(("reference", {"question": row.question or "", "reference": row.reference}))
@@ -674,6 +676,9 @@ class _Run:
             out.verdicts, out.reasons = [], []
             out.error = REASON_NO_CLAIMS
             return
+        if source_kind == "context" and row.context == EMPTY_CONTEXT:
+            self._unsupported(out)
+            return
         if self.judge.verify == "batched":
             reply = await self.call(f"verify_{source_kind}", {**base, "claims": claims}, repeat, out)
             items = reply["verdicts"]
@@ -684,6 +689,13 @@ class _Run:
         out.verdicts = [item["verdict"] == "supported" for item in items]
         out.reasons = [_reason_text(item) for item in items]
         out.score = sum(out.verdicts) / len(out.verdicts)
+
+    @staticmethod
+    def _unsupported(out: MetricOut) -> None:
+        """Nothing reached the model: every claim is unsupported (no verification call needed)."""
+        out.verdicts = [False] * len(out.claims)
+        out.reasons = [REASON_EMPTY_CONTEXT] * len(out.claims)
+        out.score = 0.0
 
     async def label_metric(self, name: str, row: RowInputs, repeat: int, out: MetricOut) -> None:
         if is_blank(row.answer):
