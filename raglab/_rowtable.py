@@ -50,7 +50,7 @@ ROLES: dict[str, Role] = {
         Role("question", "text", "the question text"),
         Role("retrieved", "id_list", "ranked ids of the chunks that reached the model"),
         Role("gold", "gold", "gold ids (list) or graded relevance (dict id -> grade); empty = unanswerable"),
-        Role("gold_spans", "span_list", "gold character spans: list of {doc_id, start, end}"),
+        Role("gold_spans", "gold_span_list", "gold character spans: list of {doc_id, start, end}"),
         Role("retrieved_spans", "span_list", "character span of each retrieved chunk, same order as retrieved"),
         Role("context", "text_or_list", "the context passed to the model (str or list of passages)"),
         Role("answer", "text", "the system's answer"),
@@ -211,6 +211,15 @@ def _check_span_list(value: Any) -> str | None:
     return None
 
 
+def _check_gold_span_list(value: Any) -> str | None:
+    problem = _check_span_list(value)
+    if problem is None and not is_missing(value):
+        for span in value:
+            if span["start"] == span["end"]:
+                return f"an empty span (start == end), which no chunk can ever cover: {_describe(span)}"
+    return problem
+
+
 _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "id": _check_id,
     "text": _check_text,
@@ -218,6 +227,7 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "id_list": _check_id_list,
     "gold": _check_gold,
     "span_list": _check_span_list,
+    "gold_span_list": _check_gold_span_list,
 }
 
 _EXPECTED: dict[str, str] = {
@@ -227,6 +237,7 @@ _EXPECTED: dict[str, str] = {
     "id_list": "a list of str/int ids per row ([] when nothing was retrieved)",
     "gold": "a list of ids or a dict id -> grade per row (empty or missing = unanswerable)",
     "span_list": "a list of {doc_id, start, end} dicts with 0 <= start <= end per row",
+    "gold_span_list": "a list of {doc_id, start, end} dicts with 0 <= start < end per row",
 }
 
 
@@ -258,14 +269,15 @@ def resolve_column(
     raise missing_column_error(df, name, role=role, method=method)
 
 
-def missing_column_error(df: pd.DataFrame, name: str, *, role: str | None, method: str) -> MissingColumnError:
+def missing_column_error(
+    df: pd.DataFrame, name: str, *, role: str | None, method: str, keyword: str | None = None
+) -> MissingColumnError:
+    """The error for an absent column: what was needed, what is there, and the keyword that fixes it."""
     found = [str(c) for c in df.columns]
     meaning = f" ({ROLES[role].meaning})" if role in ROLES else ""
-    keyword = role if role is not None else "the matching keyword"
-    return MissingColumnError(
-        f"{method} needs column {name!r}{meaning}; found {found}. "
-        f"Pass {keyword}='your_column' to use another name."
-    )
+    keyword = keyword or (role if role in ROLES else None)
+    fix = f"Pass {keyword}='your_column' to use another name." if keyword else "Check the column name."
+    return MissingColumnError(f"{method} needs column {name!r}{meaning}; found {found}. {fix}")
 
 
 def _row_labels(df: pd.DataFrame, positions: Sequence[int], id_column: str | None) -> str:
@@ -345,7 +357,13 @@ def validate_rows(
     unknown = set(overrides) - set(ROLES)
     if unknown:
         raise TypeError(f"{method}: unknown column role(s) {sorted(unknown)}; roles are {list(ROLES)}")
-    required = set(require)
+    required = {require} if isinstance(require, str) else set(require)
+    unknown = required - set(ROLES)
+    if unknown:
+        raise ValueError(
+            f"{method}: `require` names unknown role(s) {sorted(unknown)}; roles are {list(ROLES)} "
+            "(to use another column name for a role, pass e.g. retrieved='my_column')"
+        )
     resolved: dict[str, str] = {}
     for role in ROLES:
         column = resolve_column(df, role, overrides.get(role), method=method, required=role in required)

@@ -24,9 +24,10 @@ from raglab._interval import Interval
 __all__ = ["DEFAULT_REFUSAL_PATTERNS", "AbstentionResult", "detect_declined", "score_abstention"]
 
 DEFAULT_REFUSAL_PATTERNS: tuple[str, ...] = (
-    r"\bi (?:do not|don't|dont) know\b",
+    r"\bi (?:do not|don't|dont) know\b(?!\s+(?:why|how|whether|if|what|when|where|who)\b)",
     r"\bi(?: am|'m)? (?:not sure|unsure)\b",
     r"\b(?:cannot|can't|can not|could not|couldn't|am unable to|unable to) (?:answer|find|determine|say|tell|provide)\b",
+    r"\b(?:cannot|can't|can not|could not|couldn't) be (?:determined|answered|found|inferred|established)\b",
     r"\b(?:no|not enough|insufficient) (?:relevant )?information\b",
     r"\b(?:is|are) not (?:mentioned|provided|stated|specified|given|available)\b",
     r"\b(?:context|passages?|documents?|sources?) (?:does|do) not (?:contain|provide|mention|say|include|specify)\b",

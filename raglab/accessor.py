@@ -359,7 +359,7 @@ class RagAccessor:
         values = []
         for side, frame in (("base", paired.base), ("cand", paired.cand)):
             if metric not in frame.columns:
-                raise missing_column_error(frame, metric, role=None, method=f"{method_name} ({side})")
+                raise missing_column_error(frame, metric, role=None, method=f"{method_name} ({side})", keyword="metric")
             column = frame[metric]
             try:
                 numbers = pd.to_numeric(column.astype(object).where(column.notna(), None), errors="raise")
@@ -622,9 +622,9 @@ class RagAccessor:
         df = self._df
         ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
         if candidates not in df.columns:
-            raise missing_column_error(df, candidates, role=None, method=method)
+            raise missing_column_error(df, candidates, role=None, method=method, keyword="candidates")
         if candidate_spans is not None and candidate_spans not in df.columns:
-            raise missing_column_error(df, candidate_spans, role=None, method=method)
+            raise missing_column_error(df, candidate_spans, role=None, method=method, keyword="candidate_spans")
         span_gold = resolve_column(df, "gold_spans", gold_spans, method=method, required=False)
         id_gold = resolve_column(df, "gold", gold, method=method, required=False)
         uses_spans = gold_by == "spans" or (gold_by == "auto" and span_gold is not None and id_gold is None)
@@ -759,7 +759,7 @@ class RagAccessor:
                 raise RowTableError(f"{name}: column {declined!r} {str(exc).split('`declined` ', 1)[-1]}") from None
             detector = f"column {declined!r}"
         elif declined is not None and declined != "declined":
-            raise missing_column_error(df, declined, role=None, method=name)
+            raise missing_column_error(df, declined, role=None, method=name, keyword="declined")
         else:
             answer_col = resolve_column(df, "answer", answer, method=name)
             check_column(df, answer_col, "text", method=name, id_column=qid)
@@ -970,7 +970,7 @@ class RagAccessor:
         cand: pd.DataFrame,
         *,
         margin: float | Mapping[str, float],
-        metrics: str | Sequence[str] | None = None,
+        metrics: str | Sequence[str],
         by: str | Sequence[str] | None = None,
         higher_is_better: bool | Mapping[str, bool] | None = None,
         on: str = "question_id",
@@ -1015,6 +1015,11 @@ class RagAccessor:
         >>> base.rag.gate(cand, margin=0.02, metrics=["hit@5"]).decision
         'block'
         """
+        if metrics is None or (not isinstance(metrics, str) and len(metrics) == 0):
+            raise TypeError(
+                "rag.gate needs metrics=[...]: a release gate is a rule decided in advance, on named metrics "
+                "(e.g. metrics=['recall@5', 'faithfulness']), never on whatever numeric columns a table happens to hold."
+            )
         table = self.compare(
             cand,
             metrics=metrics,

@@ -77,6 +77,8 @@ def _run_size(args: argparse.Namespace) -> int:
         parser.error("--paired needs --discordance (pass/fail metric) or --sd-diff (continuous metric)")
     if args.sd_diff is None and not args.paired and args.p is None:
         parser.error("give --p (unpaired pass rate), --paired --discordance, or --sd-diff")
+    if args.sd_diff is not None and (args.p is not None or args.discordance is not None):
+        parser.error("--sd-diff sizes a continuous metric on its own: drop --p / --discordance (pass-rate designs)")
     options = dict(
         p=args.p, paired=args.paired, discordance=args.discordance, sd_diff=args.sd_diff, power=args.power,
         alpha=args.alpha, attenuation=args.attenuation, slice_fraction=args.slice_fraction,

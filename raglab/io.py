@@ -49,7 +49,7 @@ _SUFFIXES = {
     ".pq": "parquet",
 }
 # Roles whose cells are lists or dicts: decoded from JSON text when a file has no raglab schema.
-_STRUCTURED_ROLES = tuple(name for name, role in ROLES.items() if role.kind in ("id_list", "gold", "span_list"))
+_STRUCTURED_ROLES = tuple(name for name, role in ROLES.items() if role.kind in ("id_list", "gold", "span_list", "gold_span_list"))
 
 
 def _format_of(path: Path, fmt: str | None) -> str:

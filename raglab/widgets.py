@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from raglab._rowtable import is_missing, resolve_column
+from raglab._rowtable import is_missing, missing_column_error, resolve_column
 
 __all__ = ["explore", "render_row"]
 
@@ -157,8 +157,8 @@ def explore(
         "retrieved": retrieved, "gold": gold, "context": context,
     }
     columns = {role: resolve_column(rows, role, name, method=method, required=False) for role, name in overrides.items()}
-    if by is not None:
-        resolve_column(rows, by, by, method=method)
+    if by is not None and by not in rows.columns:
+        raise missing_column_error(rows, by, role=None, method=method, keyword="by")
     scores = _score_columns(rows, [c for c in columns.values() if c] + ([by] if by else []))
     if sort_by is not None and sort_by not in scores:
         raise ValueError(f"{method}: `sort_by` must be a numeric score column, one of {scores}, but {sort_by!r} was passed.")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from raglab.abstention import detect_declined
+from raglab.abstention import DEFAULT_REFUSAL_PATTERNS, detect_declined
 
 REFUSALS = [
     "I don't know.",
@@ -13,12 +13,14 @@ REFUSALS = [
     "There is not enough information in the passages to say.",
     "The opening date is not mentioned in the documents.",
     "I'm unable to determine that from the sources.",
+    "It cannot be determined from the provided context.",
 ]
 ANSWERS = [
     "The bridge opened in 1932.",
     "Paris is the capital of France [1].",
     "It knows no bounds: the river floods every spring.",
     "Information retrieval systems rank documents.",
+    "I don't know why people doubt it: the answer is 42.",
 ]
 
 
@@ -120,7 +122,7 @@ def test_accessor_detects_refusals_when_there_is_no_declined_column(run):
     assert (res.correct_decline.estimate, res.correct_decline.n) == (2 / 3, 3)
     # answerable q1 (answered), q5 (declined): 1 of 2
     assert (res.false_decline.estimate, res.false_decline.n) == (1 / 2, 2)
-    assert res.detector.startswith("raglab.abstention.detect_declined (lexical, 9 default patterns, on column 'answer'")
+    assert res.detector.startswith(f"raglab.abstention.detect_declined (lexical, {len(DEFAULT_REFUSAL_PATTERNS)} default patterns, on column 'answer'")
     rows = res.rows
     assert rows["declined"].tolist() == detect_declined(run["answer"]).tolist()
     assert rows["unanswerable"].tolist() == [False, True, True, True, False]

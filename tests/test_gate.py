@@ -238,3 +238,11 @@ def test_a_handful_of_clusters_gives_no_interval_and_the_gate_reviews():
     many = base.assign(doc=rng.integers(0, 40, 200).astype(str))
     assert many.rag.gate(cand.assign(doc=many["doc"]), metrics=["recall@5"], margin=0.02, units="doc",
                          n_resamples=500).decision == "pass"
+
+
+def test_gate_needs_named_metrics():
+    base = pd.DataFrame({"question_id": ["q1", "q2"], "recall@5": [1.0, 0.0], "n_answers": [3, 5]})
+    with pytest.raises(TypeError, match=r"rag.gate needs metrics=\[...\]: a release gate is a rule decided in advance"):
+        base.rag.gate(base, margin=0.02, metrics=[])
+    with pytest.raises(TypeError, match="metrics"):
+        base.rag.gate(base, margin=0.02)

@@ -224,3 +224,20 @@ def test_pair_runs_warns_loudly_on_judge_change():
 def test_public_names_are_exported():
     for name in ("RowTableError", "MissingColumnError", "EvalSet", "read_rows", "read_trec", "Interval"):
         assert name in raglab.__all__ and hasattr(raglab, name)
+
+
+def test_require_accepts_one_role_as_a_string_and_refuses_unknown_roles():
+    rows = good_rows().drop(columns=["gold"])
+    with pytest.raises(MissingColumnError, match="needs column 'gold'"):
+        rows.rag.validate(require="gold")
+    with pytest.raises(ValueError, match=r"unknown role\(s\) \['retreived'\]"):
+        rows.rag.validate(require=["retreived"])
+
+
+def test_empty_gold_span_is_refused_as_retrieval_would():
+    rows = good_rows()
+    rows["gold_spans"] = pd.Series([[{"doc_id": "d2", "start": 4, "end": 4}], None, []], dtype=object)
+    with pytest.raises(RowTableError, match=r"'gold_spans'.*0 <= start < end.*empty span"):
+        rows.rag.validate()
+    with pytest.raises(RowTableError, match="empty span"):
+        rows.rag.retrieval(k=1)
