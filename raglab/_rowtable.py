@@ -468,6 +468,8 @@ def pair_runs(
                 f"{method}: the runs must answer the same questions to be paired by {on!r}; {summary}. "
                 f"Pass how='inner' to compare the {int((order >= 0).sum())} shared questions."
             )
+        if not (order >= 0).any():
+            raise RowTableError(f"{method}: the runs share no question ids ({summary}); check the `on` column.")
         warnings.warn(f"{method}: comparing shared questions only; {summary}.", UserWarning, stacklevel=3)
 
     keep = order >= 0

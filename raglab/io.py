@@ -17,6 +17,7 @@ as columns and restored on reading.
 
 from __future__ import annotations
 
+import ast
 import csv
 import gzip
 import io
@@ -529,12 +530,17 @@ def _infer_csv(raw: dict[str, list[str]]) -> pd.DataFrame:
 
 
 def _json_or_text(text: str) -> Any:
+    """A list or dict cell of a plain CSV: JSON, or the Python repr that ``DataFrame.to_csv`` writes."""
     stripped = text.strip()
     if stripped[:1] in ("[", "{"):
         try:
             return json.loads(stripped)
         except json.JSONDecodeError:
-            return text
+            try:
+                value = ast.literal_eval(stripped)  # literals only: never runs code
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                return text
+            return value if isinstance(value, (list, dict, tuple)) else text
     return text
 
 

@@ -1240,7 +1240,10 @@ def compare(
         Confidence level.
     method : {"percentile", "bca"}
         Bootstrap interval on ``mean(cand - base)``. All metrics and slices share the same resampled
-        question sets, so the intervals are jointly consistent.
+        question sets, so the intervals are jointly consistent. The same call with the same seed
+        reproduces every number exactly (row order does not matter); adding or removing metrics or
+        slices changes how the shared resamples are drawn, so a row's bounds may move by Monte Carlo
+        error (a gate row sitting on its margin can flip; raise ``n_resamples`` to shrink that).
     n_resamples, seed : int
         Bootstrap resamples and seed (``np.random.default_rng``); the permutations use a stream
         derived from the same seed. Both are reported.

@@ -225,3 +225,11 @@ def test_pandas_parquet_with_id_index_reads_with_id_column(tmp_path):
     pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]]}).set_index("question_id").to_parquet(path)
     rows = read_rows(path)
     assert rows["question_id"].tolist() == ["q1"]
+
+
+def test_csv_written_by_pandas_to_csv_reads_lists_back(tmp_path):
+    path = tmp_path / "pandas.csv"
+    pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1", "d2"]], "gold": [{"d2": 2}]}).to_csv(path, index=False)
+    rows = read_rows(path)
+    assert rows.loc[0, "retrieved"] == ["d1", "d2"] and rows.loc[0, "gold"] == {"d2": 2}
+    rows.rag.validate(require=["retrieved", "gold"])

@@ -241,3 +241,10 @@ def test_empty_gold_span_is_refused_as_retrieval_would():
         rows.rag.validate()
     with pytest.raises(RowTableError, match="empty span"):
         rows.rag.retrieval(k=1)
+
+
+def test_inner_pairing_with_nothing_in_common_says_so():
+    base = pd.DataFrame({"question_id": ["a"], "s": [1.0]})
+    cand = pd.DataFrame({"question_id": ["b"], "s": [1.0]})
+    with pytest.raises(RowTableError, match="share no question ids"):
+        pair_runs(base, cand, how="inner")
