@@ -24,6 +24,7 @@ __all__ = [
     "ROLES",
     "RowTableError",
     "MissingColumnError",
+    "check_option",
     "EvalSetMismatchError",
     "JudgeMismatchWarning",
     "ConventionMismatchWarning",
@@ -87,6 +88,19 @@ class JudgeMismatchWarning(UserWarning):
 
 class ConventionMismatchWarning(UserWarning):
     """Two runs record different metric conventions (k, nDCG gain, span rule, ...)."""
+
+
+def check_option(name: str, value: Any, options: Sequence[Any]) -> Any:
+    """Return ``value`` if it is one of ``options``, else raise the one message raglab uses for it.
+
+    Examples
+    --------
+    >>> check_option("gain", "linear", ["exponential", "linear"])
+    'linear'
+    """
+    if value not in options:
+        raise ValueError(f"The value for `{name}` must be one of {list(options)}, but {value!r} was passed.")
+    return value
 
 
 # --------------------------------------------------------------------------------------------------
@@ -430,8 +444,7 @@ def pair_runs(
     the counts. Runs stamped with different eval-set hashes are refused unless
     ``allow_evalset_mismatch=True``; different judge fingerprints or metric conventions warn.
     """
-    if how not in ("exact", "inner"):
-        raise ValueError(f"The value for `how` must be one of ['exact', 'inner'], but {how!r} was passed.")
+    check_option("how", how, ["exact", "inner"])
     for side, frame in (("base", base), ("cand", cand)):
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"{method}: {side} must be a DataFrame, got {type(frame).__name__}")

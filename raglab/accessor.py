@@ -27,6 +27,7 @@ from raglab._rowtable import (
     RowTableError,
     _row_labels,
     check_column,
+    check_option,
     check_unique_ids,
     missing_column_error,
     pair_runs,
@@ -448,8 +449,7 @@ class RagAccessor:
         df = self._df
         ks = _metrics._check_ks(k)
         _metrics._check_gain(gain)
-        if gold_by not in ("auto", "ids", "spans"):
-            raise ValueError(f"The value for `gold_by` must be one of ['auto', 'ids', 'spans'], but {gold_by!r} was passed.")
+        check_option("gold_by", gold_by, ["auto", "ids", "spans"])
         qid = resolve_column(df, "question_id", question_id, method=method, required=False)
         if qid is not None:
             check_unique_ids(df, qid, method=method)

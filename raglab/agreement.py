@@ -49,6 +49,7 @@ import pandas as pd
 from scipy import stats as _sps
 
 from raglab._interval import Interval
+from raglab._rowtable import check_option
 from raglab.stats import proportion_interval
 
 __all__ = [
@@ -90,11 +91,6 @@ class LowAgreementWarning(UserWarning):
 # --------------------------------------------------------------------------------------------------
 # Input handling
 # --------------------------------------------------------------------------------------------------
-
-
-def _choice(name: str, value: Any, options: Sequence[Any]) -> None:
-    if value not in options:
-        raise ValueError(f"The value for `{name}` must be one of {list(options)}, but {value!r} was passed.")
 
 
 def _level(ci: float) -> float:
@@ -271,8 +267,8 @@ def _confusion(ca: np.ndarray, cb: np.ndarray, k: int) -> np.ndarray:
 
 
 def _prepare_kappa(a: Any, b: Any, weights: str | None, labels: Any, distance: str, names=("a", "b")):
-    _choice("weights", weights, _WEIGHTS)
-    _choice("distance", distance, _DISTANCES)
+    check_option("weights", weights, _WEIGHTS)
+    check_option("distance", distance, _DISTANCES)
     x, y = _pair(a, b, names)
     (ca, cb), labs, _ = _label_codes([x, y], labels, need_order=weights is not None)
     missing = (ca < 0) | (cb < 0)
@@ -406,7 +402,7 @@ def cohen_kappa_interval(
     >>> round(iv.estimate, 3), round(iv.low, 3), round(iv.high, 3)
     (0.559, 0.421, 0.697)
     """
-    _choice("method", method, _KAPPA_METHODS)
+    check_option("method", method, _KAPPA_METHODS)
     level = _level(ci)
     _check_resamples(n_resamples)
     ca, cb, labs, dis = _prepare_kappa(a, b, weights, labels, distance)
@@ -479,7 +475,7 @@ def rogan_gladen(
     >>> round(iv.estimate, 3)
     0.75
     """
-    _choice("method", method, _RG_METHODS)
+    check_option("method", method, _RG_METHODS)
     level = _level(ci)
     for name, value in (("judge_rate", judge_rate), ("sensitivity", sensitivity), ("specificity", specificity)):
         if not 0 <= value <= 1:
@@ -878,9 +874,9 @@ def _report(
     ties: str | None = None,
     stacklevel: int = 3,
 ) -> AgreementReport:
-    _choice("weights", weights, _WEIGHTS)
-    _choice("distance", distance, _DISTANCES)
-    _choice("method", method, _KAPPA_METHODS)
+    check_option("weights", weights, _WEIGHTS)
+    check_option("distance", distance, _DISTANCES)
+    check_option("method", method, _KAPPA_METHODS)
     level = _level(ci)
     _check_resamples(n_resamples)
     if names is None:
@@ -1157,7 +1153,7 @@ def krippendorff_alpha(
     >>> round(krippendorff_alpha(ratings, level="ordinal"), 3)
     0.774
     """
-    _choice("level", level, _LEVELS)
+    check_option("level", level, _LEVELS)
     matrix = _as_matrix(ratings)
     (codes,), labs, _ = _label_codes([matrix], labels, need_order=level != "nominal")
     k = len(labs)
@@ -1241,7 +1237,7 @@ def majority_vote(
     >>> majority_vote([[1, 1, 0], [1, 0, None], [0, 0, 0]], ties="low").tolist()
     [1, 0, 0]
     """
-    _choice("ties", ties, _TIES)
+    check_option("ties", ties, _TIES)
     matrix = _as_matrix(ratings)
     (codes,), labs, ordered = _label_codes([matrix], labels, need_order=ties != "drop")
     chosen, _, _ = _majority_codes(codes, len(labs), ties)
@@ -1309,7 +1305,7 @@ def _judge_vs_majority(
     rows: pd.DataFrame | None = None,
     names: tuple[str, str] | None = None,
 ) -> AgreementReport:
-    _choice("ties", ties, _TIES)
+    check_option("ties", ties, _TIES)
     matrix = _as_matrix(ratings)
     if rating_threshold is not None:
         missing = _missing(matrix)

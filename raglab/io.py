@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._meta import get_meta, set_meta
-from raglab._rowtable import ROLES, RowTableError, is_missing
+from raglab._rowtable import ROLES, RowTableError, check_option, is_missing
 
 __all__ = ["read_rows", "write_rows", "read_trec", "write_trec", "FORMATS"]
 
@@ -55,9 +55,7 @@ _STRUCTURED_ROLES = tuple(name for name, role in ROLES.items() if role.kind in (
 
 def _format_of(path: Path, fmt: str | None) -> str:
     if fmt is not None:
-        if fmt not in FORMATS:
-            raise ValueError(f"The value for `format` must be one of {list(FORMATS)}, but {fmt!r} was passed.")
-        return fmt
+        return check_option("format", fmt, FORMATS)
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] == ".gz":
         suffixes = suffixes[:-1]

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from raglab._rowtable import is_missing
+from raglab._rowtable import check_option, is_missing
 
 __all__ = [
     "GAINS",
@@ -107,9 +107,7 @@ def _gain_values(grades: np.ndarray, gain: str) -> np.ndarray:
 
 
 def _check_gain(gain: str) -> str:
-    if gain not in GAINS:
-        raise ValueError(f"The value for `gain` must be one of {list(GAINS)}, but {gain!r} was passed.")
-    return gain
+    return check_option("gain", gain, GAINS)
 
 
 def _check_k(k: Any, name: str = "k") -> int:

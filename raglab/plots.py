@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._registry import metric_info
+from raglab._rowtable import check_option
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -113,8 +114,7 @@ def forest(
     if table.empty:
         return ax
 
-    if scale not in ("auto", "raw", "margin"):
-        raise ValueError(f"The value for `scale` must be one of ['auto', 'raw', 'margin'], but {scale!r} was passed.")
+    check_option("scale", scale, ["auto", "raw", "margin"])
     metrics = table["metric"].astype(str).to_numpy()
     # One row per table row, top to bottom, with a small gap between metrics.
     gaps = np.concatenate([[0.0], (metrics[1:] != metrics[:-1]).astype(float) * 0.6])
@@ -222,9 +222,7 @@ def confusion_heatmap(
     table = getattr(report, "confusion", report)
     if not isinstance(table, pd.DataFrame) or table.shape[0] != table.shape[1]:
         raise TypeError("confusion_heatmap needs an AgreementReport or a square DataFrame of counts")
-    options = (None, "rows", "all")
-    if normalize not in options:
-        raise ValueError(f"The value for `normalize` must be one of {list(options)}, but {normalize!r} was passed.")
+    check_option("normalize", normalize, [None, "rows", "all"])
     counts = table.to_numpy(dtype=float)
     if normalize == "rows":
         sums = counts.sum(axis=1, keepdims=True)

@@ -50,6 +50,8 @@ import pandas as pd
 from scipy import optimize as _opt
 from scipy import stats as _sps
 
+from raglab._rowtable import check_option
+
 __all__ = [
     "SizingResult",
     "detectable_difference",
@@ -142,10 +144,7 @@ def _design(
     slice_fraction: float,
     alternative: str,
 ) -> _Design:
-    if alternative not in _ALTERNATIVES:
-        raise ValueError(
-            f"The value for `alternative` must be one of {list(_ALTERNATIVES)}, but {alternative!r} was passed."
-        )
+    check_option("alternative", alternative, _ALTERNATIVES)
     alpha = _rate("alpha", alpha, open_low=True, open_high=True)
     power = _rate("power", power, open_low=True, open_high=True)
     tail = alpha / 2 if alternative == "two-sided" else alpha

@@ -49,6 +49,7 @@ from threadpoolctl import threadpool_limits
 
 from raglab._interval import Interval
 from raglab._registry import metric_info
+from raglab._rowtable import check_option
 
 __all__ = [
     "DECISIONS",
@@ -102,10 +103,7 @@ def proportion_interval(successes: int, n: int, ci: float = 0.95, method: str = 
     >>> round(iv.estimate, 3), round(iv.low, 3), round(iv.high, 3)
     (0.7, 0.646, 0.749)
     """
-    if method not in _PROPORTION_METHODS:
-        raise ValueError(
-            f"The value for `method` must be one of {list(_PROPORTION_METHODS)}, but {method!r} was passed."
-        )
+    check_option("method", method, _PROPORTION_METHODS)
     level = _check_level(ci)
     if int(n) != n or n <= 0:
         raise ValueError(f"`n` must be a positive integer, got {n!r}")
@@ -142,12 +140,6 @@ DECISIONS = ("pass", "review", "block")  # gate decisions, from best to worst
 _BOOT_METHODS = ("percentile", "bca")
 _SUMMARY_METHODS = ("auto", "wilson", "exact", "normal", "t", "percentile", "bca")
 _ADJUST = (None, "holm")
-
-
-def _check_choice(value: Any, name: str, options: Sequence[Any]) -> Any:
-    if value not in options:
-        raise ValueError(f"The value for `{name}` must be one of {list(options)}, but {value!r} was passed.")
-    return value
 
 
 def _check_int(value: Any, name: str, minimum: int) -> int:
@@ -815,7 +807,7 @@ def paired_bootstrap(
     >>> round(iv.estimate, 3), iv.low < iv.estimate < iv.high, iv.method
     (-0.1, True, 'paired bootstrap (percentile)')
     """
-    _check_choice(method, "method", _BOOT_METHODS)
+    check_option("method", method, _BOOT_METHODS)
     level = _check_level(ci)
     n_resamples = _check_int(n_resamples, "n_resamples", 1)
     seed = _resolve_seed(seed)
@@ -887,7 +879,7 @@ def mean_interval(
     >>> round(iv.estimate, 2), round(iv.low, 3), round(iv.high, 3), iv.method
     (0.5, 0.089, 0.911, 't')
     """
-    _check_choice(method, "method", ("t", *_BOOT_METHODS))
+    check_option("method", method, ("t", *_BOOT_METHODS))
     level = _check_level(ci)
     x = _as_vector(values, "values")
     keep = ~np.isnan(x)
@@ -1125,7 +1117,7 @@ def summary(
     >>> t[["metric", "slice", "n", "n_excluded", "mean", "method"]].to_string(index=False)
     'metric   slice  n  n_excluded  mean method\\n hit@5 overall  4           1  0.75 wilson\\nndcg@5 overall  5           0  0.50      t'
     """
-    _check_choice(method, "method", _SUMMARY_METHODS)
+    check_option("method", method, _SUMMARY_METHODS)
     level = _check_level(ci)
     n_resamples = _check_int(n_resamples, "n_resamples", 1)
     names, values = _as_scores(scores, "scores")
@@ -1273,8 +1265,8 @@ def compare(
     >>> t[["metric", "n", "diff", "test"]].to_string(index=False)
     'metric   n  diff                  test\\n hit@5 200  0.25         exact McNemar\\n    rr 200  0.05 sign-flip permutation'
     """
-    _check_choice(method, "method", _BOOT_METHODS)
-    _check_choice(adjust, "adjust", _ADJUST)
+    check_option("method", method, _BOOT_METHODS)
+    check_option("adjust", adjust, _ADJUST)
     level = _check_level(ci)
     n_resamples = _check_int(n_resamples, "n_resamples", 1)
     n_permutations = _check_int(n_permutations, "n_permutations", 0)

@@ -230,6 +230,8 @@ class LocalOpenAIServer:
         ``http://127.0.0.1:<port>/v1`` to pass to ``OpenAI(base_url=...)``.
     requests_received : int
         Every request that arrived (faults included).
+    peak_in_flight : int
+        The most requests being answered at the same time (how much concurrency a client achieved).
     requests : list of dict
         The JSON bodies received, in order (headers are not kept).
 
@@ -276,6 +278,8 @@ class LocalOpenAIServer:
         self._faults: list[_Fault] = []
         self.requests_received = 0
         self.requests: list[dict[str, Any]] = []
+        self._in_flight = 0
+        self.peak_in_flight = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -379,11 +383,21 @@ class LocalOpenAIServer:
         with self._lock:
             self.requests_received = 0
             self.requests = []
+            self.peak_in_flight = self._in_flight
 
     # ---- answering ----------------------------------------------------------------------------
     def _answer(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, str], bytes]:
         with self._lock:
             self.requests_received += 1
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+        try:
+            return self._reply(path, headers, raw)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _reply(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, str], bytes]:
         if self._api_key is not None and headers.get("authorization") != f"Bearer {self._api_key}":
             return _error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
         try:

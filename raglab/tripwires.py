@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from raglab._rowtable import check_option
+
 __all__ = [
     "STOP_WORDS",
     "SENTENCE_SPLIT",
@@ -207,8 +209,7 @@ def citation_validity(
     >>> out[["n_citations", "invalid", "valid"]].to_dict("list")
     {'n_citations': [2, 3, 0], 'invalid': [[], [3], []], 'valid': [True, False, True]}
     """
-    if base not in (0, 1):
-        raise ValueError(f"The value for `base` must be one of [0, 1], but {base!r} was passed.")
+    check_option("base", base, [0, 1])
     texts = _as_object_array(answers, "answers")
     ctx = _as_object_array(contexts, "contexts") if not isinstance(contexts, pd.Series) else contexts.to_numpy(dtype=object)
     if len(texts) != len(ctx):

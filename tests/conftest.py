@@ -28,6 +28,15 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+def trec_eval_output(path: Path) -> dict[tuple[str, str], str]:
+    """trec_eval's printed output (``measure \\t qid|all \\t value``): (measure, qid) -> value as printed."""
+    out = {}
+    for line in path.read_text().splitlines():
+        measure, qid, value = (part.strip() for part in line.split("\t"))
+        out[(measure, qid)] = value
+    return out
+
+
 @pytest.fixture
 def trec_dir() -> Path:
     return TEST_DATA / "trec_eval"

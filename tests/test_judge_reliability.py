@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import threading
 
 import numpy as np
 import pandas as pd
@@ -261,29 +260,10 @@ def test_errors_raise_stops_and_keeps_completed_calls(tmp_path):
 
 @pytest.mark.parametrize("limit", [1, 4])
 def test_max_concurrency_is_honoured(limit):
-    active = peak = 0
-    lock = threading.Lock()
-
-    def responder(body):
-        return rule_based_reply(body)
-
-    with LocalOpenAIServer(responder=responder, latency=0.03) as srv:
-        original = srv._answer
-
-        def counting(*args):
-            nonlocal active, peak
-            with lock:
-                active += 1
-                peak = max(peak, active)
-            try:
-                return original(*args)
-            finally:
-                with lock:
-                    active -= 1
-
-        srv._answer = counting
+    with LocalOpenAIServer(latency=0.03) as srv:
         out = make_rows(12).rag.judge(llm(srv, max_concurrency=limit), metrics=["faithfulness", "relevance"],
                                       progress=False)
+    peak = srv.peak_in_flight
     assert peak == limit  # reached, never exceeded
     pd.testing.assert_frame_equal(scores(out), scores(make_rows(12).rag.judge(
         LexicalJudge(), metrics=["faithfulness", "relevance"], progress=False)))

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import pytrec_eval
+from conftest import trec_eval_output
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,15 +26,6 @@ CUTS = [5, 10, 15, 20, 30, 100, 200, 500, 1000]
 MEASURES = {"recall", "P", "recip_rank", "map", "Rprec", "ndcg_cut"}
 PER_K = {"recall": "recall_{k}", "precision": "P_{k}", "ndcg": "ndcg_cut_{k}"}
 WHOLE = {"rr": "recip_rank", "ap": "map", "r_precision": "Rprec"}
-
-
-def expected_output(path: Path) -> dict[tuple[str, str], str]:
-    """trec_eval -q output: (measure, qid or 'all') -> printed value."""
-    out = {}
-    for line in path.read_text().splitlines():
-        measure, qid, value = (part.strip() for part in line.split("\t"))
-        out[(measure, qid)] = value
-    return out
 
 
 def trec_dicts(run: Path | None, qrels: Path) -> tuple[dict, dict]:
@@ -80,7 +72,7 @@ def pairs(k_cuts=CUTS):
 def test_matches_trec_eval_printed_output(trec_dir, run, qrels, output):
     rows = raglab.read_trec(run=trec_dir / run, qrels=trec_dir / qrels)
     scored = score(rows)
-    expected = expected_output(trec_dir / output)
+    expected = trec_eval_output(trec_dir / output)
     checked = 0
     for ours, theirs in pairs():
         for qid, value in zip(scored["question_id"], scored[ours]):
@@ -100,7 +92,7 @@ def test_empty_run_topic_counts_as_zero_like_trec_eval_dash_c(trec_dir):
     assert (empty[[c for c in scored.columns if "@" in c or c in WHOLE]] == 0).all(axis=None)
     assert scored.attrs["raglab"]["retrieval_counts"]["n_nothing_retrieved"] == 1
     # out.test.aqc reports num_q over all judged topics (3), not just the 2 in the run
-    assert expected_output(trec_dir / "out.test.aqc")[("num_q", "all")] == str(len(scored))
+    assert trec_eval_output(trec_dir / "out.test.aqc")[("num_q", "all")] == str(len(scored))
 
 
 def test_graded_ndcg_matches_trec_eval_with_negative_grades(trec_dir):
@@ -109,7 +101,7 @@ def test_graded_ndcg_matches_trec_eval_with_negative_grades(trec_dir):
     assert min(min(g.values()) for g in rows["gold"]) == -1
     scored = score(rows)
     # trec_eval -m all_trec -mrelstring.20 -q -l2 qrels.rel_level results.test (-l2 only changes binary measures)
-    expected = expected_output(trec_dir / "out.test.aql")
+    expected = trec_eval_output(trec_dir / "out.test.aql")
     for k in CUTS:
         for qid, value in zip(scored["question_id"], scored[f"ndcg@{k}"]):
             assert f"{value:.4f}" == expected[(f"ndcg_cut_{k}", qid)]
@@ -121,7 +113,7 @@ def test_relevance_level_two_by_regrading_the_gold(trec_dir):
     rows = raglab.read_trec(run=trec_dir / "results.test", qrels=trec_dir / "qrels.rel_level")
     rows["gold"] = rows["gold"].map(lambda g: {d: (v if v >= 2 else 0) for d, v in g.items()})
     scored = score(rows)
-    expected = expected_output(trec_dir / "out.test.aql")
+    expected = trec_eval_output(trec_dir / "out.test.aql")
     for ours, theirs in pairs():
         if ours.startswith("ndcg"):
             continue  # gains changed by the regrading; ndcg is checked on the raw grades above

@@ -144,33 +144,18 @@ def test_models_and_unknown_paths():
 
 def test_latency_is_served_concurrently():
     """A threaded server: eight 0.2 s requests overlap (counted by the server, not timed)."""
-    active = peak = 0
-    lock = threading.Lock()
 
     def responder(body):
         return "{}"
 
     with LocalOpenAIServer(responder=responder, latency=0.2) as server:
-        original = server._answer
-
-        def counting(*args):
-            nonlocal active, peak
-            with lock:
-                active += 1
-                peak = max(peak, active)
-            try:
-                return original(*args)
-            finally:
-                with lock:
-                    active -= 1
-
-        server._answer = counting
         client = _client(server)
         threads = [threading.Thread(target=_ask, args=(client, "x")) for _ in range(8)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+    peak = server.peak_in_flight
     assert server.requests_received == 8 and peak == 8
 
 

@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import trec_eval_output
 
 import raglab
 from raglab._meta import get_meta
-
-
-def expected_per_query(path: Path) -> dict[tuple[str, str], str]:
-    """trec_eval -q output: (measure, qid) -> value text."""
-    out = {}
-    for line in path.read_text().splitlines():
-        measure, qid, value = (part.strip() for part in line.split("\t"))
-        out[(measure, qid)] = value
-    return out
 
 
 def precision(ranked: list[str], relevant: set[str], k: int) -> float:
@@ -36,7 +27,7 @@ def rows(trec_dir):
 
 
 def test_shape_counts_match_trec_eval(rows, trec_dir):
-    expected = expected_per_query(trec_dir / "out.test.aq")
+    expected = trec_eval_output(trec_dir / "out.test.aq")
     assert rows.columns.tolist() == ["question_id", "retrieved", "retrieved_scores", "gold"]
     assert rows["question_id"].tolist() == ["301", "302", "303"]
     for qid, ranked, gold in zip(rows["question_id"], rows["retrieved"], rows["gold"]):
@@ -49,7 +40,7 @@ def test_shape_counts_match_trec_eval(rows, trec_dir):
 
 def test_order_with_ties_matches_trec_eval(rows, trec_dir):
     # results.test has tied scores; trec_eval orders by score desc, then docno desc.
-    expected = expected_per_query(trec_dir / "out.test.aq")
+    expected = trec_eval_output(trec_dir / "out.test.aq")
     cutoffs = [5, 10, 15, 20, 30, 100, 200, 500, 1000]
     for qid, ranked, gold in zip(rows["question_id"], rows["retrieved"], rows["gold"]):
         relevant = {d for d, g in gold.items() if g > 0}
@@ -60,7 +51,7 @@ def test_order_with_ties_matches_trec_eval(rows, trec_dir):
 
 def test_tie_rule_matters_on_this_fixture(rows, trec_dir):
     """The check above has power: ordering ties by docno ascending changes a measured value."""
-    expected = expected_per_query(trec_dir / "out.test.aq")
+    expected = trec_eval_output(trec_dir / "out.test.aq")
     run = pd.read_csv(trec_dir / "results.test", sep=r"\s+", header=None, names=["q", "x", "d", "r", "s", "n"])
     mismatches = 0
     for qid, group in run.groupby(run["q"].astype(str)):
@@ -80,7 +71,7 @@ def test_truncated_run_with_junk_fields_and_missing_topic(trec_dir):
     counts = dict(zip(rows["question_id"], rows["retrieved"].map(len)))
     # results.trunc holds topics 301 and 303 only: 302 is kept with nothing retrieved (it scores 0).
     assert counts["302"] == 0
-    expected = expected_per_query(trec_dir / "out.test.aqc")
+    expected = trec_eval_output(trec_dir / "out.test.aqc")
     for qid in ("301", "303"):
         assert str(counts[qid]) == expected[("num_ret", qid)]
     assert expected[("num_ret", "302")] == "0"

@@ -34,6 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from raglab._meta import get_meta, set_meta
+from raglab._rowtable import check_option
 from raglab.io import read_rows
 
 __all__ = ["SQUAD_READERS", "SQUAD_RUNS", "data_dir", "handbook", "squad_questions", "squad_reader", "squad_run"]
@@ -58,11 +59,6 @@ def data_dir() -> Path:
             "(a source checkout); set RAGLAB_DATA to the folder if it lives elsewhere."
         )
     return path
-
-
-def _check_choice(value: str, choices: tuple[str, ...], name: str) -> None:
-    if value not in choices:
-        raise ValueError(f"The value for `{name}` must be one of {list(choices)}, but {value!r} was passed.")
 
 
 def squad_questions() -> pd.DataFrame:
@@ -113,7 +109,7 @@ def squad_run(config: str = "chunk1000_bm25", *, with_questions: bool = True) ->
     >>> run.loc[0, "retrieved"][0], run.loc[0, "retrieved_spans"][0], run.loc[0, "gold_spans"]
     ('1973_oil_crisis#500-0', {'doc_id': '1973_oil_crisis', 'start': 0, 'end': 498}, [{'doc_id': '1973_oil_crisis', 'start': 29, 'end': 41}])
     """
-    _check_choice(config, SQUAD_RUNS, "config")
+    check_option("config", config, SQUAD_RUNS)
     run = read_rows(data_dir() / "squad2" / "runs" / f"{config}.parquet")
     return _with_questions(run) if with_questions else run
 
@@ -138,7 +134,7 @@ def squad_reader(model: str = "bert", *, with_questions: bool = True) -> pd.Data
     >>> print(f"EM {100 * bert['em'].mean():.2f}, F1 {100 * bert['f1'].mean():.2f}")   # the official dev scores
     EM 78.74, F1 81.78
     """
-    _check_choice(model, SQUAD_READERS, "model")
+    check_option("model", model, SQUAD_READERS)
     reader = read_rows(data_dir() / "squad2" / "readers" / f"{model}.parquet")
     return _with_questions(reader) if with_questions else reader
 

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._meta import set_meta
+from raglab._rowtable import check_option
 from raglab.agreement import majority_vote
 from raglab.datasets import data_dir as bundled_data_dir
 
@@ -163,8 +164,7 @@ def load_responses(
     >>> len(rows), int(rows["n_raters"].min()), int(rows["n_raters"].max())
     (159, 2, 3)
     """
-    if metric not in HUMAN_METRICS:
-        raise ValueError(f"The value for `metric` must be one of {list(HUMAN_METRICS)}, but {metric!r} was passed.")
+    check_option("metric", metric, HUMAN_METRICS)
     folder = data_dir(path)
     chosen = list(MODELS if models is None else models)
     unknown = sorted(set(chosen) - set(MODELS))

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from raglab._rowtable import is_missing
+from raglab._rowtable import check_option, is_missing
 
 __all__ = [
     "METRICS",
@@ -99,9 +99,7 @@ def check_metrics(metrics: Sequence[str] | str) -> list[str]:
 
 
 def check_errors_option(errors: str) -> str:
-    if errors not in ("record", "raise"):
-        raise ValueError(f"The value for `errors` must be one of ['record', 'raise'], but {errors!r} was passed.")
-    return errors
+    return check_option("errors", errors, ["record", "raise"])
 
 
 def check_repeats(repeats: int) -> int:

@@ -41,6 +41,7 @@ from typing import Any
 
 import pydantic
 
+from raglab._rowtable import check_option
 from raglab.judge._base import (
     EMPTY_CONTEXT,
     REASON_EMPTY_ANSWER,
@@ -295,8 +296,7 @@ class LLMJudge:
             ("verify", verify, ["batched", "per_claim"]),
             ("token_param", token_param, ["max_completion_tokens", "max_tokens"]),
         ):
-            if value not in options:
-                raise ValueError(f"The value for `{name}` must be one of {options}, but {value!r} was passed.")
+            check_option(name, value, options)
         if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature < 0):
             raise ValueError(f"`temperature` must be a number >= 0 or None, but {temperature!r} was passed.")
         for name, value, low in (("max_concurrency", max_concurrency, 1), ("max_tokens", max_tokens, 1),
