@@ -54,6 +54,8 @@ from raglab._rowtable import check_option
 __all__ = [
     "DECISIONS",
     "OVERALL",
+    "GATE_RULE",
+    "MIN_QUESTIONS",
     "GateResult",
     "Interval",
     "TestResult",
@@ -63,12 +65,14 @@ __all__ = [
     "mcnemar",
     "mean_interval",
     "paired_bootstrap",
+    "paired_proportion_interval",
     "proportion_interval",
     "sign_flip_test",
     "summary",
 ]
 
 _PROPORTION_METHODS = ("wilson", "normal", "exact")
+_SCORE_LABEL = "paired score (Tango)"
 
 
 def _check_level(ci: float) -> float:
@@ -140,6 +144,7 @@ DECISIONS = ("pass", "review", "block")  # gate decisions, from best to worst
 _BOOT_METHODS = ("percentile", "bca")
 _SUMMARY_METHODS = ("auto", "wilson", "exact", "normal", "t", "percentile", "bca")
 _ADJUST = (None, "holm")
+_COMPARE_METHODS = ("auto", "score", "percentile", "bca")
 
 
 def _check_int(value: Any, name: str, minimum: int) -> int:
@@ -535,7 +540,8 @@ class _Resampler:
 
     # ---- sign-flip permutations ------------------------------------------------------------------
     def sign_flip(self, columns: Sequence[int], n_permutations: int, rng: np.random.Generator) -> np.ndarray:
-        """Two-sided sign-flip p-values (R, len(columns)) for ``mean == 0`` per cell."""
+        """Sign-flip p-values (3, R, len(columns)) for ``mean == 0`` per cell: two-sided, then the
+        one-sided p-values for a decrease (flipped totals at or below the observed one) and an increase."""
         with _one_blas_thread(n_permutations * len(self.profile_weight)):
             return self._sign_flip(columns, n_permutations, rng)
 
@@ -571,11 +577,12 @@ class _Resampler:
         scale = np.zeros((1, columns_out))
         _Atoms(np.abs(heavy.values), heavy.weight, heavy.blocks).apply(heavy.weight[None, :], scale)
         _Atoms(np.abs(light.values), light.weight, light.blocks).apply(light.weight[None, :], scale)
-        observed_t, tol = np.abs(totals(observed)[0]), 1e-9 * totals(scale)[0]
-        exceed = np.zeros((self.R, width))
+        signed, tol = totals(observed)[0], 1e-9 * totals(scale)[0]
+        observed_t = np.abs(signed)
+        exceed = np.zeros((3, self.R, width))  # two-sided, at or below, at or above the observed total
         h, l_ = heavy.size, light.size
         if h + l_ == 0:  # every difference is zero: nothing can flip
-            return np.ones((self.R, width))
+            return np.ones((3, self.R, width))
         chunk = int(max(1, min(n_permutations, _CHUNK_BYTES // (8 * max(h + l_, columns_out)))))
         heavy_n = heavy.weight.astype(np.int64)
         light_total = np.zeros((1, columns_out))
@@ -590,7 +597,10 @@ class _Resampler:
                 flipped = np.zeros((c, columns_out))
                 light.apply(bits.astype(float), flipped)
                 acc += light_total - 2.0 * flipped
-            exceed += (np.abs(totals(acc)) >= observed_t - tol).sum(axis=0)
+            flipped_totals = totals(acc)
+            exceed[0] += (np.abs(flipped_totals) >= observed_t - tol).sum(axis=0)
+            exceed[1] += (flipped_totals <= signed + tol).sum(axis=0)
+            exceed[2] += (flipped_totals >= signed - tol).sum(axis=0)
         return (1.0 + exceed) / (n_permutations + 1.0)
 
 
@@ -615,23 +625,25 @@ def _bootstrap_bounds(
     accel: np.ndarray | None,
     constant: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile or BCa bounds per cell from a (B, R, m) bootstrap distribution (NaN resamples skipped)."""
-    alpha = (1.0 - level) / 2.0
+    """Percentile or BCa bounds per cell from a (B, R, m) bootstrap distribution (NaN resamples skipped).
+
+    ``level`` is one confidence level or one per cell (the expanded percentile interval)."""
     flat = boot.reshape(boot.shape[0], -1)
     estimate = theta.reshape(-1)
+    alpha = (1.0 - np.broadcast_to(np.asarray(level, dtype=float), theta.shape).reshape(-1)) / 2.0
     count = np.count_nonzero(~np.isnan(flat), axis=0)
     ordered = np.sort(flat, axis=0)  # NaN sort last
     usable = (count > 0) & ~np.isnan(estimate)
     top = ordered[np.maximum(count - 1, 0), np.arange(flat.shape[1])]
     flat_width = usable & (constant.reshape(-1) | (ordered[0] == top))
     if method == "percentile":
-        q_low, q_high = np.full(estimate.shape, alpha), np.full(estimate.shape, 1.0 - alpha)
+        q_low, q_high = alpha, 1.0 - alpha
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
             share = (np.count_nonzero(flat < estimate, axis=0) + np.count_nonzero(flat <= estimate, axis=0)) / (
                 2.0 * count
             )
-            z0, a, z = _special.ndtri(share), accel.reshape(-1), float(_special.ndtri(alpha))
+            z0, a, z = _special.ndtri(share), accel.reshape(-1), _special.ndtri(alpha)
             q_low = _special.ndtr(z0 + (z0 + z) / (1.0 - a * (z0 + z)))
             q_high = _special.ndtr(z0 + (z0 - z) / (1.0 - a * (z0 - z)))
     failed = usable & ~flat_width & ~(np.isfinite(q_low) & np.isfinite(q_high))
@@ -676,6 +688,15 @@ def _cell_extremes(
     return np.vstack(rows)
 
 
+def _expanded_levels(units: np.ndarray, level: float) -> np.ndarray:
+    """Per cell, the level of the expanded percentile interval for ``units`` questions or clusters."""
+    n = np.asarray(units, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = _sps.t.ppf(0.5 + level / 2.0, np.maximum(n - 1, 1))
+        z = np.sqrt(n / np.maximum(n - 1, 1)) * t
+    return np.where(n >= 2, 2.0 * _special.ndtr(z) - 1.0, level)
+
+
 def _boot_label(method: str, *, paired: bool, clustered: bool) -> str:
     kind = "cluster bootstrap" if clustered else "bootstrap"
     return f"{'paired ' if paired else ''}{kind} ({method})"
@@ -692,8 +713,15 @@ def _bootstrap_cells(
     method: str,
     n_resamples: int,
     seed: int,
+    expand: bool = False,
 ) -> tuple[_Resampler, np.ndarray, np.ndarray, np.ndarray]:
-    """Resampler, bootstrap distribution and bounds for every (row, metric) cell of ``values``."""
+    """Resampler, bootstrap distribution and bounds for every (row, metric) cell of ``values``.
+
+    ``expand=True`` gives the expanded percentile interval (Hesterberg 2015): the percentile
+    interval at the level whose normal quantile is ``sqrt(n / (n - 1)) * t(n - 1)``, ``n`` being the
+    cell's questions (or clusters). The plain percentile interval is too narrow at small n (it
+    uses the plug-in variance and normal tails); the expansion corrects both and vanishes as n grows.
+    """
     cells = (n_groups + 1 if grouped else 1) * values.shape[1]
     if 16 * n_resamples * cells > 2**31:
         raise ValueError(
@@ -705,7 +733,8 @@ def _bootstrap_cells(
     boot = engine.bootstrap(n_resamples, np.random.default_rng(seed))
     accel = engine.acceleration() if method == "bca" else None
     constant = _cell_extremes(values, codes, n_groups, grouped, engine)
-    low, high = _bootstrap_bounds(boot, engine.theta, level, method, accel, constant)
+    levels = _expanded_levels(engine.units_per_cell, level) if expand else level
+    low, high = _bootstrap_bounds(boot, engine.theta, levels, method, accel, constant)
     too_few = engine.units_per_cell < 2  # one question (or cluster) says nothing about sampling error
     if engine.clustered:
         # A cluster bootstrap over a handful of clusters gives intervals far too narrow: give none.
@@ -974,6 +1003,107 @@ def mcnemar(base: Any, cand: Any) -> TestResult:
     return TestResult(float(min(down, up)), float(_mcnemar_p(down, up)), "exact McNemar", len(b))
 
 
+# --------------------------------------------------------------------------------------------------
+# Paired pass/fail: a score interval that stays honest at small n
+# --------------------------------------------------------------------------------------------------
+
+
+def _tango_statistic(delta: np.ndarray, down: np.ndarray, up: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Tango's score statistic for ``H0: P(up) - P(down) = delta`` (decreasing in ``delta``).
+
+    ``down`` counts pairs that went 1 -> 0, ``up`` pairs that went 0 -> 1, of ``n`` pairs. The
+    variance uses the restricted maximum-likelihood estimate of P(down) under ``delta``: the
+    feasible root of ``2n q^2 - q (down + up - delta (2n + down - up)) - down delta (1 - delta) = 0``.
+    """
+    b = down + up - delta * (2 * n + down - up)
+    q = (b + np.sqrt(np.maximum(b * b + 8 * n * down * delta * (1 - delta), 0.0))) / (4 * n)
+    variance = n * (2 * q + delta * (1 - delta))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (up - down - n * delta) / np.sqrt(variance)
+
+
+def _tango_bounds(down: Any, up: Any, n: Any, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Tango's score interval ``{delta : |T(delta)| <= z}`` by bisection, vectorised over cells.
+
+    Never zero-width for n >= 1 (with no discordant pair at all it is about +-z^2/(n+z^2) wide) and
+    always inside [-1, 1].
+    """
+    down, up, n = (np.asarray(x, dtype=float) for x in (down, up, n))
+    z = float(_special.ndtri(0.5 + level / 2.0))
+    estimate = np.where(n > 0, (up - down) / np.where(n > 0, n, 1), np.nan)
+    bounds = []
+    for side in (-1.0, 1.0):  # lower bound: T(delta) = z below the estimate; upper: T = -z above it
+        inside, outside = estimate.copy(), np.full(estimate.shape, side)
+        for _ in range(64):  # 2^-64 of the starting gap: exact to float precision
+            mid = (inside + outside) / 2.0
+            t = _tango_statistic(mid, down, up, n)
+            beyond = (t > z) if side < 0 else (t < -z)
+            outside = np.where(beyond, mid, outside)
+            inside = np.where(beyond, inside, mid)
+        # At delta = +-1 the statistic is infinite unless every pair moved that way: then the bound is +-1.
+        edge = _tango_statistic(np.full(estimate.shape, side), down, up, n)
+        at_edge = ~((edge > z) if side < 0 else (edge < -z))
+        bounds.append(np.where(np.isnan(estimate), np.nan, np.where(at_edge, side, inside)))
+    return bounds[0], bounds[1]
+
+
+def paired_proportion_interval(base: Any, cand: Any, *, ci: float = 0.95) -> Interval:
+    """Score interval for the difference of two paired pass rates (Tango, 1998).
+
+    The interval inverts Tango's score test for ``P(cand passes) - P(base passes)``, using only the
+    discordant counts (``down``: pass -> fail, ``up``: fail -> pass) and the number of pairs. Unlike
+    the percentile bootstrap, it keeps its coverage when few pairs differ and is never zero-width:
+    with no discordant pair among ``n`` it still spans about ``+-z^2 / (n + z^2)``. It is the
+    interval the release gate uses for pass/fail metrics.
+
+    Parameters
+    ----------
+    base, cand : array-like of 0/1
+        Paired pass/fail scores of the same questions in the same order; pairs with NaN on either
+        side are dropped with a warning.
+    ci : float
+        Confidence level.
+
+    Returns
+    -------
+    Interval
+        ``(estimate, low, high)`` with ``method="paired score (Tango)"``, ``level`` and ``n`` pairs.
+
+    References
+    ----------
+    Tango T. (1998) Equivalence test and confidence interval for the difference in proportions for
+    the paired-sample design. Statistics in Medicine 17:891-908.
+
+    Examples
+    --------
+    >>> from raglab.stats import paired_proportion_interval
+    >>> iv = paired_proportion_interval([1, 1, 1], [1, 1, 1])      # three questions: no evidence
+    >>> round(iv.estimate, 3), round(iv.low, 3), round(iv.high, 3)
+    (0.0, -0.561, 0.561)
+    """
+    level = _check_level(ci)
+    b, c = _paired_vectors(base, cand)
+    b, c, _ = _drop_missing_pairs(b, c, None, "paired_proportion_interval")
+    if not (np.isin(b, (0.0, 1.0)).all() and np.isin(c, (0.0, 1.0)).all()):
+        raise ValueError(
+            "paired_proportion_interval needs pass/fail scores (0 or 1) on both sides; use paired_bootstrap for others"
+        )
+    if b.size == 0:
+        raise ValueError("paired_proportion_interval needs at least one pair with scores on both sides")
+    down, up = int(((b == 1) & (c == 0)).sum()), int(((b == 0) & (c == 1)).sum())
+    low, high = _tango_bounds(down, up, b.size, level)
+    return Interval((up - down) / b.size, float(low), float(high), method=_SCORE_LABEL, level=level, n=b.size)
+
+
+def _one_sided_mcnemar(down: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact one-sided McNemar p-values: (evidence of a decrease, evidence of an increase)."""
+    down, up = np.asarray(down, dtype=float), np.asarray(up, dtype=float)
+    total = down + up
+    p_decrease = np.where(total == 0, 1.0, _sps.binom.sf(down - 1, total, 0.5))
+    p_increase = np.where(total == 0, 1.0, _sps.binom.sf(up - 1, total, 0.5))
+    return p_decrease, p_increase
+
+
 def sign_flip_test(
     base: Any, cand: Any, *, n_permutations: int = 10_000, seed: int | None = 0, units: Any = None
 ) -> TestResult:
@@ -997,7 +1127,7 @@ def sign_flip_test(
     if b.size == 0:
         raise ValueError("sign_flip_test needs at least one pair with scores on both sides")
     engine = _Resampler((c - b)[:, None], np.zeros(len(b), dtype=np.intp), 1, units=_unit_codes(units, len(b)), grouped=False)
-    p = engine.sign_flip([0], n_permutations, np.random.default_rng(seed))
+    p = engine.sign_flip([0], n_permutations, np.random.default_rng(seed))[0]
     label = "sign-flip permutation" + (" (clusters)" if units is not None else "")
     return TestResult(float(engine.theta[0, 0]), float(p[0, 0]), label, len(b), n_permutations, seed)
 
@@ -1210,7 +1340,7 @@ def compare(
     slices: Any = None,
     units: Any = None,
     ci: float = 0.95,
-    method: str = "percentile",
+    method: str = "auto",
     n_resamples: int = 10_000,
     seed: int | None = 0,
     n_permutations: int = 10_000,
@@ -1230,31 +1360,41 @@ def compare(
         Cluster labels per question: resample (and sign-flip) whole clusters.
     ci : float
         Confidence level.
-    method : {"percentile", "bca"}
-        Bootstrap interval on ``mean(cand - base)``. All metrics and slices share the same resampled
-        question sets, so the intervals are jointly consistent. The same call with the same seed
-        reproduces every number exactly (row order does not matter); adding or removing metrics or
-        slices changes how the shared resamples are drawn, so a row's bounds may move by Monte Carlo
-        error (a gate row sitting on its margin can flip; raise ``n_resamples`` to shrink that).
+    method : {"auto", "score", "percentile", "bca"}
+        The interval on ``mean(cand - base)``. ``"auto"`` (the default) takes, per metric, the
+        interval that keeps its coverage at small n: for pass/fail metrics (every value 0 or 1 on
+        both sides, no ``units``) Tango's score interval for paired proportions
+        (:func:`paired_proportion_interval`), never zero-width however few pairs differ; for other
+        metrics (and with ``units``) the *expanded* percentile bootstrap, whose level is widened by
+        ``sqrt(n/(n-1)) * t(n-1) / z`` for the row's ``n`` questions or clusters. ``"score"`` asks
+        for the score interval (pass/fail metrics only). ``"percentile"`` and ``"bca"`` give the
+        plain bootstrap intervals for every metric (as ``scipy.stats.bootstrap``). All bootstrap
+        rows of one call share the same resampled question sets; the same call with the same seed
+        reproduces every number exactly (row order does not matter), while adding metrics or slices
+        changes how the shared resamples are drawn (bounds move by Monte Carlo error).
     n_resamples, seed : int
         Bootstrap resamples and seed (``np.random.default_rng``); the permutations use a stream
-        derived from the same seed. Both are reported.
+        derived from the same seed. Both are reported on the rows that used them.
     n_permutations : int
-        Random sign flips for the permutation test of continuous metrics (0 skips the tests).
-        Pass/fail metrics (every value 0 or 1 on both sides) get the exact McNemar test instead,
-        unless ``units`` is given.
+        Random sign flips for the permutation tests of continuous metrics (0 skips them: the
+        one-sided p-values then come from the bootstrap distribution). Pass/fail metrics get the
+        exact McNemar test instead, unless ``units`` is given.
     adjust : {None, "holm"}
-        Add ``p_adjusted``: Holm's adjustment over every row of the table (all metrics and slices).
+        Add ``p_adjusted``: Holm's adjustment of ``p_value`` over every row of the table (all
+        metrics and slices). It adds a column and changes no interval; the gate's own use of Holm
+        is described in :func:`gate`.
 
     Returns
     -------
     pandas.DataFrame
-        ``metric, slice, n, n_dropped, base, cand, diff, low, high, p_value, method, level,
-        n_resamples, seed, test, n_permutations`` (and ``p_adjusted``). ``diff`` is the mean of
-        ``cand - base`` over the ``n`` complete pairs, ``base`` and ``cand`` the means over the same
-        pairs. A row with fewer than two complete pairs (or clusters) has no interval (NaN ``low``
-        and ``high``; the gate sends it to review). The settings are kept in
-        ``table.attrs["raglab"]["comparison"]``.
+        ``metric, slice, n, n_dropped, base, cand, diff, low, high, p_value, p_decrease,
+        p_increase, method, level, n_resamples, seed, test, n_permutations`` (and ``p_adjusted``).
+        ``diff`` is the mean of ``cand - base`` over the ``n`` complete pairs, ``base`` and ``cand``
+        the means over the same pairs. ``p_value`` is the two-sided test's; ``p_decrease`` and
+        ``p_increase`` are the one-sided p-values for the candidate being lower / higher (exact
+        McNemar, sign flips, or the bootstrap distribution when ``n_permutations=0``). A row with
+        fewer than two complete pairs (or clusters) has no interval (NaN ``low`` and ``high``; the
+        gate sends it to review). The settings are kept in ``table.attrs["raglab"]["comparison"]``.
 
     Examples
     --------
@@ -1264,8 +1404,10 @@ def compare(
     >>> t = compare(base, cand, seed=1)
     >>> t[["metric", "n", "diff", "test"]].to_string(index=False)
     'metric   n  diff                  test\\n hit@5 200  0.25         exact McNemar\\n    rr 200  0.05 sign-flip permutation'
+    >>> t["method"].tolist()
+    ['paired score (Tango)', 'paired bootstrap (expanded percentile)']
     """
-    check_option("method", method, _BOOT_METHODS)
+    check_option("method", method, _COMPARE_METHODS)
     check_option("adjust", adjust, _ADJUST)
     level = _check_level(ci)
     n_resamples = _check_int(n_resamples, "n_resamples", 1)
@@ -1293,37 +1435,66 @@ def compare(
     n_rows = np.repeat(_row_counts(codes, n_groups, grouped, np.ones((len(codes), 1), dtype=bool)), len(names), axis=1)
     base_sum = _row_sums(codes, n_groups, grouped, np.where(complete, b, np.nan))
     cand_sum = _row_sums(codes, n_groups, grouped, np.where(complete, c, np.nan))
-    engine, _, low, high = _bootstrap_cells(
-        diffs, codes, n_groups, grouped=grouped, units=unit_codes, level=level, method=method,
-        n_resamples=n_resamples, seed=seed,
+    binary = [
+        _is_binary(np.where(complete[:, j], b[:, j], np.nan)) and _is_binary(np.where(complete[:, j], c[:, j], np.nan))
+        for j in range(len(names))
+    ]
+    score = [unit_codes is None and binary[j] and method in ("auto", "score") for j in range(len(names))]
+    if method == "score" and not all(score):
+        raise ValueError(
+            "compare: method='score' is Tango's interval for pass/fail metrics without clusters; "
+            f"{[n for n, s in zip(names, score) if not s]} are not pass/fail (or units= was given). "
+            "Use method='auto' to take the bootstrap for those."
+        )
+    boot_method = "percentile" if method in ("auto", "score") else method
+    engine, boot, low, high = _bootstrap_cells(
+        diffs, codes, n_groups, grouped=grouped, units=unit_codes, level=level, method=boot_method,
+        n_resamples=n_resamples, seed=seed, expand=method == "auto",
     )
+    down = _row_counts(codes, n_groups, grouped, diffs == -1)
+    up = _row_counts(codes, n_groups, grouped, diffs == 1)
+    scored = [j for j in range(len(names)) if score[j]]
+    if scored:
+        score_low, score_high = _tango_bounds(down[:, scored], up[:, scored], n_pairs[:, scored], level)
+        low[:, scored], high[:, scored] = score_low, score_high
+        no_pairs = n_pairs[:, scored] < 2  # one pair says nothing about sampling error, as for the bootstrap
+        low[:, scored] = np.where(no_pairs, np.nan, low[:, scored])
+        high[:, scored] = np.where(no_pairs, np.nan, high[:, scored])
 
     # Paired tests: exact McNemar for pass/fail metrics, sign flips (shared across metrics) otherwise.
     p_values = np.full(engine.theta.shape, np.nan)
+    p_decrease = np.full(engine.theta.shape, np.nan)
+    p_increase = np.full(engine.theta.shape, np.nan)
     tests = ["none"] * len(names)
     permutations: list[int | None] = [None] * len(names)
-    if n_permutations:
-        binary = [unit_codes is None and _is_binary(np.where(complete[:, j], b[:, j], np.nan))
-                  and _is_binary(np.where(complete[:, j], c[:, j], np.nan)) for j in range(len(names))]
-        exact = [j for j in range(len(names)) if binary[j]]
-        flipped = [j for j in range(len(names)) if not binary[j]]
-        if exact:
-            down = _row_counts(codes, n_groups, grouped, diffs[:, exact] == -1)
-            up = _row_counts(codes, n_groups, grouped, diffs[:, exact] == 1)
-            p_values[:, exact] = _mcnemar_p(down, up)
+    exact = [j for j in range(len(names)) if binary[j] and unit_codes is None]
+    flipped = [j for j in range(len(names)) if j not in exact]
+    if exact:
+        p_decrease[:, exact], p_increase[:, exact] = _one_sided_mcnemar(down[:, exact], up[:, exact])
+        if n_permutations:
+            p_values[:, exact] = _mcnemar_p(down[:, exact], up[:, exact])
             for j in exact:
                 tests[j] = "exact McNemar"
-        if flipped:
-            rng = np.random.default_rng([seed, 1])  # a stream apart from the bootstrap's
-            p_values[:, flipped] = engine.sign_flip(flipped, n_permutations, rng)
-            for j in flipped:
-                tests[j] = "sign-flip permutation" + (" (clusters)" if unit_codes is not None else "")
-                permutations[j] = n_permutations
-        p_values[n_pairs == 0] = np.nan
+    if flipped and n_permutations:
+        rng = np.random.default_rng([seed, 1])  # a stream apart from the bootstrap's
+        sided = engine.sign_flip(flipped, n_permutations, rng)
+        p_values[:, flipped], p_decrease[:, flipped], p_increase[:, flipped] = sided
+        for j in flipped:
+            tests[j] = "sign-flip permutation" + (" (clusters)" if unit_codes is not None else "")
+            permutations[j] = n_permutations
+    elif flipped:  # no permutations: one-sided p-values from the bootstrap distribution
+        with np.errstate(invalid="ignore"):
+            drawn = (~np.isnan(boot[:, :, flipped])).sum(axis=0)
+            p_decrease[:, flipped] = (1.0 + (boot[:, :, flipped] >= 0).sum(axis=0)) / (drawn + 1.0)
+            p_increase[:, flipped] = (1.0 + (boot[:, :, flipped] <= 0).sum(axis=0)) / (drawn + 1.0)
+    for p in (p_values, p_decrease, p_increase):
+        p[n_pairs == 0] = np.nan
 
-    label = _boot_label(method, paired=True, clustered=unit_codes is not None)
+    boot_label = _boot_label("expanded percentile" if method == "auto" else boot_method, paired=True,
+                             clustered=unit_codes is not None)
     records = []
     for j, name in enumerate(names):
+        label = _SCORE_LABEL if score[j] else boot_label
         for r, row in enumerate(rows):
             n = int(n_pairs[r, j])
             records.append(
@@ -1338,16 +1509,22 @@ def compare(
                     "low": low[r, j],
                     "high": high[r, j],
                     "p_value": p_values[r, j],
+                    "p_decrease": p_decrease[r, j],
+                    "p_increase": p_increase[r, j],
                     "method": label,
                     "level": level,
-                    "n_resamples": n_resamples,
-                    "seed": seed,
+                    "n_resamples": None if score[j] else n_resamples,
+                    "seed": None if score[j] and not permutations[j] else seed,
                     "test": tests[j],
                     "n_permutations": permutations[j],
+                    "n_clusters": int(engine.units_per_cell[r, j]) if unit_codes is not None else None,
                 }
             )
     table = pd.DataFrame.from_records(records)
-    table["n_permutations"] = _nullable_int(table["n_permutations"].tolist())
+    for column in ("n_resamples", "seed", "n_permutations", "n_clusters"):
+        table[column] = _nullable_int(table[column].tolist())
+    if unit_codes is None:
+        table = table.drop(columns="n_clusters")
     if adjust == "holm":
         table.insert(table.columns.get_loc("p_value") + 1, "p_adjusted", holm(table["p_value"].to_numpy()))
     table.attrs["raglab"] = {
@@ -1368,11 +1545,17 @@ def compare(
 # The release gate
 # --------------------------------------------------------------------------------------------------
 
+MIN_QUESTIONS = 10  # below this many paired questions a gate row is review, whatever its interval says
+GATE_TOLERANCE = 1e-9  # bounds within this (times max(1, margin)) of a threshold count as on it
+
 GATE_RULE = (
-    "Per metric and slice, on the interval of mean(cand - base): pass if low >= -margin; block if high < 0; "
-    "otherwise review. For a lower-is-better metric the signs flip: pass if high <= margin; block if low > 0. "
-    "A row without an interval (fewer than two complete pairs or clusters) is review. The overall decision is the worst row "
-    "(block > review > pass)."
+    "Per metric and slice, on the row's interval for mean(cand - base): PASS if low >= -margin (any drop is "
+    "smaller than the margin); BLOCK if high < 0 and the drop is significant family-wise (Holm over every "
+    "row's one-sided p-value at (1 - ci) / 2, so that with no real change the chance of any false block stays "
+    "at most that); otherwise REVIEW. Lower-is-better metrics flip the signs (pass if high <= margin; block if "
+    "low > 0). A row with fewer than 10 paired questions (or 10 clusters), no interval or a zero-width interval "
+    "is REVIEW, with the reason. Bounds within 1e-9 x max(1, margin) of a threshold count as on it. The "
+    "overall decision is the worst row: every row must pass for the change to pass."
 )
 
 
@@ -1426,15 +1609,52 @@ def _directions(higher_is_better: Any, names: Sequence[str]) -> dict[str, bool]:
     return {name: given.get(name, metric_info(name).higher_is_better) for name in names}
 
 
-def _decide(low: float, high: float, margin: float, higher_is_better: bool) -> str:
+def _decide(
+    low: float,
+    high: float,
+    margin: float,
+    higher_is_better: bool,
+    *,
+    n: int = MIN_QUESTIONS,
+    clustered: bool = False,
+    p_worse: float = 0.0,
+    alpha: float = 0.05,
+    family: int = 1,
+) -> tuple[str, str]:
+    """One row's decision and its reason.
+
+    ``p_worse`` is the row's one-sided p-value for the bad direction (Holm-adjusted over ``family``
+    rows when ``family > 1``); a block needs it below ``alpha / 2`` as well as the interval on the
+    bad side of zero.
+    """
+    unit = "clusters" if clustered else "questions"
     if not (np.isfinite(low) and np.isfinite(high)):
-        return "review"
-    if higher_is_better:
-        return "pass" if low >= -margin else "block" if high < 0 else "review"
-    return "pass" if high <= margin else "block" if low > 0 else "review"
+        return "review", f"no interval (n={n} {unit}; at least 2, or {MIN_CLUSTERS} clusters, are needed)"
+    if not clustered and n < MIN_QUESTIONS:
+        return "review", f"only {n} paired questions: too few to decide (the gate needs at least {MIN_QUESTIONS})"
+    if high - low <= GATE_TOLERANCE * max(1.0, abs(low), abs(high), margin):
+        return "review", "zero-width interval: every paired difference is the same, so there is no evidence about sampling error"
+    tol = GATE_TOLERANCE * max(1.0, margin)
+    # Express everything as "improvement": for lower-is-better metrics a rise is the bad direction.
+    worst, best = (low, high) if higher_is_better else (-high, -low)
+    if worst >= -margin - tol:
+        return "pass", f"the worst plausible change {worst:+.4g} is within the margin -{margin:g}"
+    if best < -tol:
+        shown = f"({'low' if not higher_is_better else 'high'} {high if higher_is_better else low:+.4g})"
+        if not np.isfinite(p_worse):
+            return "review", f"the interval is entirely on the bad side {shown} but no test p-value is available"
+        if p_worse < alpha / 2:
+            scope = f"Holm-adjusted over {family} rows" if family > 1 else "one-sided"
+            return "block", f"a real drop: interval entirely on the bad side {shown}, {scope} p = {p_worse:.3g}"
+        return "review", (
+            f"interval on the bad side {shown} but not significant across the {family} rows gated "
+            f"(Holm-adjusted one-sided p = {p_worse:.3g} >= {alpha / 2:g})"
+        )
+    return "review", f"inconclusive: the interval crosses both -{margin:g} and 0"
 
 
-def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any) -> pd.DataFrame:
+def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust: str | None = "holm") -> pd.DataFrame:
+    check_option("adjust", adjust, _ADJUST)
     names = list(dict.fromkeys(table["metric"]))
     margins, directions = _margins(margin, names), _directions(higher_is_better, names)
     out = table.copy()
@@ -1442,11 +1662,26 @@ def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any) -> pd.D
     position = out.columns.get_loc("high") + 1
     out.insert(position, "margin", out["metric"].map(margins).astype(float))
     out.insert(position + 1, "higher_is_better", out["metric"].map(directions).astype(bool))
-    decisions = [
-        _decide(lo, hi, mg, hb)
-        for lo, hi, mg, hb in zip(out["low"], out["high"], out["margin"], out["higher_is_better"])
+    hib = out["higher_is_better"].to_numpy(dtype=bool)
+    if "p_decrease" in out.columns:
+        p_worse = np.where(hib, out["p_decrease"].to_numpy(dtype=float), out["p_increase"].to_numpy(dtype=float))
+    else:  # a table from an older raglab: no one-sided p-values, so per-row blocks on the interval alone
+        p_worse = np.zeros(len(out))
+    adjusted = holm(p_worse) if adjust == "holm" else p_worse
+    family = int(np.isfinite(p_worse).sum()) if adjust == "holm" else 1
+    level = float(out["level"].iloc[0]) if "level" in out.columns and len(out) else 0.95
+    clustered = "n_clusters" in out.columns
+    counts = out["n_clusters"] if clustered else out["n"]
+    decided = [
+        _decide(lo, hi, mg, hb, n=int(0 if pd.isna(k) else k), clustered=clustered, p_worse=p, alpha=1 - level,
+                family=family)
+        for lo, hi, mg, hb, k, p in zip(out["low"], out["high"], out["margin"], hib, counts, adjusted)
     ]
-    out.insert(position + 2, "decision", decisions)
+    out.insert(position + 2, "decision", [d for d, _ in decided])
+    out.insert(position + 3, "reason", [r for _, r in decided])
+    out["p_worse"] = p_worse
+    if adjust == "holm":
+        out["p_worse_adjusted"] = adjusted
     return out
 
 
@@ -1475,7 +1710,7 @@ def _jsonable(value: Any) -> Any:
 
 
 _COLOURS = {"pass": "#1a7f37", "review": "#b35900", "block": "#cf222e"}
-_SHOWN_COLUMNS = ["metric", "slice", "n", "base", "cand", "diff", "low", "high", "margin", "decision", "p_value"]
+_SHOWN_COLUMNS = ["metric", "slice", "n", "base", "cand", "diff", "low", "high", "margin", "decision", "reason"]
 
 
 @dataclass
@@ -1546,9 +1781,13 @@ class GateResult:
     def _summary_line(self) -> str:
         counts = ", ".join(f"{v} {k}" for k, v in self.counts.items())
         level = self.settings.get("ci")
-        how = f"{level:.0%} {self.table['method'].iloc[0]}" if level is not None and len(self.table) else ""
+        methods = " / ".join(dict.fromkeys(self.table["method"])) if len(self.table) else ""
+        how = f"{level:.0%} {methods}" if level is not None else ""
+        if self.settings.get("adjust") == "holm":
+            how += "; blocks Holm-adjusted"
         resamples = self.settings.get("n_resamples")
-        extra = f", {resamples} resamples, seed {self.settings.get('seed')}" if resamples is not None else ""
+        resampled = "n_resamples" in self.table.columns and self.table["n_resamples"].notna().any()
+        extra = f", {resamples} resamples, seed {self.settings.get('seed')}" if resampled else ""
         return f"GateResult: {self.decision.upper()} ({counts}; {how}{extra})"
 
     def _shown(self) -> pd.DataFrame:
@@ -1581,12 +1820,17 @@ class GateResult:
         )
 
 
-def _gate_result(table: pd.DataFrame, margin: Any, higher_is_better: Any) -> GateResult:
+def _gate_result(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust: str | None = "holm") -> GateResult:
     """Gate a compare table; settings and run records come from ``table.attrs["raglab"]["comparison"]``."""
     from raglab import __version__
 
-    gated = _gate_table(table, margin, higher_is_better)
+    gated = _gate_table(table, margin, higher_is_better, adjust)
     settings = dict(gated.attrs.get("raglab", {}).get("comparison", {}))
+    settings["adjust"] = adjust
+    settings["block_rule"] = (
+        f"Holm over the {int(np.isfinite(gated['p_worse']).sum())} rows' one-sided p-values" if adjust == "holm"
+        else "per row (adjust=None): each row blocks on its own interval and one-sided p-value"
+    )
     runs = settings.pop("runs", {})
     margins = dict(zip(gated["metric"], gated["margin"]))
     directions = dict(zip(gated["metric"], gated["higher_is_better"]))
@@ -1609,19 +1853,34 @@ def gate(
     slices: Any = None,
     units: Any = None,
     ci: float = 0.95,
-    method: str = "percentile",
+    method: str = "auto",
     n_resamples: int = 10_000,
     seed: int | None = 0,
     n_permutations: int = 10_000,
-    adjust: str | None = None,
+    adjust: str | None = "holm",
 ) -> GateResult:
     """Non-inferiority release gate on paired scores, per metric and slice.
 
-    Each row of :func:`compare` gets a decision from its interval on ``mean(cand - base)``: **pass**
-    if ``low >= -margin`` (any drop is smaller than the margin), **block** if ``high < 0`` (a real
-    drop), otherwise **review**. For a lower-is-better metric (latency, cost, hallucination rate)
-    the signs flip: pass if ``high <= margin``, block if ``low > 0``. The overall decision is the
-    worst row.
+    Each row of :func:`compare` (one per metric x slice) gets a decision from its interval on
+    ``mean(cand - base)`` and its one-sided test:
+
+    * **pass** if ``low >= -margin``: any drop is smaller than the margin. Every row must pass for
+      the change to pass; requiring all rows needs no multiplicity adjustment.
+    * **block** if ``high < 0`` (a real drop) *and* the row's one-sided p-value for a drop,
+      Holm-adjusted over every row of the table, is below ``(1 - ci) / 2``: with no real change
+      anywhere, the chance that any row blocks stays at most that, however many metrics and slices
+      are gated. ``adjust=None`` blocks per row on the interval alone (more false blocks as rows
+      multiply).
+    * **review** otherwise, and always for a row with fewer than :data:`MIN_QUESTIONS` paired
+      questions (or :data:`MIN_CLUSTERS` clusters), with no interval, or with a zero-width
+      interval. The table's ``reason`` column says why.
+
+    For a lower-is-better metric (latency, cost, hallucination rate) the signs flip: pass if
+    ``high <= margin``, block if ``low > 0``. Bounds within ``GATE_TOLERANCE * max(1, margin)`` of a
+    threshold count as on it, so float rounding never decides. The overall decision is the worst
+    row. The intervals are :func:`compare`'s (``method="auto"``: Tango's score interval for
+    pass/fail metrics, the expanded percentile bootstrap otherwise), and the one printed and drawn
+    for a row is the one that decided it.
 
     Parameters
     ----------
@@ -1633,22 +1892,31 @@ def gate(
     higher_is_better : bool or dict, optional
         Direction per metric. Defaults come from the metric name (``raglab`` knows ``latency``,
         ``cost``, ``hallucination``... are lower-is-better); an explicit value always wins.
-    slices, units, ci, method, n_resamples, seed, n_permutations, adjust
+    slices, units, ci, method, n_resamples, seed, n_permutations
         As in :func:`compare`.
+    adjust : {"holm", None}
+        How blocks are protected against many rows: ``"holm"`` (the default) as above; ``None``
+        lets each row block on its own interval.
 
     Returns
     -------
     GateResult
+        ``.table`` adds ``margin``, ``higher_is_better``, ``decision``, ``reason``, ``p_worse`` (the
+        one-sided p-value for the bad direction) and, with Holm, ``p_worse_adjusted``.
 
     Examples
     --------
     >>> from raglab.stats import gate
-    >>> r = gate({"latency_s": [1.0, 1.2, 0.9, 1.1] * 25}, {"latency_s": [1.0, 1.1, 0.9, 1.0] * 25}, margin=0.05)
-    >>> r.decision, bool(r.table["higher_is_better"].iloc[0])
-    ('pass', False)
+    >>> r = gate({"latency_s": [1.0, 1.2, 0.9, 1.1] * 25}, {"latency_s": [1.0, 1.1, 0.9, 1.0] * 25},
+    ...          margin=0.05, higher_is_better=False)
+    >>> r.decision
+    'pass'
+    >>> few = gate([1.0, 1.0, 1.0], [1.0, 1.0, 1.0], margin=0.01, higher_is_better=True)
+    >>> few.decision, few.table["reason"].iloc[0]
+    ('review', 'only 3 paired questions: too few to decide (the gate needs at least 10)')
     """
     table = compare(
         base, cand, slices=slices, units=units, ci=ci, method=method, n_resamples=n_resamples, seed=seed,
-        n_permutations=n_permutations, adjust=adjust,
+        n_permutations=n_permutations,
     )
-    return _gate_result(table, margin, higher_is_better)
+    return _gate_result(table, margin, higher_is_better, adjust)

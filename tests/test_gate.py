@@ -56,10 +56,23 @@ def test_seed_example_blocks_at_margin_002():
         (0.005, 0.040, 0.02, False, "block"),  # lower is better: a real increase
         (-0.010, 0.050, 0.02, False, "review"),
         (float("nan"), float("nan"), 0.02, True, "review"),
+        (-0.02 - 1e-17, 0.030, 0.02, True, "pass"),  # float rounding of an exact -0.02 never decides
+        (0.0, 0.0, 0.02, True, "review"),  # a zero-width interval is no evidence
+        (-0.5, -0.3, 0.02, True, "block"),
     ],
 )
 def test_decision_rule(low, high, margin, higher, expected):
-    assert stats._decide(low, high, margin, higher) == expected
+    decision, reason = stats._decide(low, high, margin, higher)
+    assert decision == expected and reason
+
+
+def test_decision_rule_reviews_thin_evidence():
+    assert stats._decide(-0.01, 0.01, 0.02, True, n=9)[0] == "review"
+    assert "only 9 paired questions" in stats._decide(-0.01, 0.01, 0.02, True, n=9)[1]
+    # Interval below zero but the Holm-adjusted one-sided p-value is not small enough: review, not block.
+    decision, reason = stats._decide(-0.2, -0.01, 0.02, True, n=50, p_worse=0.04, family=24)
+    assert decision == "review" and "24 rows" in reason
+    assert stats._decide(-0.2, -0.01, 0.02, True, n=50, p_worse=0.001, family=24)[0] == "block"
 
 
 def _gate_on(diffs, **kwargs):
@@ -171,20 +184,30 @@ def test_decision_log_keeps_every_interval_and_the_run_records(tmp_path):
     text = result.to_json(path)
     log = json.loads(path.read_text())
     assert log == json.loads(text)
-    assert log["decision"] == result.decision == "block"
+    # hit@5 drops (one-sided p about 0.01), but over 6 gated rows Holm needs more: review, with the reason.
+    assert log["decision"] == result.decision == "review"
+    hit = result.table.set_index(["metric", "slice"]).loc[("hit@5", "overall")]
+    assert hit["high"] < 0 and hit["decision"] == "review" and "6 rows" in hit["reason"]
+    per_row = b.rag.gate(c, margin={"hit@5": 0.02, "faithfulness": 0.01}, metrics=["hit@5", "faithfulness"],
+                         by="qtype", seed=7, n_resamples=3_000, adjust=None)
+    assert per_row.decision == "block" and per_row.settings["adjust"] is None
     assert log["raglab_version"] == raglab.__version__ and log["created"].endswith("+00:00")
     assert log["settings"]["seed"] == 7 and log["settings"]["n_resamples"] == 3_000
     assert log["settings"]["margins"] == {"hit@5": 0.02, "faithfulness": 0.01}
     assert log["settings"]["by"] == ["qtype"]
     assert log["runs"]["base"]["evalset"] == {"name": "golden", "version": "3", "hash": "f00d"}
     assert log["runs"]["cand"]["judge"]["fingerprint"] == "judge-abc"
-    assert "pass if low >= -margin" in log["rule"]
+    assert "PASS if low >= -margin" in log["rule"] and "Holm" in log["rule"]
     assert len(log["rows"]) == len(result.table) == 6
     first = log["rows"][0]
     for key in ("metric", "slice", "n", "n_dropped", "diff", "low", "high", "margin", "higher_is_better",
                 "decision", "p_value", "method", "level", "n_resamples", "seed"):
         assert key in first
-    assert first["seed"] == 7 and first["n"] == 300 and first["method"] == "paired bootstrap (percentile)"
+    assert first["n"] == 300 and first["method"] == "paired score (Tango)" and first["seed"] is None
+    faith = next(r for r in log["rows"] if r["metric"] == "faithfulness")
+    assert faith["seed"] == 7 and faith["method"] == "paired bootstrap (expanded percentile)"
+    assert log["settings"]["adjust"] == "holm" and "Holm" in log["settings"]["block_rule"]
+    assert all(r["reason"] for r in log["rows"])
 
 
 def test_decision_log_writes_null_for_missing_numbers(tmp_path):
@@ -200,7 +223,8 @@ def test_gate_result_display_and_frame():
     result = b.rag.gate(c, margin=0.02, metrics=["hit@5"], n_resamples=2_000)
     assert isinstance(result, GateResult)
     text = repr(result)
-    assert text.startswith("GateResult: BLOCK (0 pass, 0 review, 1 block; 95% paired bootstrap (percentile)")
+    assert text.startswith("GateResult: BLOCK (0 pass, 0 review, 1 block; 95% paired score (Tango)")
+    assert "resamples" not in text.splitlines()[0]  # no row of this table was resampled
     assert "hit@5" in text and "block" in text
     page = result._repr_html_()
     assert "<table>" in page and "BLOCK" in page and "#cf222e" in page
@@ -223,7 +247,10 @@ def test_gate_accessor_equals_the_pure_function():
 
 def test_a_slice_of_one_question_goes_to_review():
     result = gate({"a": [1, 0, 1]}, {"a": [1, 1, 1]}, margin=0.0, slices=["x", "y", "x"])
-    assert result.table.set_index("slice")["decision"].to_dict() == {"overall": "pass", "x": "pass", "y": "review"}
+    table = result.table.set_index("slice")
+    assert table["decision"].to_dict() == {"overall": "review", "x": "review", "y": "review"}
+    assert table.loc["y", "reason"].startswith("no interval")
+    assert table.loc["x", "reason"].startswith("only 2 paired questions")
     assert result.decision == "review"
 
 

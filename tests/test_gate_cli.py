@@ -34,7 +34,7 @@ def files(tmp_path):
     b["latency_ms"] = rng.gamma(3, 100, 300)
     c["latency_ms"] = b["latency_ms"] * 0.9
     b["faithfulness"] = rng.random(300)
-    c["faithfulness"] = b["faithfulness"]
+    c["faithfulness"] = np.clip(b["faithfulness"] + rng.normal(0.0, 0.01, 300), 0, 1)  # no real change
     paths = {
         "base": tmp_path / "base.jsonl",
         "cand": tmp_path / "cand.parquet",
@@ -90,9 +90,11 @@ def test_json_decision_log(files, tmp_path, capsys):
     log_path = tmp_path / "out" / "gate.json"
     log_path.parent.mkdir()
     code = _gate(files, "--metric", "hit@5", "--margin", "0.02", "--by", "qtype", "--json", str(log_path),
-                 "--seed", "3", "--n-resamples", "2000")
+                 "--seed", "3", "--n-resamples", "2000", "--adjust", "none")
     log = json.loads(log_path.read_text())
-    assert code == 1 and log["decision"] == "block"
+    assert code == 1 and log["decision"] == "block" and log["settings"]["adjust"] is None
+    # By default a block needs Holm-adjusted evidence over the 3 rows; p about 0.01 x 3 is not enough.
+    assert _gate(files, "--metric", "hit@5", "--margin", "0.02", "--by", "qtype") == 3
     assert log["settings"]["seed"] == 3 and log["settings"]["n_resamples"] == 2000
     assert [r["slice"] for r in log["rows"]] == ["overall", "factoid", "howto"]
     assert "decision log written to" in capsys.readouterr().out

@@ -368,7 +368,7 @@ def test_cluster_bootstrap_with_slices_matches_a_brute_force_oracle(nested):
     slices = np.where(units % 2 == 0, "a", "b") if nested else rng.choice(["a", "b"], n)
     diffs = rng.normal(0.05, 0.3, n) + rng.normal(0, 0.2, 40)[units]
     table = stats.compare({"m": np.zeros(n)}, {"m": diffs}, slices=slices, units=units, n_resamples=10_000,
-                          n_permutations=0, seed=3)
+                          n_permutations=0, seed=3, method="percentile")
     labels = ["overall", "a", "b"]
     low, high = _brute_cluster_bootstrap(diffs, slices, units, labels, 4_000, seed=8)
     for j, label in enumerate(labels):

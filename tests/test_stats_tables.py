@@ -17,7 +17,7 @@ from raglab._meta import update_meta
 statsmodels_proportion = pytest.importorskip("statsmodels.stats.proportion")
 
 COMPARE_COLUMNS = [
-    "metric", "slice", "n", "n_dropped", "base", "cand", "diff", "low", "high", "p_value", "method", "level",
+    "metric", "slice", "n", "n_dropped", "base", "cand", "diff", "low", "high", "p_value", "p_decrease", "p_increase", "method", "level",
     "n_resamples", "seed", "test", "n_permutations",
 ]
 SUMMARY_COLUMNS = ["metric", "slice", "n", "n_excluded", "mean", "se", "low", "high", "method", "level",
@@ -151,8 +151,9 @@ def test_compare_columns_counts_and_means():
         assert row["cand"] == pytest.approx(c[complete].mean(), abs=1e-12)
         assert row["diff"] == pytest.approx((c - b)[complete].mean(), abs=1e-12)
         assert row["low"] <= row["diff"] <= row["high"]
-        assert (row["method"], row["level"], row["n_resamples"], row["seed"]) == (
-            "paired bootstrap (percentile)", 0.95, 10_000, 0)
+        expected = (("paired score (Tango)", 0.95, pd.NA, pd.NA) if row["metric"] == "hit@5"
+                    else ("paired bootstrap (expanded percentile)", 0.95, 10_000, 0))
+        assert (row["method"], row["level"], row["n_resamples"], row["seed"]) == expected
     assert table.loc[table["metric"] == "ndcg@5", "n_dropped"].sum() > 0
 
 
@@ -175,7 +176,7 @@ def test_compare_slice_intervals_match_scipy_on_each_slice():
 def test_compare_overall_is_paired_bootstrap_with_the_same_seed():
     rng = np.random.default_rng(3)
     b, c = rng.random(300), rng.random(300)
-    row = stats.compare({"s": b}, {"s": c}, seed=9).iloc[0]
+    row = stats.compare({"s": b}, {"s": c}, seed=9, method="percentile").iloc[0]
     iv = stats.paired_bootstrap(b, c, seed=9)
     assert (row["diff"], row["low"], row["high"]) == tuple(iv)
 
@@ -220,7 +221,8 @@ def test_compare_with_clusters():
     cand = _candidate(base)
     base["doc"] = [f"d{i // 6}" for i in range(len(base))]
     table = base.rag.compare(cand, metrics=["ndcg@5"], units="doc")
-    assert table["method"].iloc[0] == "paired cluster bootstrap (percentile)"
+    assert table["method"].iloc[0] == "paired cluster bootstrap (expanded percentile)"
+    assert table["n_clusters"].iloc[0] == base["doc"].nunique()
     assert table["test"].iloc[0] == "sign-flip permutation (clusters)"
     assert table.attrs["raglab"]["comparison"]["units"] == "doc"
 
