@@ -121,12 +121,7 @@ def proportion_interval(successes: int, n: int, ci: float = 0.95, method: str = 
         half = z * np.sqrt(p * (1 - p) / n)
         low, high = max(0.0, p - half), min(1.0, p + half)
     elif method == "wilson":
-        denom = 1 + z**2 / n
-        centre = (p + z**2 / (2 * n)) / denom
-        half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denom
-        # At 0 or n successes the bound is exactly 0 or 1; rounding would leave 1e-19.
-        low = 0.0 if x == 0 else max(0.0, centre - half)
-        high = 1.0 if x == n else min(1.0, centre + half)
+        low, high = _wilson_bounds(p, n, z)
     else:
         alpha = 1 - level
         low = 0.0 if x == 0 else float(_sps.beta.ppf(alpha / 2, x, n - x + 1))
@@ -873,6 +868,33 @@ def _t_bounds(values: np.ndarray, level: float) -> tuple[float, float, float, fl
     return mean, se, mean - half, mean + half
 
 
+def _bounded_t(values: np.ndarray, mean: float, low: float, high: float, level: float) -> tuple[float, float, float, str]:
+    """A t interval for a score known to lie in [0, 1], kept inside [0, 1].
+
+    The t interval is clipped to [0, 1] (and says so in its method). When every value is the same (the t interval collapses to
+    a point, e.g. ten questions that all score 1.0) it says nothing about sampling error; a
+    [0, 1]-valued score has variance at most ``mean (1 - mean)``, so the Wilson score interval at
+    that variance is used instead: never zero-width, never outside [0, 1].
+    """
+    n = values.size
+    if n >= 2 and low == high:
+        z = float(_sps.norm.ppf(0.5 + level / 2.0))
+        low, high = _wilson_bounds(mean, n, z)
+        return mean, low, high, "wilson (bounded score, all values equal)"
+    clipped = (np.isfinite(low) and low < 0) or (np.isfinite(high) and high > 1)
+    if clipped:
+        return mean, max(0.0, low), min(1.0, high), "t (clipped to [0, 1])"
+    return mean, low, high, "t"
+
+
+def _wilson_bounds(p: float, n: int, z: float) -> tuple[float, float]:
+    denom = 1 + z**2 / n
+    centre = (p + z**2 / (2 * n)) / denom
+    half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z**2 / (4 * n**2)) / denom
+    # At 0 or 1 the bound is exactly 0 or 1; rounding would leave 1e-19.
+    return (0.0 if p <= 0 else max(0.0, centre - half)), (1.0 if p >= 1 else min(1.0, centre + half))
+
+
 def mean_interval(
     values: Any,
     *,
@@ -1274,6 +1296,11 @@ def summary(
             raise ValueError(f"summary: units= needs a bootstrap method ('percentile' or 'bca'), not {chosen_method!r}")
         chosen.append(chosen_method)
 
+    # Metrics known to lie in [0, 1] (recall, nDCG, faithfulness...) get intervals inside [0, 1].
+    bounded = [
+        metric_info(name).bounded and bool(np.nanmin(values[:, j], initial=0.0) >= 0 and np.nanmax(values[:, j], initial=1.0) <= 1)
+        for j, name in enumerate(names)
+    ]
     boot_columns = [j for j, m in enumerate(chosen) if m in _BOOT_METHODS]
     seed_used = _resolve_seed(seed) if boot_columns else None
     boot_low = boot_high = boot_se = None
@@ -1301,8 +1328,11 @@ def summary(
                 label_method = _boot_label(m, paired=False, clustered=unit_codes is not None)
             elif m == "t":
                 selected = values[(codes == r - 1) if (grouped and r) else slice(None), j]
-                mean, se, low, high = _t_bounds(selected[~np.isnan(selected)], level)
+                selected = selected[~np.isnan(selected)]
+                mean, se, low, high = _t_bounds(selected, level)
                 label_method = "t"
+                if bounded[j] and selected.size:
+                    mean, low, high, label_method = _bounded_t(selected, mean, low, high, level)
             else:
                 label_method = m
                 if n:

@@ -158,3 +158,21 @@ def test_many_rows_do_not_multiply_false_blocks():
             blocks[adjust] += result.decision == "block"
     assert blocks["holm"] <= 3  # nominal 2.5% of 30; the per-row rule sits near 45%
     assert blocks[None] > blocks["holm"]
+
+
+def test_bounded_metrics_get_intervals_inside_their_bounds():
+    # nDCG@5 over ten questions near 1: a plain t interval reaches above 1.
+    values = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5])
+    t_high = values.mean() + sps.t.ppf(0.975, 9) * values.std(ddof=1) / np.sqrt(10)
+    assert t_high > 1  # the failure the bound prevents (scipy's t)
+    row = stats.summary({"ndcg@5": values}).iloc[0]
+    assert row["high"] == 1.0 and row["method"] == "t (clipped to [0, 1])"
+    # All values equal: a t interval collapses to a point; the bounded score gets Wilson's instead.
+    flat = stats.summary({"faithfulness": np.full(12, 0.8)}).iloc[0]
+    z = sps.norm.ppf(0.975)
+    centre = (0.8 + z**2 / 24) / (1 + z**2 / 12)
+    half = z * np.sqrt(0.8 * 0.2 / 12 + z**2 / (4 * 144)) / (1 + z**2 / 12)
+    assert flat["low"] == pytest.approx(centre - half) and flat["high"] == pytest.approx(centre + half)
+    assert flat["high"] - flat["low"] > 0.2 and "all values equal" in flat["method"]
+    # An unknown metric keeps the plain t interval: raglab does not know its range.
+    assert stats.summary({"score_x": values}).iloc[0]["high"] == pytest.approx(t_high)
