@@ -172,9 +172,21 @@ class EvalSet:
             f"hash {self.hash[:12]}; columns {self.columns})"
         )
 
+    @property
+    def units(self) -> str | None:
+        """The cluster column (questions nested in documents or conversations), or None."""
+        return self.manifest.get("units")
+
     def stamp_record(self) -> dict[str, Any]:
-        """What a run scored against this version carries in ``attrs['raglab']['evalset']``."""
-        return {"name": self.name, "version": self.version, "hash": self.hash, "n": len(self)}
+        """What a run scored against this version carries in ``attrs['raglab']['evalset']``.
+
+        With a cluster column, ``units`` names it: ``summary``, ``compare``, ``gate`` and
+        ``agreement`` then resample whole clusters unless told otherwise.
+        """
+        record = {"name": self.name, "version": self.version, "hash": self.hash, "n": len(self)}
+        if self.units is not None:
+            record["units"] = self.units
+        return record
 
     # ---- making and opening -----------------------------------------------------------------------
     @classmethod
@@ -187,6 +199,7 @@ class EvalSet:
         name: str | None = None,
         columns: Iterable[str] | None = None,
         question_id: str = "question_id",
+        units: str | None = None,
     ) -> EvalSet:
         """Write ``df``'s questions and gold as version ``version`` of the eval set at ``path``.
 
@@ -203,8 +216,22 @@ class EvalSet:
             Defaults to the directory name.
         columns : iterable of str, optional
             Extra columns to freeze, e.g. slice labels such as ``"qtype"``.
+        units : str, optional
+            The cluster column when questions are nested in documents or conversations (e.g.
+            ``"doc_id"``, ``"conversation_id"``). It is frozen and recorded; stamped runs carry it,
+            and ``summary``, ``compare``, ``gate`` and ``agreement`` resample whole clusters by
+            default (pass ``units=False`` to one of them to treat questions as independent).
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab, tempfile
+        >>> rows = pd.DataFrame({"question_id": ["q1", "q2", "q3"], "gold": [["d1"], ["d1"], ["d2"]],
+        ...                      "conversation_id": ["c1", "c1", "c2"]})
+        >>> es = raglab.EvalSet.freeze(rows, tempfile.mkdtemp(), version="v1", units="conversation_id")
+        >>> es.units, es.stamp_record()["units"]
+        ('conversation_id', 'conversation_id')
         """
-        return cls._write(df, Path(path), str(version), name, columns, question_id, parent=None)
+        return cls._write(df, Path(path), str(version), name, columns, question_id, parent=None, units=units)
 
     @classmethod
     def _write(
@@ -216,10 +243,23 @@ class EvalSet:
         columns: Iterable[str] | None,
         question_id: str,
         parent: EvalSet | None,
+        units: str | None = None,
     ) -> EvalSet:
         method = "EvalSet.freeze" if parent is None else "EvalSet.extend"
         resolved = validate_rows(df, method=method, columns={"question_id": question_id})
         extra = list(columns or [])
+        if units is not None:
+            if not isinstance(units, str):
+                raise TypeError(f"{method}: `units` must name the cluster column (a str), got {units!r}")
+            resolve_column(df, units, units, method=method)
+            missing = np.flatnonzero(df[units].isna().to_numpy())
+            if missing.size:
+                raise RowTableError(
+                    f"{method}: cluster column {units!r} must name a cluster for every question; rows "
+                    f"{missing[:5].tolist()} have none (use the question id for a question that is its own cluster)."
+                )
+            if units not in extra:
+                extra.append(units)
         for column in extra:
             resolve_column(df, column, column, method=method)
         frozen = [resolved[r] for r in FROZEN_ROLES if r in resolved]
@@ -247,6 +287,8 @@ class EvalSet:
             "parent": {"version": parent.version, "hash": parent.hash} if parent else None,
             "added": [str(q) for q in rows[resolved["question_id"]]] if parent is None else None,
         }
+        if units is not None:
+            manifest["units"] = units
         if parent is not None:
             manifest["added"] = [q for q in hashes if q not in parent.manifest["row_hashes"]]
         target.mkdir(parents=True)
@@ -355,7 +397,8 @@ class EvalSet:
         combined = pd.concat([self._rows, new_rows], ignore_index=True)
         next_version = str(version) if version is not None else _next_version(self.version)
         extra = [c for c in self.columns if c not in FROZEN_ROLES]
-        return type(self)._write(combined, self.path.parent, next_version, self.name, extra, qid, parent=self)
+        return type(self)._write(combined, self.path.parent, next_version, self.name, extra, qid, parent=self,
+                                 units=self.units)
 
     # ---- runs -------------------------------------------------------------------------------------
     def stamp(self, run: pd.DataFrame, *, question_id: str = "question_id", allow_missing: bool = False) -> pd.DataFrame:

@@ -161,3 +161,19 @@ def test_stamp_refuses_incomplete_or_foreign_runs(tmp_path):
         v1.stamp(pd.DataFrame({"question_id": ["qX"], "retrieved": [[]]}), allow_missing=True)
     with pytest.raises(RowTableError, match=r"column 'gold' of the run differs from the eval set .*\['q1'\]"):
         v1.stamp(pd.DataFrame({"question_id": ["q1", "q2", "q3"], "gold": [["zz"], {"d2": 3, "d7": 1}, []]}))
+
+
+def test_an_eval_set_records_its_cluster_column_and_runs_carry_it(tmp_path):
+    rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(6)], "gold": [["d"]] * 6,
+                         "conversation_id": ["c1", "c1", "c2", "c2", "c3", "c3"]})
+    es = EvalSet.freeze(rows, tmp_path, version="v1", units="conversation_id")
+    assert es.units == "conversation_id" and "conversation_id" in es.columns
+    run = es.stamp(pd.DataFrame({"question_id": [f"q{i}" for i in range(6)]}))
+    assert run.attrs["raglab"]["evalset"]["units"] == "conversation_id"
+    assert run["conversation_id"].tolist() == rows["conversation_id"].tolist()
+    grown = EvalSet.load(tmp_path).extend(pd.DataFrame({"question_id": ["q6"], "gold": [["d"]], "conversation_id": ["c4"]}))
+    assert grown.units == "conversation_id" and grown.columns.count("conversation_id") == 1
+    assert EvalSet.load(tmp_path, "v2").stamp_record()["units"] == "conversation_id"
+    with pytest.raises(RowTableError, match="cluster column 'conversation_id' must name a cluster for every question"):
+        EvalSet.freeze(rows.assign(conversation_id=["c1", None, "c2", "c2", "c3", "c3"]), tmp_path / "x",
+                       version="v1", units="conversation_id")
