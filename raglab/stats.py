@@ -140,6 +140,7 @@ _BOOT_METHODS = ("percentile", "bca")
 _SUMMARY_METHODS = ("auto", "wilson", "exact", "normal", "t", "percentile", "bca")
 _ADJUST = (None, "holm")
 _COMPARE_METHODS = ("auto", "score", "percentile", "bca")
+_FEW_DISCORDANT = 10  # below this many changed pass/fail questions a bootstrap interval under-covers
 
 
 def _check_int(value: Any, name: str, minimum: int) -> int:
@@ -1483,6 +1484,16 @@ def compare(
     )
     down = _row_counts(codes, n_groups, grouped, diffs == -1)
     up = _row_counts(codes, n_groups, grouped, diffs == 1)
+    if method in ("percentile", "bca"):
+        rare = [names[j] for j in range(len(names)) if binary[j] and ((down[:, j] + up[:, j]) < _FEW_DISCORDANT).any()]
+        if rare:
+            warnings.warn(
+                f"compare: method={method!r} on pass/fail metrics {rare} with fewer than {_FEW_DISCORDANT} "
+                "discordant pairs in some rows: bootstrap intervals under-cover there (they collapse towards the "
+                "few changed questions). method='auto' uses Tango's score interval, which does not.",
+                UserWarning,
+                stacklevel=2,
+            )
     scored = [j for j in range(len(names)) if score[j]]
     if scored:
         score_low, score_high = _tango_bounds(down[:, scored], up[:, scored], n_pairs[:, scored], level)

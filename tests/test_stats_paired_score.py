@@ -176,3 +176,11 @@ def test_bounded_metrics_get_intervals_inside_their_bounds():
     assert flat["high"] - flat["low"] > 0.2 and "all values equal" in flat["method"]
     # An unknown metric keeps the plain t interval: raglab does not know its range.
     assert stats.summary({"score_x": values}).iloc[0]["high"] == pytest.approx(t_high)
+
+
+def test_bootstrap_on_rare_discordance_warns_and_names_the_better_method():
+    base = np.ones(200)
+    cand = base.copy()
+    cand[:3] = 0
+    with pytest.warns(UserWarning, match=r"fewer than 10 discordant pairs.*method='auto'"):
+        stats.compare({"hit@5": base}, {"hit@5": cand}, method="bca", n_resamples=200)
