@@ -43,27 +43,45 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_size(sub: argparse._SubParsersAction) -> None:
     size = sub.add_parser(
         "size",
-        help="questions needed to detect a change (see raglab.sizing)",
+        help="questions needed to detect a change, or to pass the gate (see raglab.sizing)",
         description=(
             "Questions needed to detect a true change of --mde with the given power. Unpaired pass rates "
             "(--p): arcsine normal approximation, n per run. Paired pass rates (--paired --discordance): "
             "McNemar-type normal approximation (Connor 1987). Continuous metrics (--sd-diff): z-test on "
-            "per-question differences."
+            "per-question differences. When a judge labels the answers, give its --sensitivity and "
+            "--specificity with the TRUE --p and --discordance: the test on the judge's labels sees a "
+            "larger discordance. With --gate-margin instead of --mde: questions at which a truly unchanged "
+            "candidate passes the non-inferiority gate with the given power."
         ),
     )
-    size.add_argument("--mde", type=float, required=True, help="smallest true change to detect, e.g. 0.03")
-    size.add_argument("--p", type=float, help="baseline pass rate (unpaired design)")
+    target = size.add_mutually_exclusive_group(required=True)
+    target.add_argument("--mde", type=float, help="smallest true change to detect, e.g. 0.03")
+    target.add_argument("--gate-margin", type=float, metavar="MARGIN",
+                        help="size the release gate instead: questions at which an unchanged candidate passes "
+                             "non-inferiority at this margin (e.g. 0.02) with the given --power")
+    size.add_argument("--p", type=float,
+                      help="baseline pass rate: the unpaired design's, or the TRUE rate with --sensitivity/--specificity")
     size.add_argument("--paired", action="store_true", help="both configs answer the same questions")
     size.add_argument("--discordance", type=float,
-                      help="share of questions whose pass/fail differs between the configs (with --paired)")
+                      help="share of questions whose pass/fail differs between the configs (with --paired); the "
+                           "TRUE share with --sensitivity/--specificity, the judge labels' share with --attenuation")
     size.add_argument("--sd-diff", type=float, help="sd of per-question differences (continuous metric)")
-    size.add_argument("--attenuation", type=float, default=1.0,
-                      help="judge attenuation J = sensitivity + specificity - 1 (default 1: no judge error)")
+    size.add_argument("--sensitivity", type=float,
+                      help="the judge's sensitivity: share of truly passing answers it passes (needs --specificity "
+                           "and --p; from raglab.agreement.report)")
+    size.add_argument("--specificity", type=float,
+                      help="the judge's specificity: share of truly failing answers it fails (1 - miss rate)")
+    size.add_argument("--attenuation", type=float,
+                      help="judge attenuation J = sensitivity + specificity - 1 alone: scales the change only, so "
+                           "--discordance must be measured on the judge's labels (default: no judge error)")
     size.add_argument("--slice-fraction", type=float, default=1.0,
                       help="share of questions in the slice to test; prints the total needed")
     size.add_argument("--power", type=float, default=0.8, help="default 0.8")
-    size.add_argument("--alpha", type=float, default=0.05, help="default 0.05")
-    size.add_argument("--alternative", choices=["two-sided", "one-sided"], default="two-sided")
+    size.add_argument("--alpha", type=float, help="false-positive rate of the test (default 0.05; not with --gate-margin)")
+    size.add_argument("--alternative", choices=["two-sided", "one-sided"],
+                      help="default two-sided (not with --gate-margin)")
+    size.add_argument("--ci", type=float,
+                      help="level of the gate's two-sided interval, with --gate-margin (default 0.95)")
     size.set_defaults(run=_run_size, parser=size)
 
 
@@ -71,44 +89,127 @@ def _run_size(args: argparse.Namespace) -> int:
     from raglab import sizing
 
     parser: argparse.ArgumentParser = args.parser
-    if args.discordance is not None and not args.paired:
+    judged = args.sensitivity is not None or args.specificity is not None
+    gate = args.gate_margin is not None
+    if args.discordance is not None and not args.paired and not gate:
         parser.error("--discordance describes a paired design: add --paired")
     if args.paired and args.discordance is None and args.sd_diff is None:
         parser.error("--paired needs --discordance (pass/fail metric) or --sd-diff (continuous metric)")
+    if args.sd_diff is not None and (args.p is not None or args.discordance is not None or judged):
+        parser.error("--sd-diff sizes a continuous metric on its own: drop --p / --discordance / --sensitivity / "
+                     "--specificity (pass-rate designs)")
+    if gate:
+        if args.alpha is not None or args.alternative is not None or args.attenuation is not None:
+            parser.error("--gate-margin sizes the gate, whose level is --ci: drop --alpha / --alternative / "
+                         "--attenuation (a truly unchanged candidate shows no change to attenuate)")
+        if args.discordance is None and args.sd_diff is None:
+            parser.error("--gate-margin needs --discordance (pass/fail metric) or --sd-diff (continuous metric)")
+        return _run_size_gate(args, parser)
+    if args.ci is not None:
+        parser.error("--ci is the gate's interval level: use it with --gate-margin (the test's level is --alpha)")
     if args.sd_diff is None and not args.paired and args.p is None:
         parser.error("give --p (unpaired pass rate), --paired --discordance, or --sd-diff")
-    if args.sd_diff is not None and (args.p is not None or args.discordance is not None):
-        parser.error("--sd-diff sizes a continuous metric on its own: drop --p / --discordance (pass-rate designs)")
+    alpha = 0.05 if args.alpha is None else args.alpha
+    alternative = args.alternative or "two-sided"
     options = dict(
-        p=args.p, paired=args.paired, discordance=args.discordance, sd_diff=args.sd_diff, power=args.power,
-        alpha=args.alpha, attenuation=args.attenuation, slice_fraction=args.slice_fraction,
-        alternative=args.alternative,
+        p=args.p, paired=args.paired, discordance=args.discordance, sd_diff=args.sd_diff,
+        sensitivity=args.sensitivity, specificity=args.specificity, power=args.power,
+        alpha=alpha, attenuation=args.attenuation, slice_fraction=args.slice_fraction,
+        alternative=alternative,
     )
     try:
         n = sizing.questions_needed(args.mde, **options)
     except ValueError as exc:
         parser.error(str(exc))
+    notes = []
     if args.sd_diff is not None:
         design = f"paired continuous metric, sd of per-question differences {args.sd_diff:g}"
         formula = "z-test on per-question differences: n ~ ((z_a + z_b) sd / d)^2"
         unit = "questions"
     elif args.paired:
-        design = f"paired pass rates, discordance {args.discordance:g}"
         formula = "McNemar-type normal approximation (Connor 1987): n ~ ((z_a sqrt(q) + z_b sqrt(q - d^2)) / d)^2"
         unit = "questions"
+        if judged:
+            design = f"paired pass rates, TRUE baseline pass rate {args.p:g} and discordance {args.discordance:g}"
+            notes.append(_judge_labels_line(args))
+        else:
+            design = f"paired pass rates, discordance {args.discordance:g}"
+            if args.attenuation is not None:
+                design += " (taken as measured on the judge's labels)"
     else:
-        design = f"unpaired pass rates, baseline p = {args.p:g}"
+        design = f"unpaired pass rates, baseline p = {args.p:g}" + (" (TRUE rate)" if judged else "")
         formula = "arcsine normal approximation (as statsmodels NormalIndPower): n ~ 2 ((z_a + z_b) / h)^2"
         unit = "questions per run"
     print(f"{n} {unit}")
     print(f"  to detect      a true change of {args.mde:g}")
     print(f"  design         {design}")
-    print(f"  power, alpha   {args.power:g}, {args.alpha:g} ({args.alternative})")
-    if args.attenuation != 1:
+    print(f"  power, alpha   {args.power:g}, {alpha:g} ({alternative})")
+    if judged:
+        j = args.sensitivity + args.specificity - 1
+        print(f"  judge          sensitivity {args.sensitivity:g}, specificity {args.specificity:g} (J = {j:.3g}), "
+              "errors independent per answer")
+    elif args.attenuation is not None:
         print(f"  attenuation    {args.attenuation:g} (the judge shows {args.attenuation:g} x a true change)")
+    for note in notes:
+        print(note)
     if args.slice_fraction != 1:
         print(f"  slice          {args.slice_fraction:g} of the questions; n is the total so the slice has enough")
     print(f"  formula        {formula}; smallest n whose power reaches the target")
+    return 0
+
+
+def _judge_labels_line(args: argparse.Namespace) -> str:
+    """The judge's labels as the paired test sees them, in the direction that needs more questions
+    (the change on the labels is J x mde either way, so the larger discordance needs more)."""
+    from raglab import sizing as _sizing
+
+    seen = []
+    for sign, name in ((1, "rise"), (-1, "fall")):
+        try:
+            true = _sizing.paired_outcomes(args.p, discordance=args.discordance, change=sign * args.mde)
+        except ValueError:
+            continue
+        labels = true.through_judge(sensitivity=args.sensitivity, specificity=args.specificity)
+        seen.append((labels.discordance, abs(labels.difference), name))
+    q, d, name = max(seen)
+    return (f"  judge's labels discordance {q:.3f} (true {args.discordance:g}), change {d:.4f} ({name}): "
+            "the paired test runs on these")
+
+
+def _run_size_gate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from raglab import sizing
+
+    ci = 0.95 if args.ci is None else args.ci
+    judged = args.sensitivity is not None or args.specificity is not None
+    try:
+        n = sizing.questions_for_gate(
+            args.gate_margin, discordance=args.discordance, sd_diff=args.sd_diff, p=args.p,
+            sensitivity=args.sensitivity, specificity=args.specificity, power=args.power, ci=ci,
+            slice_fraction=args.slice_fraction,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.sd_diff is not None:
+        design, variance = f"continuous metric, sd of per-question differences {args.sd_diff:g}", args.sd_diff**2
+    elif judged:
+        labels = sizing.paired_outcomes(args.p, discordance=args.discordance, change=0.0).through_judge(
+            sensitivity=args.sensitivity, specificity=args.specificity)
+        variance = labels.discordance
+        design = (f"pass rates judged with sensitivity {args.sensitivity:g}, specificity {args.specificity:g}: TRUE "
+                  f"p {args.p:g} and discordance {args.discordance:g} give a discordance of {variance:.3f} on the "
+                  "judge's labels")
+    else:
+        design, variance = f"pass rates, discordance {args.discordance:g}", args.discordance
+    print(f"{n} questions")
+    print(f"  to pass        the gate at margin {args.gate_margin:g} when nothing truly changed, with power "
+          f"{args.power:g}")
+    print(f"  design         {design}")
+    print(f"  gate           passes when the low end of the {ci:g} two-sided interval on mean(cand - base) "
+          f">= -{args.gate_margin:g}")
+    if args.slice_fraction != 1:
+        print(f"  slice          {args.slice_fraction:g} of the questions; n is the total so the slice has enough")
+    print(f"  formula        n = (z_(1-(1-ci)/2) + z_power)^2 x v / margin^2, v = {variance:.4g} (normal "
+          "approximation at a true difference of 0)")
     return 0
 
 
@@ -168,12 +269,18 @@ def _add_gate(sub: argparse._SubParsersAction) -> None:
                    help="require the same questions (exact, default) or gate on the shared ones (inner)")
     p.add_argument("--units", default=None, metavar="COL", help="cluster column: resample whole clusters")
     p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
-    p.add_argument("--method", choices=["percentile", "bca"], default="percentile", help="bootstrap interval")
+    p.add_argument(
+        "--method", choices=["auto", "score", "percentile", "bca"], default="auto",
+        help="interval: auto = Tango's score interval for pass/fail metrics, expanded percentile bootstrap otherwise",
+    )
     p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--n-permutations", type=int, default=10_000,
                    help="sign flips for the permutation test (0 skips the tests)")
-    p.add_argument("--adjust", choices=["holm"], default=None, help="adjust p-values over all rows")
+    p.add_argument(
+        "--adjust", choices=["holm", "none"], default="holm",
+        help="blocks need Holm-adjusted evidence over all rows (default), or 'none': each row blocks on its own",
+    )
     p.add_argument("--allow-evalset-mismatch", action="store_true",
                    help="compare runs stamped with different eval sets anyway")
     p.add_argument("--json", default=None, metavar="PATH", help="write the JSON decision log here")
@@ -239,7 +346,7 @@ def _run_gate(args: argparse.Namespace) -> int:
                 n_resamples=args.n_resamples,
                 seed=args.seed,
                 n_permutations=args.n_permutations,
-                adjust=args.adjust,
+                adjust=None if args.adjust == "none" else args.adjust,
                 allow_evalset_mismatch=args.allow_evalset_mismatch,
             )
         except (CommandError, OSError, ValueError, KeyError, TypeError) as exc:

@@ -1679,7 +1679,7 @@ def _decide(
     # Express everything as "improvement": for lower-is-better metrics a rise is the bad direction.
     worst, best = (low, high) if higher_is_better else (-high, -low)
     if worst >= -margin - tol:
-        return "pass", f"the worst plausible change {worst:+.4g} is within the margin -{margin:g}"
+        return "pass", f"the interval's worst end {worst:+.4g} is within the margin ({-margin:+g})"
     if best < -tol:
         shown = f"({'low' if not higher_is_better else 'high'} {high if higher_is_better else low:+.4g})"
         if not np.isfinite(p_worse):
