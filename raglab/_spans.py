@@ -10,6 +10,11 @@ Rules (recorded by ``df.rag.retrieval`` when spans are used):
   ``min_overlap``: an ``int`` is a number of characters (capped at the gold span's length, so a
   short span wholly inside a chunk always counts); a ``float`` in (0, 1] is a fraction of the gold
   span's length. A chunk is relevant when it is relevant to any gold span.
+- A fraction is compared exactly, in integers: the float is read as the decimal it prints as
+  (``0.07`` is 7/100, via ``fractions.Fraction(repr(x))``; a ``Fraction`` is used as given) and a
+  chunk is relevant when ``overlap * denominator >= numerator * span_length``. So
+  ``min_overlap=0.07`` on a 100-character span needs exactly 7 characters (the float product
+  ``0.07 * 100`` is 7.000000000000001 and would need 8).
 - The gold *units* are the spans. A span is found at the first rank of a chunk relevant to it;
   recall@k counts spans found in the top k (a span split over two chunks counts once); rr is one
   over the first rank at which any span is found; nDCG credits each span once, at that rank, against
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
 from itertools import chain, repeat
 from numbers import Integral, Real
 from operator import itemgetter
@@ -42,10 +48,12 @@ from raglab.metrics import (
     _as_cells,
     _check_gain,
     _check_ks,
+    _check_no_relevant,
     _discounts,
     _Found,
     _gain_values,
     _score,
+    _zero_no_relevant,
     score_columns,
 )
 
@@ -56,6 +64,17 @@ _SPAN_FIELDS = itemgetter("doc_id", "start", "end")
 
 def check_min_overlap(min_overlap: Any) -> tuple[float, str]:
     """Validate ``min_overlap`` and return ``(value, unit)``: unit "characters" or "fraction of the gold span".
+
+    Parameters
+    ----------
+    min_overlap : int, float or fractions.Fraction
+        Characters (an int >= 1) or a fraction of the gold span's length (in (0, 1]).
+
+    Returns
+    -------
+    tuple
+        ``(value, unit)``: the int, or the fraction as a float (for the record in ``attrs``; the
+        comparison itself is exact, see the module notes).
 
     Examples
     --------
@@ -80,11 +99,49 @@ def check_min_overlap(min_overlap: Any) -> tuple[float, str]:
     return value, "fraction of the gold span"
 
 
-def _threshold(length: np.ndarray | int, min_overlap: float, unit: str) -> np.ndarray | float:
-    """Smallest overlap (characters) that makes a chunk relevant to a gold span of this length."""
+def _overlap_rule(min_overlap: Any) -> tuple[str, int, int]:
+    """``("characters", n, 1)`` or ``("fraction", p, q)``: ``min_overlap`` as exact integers.
+
+    A float fraction is the decimal it prints as (``repr``: 0.07 -> 7/100, not the binary double
+    0.07000000000000000666...); a :class:`fractions.Fraction` is used as given.
+
+    Examples
+    --------
+    >>> _overlap_rule(0.07), _overlap_rule(20)
+    (('fraction', 7, 100), ('characters', 20, 1))
+    """
+    value, unit = check_min_overlap(min_overlap)
     if unit == "characters":
-        return np.minimum(length, min_overlap)
-    return min_overlap * np.asarray(length, dtype=np.float64)
+        return "characters", int(value), 1
+    exact = min_overlap if isinstance(min_overlap, Fraction) else Fraction(repr(float(min_overlap)))
+    return "fraction", exact.numerator, exact.denominator
+
+
+def _relevant_overlap(overlap: int, length: int, rule: tuple[str, int, int]) -> bool:
+    """One (chunk, gold span) pair, in Python integers: the definition."""
+    kind, p, q = rule
+    if overlap <= 0:
+        return False
+    if kind == "characters":
+        return overlap >= min(length, p)
+    return overlap * q >= p * length
+
+
+_INT64_SAFE = 2**62
+
+
+def _relevant_overlaps(overlap: np.ndarray, length: np.ndarray, rule: tuple[str, int, int]) -> np.ndarray:
+    """:func:`_relevant_overlap` for arrays of pairs, with numpy; exact (int64, or Python ints if it could overflow)."""
+    kind, p, q = rule
+    overlap = np.asarray(overlap, dtype=np.int64)
+    length = np.asarray(length, dtype=np.int64)
+    if kind == "characters":
+        return (overlap > 0) & (overlap >= np.minimum(length, p))
+    largest = int(max(np.abs(overlap).max(initial=0), length.max(initial=0)))
+    if largest * max(p, q) < _INT64_SAFE:
+        return (overlap > 0) & (overlap * np.int64(q) >= np.int64(p) * length)
+    # Huge spans or a fraction with many digits: the same comparison in exact Python integers.
+    return (overlap > 0) & np.asarray(overlap.astype(object) * q >= length.astype(object) * p, dtype=bool)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -180,7 +237,7 @@ def span_metrics(
     """
     ks = _check_ks(k)
     _check_gain(gain)
-    threshold_value, unit = check_min_overlap(min_overlap)
+    rule = _overlap_rule(min_overlap)
     if isinstance(retrieved_spans, (str, Mapping)) or not isinstance(retrieved_spans, (Sequence, np.ndarray)):
         raise TypeError(f"retrieved_spans must be a list of span dicts, got {type(retrieved_spans).__name__}")
     chunks = [_span_tuple(span, "retrieved") for span in retrieved_spans]
@@ -197,7 +254,7 @@ def span_metrics(
             if g_doc != doc:
                 continue
             overlap = min(end, g_end) - max(start, g_start)
-            if overlap > 0 and overlap >= _threshold(g_end - g_start, threshold_value, unit):
+            if _relevant_overlap(overlap, g_end - g_start, rule):
                 relevant = True
                 if first_rank[u] is None:
                     first_rank[u] = rank
@@ -320,6 +377,7 @@ def span_retrieval_scores(
     *,
     min_overlap: int | float = 1,
     gain: str = "exponential",
+    no_relevant: str = "exclude",
 ) -> dict[str, np.ndarray]:
     """:func:`span_metrics` for many questions at once (numpy over the flattened spans); equal to it exactly.
 
@@ -331,6 +389,10 @@ def span_retrieval_scores(
         One per question; missing or empty means unanswerable (NaN everywhere).
     k, min_overlap, gain
         As in :func:`span_metrics`.
+    no_relevant : {"exclude", "zero"}
+        A question whose gold spans all have grade <= 0: NaN (``"exclude"``, the default) or 0 on
+        every metric (``"zero"``, trec_eval's convention); see
+        :func:`raglab.metrics.retrieval_scores`. Missing or empty gold is NaN either way.
 
     Returns
     -------
@@ -345,9 +407,19 @@ def span_retrieval_scores(
     >>> out["recall@1"].tolist(), out["coverage@1"].tolist()
     ([1.0, nan], [0.5, nan])
     """
+    return _span_retrieval_scores(
+        retrieved_spans, gold_spans, k, min_overlap=min_overlap, gain=gain, no_relevant=no_relevant
+    )[0]
+
+
+def _span_retrieval_scores(
+    retrieved_spans: Any, gold_spans: Any, k: int | Iterable[int], *, min_overlap: Any, gain: str, no_relevant: str
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """:func:`span_retrieval_scores` and the mask of questions whose gold spans all have grade <= 0."""
     ks = _check_ks(k)
     _check_gain(gain)
-    threshold_value, unit = check_min_overlap(min_overlap)
+    _check_no_relevant(no_relevant)
+    rule = _overlap_rule(min_overlap)
     chunk_cells = _as_cells(retrieved_spans)
     gold_cells = _as_cells(gold_spans)
     if len(chunk_cells) != len(gold_cells):
@@ -389,8 +461,7 @@ def span_retrieval_scores(
     overlap = np.minimum(chunks["end"][pair_chunk], g_end[pair_gold]) - np.maximum(
         chunks["start"][pair_chunk], g_start[pair_gold]
     )
-    need = _threshold(g_end[pair_gold] - g_start[pair_gold], threshold_value, unit)
-    match = (overlap > 0) & (overlap >= need)
+    match = _relevant_overlaps(overlap, g_end[pair_gold] - g_start[pair_gold], rule)
     m_chunk, m_gold = pair_chunk[match], pair_gold[match]
 
     # Each span is found at its first relevant chunk (pairs come in chunk order, so first = best rank).
@@ -441,4 +512,6 @@ def span_retrieval_scores(
             coverage = covered / gold_chars
         coverage[unanswerable] = np.nan
         scores[f"coverage@{k_}"] = coverage
-    return {name: scores[name] for name in score_columns(ks, coverage=True)}
+    judged_none_relevant = unanswerable & (np.bincount(gold["row"], minlength=n) > 0)
+    _zero_no_relevant(scores, judged_none_relevant, no_relevant)
+    return {name: scores[name] for name in score_columns(ks, coverage=True)}, judged_none_relevant

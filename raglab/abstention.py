@@ -1,7 +1,18 @@
-"""Declining to answer: detecting refusals in answer text.
+"""Declining to answer: detecting refusals in answer text, and scoring them in one direction each.
 
 Unanswerable questions (no gold) are scored on whether the system declined, and answerable ones on
-whether it wrongly declined. When the run has no ``declined`` column, raglab detects refusals in the
+whether it wrongly declined: two rates, each over its own questions and each with one direction,
+
+- ``correct_decline``: declined / unanswerable questions, **higher is better**;
+- ``false_decline``: declined / answerable questions, **lower is better**.
+
+The pooled ``declined`` flag (declined or not, over all questions) is never a metric: a rise in it is
+good on unanswerable questions and bad on answerable ones, so it has no direction, and the metric
+registry gives it none (a gate on it refuses; see :mod:`raglab._registry`). Compare runs on
+``correct_decline`` and ``false_decline`` (``df.rag.abstention().rows`` writes both, NaN outside
+their questions, so a mean divides by the right number of questions).
+
+When the run has no ``declined`` column, raglab detects refusals in the
 answer text with a small, configurable set of patterns. It is a lexical detector: it misses creative
 refusals and can fire on answers that merely mention not knowing something, so it states what it
 matched and can be replaced by a judge (see :mod:`raglab.judge`) or by the system's own flag.
@@ -121,9 +132,11 @@ class AbstentionResult:
     detector : str
         Where the ``declined`` flags came from: a column, or the lexical detector and its patterns.
     rows : DataFrame or None
-        From ``df.rag.abstention``: a copy of the rows with ``declined``, ``unanswerable``,
-        ``correct_decline`` (1/0 on unanswerables, NaN otherwise) and ``false_decline`` (1/0 on
-        answerables, NaN otherwise), ready for ``summary``/``compare``.
+        From ``df.rag.abstention``: a copy of the rows with the metric columns ``correct_decline``
+        (1/0 on unanswerables, NaN otherwise; higher is better) and ``false_decline`` (1/0 on
+        answerables, NaN otherwise; lower is better), ready for ``summary``/``compare``/``gate``,
+        and the boolean attribute columns ``declined`` (pooled, no direction: not a metric) and
+        ``unanswerable``.
     """
 
     correct_decline: Interval

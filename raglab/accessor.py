@@ -21,6 +21,7 @@ from raglab import io as _io
 from raglab import metrics as _metrics
 from raglab import stats as _stats
 from raglab._meta import carry_meta, evalset_of, get_meta, judge_of, set_meta, update_meta
+from raglab._registry import is_id_name, metric_info
 from raglab._rowtable import (
     ROLES,
     MissingColumnError,
@@ -383,6 +384,7 @@ class RagAccessor:
         gain: str = "exponential",
         gold_by: str = "auto",
         min_overlap: int | float = 1,
+        no_relevant: str = "exclude",
         question_id: str | None = None,
         retrieved: str | None = None,
         gold: str | None = None,
@@ -404,7 +406,9 @@ class RagAccessor:
 
         - relevance: grade > 0 (a list of gold ids means grade 1 each);
         - unanswerable questions (missing/empty gold, no grade > 0) get NaN and are excluded from
-          means; their number is recorded (score them with :meth:`abstention`);
+          means; their number is recorded (score them with :meth:`abstention`). trec_eval instead
+          scores a topic judged with only non-relevant documents as 0 and averages it in: pass
+          ``no_relevant="zero"`` for that convention (then a mean equals trec_eval's ``all`` line);
         - a question with nothing retrieved (``[]``) scores 0 and is kept, and is counted;
         - precision@k divides by k; an id repeated in a list counts at its first rank only;
         - nDCG gain ``"exponential"`` (2^g - 1) or ``"linear"`` (g, trec_eval's ``ndcg_cut``).
@@ -421,7 +425,14 @@ class RagAccessor:
             ``retrieved_spans``). ``"auto"`` uses spans when both span columns exist, else ids.
         min_overlap : int or float
             Span gold only: characters (int) or fraction of the gold span (float in (0, 1]) a chunk
-            must overlap to be relevant. See :mod:`raglab._spans` for the full rules.
+            must overlap to be relevant; a fraction is compared exactly (0.07 of a 100-character
+            span is 7 characters). See :mod:`raglab._spans` for the full rules.
+        no_relevant : {"exclude", "zero"}
+            A question whose gold judges ids (or spans) but none with grade > 0: ``"exclude"``
+            (default) scores it NaN, left out of means and counted as unanswerable; ``"zero"``
+            scores it 0 on every metric and keeps it in means, as trec_eval does. Missing or empty
+            gold is NaN either way (trec_eval never evaluates a topic without judgements). The
+            choice is recorded in ``attrs["raglab"]["retrieval"]["no_relevant"]``.
         question_id, retrieved, gold, gold_spans, retrieved_spans : str, optional
             Column names to use instead of the defaults.
 
@@ -444,11 +455,19 @@ class RagAccessor:
         >>> counts = scored.rag.meta["retrieval_counts"]
         >>> counts["n_unanswerable"], counts["n_nothing_retrieved"]
         (1, 1)
+
+        trec_eval's mean: a question judged with only non-relevant ids scores 0 instead of NaN.
+
+        >>> judged = pd.DataFrame({"question_id": ["a", "b"], "retrieved": [["d1", "d2"], ["d1"]],
+        ...                        "gold": [{"d2": 1}, {"d1": 0}]})
+        >>> float(judged.rag.retrieval(k=2)["ap"].mean()), float(judged.rag.retrieval(k=2, no_relevant="zero")["ap"].mean())
+        (0.5, 0.25)
         """
         method = "rag.retrieval"
         df = self._df
         ks = _metrics._check_ks(k)
         _metrics._check_gain(gain)
+        _metrics._check_no_relevant(no_relevant)
         check_option("gold_by", gold_by, ["auto", "ids", "spans"])
         qid = resolve_column(df, "question_id", question_id, method=method, required=False)
         if qid is not None:
@@ -463,19 +482,27 @@ class RagAccessor:
             "k_counts": "chunks that reached the model",
             "gain": gain,
             "relevance": "grade > 0",
-            "unanswerable": "NaN, excluded from means",
+            "no_relevant": no_relevant,
+            "unanswerable": (
+                "NaN, excluded from means"
+                if no_relevant == "exclude"
+                else "missing or empty gold: NaN, excluded from means; gold judged with no grade > 0: "
+                "scores 0, kept in means (trec_eval)"
+            ),
             "nothing_retrieved": "scores 0, kept in means",
             "precision": "divides by k",
         }
         if use_spans:
-            from raglab._spans import check_min_overlap, span_retrieval_scores
+            from raglab._spans import _span_retrieval_scores, check_min_overlap
 
             value, unit = check_min_overlap(min_overlap)
             gold_col = resolve_column(df, "gold_spans", gold_spans, method=method)
             ranked_col = resolve_column(df, "retrieved_spans", retrieved_spans, method=method)
             _check_id_types(df, ranked_col, gold_col, method, spans=True)
-            scores = self._guarded(
-                lambda: span_retrieval_scores(df[ranked_col], df[gold_col], ks, min_overlap=min_overlap, gain=gain),
+            scores, judged_none_relevant = self._guarded(
+                lambda: _span_retrieval_scores(
+                    df[ranked_col], df[gold_col], ks, min_overlap=min_overlap, gain=gain, no_relevant=no_relevant
+                ),
                 {"retrieved_spans": ranked_col, "gold_spans": gold_col},
                 method,
                 qid,
@@ -497,8 +524,8 @@ class RagAccessor:
             ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
             gold_col = resolve_column(df, "gold", gold, method=method)
             _check_id_types(df, ranked_col, gold_col, method)
-            scores = self._guarded(
-                lambda: _metrics.retrieval_scores(df[ranked_col], df[gold_col], ks, gain=gain),
+            scores, judged_none_relevant = self._guarded(
+                lambda: _metrics._retrieval_scores(df[ranked_col], df[gold_col], ks, gain=gain, no_relevant=no_relevant),
                 {"retrieved": ranked_col, "gold": gold_col},
                 method,
                 qid,
@@ -522,7 +549,8 @@ class RagAccessor:
                 UserWarning,
                 stacklevel=2,
             )
-        unanswerable = np.isnan(scores["rr"])
+        # Unanswerable: no gold grade > 0 (NaN, or 0 under no_relevant="zero" for judged questions).
+        unanswerable = np.isnan(scores["rr"]) | judged_none_relevant
         names = list(scores)
         out = df.copy(deep=False)
         previous = get_meta(df).get("retrieval", {})
@@ -561,6 +589,7 @@ class RagAccessor:
             {
                 "n_questions": int(len(df)),
                 "n_unanswerable": int(unanswerable.sum()),
+                "n_judged_none_relevant": int(judged_none_relevant.sum()),
                 "n_nothing_retrieved": int(((lengths == 0) & ~unanswerable).sum()),
                 "max_retrieved": longest,
             },
@@ -724,17 +753,34 @@ class RagAccessor:
         -------
         raglab.abstention.AbstentionResult
             ``correct_decline`` and ``false_decline`` intervals with their n, the detector used,
-            ``to_frame()``, and ``rows``: a copy of the rows with ``declined``, ``unanswerable``,
-            ``correct_decline`` and ``false_decline`` columns.
+            ``to_frame()``, and ``rows``: a copy of the rows with two metric columns, each over its
+            own questions and with one direction,
+
+            - ``correct_decline``: 1.0/0.0 on unanswerable questions, NaN on answerable ones
+              (higher is better);
+            - ``false_decline``: 1.0/0.0 on answerable questions, NaN on unanswerable ones (lower
+              is better);
+
+            and two boolean attribute columns, ``declined`` (the pooled flag) and
+            ``unanswerable``. The pooled flag is not a metric: a higher decline rate is good on
+            unanswerable questions and bad on answerable ones, so it has no direction
+            (``raglab._registry.metric_info("declined").has_direction`` is False; a gate on it
+            refuses), and as booleans neither flag is picked by ``summary()``/``compare()``
+            without ``metrics=``. ``rows.attrs["raglab"]["abstention"]`` records the detector and
+            each metric's direction.
 
         Examples
         --------
         >>> import pandas as pd, raglab
-        >>> rows = pd.DataFrame({"gold": [["d1"], [], [], ["d2"]],
+        >>> rows = pd.DataFrame({"question_id": ["q1", "q2", "q3", "q4"], "gold": [["d1"], [], [], ["d2"]],
         ...                      "answer": ["Paris.", "I don't know.", "It is 42.", "I cannot answer that."]})
         >>> res = rows.rag.abstention()
         >>> res.correct_decline.estimate, res.false_decline.estimate, res.detector.split(" (")[0]
         (0.5, 0.5, 'raglab.abstention.detect_declined')
+        >>> res.rows[["declined", "correct_decline", "false_decline"]].values.tolist()
+        [[False, nan, 0.0], [True, 1.0, nan], [False, 0.0, nan], [True, nan, 1.0]]
+        >>> res.rows.rag.summary(method="wilson")[["metric", "n", "n_excluded", "mean"]].values.tolist()
+        [['correct_decline', 2, 2, 0.5], ['false_decline', 2, 2, 0.5]]
         """
         from raglab import abstention as _abstention
 
@@ -772,11 +818,26 @@ class RagAccessor:
             )
         result = _abstention.score_abstention(flags, unanswerable, ci=ci, method=method, detector=detector)
         rows = df.copy(deep=False)
-        rows["declined"] = flags
-        rows["unanswerable"] = unanswerable
+        rows["declined"] = np.asarray(flags, dtype=bool)  # the pooled flag: an attribute, not a metric
+        rows["unanswerable"] = np.asarray(unanswerable, dtype=bool)
         rows["correct_decline"] = np.where(unanswerable, flags.astype(float), np.nan)
         rows["false_decline"] = np.where(unanswerable, np.nan, flags.astype(float))
-        update_meta(rows, "abstention", {"detector": detector, "unanswerable": "gold missing, empty or no grade > 0"})
+        update_meta(
+            rows,
+            "abstention",
+            {
+                "detector": detector,
+                "unanswerable": "gold missing, empty or no grade > 0",
+                "metrics": {
+                    "correct_decline": "declined, on unanswerable questions (NaN on answerable); higher is better",
+                    "false_decline": "declined, on answerable questions (NaN on unanswerable); lower is better",
+                },
+                "flags": {
+                    "declined": "pooled over all questions; not a metric (no direction)",
+                    "unanswerable": "no gold grade > 0",
+                },
+            },
+        )
         result.rows = rows
         return result
 
@@ -871,7 +932,7 @@ class RagAccessor:
         how: str = "exact",
         units: str | None = None,
         ci: float = 0.95,
-        method: str = "percentile",
+        method: str = "auto",
         n_resamples: int = 10_000,
         seed: int | None = 0,
         n_permutations: int = 10_000,
@@ -977,18 +1038,19 @@ class RagAccessor:
         how: str = "exact",
         units: str | None = None,
         ci: float = 0.95,
-        method: str = "percentile",
+        method: str = "auto",
         n_resamples: int = 10_000,
         seed: int | None = 0,
         n_permutations: int = 10_000,
-        adjust: str | None = None,
+        adjust: str | None = "holm",
         allow_evalset_mismatch: bool = False,
     ) -> _stats.GateResult:
         """Release gate: :meth:`compare` plus a non-inferiority decision per metric and slice.
 
-        Pass if ``low >= -margin``, block if ``high < 0``, otherwise review (signs flipped for
-        lower-is-better metrics); the overall ``decision`` is the worst row. See
-        :func:`raglab.stats.gate`.
+        Pass if ``low >= -margin``; block if ``high < 0`` and the drop is significant after Holm's
+        adjustment over every row (``adjust=None``: per row); otherwise review, always with fewer than
+        10 questions or a zero-width interval (signs flipped for lower-is-better metrics). The
+        overall ``decision`` is the worst row. See :func:`raglab.stats.gate`.
 
         Parameters
         ----------
@@ -998,8 +1060,10 @@ class RagAccessor:
             The largest acceptable drop, for all metrics or ``{metric: margin}``.
         higher_is_better : bool or dict, optional
             Direction per metric (default from the metric name; explicit values win).
-        metrics, by, on, how, units, ci, method, n_resamples, seed, n_permutations, adjust, allow_evalset_mismatch
+        metrics, by, on, how, units, ci, method, n_resamples, seed, n_permutations, allow_evalset_mismatch
             As in :meth:`compare`.
+        adjust : {"holm", None}
+            Blocks need Holm-adjusted evidence over all rows (default) or, with None, only the row's own.
 
         Returns
         -------
@@ -1032,10 +1096,9 @@ class RagAccessor:
             n_resamples=n_resamples,
             seed=seed,
             n_permutations=n_permutations,
-            adjust=adjust,
             allow_evalset_mismatch=allow_evalset_mismatch,
         )
-        return _stats._gate_result(table, margin, higher_is_better)
+        return _stats._gate_result(table, margin, higher_is_better, adjust)
 
     def forest(
         self,
@@ -1117,15 +1180,45 @@ def _by_columns(by: str | Sequence[str] | None) -> list[str]:
     return columns
 
 
-def _is_score_dtype(series: pd.Series) -> bool:
-    return pd.api.types.is_bool_dtype(series) or (
-        pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_complex_dtype(series)
-    )
+def _is_score_dtype(series: pd.Series, *, by_default: bool = False) -> bool:
+    """Can the column be read as per-question scores? With ``by_default=True``: is it a metric *by default*?
+
+    Any boolean or real numeric column can be read as scores when it is named in ``metrics=``
+    (True/False become 1/0). Without ``metrics=`` only metric columns are picked, by dtype and
+    name (see :func:`_metric_names`): float columns always, integer columns only under a metric
+    name raglab knows (``hit@5`` stored as 0/1 integers, ``em``), booleans never.
+    """
+    if not by_default:
+        return pd.api.types.is_bool_dtype(series) or (
+            pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_complex_dtype(series)
+        )
+    if pd.api.types.is_bool_dtype(series):
+        return False  # attribute flags such as `answerable`, `unanswerable`, `declined`
+    if pd.api.types.is_float_dtype(series):
+        return True
+    if pd.api.types.is_integer_dtype(series):
+        return metric_info(str(series.name)).known  # counts and codes are not metrics unless registered
+    return False
 
 
 def _metric_names(
     metrics: str | Sequence[str] | None, frames: list[pd.DataFrame], exclude: set[str], method: str
 ) -> list[str]:
+    """The score columns to summarise or compare: ``metrics`` as given, else the default metric columns.
+
+    Default rule (no ``metrics=``), applied to the columns present in every frame, in the first
+    frame's order:
+
+    - float columns are metrics (``recall@5``, ``faithfulness``, ``latency_ms``, ``correct_decline``);
+    - integer columns are metrics only when their name is a registered metric
+      (:func:`raglab._registry.metric_info` ``.known``: ``hit@5`` or ``em`` stored as 0/1), so counts
+      and codes such as ``n_tokens`` or ``article_index`` are not;
+    - boolean columns are never metrics by default (``answerable``, ``unanswerable``, the pooled
+      ``declined`` flag); name them in ``metrics=`` to use them;
+    - never the row-table roles (``question_id``, ``retrieved``, ...), the ``by``/``units``/id
+      columns in ``exclude``, or a column whose name says it is an id
+      (:func:`raglab._registry.is_id_name`: ``id``, ``*_id``, ``questionId``, ``qid``, ...).
+    """
     if metrics is not None:
         names = [metrics] if isinstance(metrics, str) else list(metrics)
         if not names or not all(isinstance(n, str) for n in names):
@@ -1136,13 +1229,33 @@ def _metric_names(
     names = [
         str(c)
         for c in frames[0].columns
-        if c not in exclude and c not in ROLES and all(c in f.columns and _is_score_dtype(f[c]) for f in frames)
+        if c not in exclude
+        and c not in ROLES
+        and not is_id_name(str(c))
+        and all(c in f.columns and _is_score_dtype(f[c], by_default=True) for f in frames)
     ]
     if not names:
+
+        def why(column: Any) -> str:
+            if is_id_name(str(column)):
+                return "an id"
+            if pd.api.types.is_bool_dtype(frames[0][column]):
+                return "boolean"
+            if pd.api.types.is_integer_dtype(frames[0][column]):
+                return "integer, not a known metric name"
+            return "not a metric column in every run"
+
+        skipped = [
+            f"{c!r} ({why(c)})"
+            for c in frames[0].columns
+            if c not in exclude and c not in ROLES and _is_score_dtype(frames[0][c])
+        ]
         raise RowTableError(
-            f"{method} found no numeric score columns (in both runs) to use; columns: "
-            f"{[str(c) for c in frames[0].columns]}. Pass metrics=[...] or compute scores first "
-            "(e.g. rows.rag.retrieval(k=5))."
+            f"{method} found no metric columns{' (in both runs)' if len(frames) > 1 else ''} to use by default; "
+            f"columns: {[str(c) for c in frames[0].columns]}. By default only float columns, and integer columns "
+            "named as a known metric (hit@5, em, ...), are metrics; booleans and ids never are"
+            + (f" (skipped: {', '.join(skipped)})" if skipped else "")
+            + ". Pass metrics=[...] or compute scores first (e.g. rows.rag.retrieval(k=5))."
         )
     return names
 

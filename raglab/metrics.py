@@ -8,6 +8,12 @@ Conventions (the same in every function here, and recorded by ``df.rag.retrieval
   non-relevant (gain 0), as in trec_eval. A question whose gold is missing, empty or has no grade
   above 0 is *unanswerable*: every retrieval metric is NaN for it (exclude it from means and score
   it on declining instead, see :mod:`raglab.abstention`).
+- trec_eval instead scores a topic whose judgements are all non-relevant as 0 on every measure and
+  averages it into its ``all`` line. The bulk functions offer that convention on request:
+  ``retrieval_scores(..., no_relevant="zero")`` (and ``df.rag.retrieval(no_relevant="zero")``)
+  scores 0 for a question whose gold *judges* ids but grades none above 0, so that a mean equals
+  trec_eval's; a question with missing or empty gold (no judgements at all, which trec_eval never
+  evaluates) stays NaN. The default, ``no_relevant="exclude"``, keeps such questions NaN.
 - An id repeated in a ranked list counts at its first rank only; later repeats take a slot in the
   top k but earn nothing (trec_eval refuses such runs; this keeps every metric in [0, 1]).
 - ``precision@k`` divides by k even when fewer than k ids were retrieved (trec_eval's ``P_k``); an
@@ -50,6 +56,7 @@ from raglab._rowtable import check_option, is_missing
 
 __all__ = [
     "GAINS",
+    "NO_RELEVANT",
     "RANK_METRICS",
     "average_precision",
     "hit_at_k",
@@ -63,6 +70,10 @@ __all__ = [
 ]
 
 GAINS: tuple[str, ...] = ("exponential", "linear")
+
+#: What a question whose gold judges ids but none relevant scores: NaN and left out of means
+#: ("exclude", raglab's default: it is unanswerable) or 0 on every metric ("zero", trec_eval's "all").
+NO_RELEVANT: tuple[str, ...] = ("exclude", "zero")
 
 #: Column bases written by the bulk functions: per-k metrics, then metrics over the whole list.
 RANK_METRICS: dict[str, str] = {
@@ -108,6 +119,17 @@ def _gain_values(grades: np.ndarray, gain: str) -> np.ndarray:
 
 def _check_gain(gain: str) -> str:
     return check_option("gain", gain, GAINS)
+
+
+def _check_no_relevant(no_relevant: str) -> str:
+    return check_option("no_relevant", no_relevant, NO_RELEVANT)
+
+
+def _zero_no_relevant(out: dict[str, np.ndarray], judged_none_relevant: np.ndarray, no_relevant: str) -> None:
+    """trec_eval's convention, in place: questions judged but with nothing relevant score 0 everywhere."""
+    if no_relevant == "zero" and judged_none_relevant.any():
+        for values in out.values():
+            values[judged_none_relevant] = 0.0
 
 
 def _check_k(k: Any, name: str = "k") -> int:
@@ -637,6 +659,7 @@ class _Gold:
     row_mask: np.uint64
     pad_hash: np.ndarray | None  # (n, max gold per row) hashes, when that is small
     pad_entry: np.ndarray | None  # gold entry per padded cell, -1 for padding
+    n_judged: np.ndarray | None = None  # ids judged per question, any grade (before keeping grade > 0)
 
 
 class _BadId(Exception):
@@ -719,6 +742,7 @@ def _gold_table(gold: Any) -> _Gold:
         hashes_all = _id_hashes(obj)
     except _BadId as bad:
         raise _describe_bad_id("gold", int(row[bad.index]), bad.value) from None
+    n_judged = np.bincount(row, minlength=n).astype(np.int64)
     keep = grade > 0
     if not keep.all():
         row, obj, grade, hashes_all = row[keep], obj[keep], grade[keep], hashes_all[keep]
@@ -770,6 +794,7 @@ def _gold_table(gold: Any) -> _Gold:
         row_mask,
         pad_hash,
         pad_entry,
+        n_judged,
     )
 
 
@@ -854,7 +879,7 @@ def _match_block(cells: np.ndarray, lengths: np.ndarray, row0: int, gold: _Gold)
     return rows[hit][equal], ranks[hit][equal], entries[equal]
 
 
-def _found_from_ids(retrieved: Any, gold: Any) -> tuple[_Found, np.ndarray, np.ndarray]:
+def _found_from_ids(retrieved: Any, gold: Any) -> tuple[_Found, _Gold, np.ndarray]:
     cells = _as_cells(retrieved)
     table = _gold_table(gold)
     if len(cells) != table.n:
@@ -892,7 +917,7 @@ def _found_from_ids(retrieved: Any, gold: Any) -> tuple[_Found, np.ndarray, np.n
         ideal_row=table.row[ideal_order],
         ideal_grade=table.grade[ideal_order],
     )
-    return found, lengths, table.fallback_rows
+    return found, table, table.fallback_rows
 
 
 def retrieval_scores(
@@ -901,6 +926,7 @@ def retrieval_scores(
     k: int | Iterable[int] = 5,
     *,
     gain: str = "exponential",
+    no_relevant: str = "exclude",
 ) -> dict[str, np.ndarray]:
     """Every retrieval metric for many questions at once, equal to the per-question functions.
 
@@ -915,6 +941,13 @@ def retrieval_scores(
         Cut-offs for recall, hit, precision and nDCG.
     gain : {"exponential", "linear"}
         nDCG gain, ``2**g - 1`` or ``g``.
+    no_relevant : {"exclude", "zero"}
+        A question whose gold judges ids but grades none above 0 (e.g. ``{"d3": 0}``):
+        ``"exclude"`` (default) scores it NaN like every unanswerable question, so means leave it
+        out; ``"zero"`` scores it 0 on every metric, trec_eval's convention, so that a mean over
+        the questions equals the ``all`` line of trec_eval (and the mean of pytrec_eval's
+        per-query values). Missing or empty gold (nothing judged) is NaN either way: trec_eval
+        never evaluates a topic without judgements.
 
     Returns
     -------
@@ -927,17 +960,35 @@ def retrieval_scores(
     >>> out = retrieval_scores([["d7", "d2", "d9", "d4", "d1"], ["d1"]], [{"d2": 3, "d4": 1, "d5": 2}, []], k=5)
     >>> [round(float(v), 3) for v in out["ndcg@5"]]
     [0.516, nan]
+
+    A question judged but with nothing relevant: NaN by default, 0 as in trec_eval on request.
+
+    >>> ranked, gold = [["d1", "d2"], ["d1"], ["d1"]], [["d2"], {"d1": 0, "d7": 0}, None]
+    >>> retrieval_scores(ranked, gold, k=2)["ap"].tolist()
+    [0.5, nan, nan]
+    >>> retrieval_scores(ranked, gold, k=2, no_relevant="zero")["ap"].tolist()
+    [0.5, 0.0, nan]
     """
+    return _retrieval_scores(retrieved, gold, k, gain=gain, no_relevant=no_relevant)[0]
+
+
+def _retrieval_scores(
+    retrieved: Any, gold: Any, k: int | Iterable[int], *, gain: str, no_relevant: str
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """:func:`retrieval_scores` and the mask of questions judged with no grade > 0 (for the counts)."""
     ks = _check_ks(k)
     _check_gain(gain)
-    found, _, fallback = _found_from_ids(retrieved, gold)
+    _check_no_relevant(no_relevant)
+    found, table, fallback = _found_from_ids(retrieved, gold)
     out = _score(found, ks, gain)
     if fallback.size:  # ids whose hashes collide within one question: score those questions one by one
         cells, gold_cells = _as_cells(retrieved), _as_cells(gold)
         for row in fallback.tolist():
             for name, value in _scalar_row(cells[row], gold_cells[row], ks, gain).items():
                 out[name][row] = value
-    return out
+    judged_none_relevant = (table.n_relevant == 0) & (table.n_judged > 0)
+    _zero_no_relevant(out, judged_none_relevant, no_relevant)
+    return out, judged_none_relevant
 
 
 def _scalar_row(ranked: Sequence[Hashable], gold: Any, ks: Sequence[int], gain: str) -> dict[str, float]:

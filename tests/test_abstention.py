@@ -1,4 +1,4 @@
-"""The lexical refusal detector."""
+"""Declining: the lexical refusal detector, the two directed rates, and why the pooled flag is not a metric."""
 
 import numpy as np
 import pytest
@@ -158,3 +158,64 @@ def test_accessor_with_span_gold(run):
     )
     res = spans.rag.abstention()
     assert res.rows["unanswerable"].tolist() == [False, True, True, True, False]
+
+
+# --------------------------------------------------------------------------------------------------
+# The output columns: two metrics with one direction each; the pooled flag is an attribute
+# --------------------------------------------------------------------------------------------------
+
+
+def test_rows_hold_two_directed_metrics_and_boolean_flags(run):
+    rows = run.rag.abstention().rows
+    assert rows["declined"].dtype == bool and rows["unanswerable"].dtype == bool
+    assert rows["correct_decline"].dtype == float and rows["false_decline"].dtype == float
+    # each metric is defined on its own questions only
+    assert rows["correct_decline"].notna().tolist() == rows["unanswerable"].tolist()
+    assert rows["false_decline"].notna().tolist() == (~rows["unanswerable"]).tolist()
+    record = rows.attrs["raglab"]["abstention"]
+    assert "higher is better" in record["metrics"]["correct_decline"]
+    assert "lower is better" in record["metrics"]["false_decline"]
+    assert "not a metric" in record["flags"]["declined"]
+    from raglab._registry import metric_info
+
+    assert metric_info("correct_decline").higher_is_better is True
+    assert metric_info("false_decline").higher_is_better is False
+    assert metric_info("declined").has_direction is False
+
+
+def test_default_summary_of_the_rows_takes_the_two_rates_with_their_own_denominators(run):
+    rows = run.rag.abstention().rows
+    table = rows.rag.summary(method="wilson")
+    assert table["metric"].tolist() == ["correct_decline", "false_decline"]  # never declined / unanswerable
+    by_metric = table.set_index("metric")
+    # unanswerable q2, q3, q4: 2 of 3 declined; answerable q1, q5: 1 of 2 declined (hand counts)
+    assert (by_metric.loc["correct_decline", "mean"], by_metric.loc["correct_decline", "n"]) == (2 / 3, 3)
+    assert (by_metric.loc["false_decline", "mean"], by_metric.loc["false_decline", "n"]) == (1 / 2, 2)
+    assert by_metric["n_excluded"].tolist() == [2, 3]
+
+
+def _declines(answerable_declined: int, unanswerable_declined: int) -> pd.DataFrame:
+    """400 questions, 200 answerable (q000-q199) and 200 not; the first k of each kind declined."""
+    ids = [f"q{i:03d}" for i in range(400)]
+    declined = [i < answerable_declined for i in range(200)] + [i < unanswerable_declined for i in range(200)]
+    return pd.DataFrame({"question_id": ids, "gold": [["d1"]] * 200 + [[]] * 200, "declined": declined})
+
+
+def test_the_same_pooled_rise_is_a_regression_or_an_improvement_and_only_the_split_metrics_tell():
+    base = _declines(20, 20)                # pooled decline rate 40 / 400 = 10%
+    worse = _declines(100, 20)              # 30%: the new declines are on answerable questions
+    better = _declines(20, 100)             # 30%: the new declines are on unanswerable questions
+    assert base["declined"].mean() == 0.10 and worse["declined"].mean() == better["declined"].mean() == 0.30
+    # the pooled flag cannot be gated: it has no direction (it used to pass as higher-is-better)
+    with pytest.raises(ValueError, match=r"'declined' has no direction.*correct_decline.*false_decline"):
+        base.rag.gate(worse, metrics=["declined"], margin=0.02, n_resamples=500)
+    rows = {name: frame.rag.abstention().rows for name, frame in (("base", base), ("worse", worse), ("better", better))}
+    regression = rows["base"].rag.gate(rows["worse"], metrics=["false_decline", "correct_decline"], margin=0.02, n_resamples=500)
+    table = regression.table.set_index("metric")
+    assert table.loc["false_decline", "diff"] == pytest.approx(0.4)  # 20/200 -> 100/200, over answerable questions
+    assert table.loc["false_decline", "n"] == 200 and table.loc["correct_decline", "n"] == 200
+    assert table.loc["false_decline", "decision"] == "block" and regression.decision == "block"
+    improvement = rows["base"].rag.gate(rows["better"], metrics=["false_decline", "correct_decline"], margin=0.02, n_resamples=500)
+    table = improvement.table.set_index("metric")
+    assert table.loc["correct_decline", "diff"] == pytest.approx(0.4)  # 20/200 -> 100/200, over unanswerable questions
+    assert table.loc["correct_decline", "decision"] == "pass" and improvement.decision != "block"

@@ -194,6 +194,44 @@ def test_bulk_equals_scalar_on_every_internal_path(rows, ks):
         metrics._addresses, metrics._to_object_array, metrics._BLOCK_SLOTS = saved
 
 
+def judged_with_nothing_relevant(gold) -> bool:
+    """The oracle for no_relevant="zero": gold that judges ids but grades none above 0."""
+    if isinstance(gold, dict):
+        return bool(gold) and all(grade <= 0 for grade in gold.values())
+    return False  # a list/set grades each id 1; None or [] judges nothing
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=ROWS, ks=KS, gain=st.sampled_from(metrics.GAINS))
+def test_no_relevant_zero_scores_judged_but_irrelevant_questions_zero_and_nothing_else(rows, ks, gain):
+    ranked, gold = [r for r, _ in rows], [g for _, g in rows]
+    default = metrics.retrieval_scores(ranked, gold, ks, gain=gain)
+    assert_equal = np.testing.assert_array_equal
+    for name, values in metrics.retrieval_scores(ranked, gold, ks, gain=gain, no_relevant="exclude").items():
+        assert_equal(values, default[name])  # "exclude" is the default
+    zero = metrics.retrieval_scores(ranked, gold, ks, gain=gain, no_relevant="zero")
+    judged = np.array([judged_with_nothing_relevant(g) for g in gold])
+    for name, values in zero.items():
+        assert (values[judged] == 0).all(), name
+        assert_equal(values[~judged], default[name][~judged])  # every other question is untouched
+        assert np.isnan(default[name][judged]).all()
+
+
+def test_no_relevant_worked_example_and_bad_value():
+    ranked = [["d1", "d2"], ["d1"], ["d1"], ["d1"], []]
+    gold = [["d2"], {"d1": 0, "d7": -1}, None, [], {"d3": 0}]
+    def shown(values):
+        return [None if math.isnan(v) else v for v in values.tolist()]
+
+    assert shown(metrics.retrieval_scores(ranked, gold, 2)["rr"]) == [0.5, None, None, None, None]
+    zero = metrics.retrieval_scores(ranked, gold, 2, no_relevant="zero")
+    # judged with nothing relevant -> 0 (retrieved or not); missing or empty gold (nothing judged) -> NaN
+    assert shown(zero["rr"]) == [0.5, 0.0, None, None, 0.0]
+    assert zero["ndcg@2"].tolist()[1] == 0.0 and zero["recall@2"].tolist()[4] == 0.0
+    with pytest.raises(ValueError, match=r"The value for `no_relevant` must be one of \['exclude', 'zero'\], but 'drop'"):
+        metrics.retrieval_scores(ranked, gold, 2, no_relevant="drop")
+
+
 def test_many_gold_ids_per_question_use_the_sorted_lookup():
     rng = np.random.default_rng(3)
     rows = []

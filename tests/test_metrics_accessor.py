@@ -49,9 +49,12 @@ def test_conventions_and_counts_are_recorded_and_attrs_carried(rows):
     assert conventions["gain"] == "exponential"
     assert conventions["relevance"] == "grade > 0"
     assert conventions["unanswerable"] == "NaN, excluded from means"
+    assert conventions["no_relevant"] == "exclude"
     assert conventions["retrieved_column"] == "retrieved"
     assert conventions["gold_unit"] == "ids"
-    assert meta["retrieval_counts"] == {"n_questions": 5, "n_unanswerable": 1, "n_nothing_retrieved": 1, "max_retrieved": 5}
+    assert meta["retrieval_counts"] == {
+        "n_questions": 5, "n_unanswerable": 1, "n_judged_none_relevant": 0, "n_nothing_retrieved": 1, "max_retrieved": 5
+    }
     # q4 (no gold) is NaN and excluded; q3 (nothing retrieved) scores 0 and stays in the mean
     assert np.isnan(scored.loc[3, "recall@5"]) and scored.loc[2, "recall@5"] == 0.0
     assert scored["recall@5"].mean() == pytest.approx(np.mean([2 / 3, 0.0, 0.0, 0.0]))
@@ -206,3 +209,106 @@ def test_rescoring_keeps_same_convention_columns_and_drops_stale_ones():
         both = linear.rag.retrieval(k=2, gain="linear")  # same conventions: both depths kept
     assert {"ndcg@2", "ndcg@3"} <= set(both.columns) and both.rag.meta["retrieval"]["k"] == [2, 3]
     assert both["ndcg@3"].iloc[0] == pytest.approx(metrics.ndcg_at_k(["d7", "d2", "d9"], {"d2": 3, "d9": 1}, 3, gain="linear"))
+
+
+# ---- no_relevant: trec_eval's convention on request -------------------------------------------------
+
+
+def test_no_relevant_zero_is_recorded_counted_and_changes_only_judged_irrelevant_questions(rows):
+    judged = rows.assign(gold=[{"d2": 3, "d4": 1, "d5": 2}, ["d2"], ["d4"], {"d5": 0, "d9": -1}, {"d3": 2}])
+    exclude, zero = judged.rag.retrieval(k=5), judged.rag.retrieval(k=5, no_relevant="zero")
+    assert np.isnan(exclude.loc[3, "recall@5"]) and (zero.loc[3, metrics.score_columns([5])] == 0).all()
+    others = [0, 1, 2, 4]
+    pd.testing.assert_frame_equal(zero.loc[others, metrics.score_columns([5])], exclude.loc[others, metrics.score_columns([5])])
+    assert zero["ap"].mean() == pytest.approx(exclude["ap"].sum() / 5) and exclude["ap"].mean() == pytest.approx(exclude["ap"].sum() / 4)
+    conventions = zero.rag.meta["retrieval"]
+    assert conventions["no_relevant"] == "zero" and "trec_eval" in conventions["unanswerable"]
+    for scored in (exclude, zero):
+        counts = scored.rag.meta["retrieval_counts"]
+        assert (counts["n_unanswerable"], counts["n_judged_none_relevant"], counts["n_nothing_retrieved"]) == (1, 1, 1)
+    with pytest.warns(raglab.ConventionMismatchWarning, match="no_relevant: 'exclude' vs 'zero'"):
+        raglab._rowtable.pair_runs(exclude, zero)
+    with pytest.raises(ValueError, match=r"The value for `no_relevant` must be one of \['exclude', 'zero'\], but 'trec'"):
+        rows.rag.retrieval(no_relevant="trec")
+
+
+def test_no_relevant_zero_with_span_gold():
+    span = lambda doc, start, end, grade=1: {"doc_id": doc, "start": start, "end": end, "grade": grade}  # noqa: E731
+    rows = pd.DataFrame({
+        "question_id": ["q1", "q2", "q3"],
+        "retrieved_spans": [[span("a", 0, 100)], [span("b", 0, 100)], [span("c", 0, 100)]],
+        "gold_spans": [[span("a", 10, 20)], [span("b", 10, 20, 0)], []],
+    })
+    exclude, zero = rows.rag.retrieval(k=1), rows.rag.retrieval(k=1, no_relevant="zero")
+    columns = metrics.score_columns([1]) + ["coverage@1"]
+    assert exclude[columns].isna().sum().tolist() == [2] * len(columns)
+    assert zero.loc[1, columns].tolist() == [0.0] * len(columns) and zero.loc[2, columns].isna().all()
+    assert zero.loc[0, columns].tolist() == exclude.loc[0, columns].tolist()
+    assert zero.rag.meta["retrieval_counts"]["n_judged_none_relevant"] == 1
+
+
+# ---- default metric selection (summary / compare without metrics=) ------------------------------------
+
+
+def _mixed_columns(seed: int = 0, n: int = 60) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "question_id": [f"q{i}" for i in range(n)],
+        "qtype": rng.choice(["a", "b"], n),
+        "recall@5": rng.random(n),                               # float: a metric
+        "hit@5": rng.integers(0, 2, n),                          # int under a registered name: a metric
+        "em": pd.array(rng.integers(0, 2, n), dtype="Int64"),    # nullable int, registered: a metric
+        "latency_ms": rng.gamma(2, 50, n),                       # float: a metric
+        "answerable": rng.random(n) < 0.7,                       # boolean attribute: never by default
+        "unanswerable": rng.random(n) < 0.3,
+        "declined": pd.array(rng.random(n) < 0.2, dtype="boolean"),  # nullable boolean (judge output)
+        "n_answers": rng.integers(1, 6, n),                      # int count, not a known metric
+        "article_index": rng.integers(0, 40, n),
+        "doc_id": rng.integers(0, 9, n).astype(float),           # ids read back as floats: never
+        "passageId": rng.random(n),
+        "qid": rng.random(n),
+        "valid": rng.random(n),                                  # ends in "id" but is not an id
+    })
+
+
+EXPECTED_DEFAULT = ["recall@5", "hit@5", "em", "latency_ms", "valid"]
+
+
+def test_default_metrics_are_floats_and_known_integers_never_booleans_or_ids():
+    rows = _mixed_columns()
+    table = rows.rag.summary(by="qtype")
+    assert list(dict.fromkeys(table["metric"])) == EXPECTED_DEFAULT
+    assert table.attrs["raglab"]["summary"]["metrics"] == EXPECTED_DEFAULT
+    compared = rows.rag.compare(_mixed_columns(seed=1).assign(question_id=rows["question_id"]), n_resamples=200)
+    assert list(dict.fromkeys(compared["metric"])) == EXPECTED_DEFAULT
+    # named explicitly, booleans and counts are still read as scores (True/False -> 1/0)
+    named = rows.rag.summary(["answerable", "n_answers"], method="t")
+    assert named["mean"].tolist() == pytest.approx([rows["answerable"].mean(), rows["n_answers"].mean()])
+
+
+def test_default_metrics_of_the_bundled_reader_runs_are_em_and_f1():
+    from raglab import datasets
+
+    before, after = datasets.squad_reader("bert"), datasets.squad_reader("nlnet")
+    # the frames also hold booleans (declined, answerable, span_ambiguous) and an int count (n_answers)
+    assert {"declined", "answerable", "span_ambiguous", "n_answers"} <= set(before.columns)
+    table = before.rag.compare(after, n_resamples=200)
+    assert list(dict.fromkeys(table["metric"])) == ["em", "f1"]
+
+
+def test_default_metrics_only_where_every_frame_has_a_metric_column():
+    base = pd.DataFrame({"question_id": ["q1", "q2"], "score": [0.5, 1.0], "tokens": [0.1, 0.2]})
+    cand = base.assign(tokens=[3, 4])  # an int count in the candidate: not a metric there
+    assert base.rag.compare(cand, n_resamples=50)["metric"].unique().tolist() == ["score"]
+
+
+def test_no_default_metric_names_the_rule_and_what_was_skipped():
+    rows = pd.DataFrame({"question_id": ["q1", "q2"], "answerable": [True, False], "n_tokens": [3, 4], "doc_id": [1.0, 2.0]})
+    with pytest.raises(raglab.RowTableError, match=(
+        r"rag.summary found no metric columns to use by default.*only float columns, and integer columns named as a "
+        r"known metric.*booleans and ids never are \(skipped: 'answerable' \(boolean\), 'n_tokens' \(integer, not a "
+        r"known metric name\), 'doc_id' \(an id\)\)"
+    )):
+        rows.rag.summary()
+    assert rows.rag.summary(["answerable"], method="wilson")["mean"].tolist() == [0.5]
+

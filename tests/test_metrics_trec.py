@@ -41,10 +41,10 @@ def trec_dicts(run: Path | None, qrels: Path) -> tuple[dict, dict]:
     return judged, ranked
 
 
-def score(rows: pd.DataFrame, *, gain: str = "linear") -> pd.DataFrame:
+def score(rows: pd.DataFrame, *, gain: str = "linear", no_relevant: str = "exclude") -> pd.DataFrame:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*larger than the longest list")  # k=1000 > 500 retrieved
-        return rows.rag.retrieval(k=CUTS, gain=gain)
+        return rows.rag.retrieval(k=CUTS, gain=gain, no_relevant=no_relevant)
 
 
 def pairs(k_cuts=CUTS):
@@ -197,3 +197,88 @@ def test_exponential_gain_differs_from_trec_eval_and_says_so(trec_dir):
     assert not np.allclose(linear["ndcg@10"], exponential["ndcg@10"])
     assert linear.attrs["raglab"]["retrieval"]["gain"] == "linear"
     assert exponential.attrs["raglab"]["retrieval"]["gain"] == "exponential"
+
+
+# --------------------------------------------------------------------------------------------------
+# Topics judged with only non-relevant documents: trec_eval scores them 0 and averages them in;
+# raglab excludes them (NaN) by default and matches trec_eval with no_relevant="zero"
+# --------------------------------------------------------------------------------------------------
+
+
+def without_relevant(qrels: Path, topic: str, out: Path, grade: int = 0) -> Path:
+    """A copy of a qrels file where every judgement of ``topic`` is non-relevant (``grade`` <= 0)."""
+    lines = []
+    for line in qrels.read_text().splitlines():
+        fields = line.split()
+        if fields and fields[0] == topic:
+            fields[3] = str(grade if int(fields[3]) > 0 else fields[3])
+        lines.append(" ".join(fields))
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+@pytest.mark.parametrize(
+    ("qrels", "topic", "grade"), [("qrels.test", "303", 0), ("qrels.rel_level", "302", -1), ("qrels.rel_level", "301", 0)]
+)
+def test_no_relevant_zero_means_equal_trec_eval_all_line(trec_dir, tmp_path, qrels, topic, grade):
+    modified = without_relevant(trec_dir / qrels, topic, tmp_path / "qrels", grade)
+    judged, ranked = trec_dicts(trec_dir / "results.test", modified)
+    assert not any(v > 0 for v in judged[topic].values()) and len(judged[topic]) > 100
+    reference = pytrec(judged, ranked)
+    assert set(reference) == set(judged)  # pytrec_eval (trec_eval's code) evaluates the topic ...
+    assert all(reference[topic][m] == 0 for m in reference[topic])  # ... and scores it 0 everywhere
+    rows = raglab.read_trec(run=trec_dir / "results.test", qrels=modified)
+    zero = score(rows, no_relevant="zero")
+    exclude = score(rows)
+    topics = list(zero["question_id"])
+    for ours, theirs in pairs():
+        per_query = [reference[q][theirs] for q in topics]
+        np.testing.assert_allclose(zero[ours].to_numpy(), per_query, rtol=0, atol=1e-12, err_msg=ours)
+        # trec_eval's "all" line is the mean over every evaluated topic, the irrelevant one included
+        assert zero[ours].mean() == pytest.approx(np.mean(per_query), abs=1e-12), ours
+        # raglab's default leaves the topic out: the mean over the other topics
+        others = [reference[q][theirs] for q in topics if q != topic]
+        assert exclude[ours].mean() == pytest.approx(np.mean(others), abs=1e-12), ours
+        assert np.isnan(exclude.set_index("question_id").loc[topic, ours])
+    assert zero.rag.meta["retrieval"]["no_relevant"] == "zero"
+    assert exclude.rag.meta["retrieval"]["no_relevant"] == "exclude"
+    for scored in (zero, exclude):  # the topic is unanswerable either way, and counted as judged-irrelevant
+        counts = scored.rag.meta["retrieval_counts"]
+        assert (counts["n_unanswerable"], counts["n_judged_none_relevant"]) == (1, 1)
+    # summary reports the same means: n counts the topic under "zero", n_excluded under "exclude"
+    zero_summary = zero.rag.summary(["ap"], method="t").iloc[0]
+    exclude_summary = exclude.rag.summary(["ap"], method="t").iloc[0]
+    assert zero_summary["mean"] == pytest.approx(np.mean([reference[q]["map"] for q in topics]), abs=1e-12)
+    assert (zero_summary["n"], zero_summary["n_excluded"]) == (3, 0)
+    assert (exclude_summary["n"], exclude_summary["n_excluded"]) == (2, 1)
+
+
+QUERY_WITH_JUDGEMENTS = st.tuples(
+    st.lists(st.sampled_from(DOCS), min_size=1, max_size=14, unique=True),
+    st.dictionaries(st.sampled_from(DOCS), st.integers(-1, 2), min_size=1, max_size=10),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(queries=st.lists(QUERY_WITH_JUDGEMENTS, min_size=1, max_size=12),
+       cuts=st.lists(st.integers(1, 16), min_size=1, max_size=3, unique=True))
+def test_no_relevant_zero_matches_pytrec_eval_per_query_and_in_the_mean(queries, cuts):
+    """Every topic judged and retrieved (so pytrec_eval keeps it); many have only grades <= 0."""
+    judged = {f"q{i}": gold for i, (_, gold) in enumerate(queries)}
+    ranked = {f"q{i}": {d: float(len(r) - j) for j, d in enumerate(r)} for i, (r, _) in enumerate(queries)}
+    rows = pd.DataFrame({"question_id": list(judged), "retrieved": [r for r, _ in queries], "gold": [g for _, g in queries]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zero = rows.rag.retrieval(k=sorted(cuts), gain="linear", no_relevant="zero")
+        exclude = rows.rag.retrieval(k=sorted(cuts), gain="linear")
+    reference = pytrec(judged, ranked, sorted(cuts))
+    assert set(reference) == set(judged)
+    irrelevant = [q for q, g in judged.items() if not any(v > 0 for v in g.values())]
+    for ours, theirs in pairs(sorted(cuts)):
+        theirs_values = np.array([reference[q][theirs] for q in judged])
+        np.testing.assert_allclose(zero[ours].to_numpy(), theirs_values, rtol=0, atol=1e-12, err_msg=ours)
+        assert math.isclose(zero[ours].mean(), theirs_values.mean(), abs_tol=1e-12)  # trec_eval's "all"
+        kept = ~rows["question_id"].isin(irrelevant).to_numpy()
+        assert exclude[ours].isna().to_numpy().tolist() == (~kept).tolist()
+        if kept.any():
+            assert math.isclose(exclude[ours].mean(), theirs_values[kept].mean(), abs_tol=1e-12)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -102,6 +103,61 @@ def test_unanswerable_spans_are_nan():
         assert all(math.isnan(v) for v in out.values())
 
 
+def test_fractional_min_overlap_is_exact_the_issue_case():
+    gold = [span("a", 0, 100)]
+    assert 0.07 * 100 > 7  # the float product is 7.000000000000001: a float comparison would need 8 characters
+    seven, six = [span("a", 93, 300)], [span("a", 94, 300)]  # overlaps of exactly 7 and 6 characters
+    assert span_metrics(seven, gold, k=1, min_overlap=0.07)["recall@1"] == 1.0
+    assert span_metrics(six, gold, k=1, min_overlap=0.07)["recall@1"] == 0.0
+    out = span_retrieval_scores([seven, six], [gold, gold], k=1, min_overlap=0.07)
+    assert out["recall@1"].tolist() == [1.0, 0.0]
+
+
+def written(min_overlap) -> Fraction:
+    """The fraction the user wrote: a float's decimal (0.07 -> 7/100), or the Fraction given."""
+    return min_overlap if isinstance(min_overlap, Fraction) else Fraction(repr(min_overlap))
+
+
+FRACTIONS = [round(0.01 * i, 2) for i in range(1, 101)] + [0.07, 0.1 + 0.2, 0.35, 0.15, 1 / 3, 2 / 3, 0.999,
+                                                           Fraction(1, 3), Fraction(2, 7), Fraction(7, 100)]
+
+
+def test_fractional_min_overlap_equals_exact_rationals_for_every_length_and_overlap():
+    # every gold span length 1..120 and every overlap 1..length: one question each, scored in bulk
+    lengths = np.repeat(np.arange(1, 121), np.arange(1, 121))
+    overlaps = np.concatenate([np.arange(1, n + 1) for n in range(1, 121)])
+    gold = [[span("a", 0, int(n))] for n in lengths]
+    chunks = [[span("a", int(n - o), int(n - o) + 500)] for n, o in zip(lengths, overlaps)]
+    shares = [Fraction(int(o), int(n)) for o, n in zip(overlaps, lengths)]  # the oracle: exact rationals
+    disagreements_with_floats = 0
+    for seen, fraction in enumerate(FRACTIONS):
+        got = span_retrieval_scores(chunks, gold, k=1, min_overlap=fraction)["recall@1"] == 1.0
+        wanted = written(fraction)
+        expected = np.array([share >= wanted for share in shares])
+        np.testing.assert_array_equal(got, expected, err_msg=str(fraction))
+        disagreements_with_floats += int((expected != (overlaps >= float(fraction) * lengths)).sum())
+        for i in range(seen % 487, lengths.size, 487):  # and the per-question definition, on a sample
+            one = span_metrics(chunks[i], gold[i], k=1, min_overlap=fraction)["recall@1"] == 1.0
+            assert one == expected[i], (fraction, int(lengths[i]), int(overlaps[i]))
+    assert disagreements_with_floats > 0  # the float comparison gets some of these wrong; the exact one none
+
+
+def test_fractional_min_overlap_is_exact_on_huge_spans_and_long_decimals():
+    # 10**15-character span, a 13-decimal fraction: products beyond int64, compared in Python integers
+    length, fraction = 10**15, 0.1234567890123
+    need = 123456789012300  # = fraction * length exactly
+    gold = [span("a", 0, length)]
+    rows = [[span("a", length - need, length)], [span("a", length - need + 1, length)]]
+    assert [span_metrics(r, gold, k=1, min_overlap=fraction)["recall@1"] for r in rows] == [1.0, 0.0]
+    assert span_retrieval_scores(rows, [gold, gold], k=1, min_overlap=fraction)["recall@1"].tolist() == [1.0, 0.0]
+    # a Fraction is used as given: 1/3 of 300 characters is exactly 100
+    third = [[span("a", 200, 400)], [span("a", 201, 400)]]
+    assert span_retrieval_scores(third, [[span("a", 0, 300)]] * 2, k=1, min_overlap=Fraction(1, 3))["recall@1"].tolist() == [1.0, 0.0]
+    assert check_min_overlap(Fraction(1, 3)) == (1 / 3, "fraction of the gold span")
+    with pytest.raises(ValueError, match=r"in \(0, 1\]"):
+        check_min_overlap(Fraction(3, 2))
+
+
 def test_nothing_retrieved_scores_zero():
     out = span_metrics([], GOLD, k=[1, 5])
     assert all(v == 0.0 for v in out.values())
@@ -177,7 +233,7 @@ def a_span(draw, *, gold):
         max_size=20,
     ),
     ks=st.lists(st.integers(1, 9), min_size=1, max_size=3),
-    min_overlap=st.sampled_from([1, 5, 30, 0.25, 0.5, 1.0]),
+    min_overlap=st.sampled_from([1, 5, 30, 0.25, 0.5, 1.0, 0.07, 0.1 + 0.2, 1 / 3, Fraction(2, 7)]),
     gain=st.sampled_from(["exponential", "linear"]),
 )
 def test_bulk_spans_equal_the_per_question_definition_exactly(rows, ks, min_overlap, gain):
