@@ -323,7 +323,11 @@ class RagAccessor:
         mde: float,
         power: float = 0.8,
         alpha: float = 0.05,
-        attenuation: float = 1.0,
+        attenuation: float | None = None,
+        sensitivity: float | None = None,
+        specificity: float | None = None,
+        judge: Any = None,
+        pilot_labels: str = "true",
         slice_fraction: float = 1.0,
         alternative: str = "two-sided",
         binary: bool | None = None,
@@ -338,6 +342,12 @@ class RagAccessor:
         base and candidate pass rates and the discordance (share of questions whose pass/fail
         differs); another metric the standard deviation of per-question differences. See
         :func:`raglab.sizing.questions_needed` for the formulas.
+
+        With a judge (``judge=`` an :class:`raglab.agreement.AgreementReport`, or
+        ``sensitivity=``/``specificity=``), the pilot's pass/fail scores are taken as the TRUE
+        outcomes and the test is sized on the judge's labels; pass ``pilot_labels="judge"`` when the
+        pilot scores are the judge's own labels. A pilot whose discordance is below the mde is
+        sized on a stated planning value.
 
         Returns
         -------
@@ -373,7 +383,8 @@ class RagAccessor:
             values.append(numbers.to_numpy(dtype=float, na_value=float("nan")))
         return _sizing.size_from_pilot(
             values[0], values[1], metric=metric, mde=mde, binary=binary, power=power, alpha=alpha,
-            attenuation=attenuation, slice_fraction=slice_fraction, alternative=alternative,
+            attenuation=attenuation, sensitivity=sensitivity, specificity=specificity, judge=judge,
+            pilot_labels=pilot_labels, slice_fraction=slice_fraction, alternative=alternative,
         )
 
     # ---- retrieval metrics ------------------------------------------------------------------------
@@ -864,7 +875,7 @@ class RagAccessor:
         method: str = "auto",
         n_resamples: int = 10_000,
         seed: int | None = 0,
-        units: str | None = None,
+        units: str | bool | None = None,
         question_id: str = "question_id",
     ) -> pd.DataFrame:
         """Mean and interval per metric and slice for this run; see :func:`raglab.stats.summary`.
@@ -872,16 +883,20 @@ class RagAccessor:
         Parameters
         ----------
         metrics : str or list of str, optional
-            Per-question score columns (default: every numeric column that is not a role, ``by`` or
-            ``units`` column).
+            Per-question score columns (default: the metric columns: float columns, and integer
+            columns named as a known metric such as ``hit@5`` or ``em``; never booleans such as
+            ``answerable``/``declined``, id columns (``*_id``, ``qid``, ...), roles, or the
+            ``by``/``units`` columns).
         by : str or list of str, optional
             Slice column(s): the table gets an ``overall`` row plus one row per slice value (with
             several columns, one per combination, labelled ``"col=value, col=value"``).
         ci, method, n_resamples, seed
             As in :func:`raglab.stats.summary`: Wilson for pass/fail columns and t for continuous
             ones by default; ``method="percentile"`` or ``"bca"`` for a bootstrap.
-        units : str, optional
-            A cluster column (e.g. the source document): resample whole clusters.
+        units : str or False, optional
+            A cluster column (e.g. the source document): resample whole clusters. By default the
+            cluster column recorded by the run's eval set (``EvalSet.freeze(units=...)``), if any;
+            ``False`` treats questions as independent.
         question_id : str
             The id column (left out of the default metrics).
 
@@ -901,6 +916,7 @@ class RagAccessor:
         """
         method_name = "rag.summary"
         df = self._df
+        units = _resolve_units(df, units, method_name)
         by_columns = _by_columns(by)
         for column in [*by_columns, *([units] if units else [])]:
             if column not in df.columns:
@@ -930,7 +946,7 @@ class RagAccessor:
         by: str | Sequence[str] | None = None,
         on: str = "question_id",
         how: str = "exact",
-        units: str | None = None,
+        units: str | bool | None = None,
         ci: float = 0.95,
         method: str = "auto",
         n_resamples: int = 10_000,
@@ -954,16 +970,20 @@ class RagAccessor:
         cand : DataFrame
             The candidate run.
         metrics : str or list of str, optional
-            Score columns present in both runs (default: every shared numeric column that is not a
-            role, ``by`` or ``units`` column).
+            Score columns present in both runs (default: the metric columns present in both runs:
+            float columns, and integer columns named as a known metric such as ``hit@5`` or ``em``;
+            never booleans such as ``answerable``/``declined``, id columns (``*_id``, ``qid``, ...),
+            roles, or the ``by``/``units`` columns).
         by : str or list of str, optional
             Slice column(s), from the baseline (the candidate's, if it also has them, must agree).
         on : str
             The question id column.
         how : {"exact", "inner"}
             Require the same questions (default) or compare the shared ones.
-        units : str, optional
-            Cluster column: resample whole clusters.
+        units : str or False, optional
+            Cluster column: resample whole clusters. By default the cluster column recorded by the
+            baseline's eval set (``EvalSet.freeze(units=...)``), if any; ``False`` treats questions
+            as independent.
         ci, method, n_resamples, seed, n_permutations, adjust
             As in :func:`raglab.stats.compare`.
         allow_evalset_mismatch : bool
@@ -986,6 +1006,7 @@ class RagAccessor:
         'metric   slice   n  base  cand  diff\\n hit@5 overall 100   0.5   1.0   0.5'
         """
         method_name = "rag.compare"
+        units = _resolve_units(self._df, units, method_name)
         pairs = pair_runs(self._df, cand, on=on, how=how, method=method_name, allow_evalset_mismatch=allow_evalset_mismatch)
         by_columns = _by_columns(by)
         exclude = {on, *by_columns, *([units] if units else [])}
@@ -1036,7 +1057,7 @@ class RagAccessor:
         higher_is_better: bool | Mapping[str, bool] | None = None,
         on: str = "question_id",
         how: str = "exact",
-        units: str | None = None,
+        units: str | bool | None = None,
         ci: float = 0.95,
         method: str = "auto",
         n_resamples: int = 10_000,
@@ -1307,6 +1328,29 @@ def _slice_labels(df: pd.DataFrame, by: list[str], method: str, id_column: str |
     parts = [c.astype(object).where(c.notna(), "(missing)").astype(str) for c in columns]
     labels = [", ".join(f"{col}={value}" for col, value in zip(by, row)) for row in zip(*parts)]
     return pd.Series(labels, dtype=object)
+
+
+def _resolve_units(df: pd.DataFrame, units: str | bool | None, method: str) -> str | None:
+    """The cluster column to use: the one given, else the eval set's (``units=False``: none).
+
+    Questions nested in documents or conversations are not independent; an eval set frozen with
+    ``units=`` records its cluster column so that intervals resample whole clusters by default.
+    """
+    if units is False:
+        return None
+    if units is None or units is True:
+        recorded = (evalset_of(df) or {}).get("units")
+        if units is True and recorded is None:
+            raise ValueError(
+                f"{method}: units=True asks for the eval set's cluster column, but this run's eval set records none; "
+                "pass units='column'"
+            )
+        if recorded is not None and recorded not in df.columns:
+            raise _missing(df, recorded, method, "the cluster column recorded by the eval set; pass units=False to ignore it")
+        return recorded
+    if not isinstance(units, str):
+        raise TypeError(f"{method}: `units` must be a column name, None (the eval set's) or False (none), got {units!r}")
+    return units
 
 
 def _unit_labels(df: pd.DataFrame, units: str, method: str, id_column: str | None) -> pd.Series:

@@ -177,3 +177,31 @@ def test_an_eval_set_records_its_cluster_column_and_runs_carry_it(tmp_path):
     with pytest.raises(RowTableError, match="cluster column 'conversation_id' must name a cluster for every question"):
         EvalSet.freeze(rows.assign(conversation_id=["c1", None, "c2", "c2", "c3", "c3"]), tmp_path / "x",
                        version="v1", units="conversation_id")
+
+
+def test_summary_compare_and_gate_resample_the_eval_sets_clusters_by_default(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    n_conv, per = 30, 8
+    ids = [f"q{i}" for i in range(n_conv * per)]
+    conv = np.repeat([f"c{i}" for i in range(n_conv)], per)
+    rows = pd.DataFrame({"question_id": ids, "gold": [["d"]] * len(ids), "conversation_id": conv})
+    es = EvalSet.freeze(rows, tmp_path, version="v1", units="conversation_id")
+    effect = rng.normal(0, 0.15, n_conv)[np.repeat(np.arange(n_conv), per)]  # questions of a conversation move together
+    base = es.stamp(pd.DataFrame({"question_id": ids, "faithfulness": rng.uniform(0.3, 0.7, len(ids))}))
+    cand = es.stamp(base[["question_id"]].assign(faithfulness=base["faithfulness"] + effect + rng.normal(0, 0.02, len(ids))))
+    clustered = base.rag.compare(cand, metrics=["faithfulness"], n_resamples=2_000, n_permutations=200)
+    independent = base.rag.compare(cand, metrics=["faithfulness"], units=False, n_resamples=2_000, n_permutations=200)
+    assert clustered["method"].iloc[0] == "paired cluster bootstrap (expanded percentile)"
+    assert clustered["n_clusters"].iloc[0] == n_conv
+    assert clustered.attrs["raglab"]["comparison"]["units"] == "conversation_id"
+    width = lambda t: float(t["high"].iloc[0] - t["low"].iloc[0])  # noqa: E731
+    assert width(clustered) > 1.8 * width(independent)  # design effect about 1 + (8 - 1) x ICC
+    summary = base.rag.summary(["faithfulness"])
+    assert "cluster" in summary["method"].iloc[0]
+    assert "cluster" not in base.rag.summary(["faithfulness"], units=False)["method"].iloc[0]
+    gated = base.rag.gate(cand, metrics=["faithfulness"], margin=0.02, n_resamples=1_000, n_permutations=200)
+    assert gated.table["n_clusters"].iloc[0] == n_conv
+    with pytest.raises(TypeError, match="units"):
+        base.rag.compare(cand, metrics=["faithfulness"], units=3)
