@@ -256,8 +256,9 @@ class RagAccessor:
         human_threshold: float | None = None,
         judge_threshold: float | None = None,
         ties: str = "drop",
+        units: str | bool | None = None,
         ci: float = 0.95,
-        method: str = "analytic",
+        method: str = "auto",
         n_resamples: int = 10_000,
         seed: int | None = 0,
         warn: bool = True,
@@ -272,6 +273,11 @@ class RagAccessor:
             ``human_threshold`` turns each rater's rating into pass/fail first).
         judge : str
             The column of judge labels (or scores, with ``judge_threshold``).
+        units : str or False, optional
+            A cluster column (e.g. ``conversation_id``): every interval resamples whole clusters and
+            the report shows the design effect. By default the cluster column recorded by the run's
+            eval set, if any; ``False`` treats items as independent. See
+            :func:`raglab.agreement.report`.
         positive, labels, weights, distance, human_threshold, judge_threshold, ci, method, n_resamples, seed, warn
             As in :func:`raglab.agreement.report`.
 
@@ -300,19 +306,21 @@ class RagAccessor:
         for column in [*raters, judge]:
             if column not in df.columns:
                 raise missing_column_error(df, column, role=None, method=method_name)
+        units = _resolve_units(df, units, method_name)
+        unit_labels = _unit_labels(df, units, method_name, None) if units is not None else None
         rows = carry_meta(df, df.copy(deep=False))
         if isinstance(human, str):
             return _agreement._report(
                 df[human], df[judge], positive=positive, labels=labels, weights=weights, distance=distance,
                 human_threshold=human_threshold, judge_threshold=judge_threshold, ci=ci, method=method,
-                n_resamples=n_resamples, seed=seed, warn=warn, rows=rows, names=(human, judge),
+                n_resamples=n_resamples, seed=seed, warn=warn, rows=rows, names=(human, judge), units=unit_labels,
             )
         if weights is not None:
             raise ValueError("rag.agreement: weighted kappa against a human majority is not supported; pass weights=None")
         return _agreement._judge_vs_majority(
             df[raters], df[judge], positive=positive, ties=ties, rating_threshold=human_threshold,
             judge_threshold=judge_threshold, labels=labels, ci=ci, method=method, n_resamples=n_resamples,
-            seed=seed, ids=None, warn=warn, rows=rows, names=(f"majority of {raters}", judge),
+            seed=seed, ids=None, warn=warn, rows=rows, names=(f"majority of {raters}", judge), units=unit_labels,
         )
 
     def size(

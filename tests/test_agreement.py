@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -16,8 +17,17 @@ from statsmodels.stats.proportion import confint_proportions_2indep, proportion_
 
 import raglab  # noqa: F401  (registers df.rag)
 from raglab import agreement
-from raglab.agreement import AgreementReport, LowAgreementWarning, cohen_kappa, cohen_kappa_interval, report
-from raglab.stats import Interval, proportion_interval
+from raglab.agreement import (
+    AgreementReport,
+    FragileIntervalWarning,
+    ImpossibleRateWarning,
+    LabelMismatchError,
+    LowAgreementWarning,
+    cohen_kappa,
+    cohen_kappa_interval,
+    report,
+)
+from raglab.stats import MIN_CLUSTERS, Interval, proportion_interval
 
 # Seed 000, "Validate the judge against people": 200 faithfulness labels, 1 = supported.
 SEED_HUMAN = [1] * 150 + [0] * 50
@@ -185,8 +195,11 @@ def test_bootstrap_matches_resampling_items_by_index():
 def test_perfect_and_constant_raters():
     assert cohen_kappa([0, 1, 1, 0], [0, 1, 1, 0]) == 1.0
     assert math.isnan(cohen_kappa([1, 1, 1], [1, 1, 1]))  # chance agreement is 1: undefined
+    # four items in perfect agreement are not proof of perfect agreement: no zero-width interval
     iv = cohen_kappa_interval([0, 1, 1, 0], [0, 1, 1, 0])
-    assert tuple(iv) == (1.0, 1.0, 1.0)
+    assert iv.estimate == 1.0 and iv.high == 1.0 and iv.low < 0.5 and "adjusted" in iv.method
+    with pytest.warns(FragileIntervalWarning):
+        assert tuple(cohen_kappa_interval([0, 1, 1, 0], [0, 1, 1, 0], method="analytic")) == (1.0, 1.0, 1.0)
 
 
 # ---- properties ------------------------------------------------------------------------------------
@@ -197,10 +210,20 @@ labels_pairs = st.integers(2, 60).flatmap(
 )
 
 
+def _never_comparable(a, b) -> bool:
+    """The stated rule: no label in common, not a 0/1 coding, and one side uses two or more labels."""
+    sa, sb = set(a), set(b)
+    return not sa & sb and not (sa | sb) <= {0, 1} and max(len(sa), len(sb)) >= 2
+
+
 @settings(max_examples=60, deadline=None)
 @given(labels_pairs, st.sampled_from([None, "linear", "quadratic"]))
 def test_kappa_symmetric_bounded_and_order_free(pair, weights):
     a, b = pair
+    if _never_comparable(a, b):
+        with pytest.raises(LabelMismatchError, match="no label in common"):
+            cohen_kappa(a, b, weights=weights)
+        return
     k = cohen_kappa(a, b, weights=weights)
     if math.isnan(k):
         return
@@ -216,6 +239,8 @@ def test_kappa_symmetric_bounded_and_order_free(pair, weights):
 def test_unweighted_kappa_ignores_label_names(pair):
     a, b = pair
     names = {0: "zero", 1: "one", 2: "two", 3: "three"}
+    if not set(a) & set(b):  # every item disagrees: kappa is 0 or undefined, if the labels are comparable
+        return
     k = cohen_kappa(a, b)
     renamed = cohen_kappa([names[x] for x in a], [names[x] for x in b])
     assert (math.isnan(k) and math.isnan(renamed)) or renamed == pytest.approx(k, abs=1e-12)
@@ -248,7 +273,9 @@ def test_kappa_low_high_and_bootstrap_option():
 
 def test_to_frame_is_tidy():
     frame = report(SEED_HUMAN, SEED_JUDGE, positive=1).to_frame()
-    assert list(frame.columns) == ["statistic", "estimate", "low", "high", "method", "level", "n", "n_resamples", "seed"]
+    assert list(frame.columns) == ["statistic", "estimate", "low", "high", "method", "level", "n", "n_resamples", "seed",
+                                   "design_effect"]
+    assert frame["design_effect"].isna().all()  # no units: no design effect
     stats = frame.set_index("statistic")
     assert stats.loc["miss_rate", "estimate"] == 0.44
     assert stats.loc["kappa", "estimate"] == pytest.approx(cohen_kappa_score(SEED_HUMAN, SEED_JUDGE))
@@ -340,15 +367,22 @@ def test_report_errors_are_clear():
 def test_rogan_gladen_on_the_validation_items_gives_the_human_rate():
     rep = report(SEED_HUMAN, SEED_JUDGE, positive=1)
     assert rep.corrected_pass_rate.estimate == pytest.approx(rep.human_positive_rate)
-    assert "delta" in rep.corrected_pass_rate.method and "clipped" in rep.corrected_pass_rate.method
+    # the formula on the same items is an identity: Rogan & Gladen's estimate from the judge's rate
+    assert agreement.rogan_gladen(0.82, sensitivity=142 / 150, specificity=28 / 50).estimate == pytest.approx(0.75)
+    iv = rep.corrected_pass_rate
+    assert "bootstrap over the 200 items" in iv.method and "together in each resample" in iv.method
+    assert (iv.n_resamples, iv.seed, iv.level, iv.n) == (10_000, 0, 0.95, 200)
 
 
 def test_rogan_gladen_formula_and_clipping():
     # pi = (p + Sp - 1) / (Se + Sp - 1): Rogan & Gladen (1978)
     iv = agreement.rogan_gladen(0.7, sensitivity=0.9, specificity=0.8)
     assert iv.estimate == pytest.approx((0.7 + 0.8 - 1) / (0.9 + 0.8 - 1))
-    assert agreement.rogan_gladen(0.95, sensitivity=0.9, specificity=0.8).estimate == 1.0
-    assert agreement.rogan_gladen(0.1, sensitivity=0.9, specificity=0.8).estimate == 0.0
+    with pytest.warns(ImpossibleRateWarning):
+        assert agreement.rogan_gladen(0.95, sensitivity=0.9, specificity=0.8).estimate == 1.0
+    with pytest.warns(ImpossibleRateWarning):
+        assert agreement.rogan_gladen(0.1, sensitivity=0.9, specificity=0.8).estimate == 0.0
+    assert math.isnan(iv.low) and math.isnan(iv.high) and "no interval: counts not given" in iv.method
     with pytest.raises(ValueError, match="no better than chance"):
         agreement.rogan_gladen(0.5, sensitivity=0.5, specificity=0.4)
 
@@ -424,3 +458,394 @@ def test_one_human_label_reports_without_crashing(human):
     text = repr(report)
     assert "n/a" in text and "WARNING: people gave every item" in text
     assert "<table>" in report._repr_html_()
+
+
+# ---- labels that cannot be compared ------------------------------------------------------------------
+
+
+def test_text_labels_against_a_boolean_judge_are_refused_naming_both_columns():
+    # Before: kappa 0 and a LowAgreementWarning blaming the judge.
+    rows = pd.DataFrame({"label": ["yes" if h else "no" for h in SEED_HUMAN], "judge": np.array(SEED_JUDGE, bool)})
+    expected = (
+        "rag.agreement: 'label' holds text labels ('no', 'yes') but 'judge' holds booleans (False, True); text never "
+        "equals True or False, so no item could ever count as agreeing and kappa would measure the encoding, not the "
+        "judge. Turn the text into booleans, e.g. df['label'] = df['label'] == 'yes' (with the label that means "
+        "pass), and pass positive=True."
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an error, not a low-kappa warning
+        with pytest.raises(LabelMismatchError) as caught:
+            rows.rag.agreement("label", "judge")
+    assert str(caught.value) == expected
+    assert isinstance(caught.value, raglab.RowTableError) and isinstance(caught.value, ValueError)
+    # the suggested fix works and gives scikit-learn's kappa
+    rows["label"] = rows["label"] == "yes"
+    assert rows.rag.agreement("label", "judge").kappa == pytest.approx(cohen_kappa_score(SEED_HUMAN, SEED_JUDGE))
+
+
+def test_numbers_against_numbers_written_as_text_are_refused_with_the_conversion():
+    rows = pd.DataFrame({"human": SEED_HUMAN, "judge": [str(j) for j in SEED_JUDGE]})
+    expected = (
+        "rag.agreement: 'judge' holds text labels ('0', '1') but 'human' holds numbers (0, 1); text never equals a "
+        "number ('1' != 1), so no item could ever count as agreeing and kappa would measure the encoding, not the "
+        "judge. Convert the text to numbers, e.g. df['judge'] = df['judge'].astype(int)."
+    )
+    with pytest.raises(LabelMismatchError) as caught:
+        rows.rag.agreement("human", "judge", positive=1)
+    assert str(caught.value) == expected
+    rows["judge"] = rows["judge"].astype(int)
+    assert rows.rag.agreement("human", "judge").miss_rate == 0.44
+    # the pure function names its arguments (and a Series' name)
+    with pytest.raises(LabelMismatchError, match=r"^report: `human` \('h'\) holds text labels \('0', '1'\) but `judge` "
+                       r"holds numbers \(0, 1\).*human = pd.Series\(human\).astype\(int\)\.$"):
+        report(pd.Series([str(h) for h in SEED_HUMAN], name="h"), SEED_JUDGE)
+    with pytest.raises(LabelMismatchError, match=r"^cohen_kappa: `a` holds text labels \('a', 'b'\) but `b` holds "
+                       r"numbers \(1, 2\)"):
+        cohen_kappa(["a", "b"], [1, 2])
+
+
+def test_no_label_in_common_is_refused_unless_labels_are_given():
+    human = ["supported" if h else "unsupported" for h in SEED_HUMAN]
+    judge = ["pass" if j else "fail" for j in SEED_JUDGE]
+    rows = pd.DataFrame({"human": human, "verdict": judge})
+    expected = (
+        "rag.agreement: 'human' uses the labels ('supported', 'unsupported') and 'verdict' uses ('fail', 'pass'): no "
+        "label in common, so no item could ever count as agreeing and kappa would measure the encoding, not the "
+        "judge. Map one side onto the other's labels, e.g. df['verdict'] = df['verdict'].map({'fail': ..., 'pass': "
+        "...}) (each to one of the labels of 'human'), or pass labels=[...] listing every category if the two really "
+        "never agree."
+    )
+    with pytest.raises(LabelMismatchError) as caught:
+        rows.rag.agreement("human", "verdict")
+    assert str(caught.value) == expected
+    # declared categories are the user's statement that these are comparable: kappa as scikit-learn has it
+    labels = ["supported", "unsupported", "pass", "fail"]
+    ours = report(human, judge, labels=labels, warn=False).kappa
+    assert ours == pytest.approx(cohen_kappa_score(human, judge, labels=labels))
+    # one label on each side on a handful of items can be real disagreement: allowed
+    assert cohen_kappa(["pass", "pass"], ["fail", "fail"]) == 0.0
+
+
+def test_booleans_against_ratings_need_a_threshold():
+    rows = pd.DataFrame({"rating": [4, 1, 3, 2, 4, 4], "judge": [True, False, True, True, True, False]})
+    with pytest.raises(LabelMismatchError, match=re.escape(
+            "rag.agreement: 'rating' holds numbers other than 0 and 1 (2, 3, 4) but 'judge' holds booleans; True only "
+            "equals 1 and False 0, so no item could ever count as agreeing and kappa would measure the encoding, not "
+            "the judge. Turn the numbers into pass/fail first: pass human_threshold= (a value >= the threshold is a "
+            "pass), e.g. human_threshold=3.")):
+        rows.rag.agreement("rating", "judge")
+    rep = rows.rag.agreement("rating", "judge", human_threshold=3, warn=False)
+    assert rep.agreement == pytest.approx(4 / 6)
+
+
+def test_rater_columns_and_judge_are_named_for_a_majority():
+    rows = pd.DataFrame({"r1": [1, 0, 1, 1], "r2": [1, 0, 0, 1], "r3": [1, 1, 0, 1], "judge": ["1", "0", "1", "1"]})
+    with pytest.raises(LabelMismatchError, match=re.escape(
+            "rag.agreement: 'judge' holds text labels ('0', '1') but the majority of ['r1', 'r2', 'r3'] holds numbers "
+            "(0, 1)")):
+        rows.rag.agreement(["r1", "r2", "r3"], "judge")
+    with pytest.raises(LabelMismatchError, match=re.escape("judge_vs_majority: `judge` holds text labels")):
+        agreement.judge_vs_majority(rows[["r1", "r2", "r3"]], rows["judge"])
+
+
+def test_comparable_mixed_encodings_give_scikit_learns_kappa():
+    """Stated rule: 1 == 1.0, and booleans compare with 0/1 numbers (True is 1); the report shows 0/1."""
+    expected = cohen_kappa_score(SEED_HUMAN, SEED_JUDGE)
+    as_float = [float(j) for j in SEED_JUDGE]
+    as_bool = np.array(SEED_JUDGE, dtype=bool)
+    nullable = pd.Series(SEED_HUMAN + [None], dtype="Int64")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert report(SEED_HUMAN, as_float).kappa == pytest.approx(expected)
+        rep = report(SEED_HUMAN, as_bool)
+        assert rep.kappa == pytest.approx(expected) and rep.labels == [0, 1] and rep.miss_rate == 0.44
+        assert report(nullable, pd.Series(as_float + [1.0])).kappa == pytest.approx(expected)
+        assert report(list(as_bool), SEED_HUMAN, positive=True).sensitivity == pytest.approx(142 / 164)
+        assert cohen_kappa(np.array(SEED_HUMAN, bool), SEED_JUDGE) == pytest.approx(expected)
+
+
+def test_one_side_mixing_text_and_numbers_is_refused():
+    with pytest.raises(LabelMismatchError, match=r"`human` mixes text labels \('1'\) with numbers or booleans \(0, 1\)"):
+        report(["1", 0, 1, 0], [1, 0, 1, 0])
+
+
+# ---- Rogan-Gladen outside [0, 1] ---------------------------------------------------------------------
+
+
+def test_an_impossible_judge_rate_warns_and_never_gives_a_zero_width_interval():
+    # issue 9: rogan_gladen(0.9, sensitivity=.6, specificity=.77, ...) returned Interval(1, 1, 1) silently.
+    # A judge with Se 0.6 passes at most 60% of a run, so 90% contradicts the error rates even allowing for
+    # their sampling error (delta interval [1.57, 2.05]): no interval, and the method says why.
+    with pytest.warns(ImpossibleRateWarning, match=r"pass rate 0\.900 is impossible under its error rates.*between "
+                      r"0\.230 \(no answer truly passes\) and 0\.600 \(every answer does\)"):
+        iv = agreement.rogan_gladen(0.9, sensitivity=0.6, specificity=0.77, n=200, n_positive=150, n_negative=50)
+    assert iv.estimate == 1.0 and math.isnan(iv.low) and math.isnan(iv.high)
+    assert "from 1.811" in iv.method and "lies outside [0, 1]" in iv.method
+    # Slightly impossible: the part of the honest interval inside [0, 1] is kept. Oracle: the delta
+    # interval written out, SE**2 = [p(1-p)/n + pi**2 Se(1-Se)/n_pos + (1-pi)**2 Sp(1-Sp)/n_neg] / J**2 at pi = 1.
+    p, se, sp, n, n_pos = 0.97, 0.95, 0.8, 300, 150
+    raw = (p + sp - 1) / (se + sp - 1)
+    half = 1.959963984540054 * math.sqrt((p * (1 - p) / n + se * (1 - se) / n_pos) / (se + sp - 1) ** 2)
+    with pytest.warns(ImpossibleRateWarning) as record:
+        iv = agreement.rogan_gladen(p, sensitivity=se, specificity=sp, n=n, n_positive=n_pos, n_negative=50)
+    assert record[0].filename == __file__  # the warning points at the caller's line
+    assert (iv.estimate, iv.high) == (1.0, 1.0)
+    assert iv.low == pytest.approx(raw - half, abs=1e-12) and iv.width > 0.02
+    with pytest.warns(ImpossibleRateWarning):
+        boot = agreement.rogan_gladen(p, sensitivity=se, specificity=sp, n=n, n_positive=n_pos, n_negative=50,
+                                      method="bootstrap", n_resamples=4000)
+    assert boot.high == 1.0 and 0.9 < boot.low < 1.0
+
+
+def test_rogan_gladen_coverage_near_the_bound_by_simulation():
+    # True pass rate 0.96: many runs' corrected estimates fall above 1. Clipping both bounds used to give
+    # [1, 1], which never covers 0.96; keeping the interval's part inside [0, 1] covers about 95%.
+    rng = np.random.default_rng(77)
+    true_pi, se, sp, n, n_pos, n_neg = 0.96, 0.9, 0.8, 300, 150, 50
+    p_judge = true_pi * se + (1 - true_pi) * (1 - sp)
+    covered = clipped = zero_width = 0
+    reps = 400
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ImpossibleRateWarning)
+        for _ in range(reps):
+            se_hat, sp_hat = rng.binomial(n_pos, se) / n_pos, rng.binomial(n_neg, sp) / n_neg
+            iv = agreement.rogan_gladen(rng.binomial(n, p_judge) / n, sensitivity=se_hat, specificity=sp_hat, n=n,
+                                        n_positive=n_pos, n_negative=n_neg)
+            clipped += "clipped" in iv.method
+            zero_width += iv.width == 0
+            covered += iv.low <= true_pi <= iv.high
+    assert clipped / reps > 0.1 and zero_width == 0
+    assert 0.90 <= covered / reps <= 0.99
+
+
+def test_corrected_pass_rate_resamples_the_validation_items_jointly():
+    """Oracle: resample the 200 items by index (a plain loop), re-estimate Se, Sp and the judge's rate on
+    each resample and apply Rogan-Gladen: the percentile interval must match within Monte Carlo error."""
+    h, j = np.array(SEED_HUMAN), np.array(SEED_JUDGE)
+    rng = np.random.default_rng(5)
+    values = []
+    for _ in range(3000):
+        idx = rng.integers(0, len(h), len(h))
+        hh, jj = h[idx], j[idx]
+        se, sp, p = jj[hh == 1].mean(), 1 - jj[hh == 0].mean(), jj.mean()
+        values.append((p + sp - 1) / (se + sp - 1))
+    low, high = np.quantile(values, [0.025, 0.975])
+    iv = report(h, j, positive=1).corrected_pass_rate
+    assert iv.low == pytest.approx(low, abs=0.011) and iv.high == pytest.approx(high, abs=0.011)
+    # Treating the three rates as independent binomials (rogan_gladen with the counts) ignores that they
+    # come from the same items and more than doubles the width here.
+    independent = agreement.rogan_gladen(0.82, sensitivity=142 / 150, specificity=28 / 50, n=200, n_positive=150,
+                                         n_negative=50)
+    assert iv.width < 0.6 * independent.width
+
+
+def test_corrected_pass_rate_covers_the_true_rate_by_simulation():
+    rng = np.random.default_rng(31)
+    true_pi, se, sp, n, reps = 0.75, 0.9, 0.7, 200, 300
+    covered = 0
+    for _ in range(reps):
+        h = (rng.random(n) < true_pi).astype(int)
+        j = np.where(h == 1, rng.random(n) < se, rng.random(n) < 1 - sp).astype(int)
+        iv = report(h, j, positive=1, n_resamples=1000, seed=None, warn=False).corrected_pass_rate
+        covered += iv.low <= true_pi <= iv.high
+    assert 0.91 <= covered / reps <= 0.99
+
+
+# ---- clusters: units= --------------------------------------------------------------------------------
+
+
+def _clustered_labels(rng, n_clusters=40, sizes=(5, 16), shared=True):
+    """Human and judge 0/1 labels in clusters that share their pass rate and the judge's error rate."""
+    human, judge, units = [], [], []
+    for c in range(n_clusters):
+        m = int(rng.integers(*sizes))
+        prev = rng.beta(3, 1.2) if shared else 0.72
+        false_pass = rng.beta(1.5, 2.5) if shared else 0.35
+        h = (rng.random(m) < prev).astype(int)
+        j = np.where(h == 1, rng.random(m) < 0.92, rng.random(m) < false_pass).astype(int)
+        human += h.tolist()
+        judge += j.tolist()
+        units += [f"conv{c}"] * m
+    return np.array(human), np.array(judge), np.array(units)
+
+
+def _two_rater_kappa(h, j):
+    observed = (h == j).mean()
+    ph, pj = h.mean(), j.mean()
+    expected = ph * pj + (1 - ph) * (1 - pj)
+    return (observed - expected) / (1 - expected)
+
+
+def test_cluster_bootstrap_matches_a_brute_force_loop_over_clusters():
+    rng = np.random.default_rng(42)
+    h, j, units = _clustered_labels(rng)
+    rep = report(h, j, positive=1, units=pd.Series(units, name="conversation"), n_resamples=10_000, seed=3)
+    assert rep.n_clusters == 40 and rep.units_name == "conversation"
+    assert rep.kappa == pytest.approx(cohen_kappa_score(h, j), abs=1e-12)
+    # brute force: draw 40 cluster ids with replacement, stack their items, compute the statistics
+    groups = [np.flatnonzero(units == u) for u in np.unique(units)]
+    kappas, agreements, items_kappa = [], [], []
+    oracle_rng = np.random.default_rng(123)
+    for _ in range(3000):
+        idx = np.concatenate([groups[g] for g in oracle_rng.integers(0, len(groups), len(groups))])
+        kappas.append(_two_rater_kappa(h[idx], j[idx]))
+        agreements.append((h[idx] == j[idx]).mean())
+        flat = oracle_rng.integers(0, len(h), len(h))  # items as if independent
+        items_kappa.append(_two_rater_kappa(h[flat], j[flat]))
+    low, high = np.quantile(kappas, [0.025, 0.975])
+    iv = rep.kappa_interval
+    assert iv.method == "cluster bootstrap-percentile over 40 clusters" and (iv.n_resamples, iv.seed) == (10_000, 3)
+    assert iv.low == pytest.approx(low, abs=0.015) and iv.high == pytest.approx(high, abs=0.015)
+    assert rep.design_effects["kappa"] == pytest.approx(np.var(kappas) / np.var(items_kappa), rel=0.12)
+    # Kish's design effect of a proportion, written out (ratio estimator over clusters):
+    # sum_g (a_g - p m_g)**2 / (n p (1 - p)), a_g = agreeing items in cluster g, m_g its size
+    a = np.array([(h[g] == j[g]).sum() for g in groups])
+    m = np.array([len(g) for g in groups])
+    p = a.sum() / m.sum()
+    kish = ((a - p * m) ** 2).sum() / (m.sum() * p * (1 - p))
+    assert rep.design_effects["agreement"] == pytest.approx(kish, rel=0.1)
+    assert rep.design_effects["agreement"] > 1.3  # clusters that share their rates: wider than independent items
+    assert rep.intervals["agreement"].width > report(h, j, positive=1).intervals["agreement"].width
+    low, high = np.quantile(agreements, [0.025, 0.975])
+    assert rep.intervals["agreement"].low == pytest.approx(low, abs=0.01)
+
+
+def test_each_item_its_own_cluster_has_design_effect_one():
+    rng = np.random.default_rng(8)
+    h, j, _ = _clustered_labels(rng, shared=False)
+    rep = report(h, j, positive=1, units=np.arange(len(h)), n_resamples=20_000)
+    for name, deff in rep.design_effects.items():
+        assert deff == pytest.approx(1.0, abs=0.08), name
+    plain = report(h, j, positive=1, method="bootstrap", n_resamples=20_000)
+    assert rep.kappa_low == pytest.approx(plain.kappa_low, abs=0.015)
+    assert rep.kappa_high == pytest.approx(plain.kappa_high, abs=0.015)
+
+
+def test_clustered_intervals_cover_by_simulation_where_independent_ones_do_not():
+    # Population: clusters with their own pass rate and judge error; the judge's true agreement is the
+    # population mean over clusters (estimated from a very large draw).
+    def draw(rng):
+        return _clustered_labels(rng, n_clusters=30, sizes=(8, 14))
+
+    big_h, big_j, _ = _clustered_labels(np.random.default_rng(0), n_clusters=40_000, sizes=(8, 14))
+    truth = (big_h == big_j).mean()
+    rng = np.random.default_rng(99)
+    clustered = independent = 0
+    reps = 200
+    for _ in range(reps):
+        h, j, units = draw(rng)
+        rep = report(h, j, positive=1, units=units, n_resamples=1000, seed=None, warn=False)
+        iv = rep.intervals["agreement"]
+        clustered += iv.low <= truth <= iv.high
+        wilson = proportion_interval(int((h == j).sum()), len(h))
+        independent += wilson.low <= truth <= wilson.high
+    assert clustered / reps >= 0.88
+    assert independent / reps <= clustered / reps - 0.05
+
+
+def test_fewer_than_min_clusters_gives_no_interval_and_warns():
+    rng = np.random.default_rng(4)
+    h, j, units = _clustered_labels(rng, n_clusters=MIN_CLUSTERS - 1)
+    with pytest.warns(FragileIntervalWarning, match=rf"at least {MIN_CLUSTERS} clusters.*kappa \(9\)") as record:
+        rep = report(h, j, positive=1, units=units)
+    assert record[0].filename == __file__
+    assert rep.kappa == pytest.approx(cohen_kappa_score(h, j))
+    for name, iv in rep.intervals.items():
+        assert math.isnan(iv.low) and math.isnan(iv.high), name
+        assert "no interval: rests on" in iv.method
+    assert rep.intervals["kappa"].method == f"no interval: rests on 9 clusters (< {MIN_CLUSTERS})"
+    assert all(math.isnan(d) for d in rep.design_effects.values())
+    text = repr(rep)
+    assert "no interval" in text and "WARNING" in text
+
+
+@pytest.mark.filterwarnings("ignore::raglab.agreement.LowAgreementWarning")
+def test_a_statistic_resting_on_few_clusters_alone_gets_no_interval():
+    rng = np.random.default_rng(6)
+    h, j, units = _clustered_labels(rng, n_clusters=30, shared=False)
+    negatives_in = sorted(set(units[h == 0]))
+    keep_negatives = set(negatives_in[:5])  # people marked items negative in only 5 conversations
+    h = np.where((h == 0) & ~np.isin(units, list(keep_negatives)), 1, h)
+    with pytest.warns(FragileIntervalWarning, match=r"specificity \(5\), miss_rate \(5\)"):
+        rep = report(h, j, positive=1, units=units)
+    assert math.isnan(rep.intervals["miss_rate"].low) and math.isnan(rep.design_effects["miss_rate"])
+    assert np.isfinite(rep.kappa_low) and np.isfinite(rep.intervals["sensitivity"].low)
+
+
+def test_units_refuses_methods_that_assume_independence_and_bad_labels():
+    with pytest.raises(ValueError, match="units= resamples whole clusters.*method='analytic'"):
+        report(SEED_HUMAN, SEED_JUDGE, units=[i % 20 for i in range(200)], method="analytic")
+    with pytest.raises(ValueError, match="one cluster label per item: got 3 labels for 200 items"):
+        report(SEED_HUMAN, SEED_JUDGE, units=["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"missing cluster labels at positions \[1\]"):
+        report(SEED_HUMAN, SEED_JUDGE, units=["a", None] + ["b"] * 198)
+
+
+def test_clustered_report_shows_the_design_effect():
+    units = [f"c{i % 25}" for i in range(200)]
+    rep = report(pd.Series(SEED_HUMAN, name="human"), SEED_JUDGE, positive=1, units=pd.Series(units, name="doc"))
+    text = repr(rep)
+    assert "clusters             25 ('doc'): intervals resample whole clusters; design effect" in text
+    assert f"kappa {rep.design_effects['kappa']:.2f}" in text
+    frame = rep.to_frame().set_index("statistic")
+    assert frame["design_effect"].notna().all()
+    assert frame.loc["kappa", "design_effect"] == rep.design_effects["kappa"]
+    assert (frame["method"] == "cluster bootstrap-percentile over 25 clusters").all()
+    assert "design effect" in rep._repr_html_()
+
+
+def test_correct_from_a_clustered_report_carries_the_clusters():
+    rng = np.random.default_rng(12)
+    h, j, units = _clustered_labels(rng, n_clusters=60, shared=False)
+    solo = report(h, j, positive=1, units=np.arange(len(h)), n_resamples=20_000, warn=False)
+    plain = report(h, j, positive=1, warn=False)
+    a, b = solo.correct(0.7, 400), plain.correct(0.7, 400)
+    assert "cluster bootstrap over" in a.method and a.estimate == pytest.approx(b.estimate)
+    assert a.low == pytest.approx(b.low, abs=0.01) and a.high == pytest.approx(b.high, abs=0.01)
+    boot = solo.correct(0.7, 400, method="bootstrap", n_resamples=20_000)
+    assert boot.low == pytest.approx(b.low, abs=0.02) and boot.high == pytest.approx(b.high, abs=0.02)
+
+
+# ---- analytic kappa at small n ---------------------------------------------------------------------------
+
+
+def test_small_counts_switch_to_the_adjusted_interval_and_explicit_analytic_warns():
+    human = [1] * 17 + [0] * 3
+    judge = [1] * 16 + [0] + [1, 0, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        auto = cohen_kappa_interval(human, judge)
+        rep = report(human, judge, positive=1)
+    assert "adjusted" in auto.method and "rarest label has 3 < 10 items" in auto.method
+    assert tuple(rep.kappa_interval) == tuple(auto)
+    with pytest.warns(FragileIntervalWarning, match=r"analytic kappa interval under-covers.*rarest has 3 < 10") as record:
+        analytic = cohen_kappa_interval(human, judge, method="analytic")
+    assert record[0].filename == __file__
+    assert analytic.width < auto.width
+    with pytest.warns(FragileIntervalWarning, match="bootstrap kappa interval under-covers"):
+        report(human, judge, positive=1, method="bootstrap", n_resamples=500)
+    assert "asymptotic-normal" in cohen_kappa_interval(SEED_HUMAN, SEED_JUDGE).method  # counts of 36 and more
+
+
+def test_small_n_kappa_coverage_by_simulation():
+    """n = 20 answers, 90% pass: the analytic interval covers about 62%, the default about 92%."""
+    prev, se, sp, n = 0.9, 0.95, 0.7, 20
+    cells = np.array([prev * se, prev * (1 - se), (1 - prev) * (1 - sp), (1 - prev) * sp])
+    po, ph, pj = cells[0] + cells[3], cells[0] + cells[1], cells[0] + cells[2]
+    pe = ph * pj + (1 - ph) * (1 - pj)
+    true_kappa = (po - pe) / (1 - pe)
+    rng = np.random.default_rng(2)
+    hits = {"auto": 0, "analytic": 0}
+    count = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FragileIntervalWarning)
+        for table in rng.multinomial(n, cells, size=400):
+            h, j = np.repeat([1, 1, 0, 0], table), np.repeat([1, 0, 1, 0], table)
+            if len(set(h)) == len(set(j)) == 1 and h[0] == j[0]:
+                continue  # kappa undefined
+            count += 1
+            for method in hits:
+                iv = cohen_kappa_interval(h, j, method=method)
+                hits[method] += iv.low <= true_kappa <= iv.high
+    assert hits["auto"] / count >= 0.88
+    assert hits["analytic"] / count <= 0.75

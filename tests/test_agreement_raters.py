@@ -190,3 +190,24 @@ def test_accessor_with_several_rater_columns():
     assert rep.n_ties == pure.n_ties
     assert "question_id" in rep.disagreements.columns
     assert set(rep.disagreements.index) == set(pure.disagreements.index)
+
+
+def test_judge_vs_majority_with_units_resamples_the_clusters_of_the_kept_items():
+    rng = np.random.default_rng(21)
+    n = 240
+    units = np.repeat([f"conv{i}" for i in range(24)], 10)
+    truth = rng.integers(0, 2, n)
+    ratings = np.where(rng.random((n, 2)) < 0.85, truth[:, None], 1 - truth[:, None]).astype(float)
+    ratings[units == "conv0"] = [1, 0]  # every answer of one conversation has a split vote: dropped
+    judge = np.where(rng.random(n) < 0.8, truth, 1 - truth)
+    rep = judge_vs_majority(ratings, judge, positive=1, units=units, n_resamples=2000, warn=False)
+    agree = ratings[:, 0] == ratings[:, 1]
+    assert rep.n_ties == int((~agree).sum()) and rep.n_clusters == 23
+    # the same as report() on the kept items and their clusters
+    from raglab.agreement import report
+
+    direct = report(ratings[agree, 0].astype(int), judge[agree], positive=1, units=units[agree], n_resamples=2000,
+                    warn=False)
+    assert tuple(rep.kappa_interval) == tuple(direct.kappa_interval)
+    assert rep.design_effects == direct.design_effects
+    assert rep.kappa == pytest.approx(cohen_kappa_score(ratings[agree, 0].astype(int), judge[agree]))

@@ -214,12 +214,76 @@ def test_paired_comparison_of_two_models_against_scipy(metric):
     diffs = (cand.set_index("question_id").loc[base["question_id"], metric].to_numpy() - base[metric].to_numpy())[both]
     assert row["n"] == both.sum() and row["n_dropped"] == (~both).sum()
     assert row["diff"] == pytest.approx(diffs.mean(), abs=1e-12)
-    oracle = bootstrap((diffs,), np.mean, n_resamples=20_000, method="percentile", random_state=0).confidence_interval
-    width = oracle.high - oracle.low
-    assert row["low"] == pytest.approx(oracle.low, abs=0.06 * width)   # Monte Carlo error of two bootstraps
-    assert row["high"] == pytest.approx(oracle.high, abs=0.06 * width)
+    if "Tango" in row["method"]:  # pass/fail: Tango's score interval, by brute-force inversion of the score test
+        low, high = _tango_interval(int((diffs == -1).sum()), int((diffs == 1).sum()), len(diffs))
+        assert (row["low"], row["high"]) == pytest.approx((low, high), abs=1e-6)
+    else:
+        oracle = bootstrap((diffs,), np.mean, n_resamples=20_000, method="percentile", random_state=0).confidence_interval
+        width = oracle.high - oracle.low
+        assert row["low"] == pytest.approx(oracle.low, abs=0.06 * width)   # Monte Carlo error of two bootstraps
+        assert row["high"] == pytest.approx(oracle.high, abs=0.06 * width)
     if metric == "human_pass":  # pass/fail: the exact McNemar test
         b = int(((diffs == -1)).sum())
         c = int(((diffs == 1)).sum())
         expected = sm_mcnemar([[0, b], [c, 0]], exact=True).pvalue
         assert row["p_value"] == pytest.approx(expected, rel=1e-9)
+
+
+def _tango_interval(b: int, c: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Tango (1998): the deltas that the score test of p(c) - p(b) = delta does not reject, with the
+    restricted maximum-likelihood discordant probabilities found numerically (no closed form used)."""
+    from scipy.optimize import brentq, minimize_scalar
+    from scipy.stats import norm
+
+    z, observed = norm.ppf(0.5 + level / 2), (c - b) / n
+
+    def score(delta: float) -> float:
+        def nll(pb: float) -> float:
+            cells = ((b, pb), (c, pb + delta), (n - b - c, 1 - 2 * pb - delta))
+            return -sum(k * np.log(p) for k, p in cells if k)
+
+        lo, hi = max(0.0, -delta), (1 - delta) / 2
+        pb = minimize_scalar(nll, bounds=(lo + 1e-12, hi - 1e-12), method="bounded", options={"xatol": 1e-13}).x
+        return (observed - delta) / np.sqrt((2 * pb + delta - delta**2) / n)
+
+    return brentq(lambda d: score(d) - z, -1 + 1e-9, observed), brentq(lambda d: score(d) + z, observed, 1 - 1e-9)
+
+
+# ---- conversations as clusters (units=) --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def clustered_rl_f(rows):
+    return judge_vs_majority(rows[rater_columns(rows)], rows["rl_f"], rating_threshold=RATING_PASS,
+                             judge_threshold=JUDGE_PASS, units=rows["conversation_id"], warn=False)
+
+
+def test_mtrag_answers_sit_in_20_conversations(rows, clustered_rl_f):
+    assert rows["conversation_id"].nunique() == 20
+    assert clustered_rl_f.n_clusters == 20 and clustered_rl_f.units_name == "conversation_id"
+    assert "20 ('conversation_id'): intervals resample whole clusters" in repr(clustered_rl_f)
+
+
+def test_mtrag_design_effect_of_agreement_matches_kish(rows, clustered_rl_f):
+    """Kish's design effect of the agreement rate, from per-conversation counts computed with pandas:
+    sum_g (a_g - p m_g)**2 / (n p (1 - p)) over conversations g (a_g agreeing answers of m_g)."""
+    human = _human_majority_pass(rows)
+    keep = human.notna()
+    agree = (human[keep] == (rows.loc[keep, "rl_f"] >= JUDGE_PASS).astype(float)).astype(float)
+    per = agree.groupby(rows.loc[keep, "conversation_id"]).agg(["sum", "count"])
+    p = per["sum"].sum() / per["count"].sum()
+    kish = ((per["sum"] - p * per["count"]) ** 2).sum() / (per["count"].sum() * p * (1 - p))
+    assert clustered_rl_f.agreement == pytest.approx(p)
+    assert clustered_rl_f.design_effects["agreement"] == pytest.approx(kish, rel=0.12)
+    assert kish > 1.8  # answers of one conversation agree or disagree together
+
+
+def test_mtrag_clustered_intervals_are_wider(rows, clustered_rl_f):
+    independent = judge_vs_majority(rows[rater_columns(rows)], rows["rl_f"], rating_threshold=RATING_PASS,
+                                    judge_threshold=JUDGE_PASS, warn=False)
+    assert clustered_rl_f.kappa == pytest.approx(independent.kappa, abs=1e-12)
+    for name in ("kappa", "agreement", "miss_rate"):
+        assert clustered_rl_f.intervals[name].width > independent.intervals[name].width, name
+        assert clustered_rl_f.design_effects[name] > 1.2, name
+    frame = clustered_rl_f.to_frame().set_index("statistic")
+    assert frame.loc["kappa", "design_effect"] == clustered_rl_f.design_effects["kappa"]
