@@ -1686,7 +1686,7 @@ def _decide(
             return "review", f"the interval is entirely on the bad side {shown} but no test p-value is available"
         if p_worse < alpha / 2:
             scope = f"Holm-adjusted over {family} rows" if family > 1 else "one-sided"
-            return "block", f"a real drop: interval entirely on the bad side {shown}, {scope} p = {p_worse:.3g}"
+            return "block", f"a real change for the worse: interval entirely on the bad side {shown}, {scope} p = {p_worse:.3g}"
         return "review", (
             f"interval on the bad side {shown} but not significant across the {family} rows gated "
             f"(Holm-adjusted one-sided p = {p_worse:.3g} >= {alpha / 2:g})"
