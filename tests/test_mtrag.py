@@ -208,8 +208,13 @@ def test_paired_comparison_of_two_models_against_scipy(metric):
     base, cand = runs["llama-3.1-405b-instruct"].copy(), runs["gpt-4o"].copy()
     for run in (base, cand):  # pass = the human majority rates the answer 3 or 4 (ties are NaN)
         run["human_pass"] = (run["human_majority"] >= 3).astype(float).where(run["human_majority"].notna())
-    table = base.rag.compare(cand, metrics=[metric], n_resamples=20_000, seed=1)
+    # The oracle resamples tasks independently; by default raglab resamples the 20 conversations.
+    table = base.rag.compare(cand, metrics=[metric], n_resamples=20_000, seed=1, units=False,
+                             method="auto" if metric == "human_pass" else "percentile")
     row = table.iloc[0]
+    clustered = base.rag.compare(cand, metrics=[metric], n_resamples=5_000, seed=1, n_permutations=500).iloc[0]
+    assert clustered["n_clusters"] == 20 and "cluster" in clustered["method"]
+    assert clustered["diff"] == pytest.approx(row["diff"], abs=1e-12)
     both = base[metric].notna() & cand.set_index("question_id").loc[base["question_id"], metric].notna().to_numpy()
     diffs = (cand.set_index("question_id").loc[base["question_id"], metric].to_numpy() - base[metric].to_numpy())[both]
     assert row["n"] == both.sum() and row["n_dropped"] == (~both).sum()

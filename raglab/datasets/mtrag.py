@@ -210,7 +210,9 @@ def load_runs(
 
     Each run is :func:`load_responses` for one model with ``task_id`` renamed ``question_id``, in the
     same task order, and stamped with the same eval set (name, version = source commit, hash of the
-    task ids) so that ``pair_runs`` and ``df.rag.compare`` accept them.
+    task ids, and ``units="conversation_id"``: the tasks are turns of 20 conversations, so
+    ``summary``, ``compare``, ``gate`` and ``agreement`` resample whole conversations unless given
+    ``units=False``) so that ``pair_runs`` and ``df.rag.compare`` accept them.
 
     Examples
     --------
@@ -226,6 +228,8 @@ def load_runs(
         "name": "mtrag-human-eval",
         "version": manifest["commit"][:12],
         "hash": hashlib.sha256("\n".join(task_ids).encode("utf-8")).hexdigest(),
+        # Tasks are turns of 20 conversations: intervals resample whole conversations by default.
+        "units": "conversation_id",
     }
     runs: dict[str, pd.DataFrame] = {}
     for model in MODELS:
