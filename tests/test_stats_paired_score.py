@@ -184,3 +184,28 @@ def test_bootstrap_on_rare_discordance_warns_and_names_the_better_method():
     cand[:3] = 0
     with pytest.warns(UserWarning, match=r"fewer than 10 discordant pairs.*method='auto'"):
         stats.compare({"hit@5": base}, {"hit@5": cand}, method="bca", n_resamples=200)
+
+
+@pytest.mark.parametrize("n", [10, 20, 30])
+def test_a_true_drop_of_four_margins_rarely_passes_exact_enumeration(n):
+    # The issue's regime: a slice of n questions with a true 8-point drop (margin 0.02) and few changed
+    # questions (P(down) = 0.10, P(up) = 0.02). Enumerate every outcome and apply the gate's rule.
+    p_down, p_up, margin = 0.10, 0.02, 0.02
+    downs, ups = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    ok = downs + ups <= n
+    downs, ups = downs[ok], ups[ok]
+    prob = sps.multinomial.pmf(np.column_stack([downs, ups, n - downs - ups]), n, [p_down, p_up, 1 - p_down - p_up])
+    low, high = stats._tango_bounds(downs, ups, np.full(downs.shape, n), 0.95)
+    passes = np.array([stats._decide(lo, hi, margin, True, n=n)[0] == "pass" for lo, hi in zip(low, high)])
+    assert prob[passes].sum() <= 0.05
+    # The plain percentile bootstrap passes far more often in the same regime (the issue: 32% at n = 10).
+    if n == 10:
+        rng = np.random.default_rng(2)
+        draws = rng.choice(len(prob), size=200, p=prob / prob.sum())
+        boot_pass = 0
+        for k in draws:
+            base = np.r_[np.ones(downs[k]), np.zeros(ups[k]), np.ones(n - downs[k] - ups[k])]
+            cand = np.r_[np.zeros(downs[k]), np.ones(ups[k]), np.ones(n - downs[k] - ups[k])]
+            iv = stats.paired_bootstrap(base, cand, n_resamples=500, seed=int(k))
+            boot_pass += bool(iv.low >= -margin)
+        assert boot_pass / 200 > 0.15
