@@ -1,0 +1,289 @@
+"""Simulation: how often the release gate (``raglab.stats.gate``) decides wrongly, against issue 9's targets.
+
+Three questions, each answered by simulating paired runs and calling ``raglab.stats.gate`` (margin
+0.02, ``method="auto"``: Tango's score interval for pass/fail metrics, the expanded percentile
+bootstrap for continuous ones; ``adjust="holm"`` unless stated):
+
+1. **Small slices with a real drop.** A slice of 10, 20 or 30 questions whose true pass rate drops
+   by 0.08 (4x the margin) must not pass: target at most 5%. Pass/fail data with base rate 0.7 and
+   discordance 0.10 (9% of questions pass -> fail, 1% fail -> pass) or 0.20 (14% / 6%). The "old"
+   column is the plain percentile bootstrap (``paired_bootstrap``, 10,000 resamples, seed 0) passing
+   when ``low >= -margin``, with no minimum n and no zero-width rule: the gate before the rework.
+   For pass/fail data the gate's decision depends only on (n, pass->fail count, fail->pass count),
+   so each distinct count triple is gated once on the first replicate that has it and later
+   replicates reuse that decision; the "exact" columns sum the decision over every possible count
+   triple weighted by its multinomial probability (no Monte Carlo error). A continuous variant
+   (reciprocal-rank-like scores, a new rank for 30% of questions, true mean drop 0.08) is simulated
+   replicate by replicate.
+2. **No true change, many rows.** 3 metrics x (overall + 8 slices) = 27 rows on 4,000 questions;
+   base and candidate exchangeable. Target for ``adjust="holm"``: overall false-block rate at most
+   5% (the nominal rate is 2.5%: one-sided tests at (1 - 0.95) / 2). ``adjust=None`` (per-row blocks)
+   is shown for contrast. Pass/fail: base rate 0.7, discordance 0.10 split evenly. Continuous:
+   reciprocal-rank-like scores, 30% of questions re-drawn from the same distribution.
+3. **A large run that truly did not change** must pass: 2,000 questions, target at least 90%.
+
+Monte Carlo standard errors are ``sqrt(p (1 - p) / replicates)``. Continuous rows use fewer
+bootstrap resamples and sign flips than the defaults (printed) so the script runs in a few minutes;
+pass/fail rows do not use the bootstrap at all (Tango interval, exact McNemar p-values).
+
+Run: ``.venv/bin/python benchmarks/gate_errors.py`` (about 2 minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from math import comb
+
+import numpy as np
+
+import raglab
+from raglab import stats
+
+SEED = 9
+MARGIN = 0.02
+SLICES = 8
+TARGET_DROP_PASS = 0.05  # at most
+TARGET_FALSE_BLOCK = 0.05  # at most
+TARGET_EQUAL_PASS = 0.90  # at least
+
+# Reciprocal-rank-like scores: 1/rank of the first relevant chunk in the top 5, 0 when none.
+RR_LEVELS = np.array([1.0, 1 / 2, 1 / 3, 1 / 4, 1 / 5, 0.0])
+RR_PROBS = np.array([0.50, 0.15, 0.10, 0.05, 0.05, 0.15])
+RR_MEAN = float(RR_LEVELS @ RR_PROBS)
+
+
+# --------------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------------
+
+
+def pass_fail_pairs(rng: np.random.Generator, shape: tuple[int, ...], down: float, up: float,
+                    base_rate: float = 0.7) -> tuple[np.ndarray, np.ndarray]:
+    """Paired 0/1 scores: P(1 -> 0) = down, P(0 -> 1) = up, P(base = 1) = base_rate."""
+    u = rng.random(shape)
+    both = (base_rate - down) / (1.0 - down - up)  # P(1 -> 1 | concordant) keeps the base rate
+    concordant_one = rng.random(shape) < both
+    base = np.where(u < down, 1.0, np.where(u < down + up, 0.0, concordant_one.astype(float)))
+    cand = np.where(u < down, 0.0, np.where(u < down + up, 1.0, base))
+    return base, cand
+
+
+def rr_pairs(rng: np.random.Generator, shape: tuple[int, ...], changed: float,
+             drop: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Paired rr-like scores: a share ``changed`` of questions gets a new rank; the new rank is a
+    fresh draw, replaced by 'none found' (0) with the probability that makes the true mean change
+    exactly ``-drop`` (0: base and candidate are exchangeable)."""
+    zero_share = drop / (changed * RR_MEAN)
+    base = RR_LEVELS[rng.choice(len(RR_LEVELS), size=shape, p=RR_PROBS)]
+    fresh = RR_LEVELS[rng.choice(len(RR_LEVELS), size=shape, p=RR_PROBS)]
+    fresh = np.where(rng.random(shape) < zero_share, 0.0, fresh)
+    cand = np.where(rng.random(shape) < changed, fresh, base)
+    return base, cand
+
+
+def rr_direction_probs(changed: float, drop: float) -> tuple[float, float]:
+    """Exact P(cand < base) and P(cand > base) per question under :func:`rr_pairs`."""
+    zero_share = drop / (changed * RR_MEAN)
+    fresh = (1 - zero_share) * RR_PROBS + zero_share * (RR_LEVELS == 0.0)
+    joint = np.outer(RR_PROBS, fresh)  # [base level, fresh level]
+    lower = RR_LEVELS[None, :] < RR_LEVELS[:, None]
+    return changed * float(joint[lower].sum()), changed * float(joint[lower.T].sum())
+
+
+def counts_data(n: int, down: int, up: int) -> tuple[np.ndarray, np.ndarray]:
+    """One pair of 0/1 vectors with the given discordant counts (concordant questions split ~70/30)."""
+    rest = n - down - up
+    ones = int(round(0.7 * rest))
+    base = np.array([1.0] * down + [0.0] * up + [1.0] * ones + [0.0] * (rest - ones))
+    cand = np.array([0.0] * down + [1.0] * up + [1.0] * ones + [0.0] * (rest - ones))
+    return base, cand
+
+
+# --------------------------------------------------------------------------------------------------
+# Decisions
+# --------------------------------------------------------------------------------------------------
+
+
+def gate_decision(base: dict, cand: dict, *, slices=None, adjust="holm", n_resamples=1000,
+                  n_permutations=0) -> tuple[str, int]:
+    """Overall decision and number of blocking rows of one gate call."""
+    result = stats.gate(base, cand, margin=MARGIN, higher_is_better=True, slices=slices, adjust=adjust,
+                        n_resamples=n_resamples, n_permutations=n_permutations, seed=0)
+    return result.decision, result.counts["block"]
+
+
+class CountCache:
+    """Gate (new rule) and plain percentile (old rule) pass decisions for one pass/fail row, keyed
+    by (n, pass->fail, fail->pass): for 0/1 data neither depends on anything else (the bootstrap
+    uses seed 0, as a user's call would, and does not depend on row order)."""
+
+    def __init__(self) -> None:
+        self.new: dict[tuple[int, int, int], bool] = {}
+        self.old: dict[tuple[int, int, int], bool] = {}
+
+    @staticmethod
+    def key(base: np.ndarray, cand: np.ndarray) -> tuple[int, int, int]:
+        return len(base), int(((base == 1) & (cand == 0)).sum()), int(((base == 0) & (cand == 1)).sum())
+
+    def decide(self, base: np.ndarray, cand: np.ndarray) -> tuple[bool, bool]:
+        key = self.key(base, cand)
+        if key not in self.new:
+            self.new[key] = gate_decision({"hit@5": base}, {"hit@5": cand})[0] == "pass"
+            low = stats.paired_bootstrap(base, cand, n_resamples=10_000, seed=0).low
+            self.old[key] = bool(low >= -MARGIN)
+        return self.new[key], self.old[key]
+
+    def exact(self, n: int, down: float, up: float) -> tuple[float, float]:
+        """Pass probabilities summed over every (pass->fail, fail->pass) count."""
+        new = old = 0.0
+        for d in range(n + 1):
+            for u in range(n - d + 1):
+                prob = comb(n, d) * comb(n - d, u) * down**d * up**u * (1 - down - up) ** (n - d - u)
+                passed_new, passed_old = self.decide(*counts_data(n, d, u))
+                new += prob * passed_new
+                old += prob * passed_old
+        return new, old
+
+
+# --------------------------------------------------------------------------------------------------
+# Printing
+# --------------------------------------------------------------------------------------------------
+
+
+def rate(hits: int | float, reps: int) -> tuple[float, float]:
+    p = hits / reps
+    return p, float(np.sqrt(p * (1 - p) / reps))
+
+
+def pct(p: float, se: float | None = None) -> str:
+    return f"{100 * p:5.1f}%" + ("" if se is None else f" ±{100 * se:3.1f}")
+
+
+def met(value: float, target: float, at_most: bool) -> str:
+    ok = value <= target if at_most else value >= target
+    return "yes" if ok else "NO"
+
+
+# --------------------------------------------------------------------------------------------------
+# The three experiments
+# --------------------------------------------------------------------------------------------------
+
+
+def small_slices(rng: np.random.Generator) -> None:
+    reps, reps_cont = 20_000, 600
+    print("1. Small slice with a TRUE drop of 0.08 (4x the margin 0.02): share of runs the gate PASSES")
+    print(f"   new = raglab.stats.gate (one row); old = plain percentile bootstrap, pass if low >= -{MARGIN}")
+    print(f"   {'data':<45s} {'n':>3s} {'reps':>6s}  {'new: simulated':>15s} {'exact':>6s}  "
+          f"{'old: simulated':>15s} {'exact':>6s}  {'target':>7s} {'met':>4s}")
+    cache = CountCache()
+    for down, up in [(0.09, 0.01), (0.14, 0.06)]:
+        label = f"pass/fail, discordance {down + up:.2f} ({down:.0%} down, {up:.0%} up)"
+        for n in (10, 20, 30):
+            base, cand = pass_fail_pairs(rng, (reps, n), down, up)
+            decided = [cache.decide(b, c) for b, c in zip(base, cand)]
+            new, new_se = rate(sum(d[0] for d in decided), reps)
+            old, old_se = rate(sum(d[1] for d in decided), reps)
+            exact_new, exact_old = cache.exact(n, down, up)
+            print(f"   {label:<45s} {n:>3d} {reps:>6,d}  {pct(new, new_se):>15s} {pct(exact_new):>6s}  "
+                  f"{pct(old, old_se):>15s} {pct(exact_old):>6s}  {'<= 5%':>7s} "
+                  f"{met(exact_new, TARGET_DROP_PASS, True):>4s}")
+    label = "rr-like, 30% re-ranked, mean drop 0.08"
+    worse, better = rr_direction_probs(changed=0.3, drop=0.08)
+    blind = []
+    for n in (10, 20, 30):
+        base, cand = rr_pairs(rng, (reps_cont, n), changed=0.3, drop=0.08)
+        new_hits = old_hits = unseen = 0
+        for b, c in zip(base, cand):
+            passed = gate_decision({"rr": b}, {"rr": c})[0] == "pass"
+            new_hits += passed
+            unseen += passed and not (c < b).any()
+            old_hits += stats.paired_bootstrap(b, c, n_resamples=1000, seed=0).low >= -MARGIN
+        new, new_se = rate(new_hits, reps_cont)
+        old, old_se = rate(old_hits, reps_cont)
+        blind.append(f"n={n}: {unseen} of {new_hits} passes, P = {(1 - worse) ** n - (1 - worse - better) ** n:.1%}")
+        print(f"   {label:<45s} {n:>3d} {reps_cont:>6,d}  {pct(new, new_se):>15s} {'':>6s}  "
+              f"{pct(old, old_se):>15s} {'':>6s}  {'<= 5%':>7s} {met(new, TARGET_DROP_PASS, True):>4s}")
+    print(f"   (pass/fail: {len(cache.new)} distinct count triples gated; continuous: 1,000 bootstrap "
+          "resamples per interval)")
+    print(f"   rr-like: a question gets worse with probability {worse:.3f} and better with {better:.3f}; passes "
+          "whose sample had NO question that got worse (and P[none worse, some better]):")
+    print(f"   {'; '.join(blind)}\n")
+
+
+def no_change(rng: np.random.Generator) -> None:
+    n, reps_pf, reps_cont = 4000, 1200, 300
+    perms = 2000
+    rows = 3 * (1 + SLICES)
+    print(f"2. NO true change, 3 metrics x (overall + {SLICES} slices) = {rows} rows, {n:,} questions: "
+          "share of runs with ANY block")
+    print(f"   {'data':<52s} {'adjust':>7s} {'reps':>5s}  {'false-block rate':>16s}  "
+          f"{'blocked rows/run':>16s}  {'target':>7s} {'met':>4s}")
+    cases = [
+        ("pass/fail, base 0.7, discordance 0.10 (5% each way)", reps_pf, {}),
+        (f"rr-like, 30% re-drawn ({perms:,} sign flips, 1,000 res.)", reps_cont,
+         {"n_resamples": 1000, "n_permutations": perms}),
+    ]
+    for label, reps, options in cases:
+        blocked = {"holm": [], None: []}
+        for _ in range(reps):
+            slices = rng.integers(0, SLICES, n)
+            if "n_permutations" in options:
+                pairs = [rr_pairs(rng, (n,), changed=0.3) for _ in range(3)]
+            else:
+                pairs = [pass_fail_pairs(rng, (n,), 0.05, 0.05) for _ in range(3)]
+            base = {f"m{j}": b for j, (b, _) in enumerate(pairs)}
+            cand = {f"m{j}": c for j, (_, c) in enumerate(pairs)}
+            for adjust in blocked:
+                blocked[adjust].append(gate_decision(base, cand, slices=slices, adjust=adjust,
+                                                     **({"n_resamples": 100} | options))[1])
+        for adjust, counts in blocked.items():
+            counts = np.array(counts)
+            p, se = rate(int((counts > 0).sum()), reps)
+            target = "<= 5%" if adjust == "holm" else "(none)"
+            verdict = met(p, TARGET_FALSE_BLOCK, True) if adjust == "holm" else ""
+            print(f"   {label:<52s} {str(adjust):>7s} {reps:>5d}  {pct(p, se):>16s}  "
+                  f"{counts.mean():>16.3f}  {target:>7s} {verdict:>4s}")
+    print(f"   Holm needs its smallest one-sided p below 0.025/{rows} = {0.025 / rows:.5f}: a sign-flip p is at "
+          f"least 1/(n_permutations + 1), so n_permutations below {round(rows / 0.025)} can never block "
+          "(nor can n_permutations=0 with fewer n_resamples: its p comes from the bootstrap, at least 1/(n_resamples + 1))\n")
+
+
+def equal_runs(rng: np.random.Generator) -> None:
+    n, reps = 2000, 2000
+    print(f"3. A large run that truly did NOT change ({n:,} questions, margin {MARGIN}): share of runs the gate PASSES")
+    print(f"   {'data':<52s} {'reps':>5s}  {'pass rate':>13s}  {'not pass':>8s}  {'target':>7s} {'met':>4s}")
+    cache = CountCache()
+    base, cand = pass_fail_pairs(rng, (reps, n), 0.025, 0.025)
+    passes = sum(cache.decide(b, c)[0] for b, c in zip(base, cand))
+    p, se = rate(passes, reps)
+    label = "pass/fail, base 0.7, discordance 0.05 (2.5% each way)"
+    print(f"   {label:<52s} {reps:>5d}  {pct(p, se):>13s}  {pct(1 - p):>8s}  {'>= 90%':>7s} "
+          f"{met(p, TARGET_EQUAL_PASS, False):>4s}")
+    reps_cont = 1000
+    base, cand = rr_pairs(rng, (reps_cont, n), changed=0.15)
+    decisions = [gate_decision({"rr": b}, {"rr": c}, n_resamples=2000)[0] for b, c in zip(base, cand)]
+    p, se = rate(decisions.count("pass"), reps_cont)
+    not_passed = 1 - decisions.count("pass") / reps_cont
+    label = "rr-like, 15% re-drawn (2,000 resamples)"
+    print(f"   {label:<52s} {reps_cont:>5d}  {pct(p, se):>13s}  {pct(not_passed):>8s}  {'>= 90%':>7s} "
+          f"{met(p, TARGET_EQUAL_PASS, False):>4s}")
+    print()
+
+
+def main() -> None:
+    warnings.simplefilter("ignore", UserWarning)  # dropped pairs / guessed directions: none expected
+    print("Gate error rates by simulation: paired runs with a known true change, gated by raglab.stats.gate "
+          f"(margin {MARGIN}, 95% intervals, method='auto', seed {SEED})")
+    print(f"raglab {raglab.__version__}, numpy {np.__version__}; {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.2f} at start. Rates are 'estimate ±Monte Carlo SE'.\n")
+    rng = np.random.default_rng(SEED)
+    for part in (small_slices, no_change, equal_runs):
+        start = time.perf_counter()
+        part(rng)
+        print(f"   ({time.perf_counter() - start:.0f} s)\n")
+
+
+if __name__ == "__main__":
+    main()
