@@ -31,6 +31,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/bootstrap.py
 	$(BIN)/python benchmarks/judge.py
+	$(BIN)/python benchmarks/gate_errors.py
+	$(BIN)/python benchmarks/coverage.py
+	$(BIN)/python benchmarks/sizing_power.py
 
 # Rebuild the bundled data in data/ from ../shared/data (deterministic).
 data: $(STAMP)
