@@ -1212,6 +1212,21 @@ def _row_sums(codes: np.ndarray, n_groups: int, grouped: bool, values: np.ndarra
     return np.vstack([overall, per_group]) if grouped else overall
 
 
+def _row_skewness(diffs: np.ndarray, codes: np.ndarray, n_groups: int, grouped: bool, n: np.ndarray) -> np.ndarray:
+    """Per (row, metric) sample skewness ``m3 / m2^1.5`` of the non-missing values (NaN below 3 or at zero spread)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        centre = np.nanmean(np.sort(diffs, axis=0), axis=0) if diffs.size else np.zeros(diffs.shape[1])  # sorted: row order cannot change a bit
+    shifted = diffs - np.nan_to_num(centre)[None, :]  # shift for accuracy; skewness does not move
+    s1, s2, s3 = (_row_sums(codes, n_groups, grouped, shifted**k) for k in (1, 2, 3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = s1 / n
+        m2 = s2 / n - mean**2
+        m3 = s3 / n - 3 * mean * s2 / n + 2 * mean**3
+        out = m3 / m2**1.5
+    return np.where((n >= 3) & (m2 > 1e-24), out, np.nan)
+
+
 def _nullable_int(values: Sequence[Any]) -> pd.Series:
     return pd.Series(pd.array([None if pd.isna(v) else int(v) for v in values], dtype="Int64"))
 
@@ -1247,7 +1262,8 @@ def summary(
         Confidence level.
     method : {"auto", "wilson", "exact", "normal", "t", "percentile", "bca"}
         ``"auto"`` uses the Wilson interval for pass/fail data (every value 0 or 1) and the t interval
-        otherwise (a cluster bootstrap when ``units`` is given). ``"wilson"``, ``"exact"``
+        otherwise (kept inside [0, 1] for metrics known to lie there); with ``units``, the expanded
+        percentile cluster bootstrap (see :func:`compare`). ``"wilson"``, ``"exact"``
         (Clopper-Pearson) and ``"normal"`` need pass/fail data; ``"percentile"`` and ``"bca"`` are
         bootstrap intervals, computed for all metrics and slices from the same resamples.
     n_resamples, seed : int
@@ -1303,13 +1319,14 @@ def summary(
         for j, name in enumerate(names)
     ]
     boot_columns = [j for j, m in enumerate(chosen) if m in _BOOT_METHODS]
+    expand = method == "auto"  # the automatic cluster bootstrap is the expanded percentile (better at 20 clusters)
     seed_used = _resolve_seed(seed) if boot_columns else None
     boot_low = boot_high = boot_se = None
     if boot_columns:
         boot_method = chosen[boot_columns[0]]
         engine, boot, boot_low, boot_high = _bootstrap_cells(
             values[:, boot_columns], codes, n_groups, grouped=grouped, units=unit_codes, level=level,
-            method=boot_method, n_resamples=n_resamples, seed=seed_used,
+            method=boot_method, n_resamples=n_resamples, seed=seed_used, expand=expand,
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells
@@ -1326,7 +1343,8 @@ def summary(
                 b = boot_columns.index(j)
                 low, high = boot_low[r, b], boot_high[r, b]
                 se = boot_se[r, b] if n else np.nan
-                label_method = _boot_label(m, paired=False, clustered=unit_codes is not None)
+                label_method = _boot_label("expanded percentile" if expand else m, paired=False,
+                                           clustered=unit_codes is not None)
             elif m == "t":
                 selected = values[(codes == r - 1) if (grouped and r) else slice(None), j]
                 selected = selected[~np.isnan(selected)]
@@ -1418,8 +1436,11 @@ def compare(
     Returns
     -------
     pandas.DataFrame
-        ``metric, slice, n, n_dropped, base, cand, diff, low, high, p_value, p_decrease,
-        p_increase, method, level, n_resamples, seed, test, n_permutations`` (and ``p_adjusted``).
+        ``metric, slice, n, n_dropped, n_changed, base, cand, diff, low, high, p_value, p_decrease,
+        p_increase, skew, method, level, n_resamples, seed, test, n_permutations`` (and
+        ``p_adjusted``; with ``units``, ``n_clusters``). ``n_changed`` counts pairs whose score
+        differs; ``skew`` is the sample skewness of the differences (the gate reviews bootstrap rows
+        with fewer than 5 changed questions, or with |skew| > 1 below 30 questions).
         ``diff`` is the mean of ``cand - base`` over the ``n`` complete pairs, ``base`` and ``cand``
         the means over the same pairs. ``p_value`` is the two-sided test's; ``p_decrease`` and
         ``p_increase`` are the one-sided p-values for the candidate being lower / higher (exact
@@ -1484,6 +1505,8 @@ def compare(
     )
     down = _row_counts(codes, n_groups, grouped, diffs == -1)
     up = _row_counts(codes, n_groups, grouped, diffs == 1)
+    n_changed = _row_counts(codes, n_groups, grouped, complete & (diffs != 0))
+    skew = _row_skewness(diffs, codes, n_groups, grouped, n_pairs)
     if method in ("percentile", "bca"):
         rare = [names[j] for j in range(len(names)) if binary[j] and ((down[:, j] + up[:, j]) < _FEW_DISCORDANT).any()]
         if rare:
@@ -1544,6 +1567,7 @@ def compare(
                     "slice": row,
                     "n": n,
                     "n_dropped": int(n_rows[r, j]) - n,
+                    "n_changed": int(n_changed[r, j]),
                     "base": base_sum[r, j] / n if n else np.nan,
                     "cand": cand_sum[r, j] / n if n else np.nan,
                     "diff": engine.theta[r, j] if n else np.nan,
@@ -1552,6 +1576,7 @@ def compare(
                     "p_value": p_values[r, j],
                     "p_decrease": p_decrease[r, j],
                     "p_increase": p_increase[r, j],
+                    "skew": skew[r, j],
                     "method": label,
                     "level": level,
                     "n_resamples": None if score[j] else n_resamples,
@@ -1587,6 +1612,8 @@ def compare(
 # --------------------------------------------------------------------------------------------------
 
 MIN_QUESTIONS = 10  # below this many paired questions a gate row is review, whatever its interval says
+MIN_CHANGED = 5  # a bootstrap row resting on fewer changed questions is review (benchmarks/gate_errors.py)
+_SMALL_N, _MAX_SKEW = 30, 1.0  # below 30 questions, |skewness| above 1 makes bootstrap intervals under-cover
 GATE_TOLERANCE = 1e-9  # bounds within this (times max(1, margin)) of a threshold count as on it
 
 GATE_RULE = (
@@ -1661,12 +1688,18 @@ def _decide(
     p_worse: float = 0.0,
     alpha: float = 0.05,
     family: int = 1,
+    resampled: bool = False,
+    n_changed: int | None = None,
+    skew: float = float("nan"),
 ) -> tuple[str, str]:
     """One row's decision and its reason.
 
     ``p_worse`` is the row's one-sided p-value for the bad direction (Holm-adjusted over ``family``
     rows when ``family > 1``); a block needs it below ``alpha / 2`` as well as the interval on the
-    bad side of zero.
+    bad side of zero. ``resampled`` rows (bootstrap intervals) also need :data:`MIN_CHANGED`
+    questions whose score changed, and no strong skew below 30 questions: a bootstrap can only
+    recombine the changes it saw (with no question worse in the sample, no resample is worse), and
+    it under-covers with skewed differences at small n (``benchmarks/coverage.py``).
     """
     unit = "clusters" if clustered else "questions"
     if not (np.isfinite(low) and np.isfinite(high)):
@@ -1675,6 +1708,16 @@ def _decide(
         return "review", f"only {n} paired questions: too few to decide (the gate needs at least {MIN_QUESTIONS})"
     if high - low <= GATE_TOLERANCE * max(1.0, abs(low), abs(high), margin):
         return "review", "zero-width interval: every paired difference is the same, so there is no evidence about sampling error"
+    if resampled and n_changed is not None and n_changed < MIN_CHANGED:
+        return "review", (
+            f"only {n_changed} of {n} {unit} changed: a bootstrap interval cannot show changes the sample has "
+            f"not seen (the gate needs at least {MIN_CHANGED} changed)"
+        )
+    if resampled and n < _SMALL_N and np.isfinite(skew) and abs(skew) > _MAX_SKEW:
+        return "review", (
+            f"{n} {unit} with skewed differences (skewness {skew:+.2g}): bootstrap intervals under-cover here "
+            f"(below {_SMALL_N} {unit}, |skewness| > {_MAX_SKEW:g}); look at the rows or add questions"
+        )
     tol = GATE_TOLERANCE * max(1.0, margin)
     # Express everything as "improvement": for lower-is-better metrics a rise is the bad direction.
     worst, best = (low, high) if higher_is_better else (-high, -low)
@@ -1692,6 +1735,25 @@ def _decide(
             f"(Holm-adjusted one-sided p = {p_worse:.3g} >= {alpha / 2:g})"
         )
     return "review", f"inconclusive: the interval crosses both -{margin:g} and 0"
+
+
+def _warn_if_holm_cannot_block(table: pd.DataFrame, resampled: np.ndarray, family: int, alpha: float) -> None:
+    """Warn when permutation (or bootstrap) p-values are too coarse for Holm to ever block a row."""
+    if family <= 1 or not resampled.any():
+        return
+    needed = alpha / 2 / family  # the smallest Holm threshold
+    counts = table.loc[resampled, "n_permutations"] if "n_permutations" in table.columns else pd.Series([], dtype=float)
+    counts = counts.fillna(table.loc[resampled, "n_resamples"] if "n_resamples" in table.columns else np.nan)
+    smallest = 1.0 / (counts.astype(float) + 1.0)
+    if (smallest >= needed).any():
+        least = int(math.ceil(1.0 / needed))
+        warnings.warn(
+            f"gate: with {family} rows, Holm needs a one-sided p-value below {needed:.2g} to block, but "
+            f"{int(counts.min())} sign flips (or resamples) cannot give one below {float(smallest.max()):.2g}: "
+            f"those rows can never block. Raise n_permutations to at least {least}.",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust: str | None = "holm") -> pd.DataFrame:
@@ -1713,10 +1775,17 @@ def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust:
     level = float(out["level"].iloc[0]) if "level" in out.columns and len(out) else 0.95
     clustered = "n_clusters" in out.columns
     counts = out["n_clusters"] if clustered else out["n"]
+    resampled = (out["method"] != _SCORE_LABEL).to_numpy() if "method" in out.columns else np.zeros(len(out), bool)
+    changed = out["n_changed"] if "n_changed" in out.columns else pd.Series([None] * len(out))
+    skews = out["skew"] if "skew" in out.columns else pd.Series([np.nan] * len(out))
+    _warn_if_holm_cannot_block(out, resampled, family, 1 - level)
     decided = [
         _decide(lo, hi, mg, hb, n=int(0 if pd.isna(k) else k), clustered=clustered, p_worse=p, alpha=1 - level,
-                family=family)
-        for lo, hi, mg, hb, k, p in zip(out["low"], out["high"], out["margin"], hib, counts, adjusted)
+                family=family, resampled=bool(rs), n_changed=None if pd.isna(ch) else int(ch),
+                skew=float(sk) if pd.notna(sk) else float("nan"))
+        for lo, hi, mg, hb, k, p, rs, ch, sk in zip(
+            out["low"], out["high"], out["margin"], hib, counts, adjusted, resampled, changed, skews
+        )
     ]
     out.insert(position + 2, "decision", [d for d, _ in decided])
     out.insert(position + 3, "reason", [r for _, r in decided])

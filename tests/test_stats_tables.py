@@ -17,7 +17,7 @@ from raglab._meta import update_meta
 statsmodels_proportion = pytest.importorskip("statsmodels.stats.proportion")
 
 COMPARE_COLUMNS = [
-    "metric", "slice", "n", "n_dropped", "base", "cand", "diff", "low", "high", "p_value", "p_decrease", "p_increase", "method", "level",
+    "metric", "slice", "n", "n_dropped", "n_changed", "base", "cand", "diff", "low", "high", "p_value", "p_decrease", "p_increase", "skew", "method", "level",
     "n_resamples", "seed", "test", "n_permutations",
 ]
 SUMMARY_COLUMNS = ["metric", "slice", "n", "n_excluded", "mean", "se", "low", "high", "method", "level",
