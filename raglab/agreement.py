@@ -69,6 +69,7 @@ from scipy import stats as _sps
 from raglab._interval import Interval
 from raglab._rowtable import RowTableError, check_option
 from raglab.stats import MIN_CLUSTERS, proportion_interval
+from raglab.stats import _unit_codes as _cluster_codes
 
 __all__ = [
     "AgreementReport",
@@ -1300,17 +1301,7 @@ def _unit_codes(units: Any, n: int) -> tuple[np.ndarray, str | None]:
     if isinstance(units, (str, bytes)) or np.ndim(units) != 1:
         raise TypeError("`units` must be a one-dimensional sequence with one cluster label per item")
     name = str(units.name) if isinstance(units, pd.Series) and units.name is not None else None
-    series = units.reset_index(drop=True) if isinstance(units, pd.Series) else pd.Series(list(units), dtype=object)
-    if len(series) != n:
-        raise ValueError(f"`units` must give one cluster label per item: got {len(series)} labels for {n} items")
-    missing = np.flatnonzero(series.isna().to_numpy())
-    if missing.size:
-        raise ValueError(
-            f"`units` has missing cluster labels at positions {missing[:5].tolist()}; every item needs one (use "
-            "the item's own id for an item that forms a cluster of its own)"
-        )
-    codes, _ = pd.factorize(series, sort=False)
-    return np.asarray(codes, dtype=np.intp), name
+    return _cluster_codes(units, n), name  # one place checks and numbers cluster labels
 
 
 def _cluster_tables(

@@ -775,7 +775,7 @@ def test_a_statistic_resting_on_few_clusters_alone_gets_no_interval():
 def test_units_refuses_methods_that_assume_independence_and_bad_labels():
     with pytest.raises(ValueError, match="units= resamples whole clusters.*method='analytic'"):
         report(SEED_HUMAN, SEED_JUDGE, units=[i % 20 for i in range(200)], method="analytic")
-    with pytest.raises(ValueError, match="one cluster label per item: got 3 labels for 200 items"):
+    with pytest.raises(ValueError, match="one cluster label per question: 3 labels for 200 questions"):
         report(SEED_HUMAN, SEED_JUDGE, units=["a", "b", "c"])
     with pytest.raises(ValueError, match=r"missing cluster labels at positions \[1\]"):
         report(SEED_HUMAN, SEED_JUDGE, units=["a", None] + ["b"] * 198)
