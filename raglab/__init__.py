@@ -16,14 +16,7 @@ Examples
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _dist_version
 from typing import Any
-
-try:
-    __version__ = _dist_version("raglab")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+unknown"
 
 from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
 from raglab import agreement, io, metrics, sizing, stats
@@ -35,6 +28,7 @@ from raglab._rowtable import (
     MissingColumnError,
     RowTableError,
 )
+from raglab._version import __version__
 from raglab.evalset import EvalSet, EvalSetTamperedError
 from raglab.io import read_rows, read_trec, write_rows, write_trec
 

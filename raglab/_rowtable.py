@@ -18,7 +18,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from raglab._errors import (  # noqa: F401  (re-exported: they were defined here)
+    ConventionMismatchWarning,
+    EvalSetMismatchError,
+    JudgeMismatchWarning,
+    MissingColumnError,
+    RowTableError,
+)
 from raglab._meta import evalset_of, get_meta, judge_of
+from raglab._validation import check_option, is_missing  # noqa: F401  (re-exported)
 
 __all__ = [
     "ROLES",
@@ -64,62 +72,9 @@ _SCORED_DEPTHS = {"k", "columns"}
 _SHOWN = 5  # offending rows listed in an error message
 
 
-class RowTableError(ValueError):
-    """A row table does not have the shape or cell types a raglab method needs.
-
-    The message names the method, the column, the first offending rows and the fix.
-    """
-
-
-class MissingColumnError(RowTableError, KeyError):
-    """A column a method needs is absent (also a ``KeyError``, which is what pandas users catch)."""
-
-    def __str__(self) -> str:  # KeyError would print the message quoted
-        return str(self.args[0]) if self.args else ""
-
-
-class EvalSetMismatchError(RowTableError):
-    """Two runs were scored against different versions (or edits) of an eval set."""
-
-
-class JudgeMismatchWarning(UserWarning):
-    """Two runs were scored by judges with different fingerprints (model, prompts, temperature, ...)."""
-
-
-class ConventionMismatchWarning(UserWarning):
-    """Two runs record different metric conventions (k, nDCG gain, span rule, ...)."""
-
-
-def check_option(name: str, value: Any, options: Sequence[Any]) -> Any:
-    """Return ``value`` if it is one of ``options``, else raise the one message raglab uses for it.
-
-    Examples
-    --------
-    >>> check_option("gain", "linear", ["exponential", "linear"])
-    'linear'
-    """
-    if value not in options:
-        raise ValueError(f"The value for `{name}` must be one of {list(options)}, but {value!r} was passed.")
-    return value
-
-
 # --------------------------------------------------------------------------------------------------
 # Cells
 # --------------------------------------------------------------------------------------------------
-
-
-def is_missing(value: Any) -> bool:
-    """True for None, NaN and pandas' NA/NaT scalars (False for lists, dicts and arrays)."""
-    if value is None:
-        return True
-    if isinstance(value, float):
-        return math.isnan(value)
-    if isinstance(value, (list, tuple, dict, np.ndarray, str)):
-        return False
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
 
 
 def _is_id(value: Any) -> bool:

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from raglab._rowtable import is_missing
+from raglab._validation import is_missing
 from raglab.metrics import (
     BadCellError,
     _as_cells,

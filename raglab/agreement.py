@@ -66,8 +66,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _sps
 
+from raglab._errors import RowTableError
 from raglab._interval import Interval
-from raglab._rowtable import RowTableError, check_option
+from raglab._validation import check_level, check_option
 from raglab.stats import MIN_CLUSTERS, proportion_interval
 from raglab.stats import _unit_codes as _cluster_codes
 
@@ -152,12 +153,6 @@ def _warn(message: str, category: type[Warning]) -> None:
 # --------------------------------------------------------------------------------------------------
 # Input handling
 # --------------------------------------------------------------------------------------------------
-
-
-def _level(ci: float) -> float:
-    if not isinstance(ci, (int, float)) or not 0 < ci < 1:
-        raise ValueError(f"`ci` must be a confidence level strictly between 0 and 1 (e.g. 0.95), got {ci!r}")
-    return float(ci)
 
 
 def _z(level: float) -> float:
@@ -693,7 +688,7 @@ def cohen_kappa_interval(
     (0.559, 0.421, 0.697)
     """
     check_option("method", method, _KAPPA_METHODS)
-    level = _level(ci)
+    level = check_level(ci)
     _check_resamples(n_resamples)
     ca, cb, labs, dis = _prepare_kappa(a, b, weights, labels, distance, where="cohen_kappa_interval")
     iv, note = _kappa_interval(
@@ -781,7 +776,7 @@ def rogan_gladen(
     ('ImpossibleRateWarning', 1.0, 0.974, 1.0)
     """
     check_option("method", method, _RG_METHODS)
-    level = _level(ci)
+    level = check_level(ci)
     for name, value in (("judge_rate", judge_rate), ("sensitivity", sensitivity), ("specificity", specificity)):
         if not 0 <= value <= 1:
             raise ValueError(f"`{name}` must be a rate between 0 and 1, got {value!r}")
@@ -1067,7 +1062,7 @@ class AgreementReport:
         _check_resamples(n_resamples)
         return _rogan_gladen(
             judge_pass_rate, self.sensitivity, self.specificity, n=int(n),
-            level=_level(self.kappa_interval.level if ci is None else ci), method=method, n_resamples=n_resamples,
+            level=check_level(self.kappa_interval.level if ci is None else ci), method=method, n_resamples=n_resamples,
             seed=seed, draws=self._se_sp_draws,
             source=f" (Se, Sp from a cluster bootstrap over {self.n_clusters} clusters)",
         )
@@ -1375,7 +1370,7 @@ def _report(
     check_option("weights", weights, _WEIGHTS)
     check_option("distance", distance, _DISTANCES)
     check_option("method", method, _KAPPA_METHODS)
-    level = _level(ci)
+    level = check_level(ci)
     _check_resamples(n_resamples)
     if units is not None and method in ("analytic", "adjusted"):
         raise ValueError(

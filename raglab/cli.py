@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     >>> build_parser().parse_args(["gate", "base.jsonl", "cand.jsonl", "--metric", "recall@5"]).metric
     ['recall@5']
     """
-    from raglab import __version__
+    from raglab._version import __version__
 
     parser = argparse.ArgumentParser(prog="raglab", description="Evaluate RAG systems one question at a time.")
     parser.add_argument("--version", action="version", version=f"raglab {__version__}")

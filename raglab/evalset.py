@@ -93,7 +93,7 @@ def set_hash(hashes: Mapping[str, str]) -> str:
 
 
 def _raglab_version() -> str:
-    from raglab import __version__
+    from raglab._version import __version__
 
     return __version__
 

@@ -32,8 +32,10 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from raglab._errors import RowTableError
 from raglab._meta import get_meta, set_meta
-from raglab._rowtable import ROLES, RowTableError, check_option, is_missing
+from raglab._rowtable import ROLES
+from raglab._validation import check_option, is_missing
 
 __all__ = ["read_rows", "write_rows", "read_trec", "write_trec", "FORMATS"]
 

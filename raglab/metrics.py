@@ -52,7 +52,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from raglab._rowtable import check_option, is_missing
+from raglab._errors import BadCellError
+from raglab._validation import check_option, is_missing
 
 __all__ = [
     "GAINS",
@@ -488,15 +489,6 @@ def _score(found: _Found, ks: Sequence[int], gain: str) -> dict[str, np.ndarray]
 # --------------------------------------------------------------------------------------------------
 # Matching ids in bulk
 # --------------------------------------------------------------------------------------------------
-
-
-class BadCellError(TypeError):
-    """A cell holds something the metrics cannot use; ``what`` names the input, ``row`` its position."""
-
-    def __init__(self, message: str, row: int) -> None:
-        super().__init__(message)
-        self.row = row
-        self.what = message.split("[", 1)[0]
 
 
 _SEQUENCE_TYPES = (list, tuple, np.ndarray)

@@ -13,14 +13,15 @@ import numpy as np
 import pandas as pd
 
 from raglab._registry import metric_info
-from raglab._rowtable import check_option
+from raglab._results import DECISION_COLOURS
+from raglab._validation import check_option
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
 __all__ = ["confusion_heatmap", "forest", "power_curve"]
 
-_DECISION_COLOURS = {"pass": "#1a7f37", "review": "#d97706", "block": "#cf222e"}
+_DECISION_COLOURS = DECISION_COLOURS  # one palette for tables and plots
 _PLAIN = "#1f4e79"
 _NEEDED = ("metric", "slice", "diff", "low", "high")
 

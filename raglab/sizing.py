@@ -66,7 +66,7 @@ import pandas as pd
 from scipy import optimize as _opt
 from scipy import stats as _sps
 
-from raglab._rowtable import check_option
+from raglab._validation import check_option
 
 __all__ = [
     "PairedOutcomes",

@@ -49,7 +49,8 @@ from threadpoolctl import threadpool_limits
 
 from raglab._interval import Interval
 from raglab._registry import metric_info
-from raglab._rowtable import check_option
+from raglab._results import DECISION_COLOURS, frame_to_html
+from raglab._validation import check_int, check_level, check_option
 
 __all__ = [
     "DECISIONS",
@@ -73,12 +74,6 @@ __all__ = [
 
 _PROPORTION_METHODS = ("wilson", "normal", "exact")
 _SCORE_LABEL = "paired score (Tango)"
-
-
-def _check_level(ci: float) -> float:
-    if not 0 < ci < 1:
-        raise ValueError(f"`ci` must be a confidence level strictly between 0 and 1 (e.g. 0.95), got {ci!r}")
-    return float(ci)
 
 
 def proportion_interval(successes: int, n: int, ci: float = 0.95, method: str = "wilson") -> Interval:
@@ -108,7 +103,7 @@ def proportion_interval(successes: int, n: int, ci: float = 0.95, method: str = 
     (0.7, 0.646, 0.749)
     """
     check_option("method", method, _PROPORTION_METHODS)
-    level = _check_level(ci)
+    level = check_level(ci)
     if int(n) != n or n <= 0:
         raise ValueError(f"`n` must be a positive integer, got {n!r}")
     if int(successes) != successes or not 0 <= successes <= n:
@@ -141,12 +136,6 @@ _SUMMARY_METHODS = ("auto", "wilson", "exact", "normal", "t", "percentile", "bca
 _ADJUST = (None, "holm")
 _COMPARE_METHODS = ("auto", "score", "percentile", "bca")
 _FEW_DISCORDANT = 10  # below this many changed pass/fail questions a bootstrap interval under-covers
-
-
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _resolve_seed(seed: int | None) -> int:
@@ -833,8 +822,8 @@ def paired_bootstrap(
     (-0.1, True, 'paired bootstrap (percentile)')
     """
     check_option("method", method, _BOOT_METHODS)
-    level = _check_level(ci)
-    n_resamples = _check_int(n_resamples, "n_resamples", 1)
+    level = check_level(ci)
+    n_resamples = check_int(n_resamples, "n_resamples", 1)
     seed = _resolve_seed(seed)
     b, c = _paired_vectors(base, cand)
     b, c, units = _drop_missing_pairs(b, c, units, "paired_bootstrap")
@@ -932,7 +921,7 @@ def mean_interval(
     (0.5, 0.089, 0.911, 't')
     """
     check_option("method", method, ("t", *_BOOT_METHODS))
-    level = _check_level(ci)
+    level = check_level(ci)
     x = _as_vector(values, "values")
     keep = ~np.isnan(x)
     if not keep.all():
@@ -947,7 +936,7 @@ def mean_interval(
     if method == "t":
         mean, _, low, high = _t_bounds(x, level)
         return Interval(mean, low, high, method="t", level=level, n=x.size)
-    n_resamples = _check_int(n_resamples, "n_resamples", 1)
+    n_resamples = check_int(n_resamples, "n_resamples", 1)
     seed = _resolve_seed(seed)
     engine, _, low, high = _bootstrap_cells(
         x[:, None], np.zeros(x.size, dtype=np.intp), 1, grouped=False, units=_unit_codes(units, x.size),
@@ -1104,7 +1093,7 @@ def paired_proportion_interval(base: Any, cand: Any, *, ci: float = 0.95) -> Int
     >>> round(iv.estimate, 3), round(iv.low, 3), round(iv.high, 3)
     (0.0, -0.561, 0.561)
     """
-    level = _check_level(ci)
+    level = check_level(ci)
     b, c = _paired_vectors(base, cand)
     b, c, _ = _drop_missing_pairs(b, c, None, "paired_proportion_interval")
     if not (np.isin(b, (0.0, 1.0)).all() and np.isin(c, (0.0, 1.0)).all()):
@@ -1143,7 +1132,7 @@ def sign_flip_test(
     >>> r.p_value < 0.001, r.n_permutations
     (True, 10000)
     """
-    n_permutations = _check_int(n_permutations, "n_permutations", 1)
+    n_permutations = check_int(n_permutations, "n_permutations", 1)
     seed = _resolve_seed(seed)
     b, c = _paired_vectors(base, cand)
     b, c, units = _drop_missing_pairs(b, c, units, "sign_flip_test")
@@ -1287,8 +1276,8 @@ def summary(
     'metric   slice  n  n_excluded  mean method\\n hit@5 overall  4           1  0.75 wilson\\nndcg@5 overall  5           0  0.50      t'
     """
     check_option("method", method, _SUMMARY_METHODS)
-    level = _check_level(ci)
-    n_resamples = _check_int(n_resamples, "n_resamples", 1)
+    level = check_level(ci)
+    n_resamples = check_int(n_resamples, "n_resamples", 1)
     names, values = _as_scores(scores, "scores")
     if values.shape[0] == 0:
         raise ValueError("summary needs at least one question (the scores are empty)")
@@ -1461,9 +1450,9 @@ def compare(
     """
     check_option("method", method, _COMPARE_METHODS)
     check_option("adjust", adjust, _ADJUST)
-    level = _check_level(ci)
-    n_resamples = _check_int(n_resamples, "n_resamples", 1)
-    n_permutations = _check_int(n_permutations, "n_permutations", 0)
+    level = check_level(ci)
+    n_resamples = check_int(n_resamples, "n_resamples", 1)
+    n_permutations = check_int(n_permutations, "n_permutations", 0)
     names, b = _as_scores(base, "base")
     cand_names, c = _as_scores(cand, "cand")
     if set(names) != set(cand_names):
@@ -1819,7 +1808,7 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-_COLOURS = {"pass": "#1a7f37", "review": "#b35900", "block": "#cf222e"}
+_COLOURS = DECISION_COLOURS
 _SHOWN_COLUMNS = ["metric", "slice", "n", "base", "cand", "diff", "low", "high", "margin", "decision", "reason"]
 
 
@@ -1910,29 +1899,16 @@ class GateResult:
 
     def _repr_html_(self) -> str:
         colour = _COLOURS.get(self.decision, "#444")
-        shown = self._shown()
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
-        rows = []
-        for record in shown.itertuples(index=False):
-            cells = []
-            for column, value in zip(shown.columns, record):
-                if isinstance(value, (float, np.floating)):
-                    text = "" if not np.isfinite(value) else f"{value:.4g}"
-                else:
-                    text = html.escape(str(value))
-                style = f' style="color:{_COLOURS[value]};font-weight:bold"' if column == "decision" and value in _COLOURS else ""
-                cells.append(f"<td{style}>{text}</td>")
-            rows.append("<tr>" + "".join(cells) + "</tr>")
         return (
             f'<div><p><b style="color:{colour}">{html.escape(self._summary_line())}</b></p>'
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"{frame_to_html(self._shown())}"
             f"<p><small>{html.escape(GATE_RULE)}</small></p></div>"
         )
 
 
 def _gate_result(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust: str | None = "holm") -> GateResult:
     """Gate a compare table; settings and run records come from ``table.attrs["raglab"]["comparison"]``."""
-    from raglab import __version__
+    from raglab._version import __version__
 
     gated = _gate_table(table, margin, higher_is_better, adjust)
     settings = dict(gated.attrs.get("raglab", {}).get("comparison", {}))

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from raglab._rowtable import check_option
+from raglab._validation import check_option
 
 __all__ = [
     "STOP_WORDS",

@@ -92,7 +92,10 @@ def test_colours_follow_the_decisions():
     table = _table(gated=True)
     ax = forest(table)
     colours = _artist(ax, "raglab-intervals").get_colors()
-    expected = {"pass": "#1a7f37", "review": "#d97706", "block": "#cf222e"}
+    from raglab._results import DECISION_COLOURS
+
+    expected = DECISION_COLOURS  # the one palette of tables and plots
+    assert stats._COLOURS is DECISION_COLOURS
     for colour, decision in zip(colours, table["decision"]):
         assert mcolors.to_hex(colour) == expected[decision]
     assert {t.get_text() for t in ax.get_legend().get_texts()} >= set(table["decision"])

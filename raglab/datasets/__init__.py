@@ -34,7 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from raglab._meta import get_meta, set_meta
-from raglab._rowtable import check_option
+from raglab._validation import check_option
 from raglab.io import read_rows
 
 __all__ = ["SQUAD_READERS", "SQUAD_RUNS", "data_dir", "handbook", "squad_questions", "squad_reader", "squad_run"]

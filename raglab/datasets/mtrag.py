@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._meta import set_meta
-from raglab._rowtable import check_option
+from raglab._validation import check_option
 from raglab.agreement import majority_vote
 from raglab.datasets import data_dir as bundled_data_dir
 

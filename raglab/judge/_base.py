@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from raglab._rowtable import check_option, is_missing
+from raglab._validation import check_option, is_missing
 
 __all__ = [
     "METRICS",

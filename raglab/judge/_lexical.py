@@ -100,7 +100,7 @@ class LexicalJudge:
 
     def record(self) -> dict[str, Any]:
         """The judge record stored in ``attrs["raglab"]["judge"]`` (without the metric list)."""
-        from raglab import __version__
+        from raglab._version import __version__
 
         return {
             "fingerprint": self.fingerprint,

@@ -41,7 +41,7 @@ from typing import Any
 
 import pydantic
 
-from raglab._rowtable import check_option
+from raglab._validation import check_option
 from raglab.judge._base import (
     EMPTY_CONTEXT,
     REASON_EMPTY_ANSWER,
@@ -363,7 +363,7 @@ class LLMJudge:
 
     def record(self) -> dict[str, Any]:
         """The judge record stored in ``attrs["raglab"]["judge"]`` (without the metric list)."""
-        from raglab import __version__
+        from raglab._version import __version__
 
         return {
             "fingerprint": self.fingerprint,

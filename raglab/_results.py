@@ -1,0 +1,83 @@
+"""One palette and one result base class shared by every table, report and plot raglab shows.
+
+statsmodels renders every result through one base (``ResultsBunch``); raglab's results do the same:
+a subclass supplies ``to_dict()`` and ``_title()`` (and, if it has one, ``to_frame()``), and gets a
+text ``__repr__`` and an HTML ``_repr_html_`` built the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["DECISION_COLOURS", "NEUTRAL_COLOUR", "ResultBase", "decision_colour"]
+
+# The gate's decisions in every table and plot (colour-blind-safe green / orange / red).
+DECISION_COLOURS = {"pass": "#1a7f37", "review": "#b35900", "block": "#cf222e"}
+NEUTRAL_COLOUR = "#444444"
+
+
+def decision_colour(decision: Any) -> str:
+    """The colour of a decision (``"pass"``, ``"review"``, ``"block"``); neutral for anything else.
+
+    Examples
+    --------
+    >>> decision_colour("block")
+    '#cf222e'
+    """
+    return DECISION_COLOURS.get(str(decision), NEUTRAL_COLOUR)
+
+
+def frame_to_html(frame: pd.DataFrame, *, decision_column: str | None = "decision") -> str:
+    """A plain HTML table, numbers to 4 significant digits, decisions in their colours."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    rows = []
+    for record in frame.itertuples(index=False):
+        cells = []
+        for column, value in zip(frame.columns, record):
+            if isinstance(value, (float, np.floating)):
+                text = "" if not np.isfinite(value) else f"{value:.4g}"
+            else:
+                text = html.escape(str(value))
+            style = ""
+            if column == decision_column and str(value) in DECISION_COLOURS:
+                style = f' style="color:{DECISION_COLOURS[str(value)]};font-weight:bold"'
+            cells.append(f"<td{style}>{text}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+class ResultBase:
+    """Base of raglab's result objects: ``to_dict`` (JSON-ready), ``to_frame``, text and HTML displays.
+
+    Subclasses implement ``to_dict()`` and ``_title()``; ``to_frame()`` defaults to one row of the
+    dict's scalar entries, and both displays show the title and that frame.
+    """
+
+    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _title(self) -> str:  # pragma: no cover - every subclass defines it
+        return type(self).__name__
+
+    def _colour(self) -> str:
+        return NEUTRAL_COLOUR
+
+    def to_frame(self) -> pd.DataFrame:
+        """The result as a DataFrame (by default one row of its scalar fields)."""
+        scalars = {k: v for k, v in self.to_dict().items() if not isinstance(v, (dict, list, tuple))}
+        return pd.DataFrame([scalars])
+
+    def __repr__(self) -> str:
+        with pd.option_context("display.width", 200, "display.max_columns", 30):
+            body = self.to_frame().to_string(index=False, float_format=lambda v: f"{v:.4g}")
+        return f"{self._title()}\n{body}"
+
+    def _repr_html_(self) -> str:
+        return (
+            f'<div><p><b style="color:{self._colour()}">{html.escape(self._title())}</b></p>'
+            f"{frame_to_html(self.to_frame())}</div>"
+        )

@@ -1,0 +1,114 @@
+"""The bottom floor: argument checks, missing values and warnings that point at the user's line.
+
+Every other raglab module may import this one; it imports only numpy and pandas, so low-level
+modules (metrics, statistics, agreement, sizing) need nothing from the row-table layer.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["check_int", "check_level", "check_option", "find_stack_level", "is_missing", "warn"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def check_option(name: str, value: Any, options: Sequence[Any]) -> Any:
+    """Return ``value`` if it is one of ``options``, else raise the one message raglab uses for it.
+
+    Examples
+    --------
+    >>> check_option("gain", "linear", ["exponential", "linear"])
+    'linear'
+    """
+    if value not in options:
+        raise ValueError(f"The value for `{name}` must be one of {list(options)}, but {value!r} was passed.")
+    return value
+
+
+def check_level(ci: Any, name: str = "ci") -> float:
+    """A confidence level strictly between 0 and 1, as a float.
+
+    Examples
+    --------
+    >>> check_level(0.95)
+    0.95
+    """
+    if isinstance(ci, (bool, np.bool_)) or not isinstance(ci, (int, float, np.integer, np.floating)) or not 0 < ci < 1:
+        raise ValueError(f"`{name}` must be a confidence level strictly between 0 and 1 (e.g. 0.95), got {ci!r}")
+    return float(ci)
+
+
+def check_int(value: Any, name: str, minimum: int) -> int:
+    """An integer (not a bool) at least ``minimum``.
+
+    Examples
+    --------
+    >>> check_int(10_000, "n_resamples", 1)
+    10000
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def is_missing(value: Any) -> bool:
+    """True for None, NaN and pandas' NA/NaT scalars (False for lists, dicts and arrays).
+
+    Examples
+    --------
+    >>> is_missing(float("nan")), is_missing([]), is_missing(None)
+    (True, False, True)
+    """
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, (list, tuple, dict, np.ndarray, str)):
+        return False
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def find_stack_level() -> int:
+    """The ``stacklevel`` that makes a warning point at the first frame outside raglab (the user's line).
+
+    As pandas' ``find_stack_level``: count the frames that belong to the raglab package.
+    """
+    frame = inspect.currentframe()
+    level = 0
+    try:
+        while frame is not None:
+            if not os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
+                break
+            frame = frame.f_back
+            level += 1
+    finally:
+        del frame
+    return max(level, 1)
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` at the user's line, however deep inside raglab it is called.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn("something to look at")
+    >>> str(caught[0].message)
+    'something to look at'
+    """
+    # find_stack_level counts this function's own frame too, which warnings.warn's stacklevel=1 is.
+    warnings.warn(message, category, stacklevel=find_stack_level())
