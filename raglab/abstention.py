@@ -30,9 +30,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from raglab._errors import RowTableError
 from raglab._interval import Interval
+from raglab._meta import update_meta
+from raglab._rowtable import check_column, missing_column_error, resolve_column
 
-__all__ = ["DEFAULT_REFUSAL_PATTERNS", "AbstentionResult", "detect_declined", "score_abstention"]
+__all__ = ["DEFAULT_REFUSAL_PATTERNS", "AbstentionResult", "abstention", "detect_declined", "score_abstention"]
 
 DEFAULT_REFUSAL_PATTERNS: tuple[str, ...] = (
     r"\bi (?:do not|don't|dont) know\b(?!\s+(?:why|how|whether|if|what|when|where|who)\b)",
@@ -241,3 +244,136 @@ def score_abstention(
     correct = _rate(hits, n_unans, ci, method)
     false = _rate(misfires, n_ans, ci, method)
     return AbstentionResult(correct, false, n_unans, n_ans, hits, misfires, detector)
+
+
+def abstention(
+    rows: pd.DataFrame,
+    declined: str | None = "declined",
+    *,
+    answer: str | None = None,
+    patterns: Sequence[str] | None = None,
+    empty_is_declined: bool = True,
+    gold: str | None = None,
+    gold_spans: str | None = None,
+    ci: float = 0.95,
+    method: str = "wilson",
+    method_name: str = "raglab.abstention.abstention",
+) -> AbstentionResult:
+    """Score declining: correct-decline rate on unanswerable questions, false-decline rate on answerable ones.
+
+    A question is unanswerable when its gold (``gold``, else ``gold_spans``) is missing, empty
+    or has no grade > 0 — the same rule that makes its retrieval metrics NaN. Whether the
+    system declined comes from the ``declined`` column (bool) when present; otherwise (or with
+    ``declined=None``) from the answer text via :func:`raglab.abstention.detect_declined`, a
+    lexical detector; the result states which was used.
+
+    Parameters
+    ----------
+    declined : str or None
+        Column of True/False flags. The default ``"declined"`` falls back to the detector when
+        the column is absent; ``None`` always uses the detector.
+    answer : str, optional
+        Answer column for the detector (default ``"answer"``).
+    patterns : sequence of str, optional
+        Refusal patterns for the detector (default
+        :data:`raglab.abstention.DEFAULT_REFUSAL_PATTERNS`).
+    empty_is_declined : bool
+        Detector only: an empty or missing answer counts as declining.
+    gold, gold_spans : str, optional
+        Gold column names.
+    ci, method
+        Interval level and method (:func:`raglab.stats.proportion_interval`).
+
+    Returns
+    -------
+    raglab.abstention.AbstentionResult
+        ``correct_decline`` and ``false_decline`` intervals with their n, the detector used,
+        ``to_frame()``, and ``rows``: a copy of the rows with two metric columns, each over its
+        own questions and with one direction,
+
+        - ``correct_decline``: 1.0/0.0 on unanswerable questions, NaN on answerable ones
+          (higher is better);
+        - ``false_decline``: 1.0/0.0 on answerable questions, NaN on unanswerable ones (lower
+          is better);
+
+        and two boolean attribute columns, ``declined`` (the pooled flag) and
+        ``unanswerable``. The pooled flag is not a metric: a higher decline rate is good on
+        unanswerable questions and bad on answerable ones, so it has no direction
+        (``raglab._registry.metric_info("declined").has_direction`` is False; a gate on it
+        refuses), and as booleans neither flag is picked by ``summary()``/``compare()``
+        without ``metrics=``. ``rows.attrs["raglab"]["abstention"]`` records the detector and
+        each metric's direction.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab.abstention import abstention
+    >>> rows = pd.DataFrame({"question_id": ["q1", "q2", "q3", "q4"], "gold": [["d1"], [], [], ["d2"]],
+    ...                      "answer": ["Paris.", "I don't know.", "It is 42.", "I cannot answer that."]})
+    >>> res = abstention(rows, )
+    >>> res.correct_decline.estimate, res.false_decline.estimate, res.detector.split(" (")[0]
+    (0.5, 0.5, 'raglab.abstention.detect_declined')
+    >>> res.rows[["declined", "correct_decline", "false_decline"]].values.tolist()
+    [[False, nan, 0.0], [True, 1.0, nan], [False, 0.0, nan], [True, nan, 1.0]]
+    >>> res.rows.rag.summary(method="wilson")[["metric", "n", "n_excluded", "mean"]].values.tolist()
+    [['correct_decline', 2, 2, 0.5], ['false_decline', 2, 2, 0.5]]
+    """
+    from raglab import metrics as _metrics
+    from raglab._columns import guarded as _guarded
+
+    name = method_name
+    df = rows
+    qid = resolve_column(df, "question_id", None, method=name, required=False)
+    if gold is not None or "gold" in df.columns or (gold_spans is None and "gold_spans" not in df.columns):
+        gold_col = resolve_column(df, "gold", gold, method=name)
+        table = _guarded(df, lambda: _metrics._gold_table(df[gold_col]), {"gold": gold_col}, name, qid)
+        unanswerable = table.n_relevant == 0
+    else:
+        from raglab._spans import _gold_span_table
+
+        gold_col = resolve_column(df, "gold_spans", gold_spans, method=name)
+        spans = _guarded(df, lambda: _gold_span_table(_metrics._as_cells(df[gold_col])), {"gold_spans": gold_col}, name, qid)
+        relevant = spans["grade"] > 0
+        unanswerable = np.bincount(spans["row"][relevant], minlength=len(df)) == 0
+    if declined is not None and declined in df.columns:
+        try:
+            flags = _as_flags(df[declined], "declined")
+        except ValueError as exc:
+            raise RowTableError(f"{name}: column {declined!r} {str(exc).split('`declined` ', 1)[-1]}") from None
+        detector = f"column {declined!r}"
+    elif declined is not None and declined != "declined":
+        raise missing_column_error(df, declined, role=None, method=name, keyword="declined")
+    else:
+        answer_col = resolve_column(df, "answer", answer, method=name)
+        check_column(df, answer_col, "text", method=name, id_column=qid)
+        used = tuple(patterns) if patterns is not None else DEFAULT_REFUSAL_PATTERNS
+        flags = detect_declined(df[answer_col], patterns=used, empty_is_declined=empty_is_declined)
+        detector = (
+            f"raglab.abstention.detect_declined (lexical, {len(used)} "
+            f"{'default' if patterns is None else 'custom'} patterns, on column {answer_col!r}, "
+            f"empty_is_declined={empty_is_declined})"
+        )
+    result = score_abstention(flags, unanswerable, ci=ci, method=method, detector=detector)
+    out = df.copy(deep=False)
+    out["declined"] = np.asarray(flags, dtype=bool)  # the pooled flag: an attribute, not a metric
+    out["unanswerable"] = np.asarray(unanswerable, dtype=bool)
+    out["correct_decline"] = np.where(unanswerable, flags.astype(float), np.nan)
+    out["false_decline"] = np.where(unanswerable, np.nan, flags.astype(float))
+    update_meta(
+        out,
+        "abstention",
+        {
+            "detector": detector,
+            "unanswerable": "gold missing, empty or no grade > 0",
+            "metrics": {
+                "correct_decline": "declined, on unanswerable questions (NaN on answerable); higher is better",
+                "false_decline": "declined, on answerable questions (NaN on unanswerable); lower is better",
+            },
+            "flags": {
+                "declined": "pooled over all questions; not a metric (no direction)",
+                "unanswerable": "no gold grade > 0",
+            },
+        },
+    )
+    result.rows = out
+    return result

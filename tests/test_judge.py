@@ -421,3 +421,19 @@ def test_answer_with_empty_context_scores_zero_not_missing(context, which, serve
     assert out.loc[0, "faithfulness"] == 0.0 and pd.isna(out.loc[0, "judge_error"])
     assert len(out.loc[0, "faithfulness_claims"]) == 2 and out.loc[0, "faithfulness_verdicts"] == [False, False]
     assert pd.isna(out.loc[1, "faithfulness"]) and "no context given" in out.loc[1, "judge_error"]
+
+
+def test_per_metric_error_columns_carry_why_and_merge_without_parsing():
+    from raglab.judge import LexicalJudge
+
+    rows = pd.DataFrame({"question_id": ["q1", "q2"], "question": ["Capital of France?", "Capital; of Peru?"],
+                         "answer": ["Paris is the capital of France.", ""],
+                         "context": [["Paris is the capital of France."], ["Lima; is the capital: of Peru."]]})
+    judge = LexicalJudge()
+    first = rows.rag.judge(judge, metrics=["faithfulness"], progress=False)
+    assert pd.isna(first["faithfulness_error"].iloc[0]) and first["faithfulness_error"].iloc[1].startswith("faithfulness: ")
+    both = first.rag.judge(judge, metrics=["relevance"], progress=False)
+    # The kept faithfulness reason comes from its own column; the new relevance reason is appended.
+    assert both["faithfulness_error"].iloc[1] == first["faithfulness_error"].iloc[1]
+    expected = "; ".join(v for v in (both["faithfulness_error"].iloc[1], both["relevance_error"].iloc[1]) if v)
+    assert both["judge_error"].iloc[1] == expected

@@ -54,7 +54,7 @@ from typing import Any
 
 import pandas as pd
 
-from raglab.judge._api import DEFAULT_METRICS, JudgeEstimate, estimate_rows, judge_rows
+from raglab.judge._api import DEFAULT_METRICS, JudgeEstimate, estimate_rows, judge_rows, judge_table
 from raglab.judge._base import METRICS, JudgeError
 from raglab.judge._cache import CallCache, MemoryCache
 from raglab.judge._lexical import LexicalJudge
@@ -73,6 +73,7 @@ __all__ = [
     "METRICS",
     "DEFAULT_METRICS",
     "judge_rows",
+    "judge_table",
     "judge_noise",
 ]
 

@@ -20,11 +20,12 @@ from raglab.judge._base import (
     check_metrics,
     check_repeats,
     context_or_none,
+    join_errors,
     text_or_none,
 )
 from raglab.judge._noise import noise_from_results
 
-__all__ = ["judge_rows", "judge_frame", "JudgeEstimate", "estimate_rows", "DEFAULT_METRICS"]
+__all__ = ["judge_rows", "judge_frame", "judge_table", "JudgeEstimate", "estimate_rows", "DEFAULT_METRICS"]
 
 DEFAULT_METRICS = ("faithfulness", "relevance")
 
@@ -150,7 +151,7 @@ def _output_columns(metric: str) -> list[str]:
         base = [metric, f"{metric}_claims", f"{metric}_verdicts", f"{metric}_reasons"]
     else:
         base = [metric, f"{metric}_reason"]
-    return base + [f"{metric}_repeats", f"{metric}_mean"]
+    return base + [f"{metric}_error", f"{metric}_repeats", f"{metric}_mean"]
 
 
 def _row_inputs(df: pd.DataFrame, chosen: Sequence[str], columns: Mapping[str, str | None], method: str
@@ -168,6 +169,46 @@ def _row_inputs(df: pd.DataFrame, chosen: Sequence[str], columns: Mapping[str, s
 
 
 ROLE_NAMES = ("question_id", "question", "answer", "context", "reference")
+
+
+def judge_table(
+    rows: pd.DataFrame,
+    judge: Any,
+    *,
+    metrics: Sequence[str] | str = DEFAULT_METRICS,
+    repeats: int = 1,
+    errors: str = "record",
+    progress: bool = True,
+    ci: float = 0.95,
+    question_id: str | None = None,
+    question: str | None = None,
+    answer: str | None = None,
+    context: str | None = None,
+    reference: str | None = None,
+    method_name: str = "raglab.judge.judge_table",
+) -> pd.DataFrame:
+    """Score a row table's answers with a judge; returns a NEW frame with the score columns.
+
+    ``rows.rag.judge(judge, ...)`` is ``judge_table(rows, judge, ...)``; see that method for the
+    metrics and output columns. The column keywords override the default role names;
+    ``method_name`` is the name error messages use.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab.judge import LexicalJudge, judge_table
+    >>> rows = pd.DataFrame({"question_id": ["q1"], "question": ["What does EXPLAIN show?"],
+    ...                      "answer": ["EXPLAIN shows 'Using index'."],
+    ...                      "context": ["EXPLAIN shows 'Using index' for a covering index."]})
+    >>> judge_table(rows, LexicalJudge(), metrics=["faithfulness"], progress=False)["faithfulness"].tolist()
+    [1.0]
+    """
+    return judge_frame(
+        rows, judge, metrics=metrics, repeats=repeats, errors=errors, progress=progress, ci=ci,
+        columns={"question_id": question_id, "question": question, "answer": answer, "context": context,
+                 "reference": reference},
+        method=method_name,
+    )
 
 
 def judge_frame(
@@ -219,13 +260,13 @@ def judge_frame(
         result = result.drop(columns=stale)
     new_record = dict(out.attrs["raglab"]["judge"])
     if kept_metrics:
-        old_errors = result["judge_error"].tolist() if "judge_error" in result.columns else [None] * len(result)
-        merged = []
-        for old, new in zip(old_errors, out["judge_error"].tolist()):
-            parts = [p for p in (old if isinstance(old, str) else "").split("; ") if p and p.split(":", 1)[0].split(" (")[0] in kept_metrics]
-            parts += [new] if isinstance(new, str) and new else []
-            merged.append("; ".join(parts) if parts else None)
-        out["judge_error"] = pd.Series(merged, dtype=object).to_numpy()
+        # judge_error is rebuilt from the per-metric <metric>_error columns: the kept metrics' from the
+        # rows, the new ones' from this run (no text is split).
+        parts = [
+            (result if metric in kept_metrics else out).get(f"{metric}_error", pd.Series([None] * len(result))).tolist()
+            for metric in [*kept_metrics, *[m for m in chosen if m not in kept_metrics]]
+        ]
+        out["judge_error"] = pd.Series([join_errors(row) for row in zip(*parts)], dtype=object).to_numpy()
         for column in ("judge_prompt_tokens", "judge_completion_tokens"):
             if column in result.columns:
                 out[column] = out[column].to_numpy() + result[column].fillna(0).to_numpy(dtype=np.int64)

@@ -146,6 +146,12 @@ def fingerprint_of(parts: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
+def join_errors(messages: Any) -> str | None:
+    """``judge_error``: the per-metric reasons (``<metric>_error`` columns) joined, or None when none."""
+    present = [m for m in messages if isinstance(m, str) and m]
+    return "; ".join(present) if present else None
+
+
 def _score_value(out: MetricOut | None) -> float:
     return float("nan") if out is None or out.score is None else float(out.score)
 
@@ -166,7 +172,8 @@ def assemble(
     (list[str]), ``faithfulness_verdicts`` (list[bool]), ``faithfulness_reasons`` (list[str]);
     the same for ``correctness``; ``relevance`` (1.0 / 0.0) and ``relevance_reason``; ``declined``
     (nullable boolean) and ``declined_reason``; then ``judge_error`` (why a row is unscored, per
-    metric, or None), ``judge_prompt_tokens`` and ``judge_completion_tokens``. With
+    metric, or None; each metric's part is also its own ``<metric>_error`` column),
+    ``judge_prompt_tokens`` and ``judge_completion_tokens``. With
     ``repeats > 1`` the main columns hold repeat 0 and ``<metric>_repeats`` (one score per repeat)
     and ``<metric>_mean`` (their mean) are added.
     """
@@ -203,10 +210,11 @@ def assemble(
                     [np.nan if all(math.isnan(v) for v in row) else float(np.nanmean(row)) for row in per]
                 )
     errors: list[str | None] = []
+    per_metric: dict[str, list[str | None]] = {metric: [] for metric in metrics}
     prompt_tokens = np.zeros(n, dtype=np.int64)
     completion_tokens = np.zeros(n, dtype=np.int64)
     for i, row in enumerate(results):
-        messages: list[str] = []
+        messages: dict[str, list[str]] = {metric: [] for metric in metrics}
         seen: dict[str, tuple[int, int]] = {}
         for r, rep in enumerate(row):
             for metric in metrics:
@@ -216,10 +224,14 @@ def assemble(
                 seen.update(out.calls)
                 if out.error:
                     label = metric if repeats == 1 else f"{metric} (repeat {r})"
-                    messages.append(f"{label}: {out.error}")
-        errors.append("; ".join(messages) if messages else None)
+                    messages[metric].append(f"{label}: {out.error}")
+        for metric in metrics:
+            per_metric[metric].append("; ".join(messages[metric]) or None)
+        errors.append(join_errors(per_metric[metric][-1] for metric in metrics))
         prompt_tokens[i] = sum(p for p, _ in seen.values())
         completion_tokens[i] = sum(c for _, c in seen.values())
+    for metric in metrics:  # why each metric is unscored, as its own column: merging never parses text
+        cols[f"{metric}_error"] = pd.Series(per_metric[metric], dtype=object).to_numpy()
     cols["judge_error"] = pd.Series(errors, dtype=object).to_numpy()
     cols["judge_prompt_tokens"] = prompt_tokens
     cols["judge_completion_tokens"] = completion_tokens

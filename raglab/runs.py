@@ -1,0 +1,524 @@
+"""Functions that take row tables: summaries, paired comparisons, the gate, judge agreement, sizing.
+
+Each ``df.rag.<method>`` is one call to the function of the same name here (``rows.rag.summary(...)``
+is ``raglab.runs.summary(rows, ...)``): they resolve columns (:mod:`raglab._columns`), pair runs by
+question id (:func:`raglab._rowtable.pair_runs`), pick up the eval set's clusters, and call the
+pure functions of :mod:`raglab.stats`, :mod:`raglab.agreement` and :mod:`raglab.sizing`.
+``method_name`` is the name errors and warnings use (the accessor passes ``"rag.summary"``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from raglab import stats as _stats
+from raglab._columns import (
+    _by_columns,
+    _metric_names,
+    _missing,
+    _paired_labels,
+    _resolve_units,
+    _run_record,
+    _score_frame,
+    _slice_labels,
+    _unit_labels,
+)
+from raglab._errors import RowTableError
+from raglab._meta import carry_meta, get_meta, set_meta
+from raglab._rowtable import missing_column_error, pair_runs, resolve_column
+
+__all__ = ["agreement", "compare", "gate", "size", "summary", "validate"]
+
+
+def validate(
+    rows: pd.DataFrame,
+    *,
+    require: Sequence[str] = ("question_id",),
+    question_id: str | None = None,
+    question: str | None = None,
+    retrieved: str | None = None,
+    gold: str | None = None,
+    gold_spans: str | None = None,
+    retrieved_spans: str | None = None,
+    context: str | None = None,
+    answer: str | None = None,
+    reference: str | None = None,
+    method_name: str = "raglab.runs.validate",
+) -> pd.DataFrame:
+    """Check a row table and return it unchanged (so it chains).
+
+    Every known column role that is present is checked: ``question_id`` unique and not missing;
+    ``retrieved`` a list of ids per row; ``gold`` a list of ids or a dict id -> grade (missing or
+    empty = unanswerable); spans lists of ``{doc_id, start, end}`` with ``0 <= start <= end``;
+    ``retrieved_spans`` one per retrieved id; text columns str or None.
+
+    Parameters
+    ----------
+    rows : DataFrame
+        The row table.
+    require : sequence of str
+        Roles that must be present (default: just ``question_id``).
+    question_id, question, retrieved, gold, gold_spans, retrieved_spans, context, answer, reference : str, optional
+        Column names to use instead of the defaults.
+    method_name : str
+        The name error messages use.
+
+    Raises
+    ------
+    raglab.RowTableError
+        Naming the method, the column, the first offending rows and the fix (a
+        ``raglab.MissingColumnError``, also a ``KeyError``, when a column is absent).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab import runs
+    >>> rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1", "d2"]], "gold": [["d2"]]})
+    >>> runs.validate(rows, require=["retrieved", "gold"]) is rows
+    True
+    """
+    from raglab._rowtable import validate_rows
+
+    validate_rows(
+        rows,
+        method=method_name,
+        require=require,
+        columns={
+            "question_id": question_id,
+            "question": question,
+            "retrieved": retrieved,
+            "gold": gold,
+            "gold_spans": gold_spans,
+            "retrieved_spans": retrieved_spans,
+            "context": context,
+            "answer": answer,
+            "reference": reference,
+        },
+    )
+    return rows
+
+
+def summary(
+    rows: pd.DataFrame,
+    metrics: str | Sequence[str] | None = None,
+    *,
+    by: str | Sequence[str] | None = None,
+    ci: float = 0.95,
+    method: str = "auto",
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    units: str | bool | None = None,
+    question_id: str = "question_id",
+    method_name: str = "raglab.runs.summary",
+) -> pd.DataFrame:
+    """Mean and interval per metric and slice for this run; see :func:`raglab.stats.summary`.
+
+    Parameters
+    ----------
+    metrics : str or list of str, optional
+        Per-question score columns (default: the metric columns: float columns, and integer
+        columns named as a known metric such as ``hit@5`` or ``em``; never booleans such as
+        ``answerable``/``declined``, id columns (``*_id``, ``qid``, ...), roles, or the
+        ``by``/``units`` columns).
+    by : str or list of str, optional
+        Slice column(s): the table gets an ``overall`` row plus one row per slice value (with
+        several columns, one per combination, labelled ``"col=value, col=value"``).
+    ci, method, n_resamples, seed
+        As in :func:`raglab.stats.summary`: Wilson for pass/fail columns and t for continuous
+        ones by default; ``method="percentile"`` or ``"bca"`` for a bootstrap.
+    units : str or False, optional
+        A cluster column (e.g. the source document): resample whole clusters. By default the
+        cluster column recorded by the run's eval set (``EvalSet.freeze(units=...)``), if any;
+        ``False`` treats questions as independent.
+    question_id : str
+        The id column (left out of the default metrics).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``metric, slice, n, n_excluded, mean, se, low, high, method, level, n_resamples, seed``;
+        rows with a missing score are excluded from the mean and counted in ``n_excluded``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab import runs
+    >>> rows = pd.DataFrame({"question_id": ["q1", "q2", "q3", "q4"], "qtype": ["a", "a", "b", "b"],
+    ...                      "hit@5": [1, 0, 1, 1]})
+    >>> runs.summary(rows, ["hit@5"], by="qtype")[["slice", "n", "mean", "method"]].to_string(index=False)
+    '  slice  n  mean method\\noverall  4  0.75 wilson\\n      a  2  0.50 wilson\\n      b  2  1.00 wilson'
+    """
+    df = rows
+    units = _resolve_units(df, units, method_name)
+    by_columns = _by_columns(by)
+    for column in [*by_columns, *([units] if units else [])]:
+        if column not in df.columns:
+            raise _missing(df, column, method_name, "a slice or cluster column")
+    exclude = {question_id, *by_columns, *([units] if units else [])}
+    names = _metric_names(metrics, [df], exclude, method_name)
+    scores = _score_frame(df, names, method_name, id_column=question_id)
+    table = _stats.summary(
+        scores,
+        slices=_slice_labels(df, by_columns, method_name, question_id) if by_columns else None,
+        ci=ci,
+        method=method,
+        n_resamples=n_resamples,
+        seed=seed,
+        units=_unit_labels(df, units, method_name, question_id) if units else None,
+    )
+    meta = get_meta(df)
+    meta["summary"] = {"by": by_columns or None, "units": units, "metrics": names}
+    set_meta(table, _stats._jsonable(meta))
+    return table
+
+
+
+def compare(
+    base: pd.DataFrame,
+    cand: pd.DataFrame,
+    *,
+    metrics: str | Sequence[str] | None = None,
+    by: str | Sequence[str] | None = None,
+    on: str = "question_id",
+    how: str = "exact",
+    units: str | bool | None = None,
+    ci: float = 0.95,
+    method: str = "auto",
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    n_permutations: int = 10_000,
+    adjust: str | None = None,
+    allow_evalset_mismatch: bool = False,
+    method_name: str = "raglab.runs.compare",
+) -> pd.DataFrame:
+    """Paired comparison of this run (the baseline) with ``cand``, per metric and slice.
+
+    Rows are paired by ``on``. Different question sets raise an error listing the ids missing on
+    each side, unless ``how="inner"`` (then a warning gives the counts). Runs stamped with
+    different eval-set hashes are refused unless ``allow_evalset_mismatch=True``; runs scored by
+    different judges warn loudly. Pairs with a missing score on either side are dropped for that
+    metric and counted in ``n_dropped``. See :func:`raglab.stats.compare` for the intervals
+    (paired bootstrap shared by all metrics and slices) and the tests (exact McNemar for
+    pass/fail metrics, sign-flip permutation otherwise; ``adjust="holm"`` adds ``p_adjusted``).
+
+    Parameters
+    ----------
+    cand : DataFrame
+        The candidate run.
+    metrics : str or list of str, optional
+        Score columns present in both runs (default: the metric columns present in both runs:
+        float columns, and integer columns named as a known metric such as ``hit@5`` or ``em``;
+        never booleans such as ``answerable``/``declined``, id columns (``*_id``, ``qid``, ...),
+        roles, or the ``by``/``units`` columns).
+    by : str or list of str, optional
+        Slice column(s), from the baseline (the candidate's, if it also has them, must agree).
+    on : str
+        The question id column.
+    how : {"exact", "inner"}
+        Require the same questions (default) or compare the shared ones.
+    units : str or False, optional
+        Cluster column: resample whole clusters. By default the cluster column recorded by the
+        baseline's eval set (``EvalSet.freeze(units=...)``), if any; ``False`` treats questions
+        as independent.
+    ci, method, n_resamples, seed, n_permutations, adjust
+        As in :func:`raglab.stats.compare`.
+    allow_evalset_mismatch : bool
+        Compare runs stamped with different eval sets anyway (with a warning).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``metric, slice, n, n_dropped, base, cand, diff, low, high, p_value, method, level,
+        n_resamples, seed, test, n_permutations``. ``attrs["raglab"]["comparison"]`` keeps the
+        settings and both runs' eval set and judge records.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab import runs
+    >>> base = pd.DataFrame({"question_id": [f"q{i}" for i in range(100)], "hit@5": [1, 0] * 50})
+    >>> cand = base.assign(**{"hit@5": [1, 1] * 50}).iloc[::-1]   # row order does not matter
+    >>> t = runs.compare(base, cand, metrics=["hit@5"])
+    >>> t[["metric", "slice", "n", "base", "cand", "diff"]].to_string(index=False)
+    'metric   slice   n  base  cand  diff\\n hit@5 overall 100   0.5   1.0   0.5'
+    """
+    units = _resolve_units(base, units, method_name)
+    pairs = pair_runs(base, cand, on=on, how=how, method=method_name, allow_evalset_mismatch=allow_evalset_mismatch)
+    by_columns = _by_columns(by)
+    exclude = {on, *by_columns, *([units] if units else [])}
+    names = _metric_names(metrics, [pairs.base, pairs.cand], exclude, method_name)
+    base_scores = _score_frame(pairs.base, names, method_name, id_column=on, side="baseline")
+    cand_scores = _score_frame(pairs.cand, names, method_name, id_column=on, side="candidate")
+    slices = _paired_labels(pairs, by_columns, on, method_name, kind="slice") if by_columns else None
+    unit_labels = _paired_labels(pairs, [units], on, method_name, kind="cluster") if units else None
+    table = _stats.compare(
+        base_scores,
+        cand_scores,
+        slices=slices,
+        units=unit_labels,
+        ci=ci,
+        method=method,
+        n_resamples=n_resamples,
+        seed=seed,
+        n_permutations=n_permutations,
+        adjust=adjust,
+    )
+    comparison = dict(table.attrs["raglab"]["comparison"])
+    comparison.update(
+        {
+            "on": on,
+            "how": how,
+            "by": by_columns or None,
+            "units": units,
+            "n_paired": pairs.n,
+            "n_base_only": len(pairs.base_only),
+            "n_cand_only": len(pairs.cand_only),
+            "base_only": [str(i) for i in pairs.base_only[:50]],
+            "cand_only": [str(i) for i in pairs.cand_only[:50]],
+            "runs": {"base": _run_record(base), "cand": _run_record(cand)},
+        }
+    )
+    meta = get_meta(base)
+    meta["comparison"] = comparison
+    set_meta(table, _stats._jsonable(meta))
+    return table
+
+
+
+def gate(
+    base: pd.DataFrame,
+    cand: pd.DataFrame,
+    *,
+    margin: float | Mapping[str, float],
+    metrics: str | Sequence[str],
+    by: str | Sequence[str] | None = None,
+    higher_is_better: bool | Mapping[str, bool] | None = None,
+    on: str = "question_id",
+    how: str = "exact",
+    units: str | bool | None = None,
+    ci: float = 0.95,
+    method: str = "auto",
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    n_permutations: int = 10_000,
+    adjust: str | None = "holm",
+    allow_evalset_mismatch: bool = False,
+    method_name: str = "raglab.runs.gate",
+) -> _stats.GateResult:
+    """Release gate: :meth:`compare` plus a non-inferiority decision per metric and slice.
+
+    Pass if ``low >= -margin``; block if ``high < 0`` and the drop is significant after Holm's
+    adjustment over every row (``adjust=None``: per row); otherwise review, always with fewer than
+    10 questions or a zero-width interval (signs flipped for lower-is-better metrics). The
+    overall ``decision`` is the worst row. See :func:`raglab.stats.gate`.
+
+    Parameters
+    ----------
+    cand : DataFrame
+        The candidate run.
+    margin : float or dict
+        The largest acceptable drop, for all metrics or ``{metric: margin}``.
+    higher_is_better : bool or dict, optional
+        Direction per metric (default from the metric name; explicit values win).
+    metrics, by, on, how, units, ci, method, n_resamples, seed, n_permutations, allow_evalset_mismatch
+        As in :meth:`compare`.
+    adjust : {"holm", None}
+        Blocks need Holm-adjusted evidence over all rows (default) or, with None, only the row's own.
+
+    Returns
+    -------
+    raglab.stats.GateResult
+        ``.decision``, ``.table``, ``.to_frame()``, ``.to_json(path)`` (the decision log with both
+        runs' eval-set version and hash and judge fingerprint).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab import runs
+    >>> base = pd.DataFrame({"question_id": [f"q{i}" for i in range(200)], "hit@5": [1, 1, 1, 0] * 50})
+    >>> cand = base.assign(**{"hit@5": [1, 1, 0, 0] * 50})
+    >>> runs.gate(base, cand, margin=0.02, metrics=["hit@5"]).decision
+    'block'
+    """
+    if metrics is None or (not isinstance(metrics, str) and len(metrics) == 0):
+        raise TypeError(
+            f"{method_name} needs metrics=[...]: a release gate is a rule decided in advance, on named metrics "
+            "(e.g. metrics=['recall@5', 'faithfulness']), never on whatever numeric columns a table happens to hold."
+        )
+    table = compare(
+        base,
+        cand,
+        metrics=metrics,
+        by=by,
+        on=on,
+        how=how,
+        units=units,
+        ci=ci,
+        method=method,
+        n_resamples=n_resamples,
+        seed=seed,
+        n_permutations=n_permutations,
+        allow_evalset_mismatch=allow_evalset_mismatch,
+        method_name=method_name,
+    )
+    return _stats._gate_result(table, margin, higher_is_better, adjust)
+
+
+
+def agreement(
+    rows: pd.DataFrame,
+    human: str | list[str],
+    judge: str,
+    *,
+    positive: Any = None,
+    labels: list[Any] | None = None,
+    weights: str | None = None,
+    distance: str = "rank",
+    human_threshold: float | None = None,
+    judge_threshold: float | None = None,
+    ties: str = "drop",
+    units: str | bool | None = None,
+    ci: float = 0.95,
+    method: str = "auto",
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    warn: bool = True,
+    method_name: str = "raglab.runs.agreement",
+) -> Any:
+    """Validate a judge column against human labels; see :func:`raglab.agreement.report`.
+
+    Parameters
+    ----------
+    human : str or list of str
+        The column of human labels, or several rater columns: the judge is then compared with
+        their per-row majority (tie rule ``ties``, see :func:`raglab.agreement.majority_vote`;
+        ``human_threshold`` turns each rater's rating into pass/fail first).
+    judge : str
+        The column of judge labels (or scores, with ``judge_threshold``).
+    units : str or False, optional
+        A cluster column (e.g. ``conversation_id``): every interval resamples whole clusters and
+        the report shows the design effect. By default the cluster column recorded by the run's
+        eval set, if any; ``False`` treats items as independent. See
+        :func:`raglab.agreement.report`.
+    positive, labels, weights, distance, human_threshold, judge_threshold, ci, method, n_resamples, seed, warn
+        As in :func:`raglab.agreement.report`.
+
+    Returns
+    -------
+    raglab.agreement.AgreementReport
+        ``disagreements`` holds the original rows (all columns, index kept) where they differ.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab import runs
+    >>> rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(200)],
+    ...                      "human": [1] * 150 + [0] * 50,
+    ...                      "judge": [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28})
+    >>> rep = runs.agreement(rows, "human", "judge", positive=1)
+    >>> round(rep.kappa, 3), rep.miss_rate, rep.disagreements["question_id"].iloc[0]
+    (0.559, 0.44, 'q142')
+    """
+    from raglab import agreement as _agreement
+
+    df = rows
+    raters = [human] if isinstance(human, str) else list(human)
+    if not raters:
+        raise ValueError(f"{method_name} needs at least one human column")
+    for column in [*raters, judge]:
+        if column not in df.columns:
+            raise missing_column_error(df, column, role=None, method=method_name)
+    units = _resolve_units(df, units, method_name)
+    unit_labels = _unit_labels(df, units, method_name, None) if units is not None else None
+    rows = carry_meta(df, df.copy(deep=False))
+    if isinstance(human, str):
+        return _agreement._report(
+            df[human], df[judge], positive=positive, labels=labels, weights=weights, distance=distance,
+            human_threshold=human_threshold, judge_threshold=judge_threshold, ci=ci, method=method,
+            n_resamples=n_resamples, seed=seed, warn=warn, rows=rows, names=(human, judge), units=unit_labels,
+        )
+    if weights is not None:
+        raise ValueError(f"{method_name}: weighted kappa against a human majority is not supported; pass weights=None")
+    return _agreement._judge_vs_majority(
+        df[raters], df[judge], positive=positive, ties=ties, rating_threshold=human_threshold,
+        judge_threshold=judge_threshold, labels=labels, ci=ci, method=method, n_resamples=n_resamples,
+        seed=seed, ids=None, warn=warn, rows=rows, names=(f"majority of {raters}", judge), units=unit_labels,
+    )
+
+
+
+def size(
+    base: pd.DataFrame,
+    cand: pd.DataFrame,
+    *,
+    metric: str,
+    mde: float,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    attenuation: float | None = None,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
+    judge: Any = None,
+    pilot_labels: str = "true",
+    slice_fraction: float = 1.0,
+    alternative: str = "two-sided",
+    binary: bool | None = None,
+    question_id: str | None = None,
+    how: str = "exact",
+    allow_evalset_mismatch: bool = False,
+    method_name: str = "raglab.runs.size",
+) -> Any:
+    """Questions needed to detect a change of ``mde`` in ``metric``, sized from a pilot of two runs.
+
+    This frame is the baseline pilot run and ``cand`` the candidate pilot run; they are paired by
+    question id (see :func:`raglab._rowtable.pair_runs`). A pass/fail metric (values 0/1) gives the
+    base and candidate pass rates and the discordance (share of questions whose pass/fail
+    differs); another metric the standard deviation of per-question differences. See
+    :func:`raglab.sizing.questions_needed` for the formulas.
+
+    With a judge (``judge=`` an :class:`raglab.agreement.AgreementReport`, or
+    ``sensitivity=``/``specificity=``), the pilot's pass/fail scores are taken as the TRUE
+    outcomes and the test is sized on the judge's labels; pass ``pilot_labels="judge"`` when the
+    pilot scores are the judge's own labels. A pilot whose discordance is below the mde is
+    sized on a stated planning value.
+
+    Returns
+    -------
+    raglab.sizing.SizingResult
+        ``n`` (paired), ``n_unpaired`` for comparison, and the assumptions used.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab import runs
+    >>> base = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 1, 0, 1, 0, 1, 1, 1, 0, 1]})
+    >>> cand = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 0, 0, 1, 1, 1, 1, 1, 0, 1]})
+    >>> runs.size(base, cand, metric="hit@5", mde=0.05).n
+    626
+    """
+    from raglab import sizing as _sizing
+
+    on = resolve_column(base, "question_id", question_id, method=method_name)
+    paired = pair_runs(base, cand, on=on, how=how, method=method_name,
+                       allow_evalset_mismatch=allow_evalset_mismatch)
+    values = []
+    for side, frame in (("base", paired.base), ("cand", paired.cand)):
+        if metric not in frame.columns:
+            raise missing_column_error(frame, metric, role=None, method=f"{method_name} ({side})", keyword="metric")
+        column = frame[metric]
+        try:
+            numbers = pd.to_numeric(column.astype(object).where(column.notna(), None), errors="raise")
+        except (TypeError, ValueError):
+            raise RowTableError(
+                f"{method_name}: column {metric!r} ({side}) must hold numeric scores (or 0/1 pass/fail); "
+                f"found {column.dtype} values such as {column.dropna().iloc[:3].tolist()!r}"
+            ) from None
+        values.append(numbers.to_numpy(dtype=float, na_value=float("nan")))
+    return _sizing.size_from_pilot(
+        values[0], values[1], metric=metric, mde=mde, binary=binary, power=power, alpha=alpha,
+        attenuation=attenuation, sensitivity=sensitivity, specificity=specificity, judge=judge,
+        pilot_labels=pilot_labels, slice_fraction=slice_fraction, alternative=alternative,
+    )
