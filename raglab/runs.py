@@ -435,14 +435,14 @@ def agreement(
     unit_labels = _unit_labels(df, units, method_name, None) if units is not None else None
     rows = carry_meta(df, df.copy(deep=False))
     if isinstance(human, str):
-        return _agreement._report(
+        return _agreement.report(
             df[human], df[judge], positive=positive, labels=labels, weights=weights, distance=distance,
             human_threshold=human_threshold, judge_threshold=judge_threshold, ci=ci, method=method,
             n_resamples=n_resamples, seed=seed, warn=warn, rows=rows, names=(human, judge), units=unit_labels,
         )
     if weights is not None:
         raise ValueError(f"{method_name}: weighted kappa against a human majority is not supported; pass weights=None")
-    return _agreement._judge_vs_majority(
+    return _agreement.judge_vs_majority(
         df[raters], df[judge], positive=positive, ties=ties, rating_threshold=human_threshold,
         judge_threshold=judge_threshold, labels=labels, ci=ci, method=method, n_resamples=n_resamples,
         seed=seed, ids=None, warn=warn, rows=rows, names=(f"majority of {raters}", judge), units=unit_labels,

@@ -1,0 +1,99 @@
+"""Validating a judge against people, and agreement between people.
+
+A judge is a classifier: before its averages are trusted, its error rates against human labels are
+measured. :func:`report` compares a judge's labels with human labels on the same items and returns
+an :class:`AgreementReport` with raw agreement, Cohen's kappa with an interval, the confusion
+matrix, the judge's *miss rate* (of the items people marked negative, e.g. unsupported, the share the
+judge passed), sensitivity and specificity, the *attenuation* ``J = sensitivity + specificity - 1``
+(a true change ``d`` in the pass rate moves the judge's mean by about ``J * d``) and the
+Rogan-Gladen corrected pass rate.
+
+Several human raters: :func:`fleiss_kappa`, :func:`krippendorff_alpha` (nominal, ordinal, interval
+or ratio; missing ratings allowed) and :func:`judge_vs_majority`.
+
+Conventions (stated here once and in every result):
+
+* Kappa thresholds: above about 0.6 is usually considered substantial agreement; below 0.4 the
+  judge should not be trusted (the report warns with :class:`LowAgreementWarning`).
+* Weighted kappa needs a distance between categories. ``distance="rank"`` (default) places the
+  categories at their positions in the label order, 0, 1, 2, ... -- scikit-learn's convention and
+  statsmodels' default. ``distance="value"`` uses the numeric labels themselves as category scores
+  (statsmodels' ``cohens_kappa(table, weights=labels, wt=...)``); the two agree when the labels are
+  equally spaced.
+* Rating matrices for several raters have one row per item and one column per rater (missing =
+  NaN or None), the transpose of the ``krippendorff`` package's ``reliability_data``.
+* Comparable labels: numbers with numbers (``1 == 1.0``), text with text, booleans with booleans,
+  and booleans with numbers that are all 0 or 1 (True counts as 1 and False as 0, as in Python;
+  the booleans are shown as 0/1). Text against numbers or booleans, booleans against other
+  numbers, or human and judge labels with no label in common raise :class:`LabelMismatchError`
+  naming both sides and the conversion that fixes it -- never a kappa of 0 that blames the judge.
+* Kappa's interval (``method="auto"``): the analytic one (statsmodels' ``std_kappa``), or, when
+  the rarest label has fewer than :data:`KAPPA_MIN_COUNT` items, an adjusted one (two pseudo-items
+  spread over the table), because there the analytic and bootstrap intervals under-cover.
+* Clusters (``units=``): items from one conversation or document are not independent. Every
+  interval then resamples whole clusters and the report shows each statistic's *design effect*,
+  the cluster-bootstrap variance over the item-bootstrap variance (fewer than
+  :data:`raglab.stats.MIN_CLUSTERS` clusters: no interval, with a :class:`FragileIntervalWarning`).
+* Rogan-Gladen outside [0, 1]: an :class:`ImpossibleRateWarning`, the estimate clipped, and the
+  interval's part inside [0, 1] (none when all of it lies outside) -- never a zero-width interval.
+
+The functions live in :mod:`~raglab.agreement.kappa` (Cohen's kappa and its interval),
+:mod:`~raglab.agreement.raters` (Fleiss, Krippendorff, majority vote),
+:mod:`~raglab.agreement.reporting` (:func:`report`, :func:`judge_vs_majority`),
+:mod:`~raglab.agreement.result` (:class:`AgreementReport`), :mod:`~raglab.agreement.correction`
+(Rogan-Gladen), :mod:`~raglab.agreement.clusters` (cluster bootstrap, design effects) and
+:mod:`~raglab.agreement.labels` (label coding and the label-mismatch checks); import them from
+``raglab.agreement``.
+
+Examples
+--------
+>>> from raglab import agreement
+>>> human = [1] * 150 + [0] * 50
+>>> judge = [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28
+>>> round(agreement.cohen_kappa(human, judge), 3)
+0.559
+>>> rep = agreement.report(human, judge, positive=1)
+>>> rep.agreement, rep.miss_rate, round(rep.attenuation, 2)
+(0.85, 0.44, 0.51)
+"""
+
+from __future__ import annotations
+
+from raglab.agreement._common import (
+    KAPPA_MIN_COUNT,
+    KAPPA_SUBSTANTIAL,
+    KAPPA_UNTRUSTED,
+    FragileIntervalWarning,
+    ImpossibleRateWarning,
+    LowAgreementWarning,
+)
+from raglab.agreement.correction import rogan_gladen
+from raglab.agreement.kappa import cohen_kappa, cohen_kappa_interval
+from raglab.agreement.labels import LabelMismatchError
+from raglab.agreement.raters import fleiss_kappa, krippendorff_alpha, majority_vote
+from raglab.agreement.reporting import judge_vs_majority, report
+from raglab.agreement.result import AgreementReport
+
+# Until the accessor and raglab.runs call the public functions (which take names=, rows=, units=),
+# the old private entry points are the same functions under their old names.
+_report = report
+_judge_vs_majority = judge_vs_majority
+
+__all__ = [
+    "AgreementReport",
+    "FragileIntervalWarning",
+    "ImpossibleRateWarning",
+    "KAPPA_MIN_COUNT",
+    "LabelMismatchError",
+    "LowAgreementWarning",
+    "KAPPA_SUBSTANTIAL",
+    "KAPPA_UNTRUSTED",
+    "cohen_kappa",
+    "cohen_kappa_interval",
+    "fleiss_kappa",
+    "judge_vs_majority",
+    "krippendorff_alpha",
+    "majority_vote",
+    "report",
+    "rogan_gladen",
+]

@@ -1,0 +1,79 @@
+"""What the agreement modules share: the kappa thresholds, the option lists, the warnings, small helpers.
+
+Nothing here is specific to one statistic: the thresholds used to read a kappa, the options each
+function accepts, the three warning classes the report and the correction issue, the normal
+quantile and the percentile interval of a bootstrap.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as _sps
+
+__all__ = [
+    "FragileIntervalWarning",
+    "ImpossibleRateWarning",
+    "KAPPA_MIN_COUNT",
+    "KAPPA_SUBSTANTIAL",
+    "KAPPA_UNTRUSTED",
+    "LowAgreementWarning",
+]
+
+KAPPA_SUBSTANTIAL = 0.6
+"""Kappa above about this value is usually considered substantial agreement."""
+KAPPA_UNTRUSTED = 0.4
+"""Below this kappa a judge should not be trusted."""
+
+_THRESHOLDS_TEXT = (
+    f"kappa above about {KAPPA_SUBSTANTIAL} is usually considered substantial; "
+    f"below {KAPPA_UNTRUSTED} the judge should not be trusted"
+)
+_WEIGHTS = (None, "linear", "quadratic")
+_DISTANCES = ("rank", "value")
+_KAPPA_METHODS = ("auto", "analytic", "adjusted", "bootstrap")
+_RG_METHODS = ("delta", "bootstrap")
+_LEVELS = ("nominal", "ordinal", "interval", "ratio")
+_TIES = ("drop", "low", "high")
+
+
+KAPPA_MIN_COUNT = 10
+"""Below this smallest label count (either rater, any category) the analytic kappa interval under-covers.
+
+Simulated (binary labels, prevalence 0.5-0.95, kappa 0.3-0.8, n 10-300; 2-4 categories, weighted and
+not): a nominal 95% ``kappa +- 1.96 SE`` interval covered 67% of the time when the rarest label had
+fewer than 5 items and 89% at 5-9, against 92-95% from 10 up; the percentile bootstrap was no better
+(65% at n = 10). ``method="auto"`` switches to the adjusted interval there, which covered 94-96% in
+every regime simulated (93.7% at worst).
+"""
+
+
+class LowAgreementWarning(UserWarning):
+    """The judge agrees with people too little (kappa below 0.4) for its averages to be trusted."""
+
+
+class FragileIntervalWarning(UserWarning):
+    """An interval is known to under-cover here (a rare label, too few clusters), or none can be given."""
+
+
+class ImpossibleRateWarning(UserWarning):
+    """A judge's pass rate lies outside the range its sensitivity and specificity allow."""
+
+
+def _z(level: float) -> float:
+    return float(_sps.norm.ppf(0.5 + level / 2))
+
+
+def _percentile(boot: np.ndarray, level: float) -> tuple[float, float]:
+    finite = boot[np.isfinite(boot)]
+    if finite.size == 0:
+        return math.nan, math.nan
+    alpha = 1.0 - level
+    low, high = np.quantile(finite, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+def _check_resamples(n_resamples: int) -> None:
+    if isinstance(n_resamples, bool) or int(n_resamples) != n_resamples or n_resamples < 1:
+        raise ValueError(f"`n_resamples` must be a positive integer, got {n_resamples!r}")

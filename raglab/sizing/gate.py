@@ -1,0 +1,137 @@
+"""Sizing the release gate: the questions at which an unchanged candidate passes its margin.
+
+:func:`questions_for_gate` inverts the non-inferiority rule of :func:`raglab.stats.gate` for a
+candidate that truly did not change, from the variance of one question's paired difference
+(the discordance, ``sd_diff**2``, or the discordance of a judge's labels).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from scipy import stats as _sps
+
+from raglab.sizing._checks import _N_MAX, _is_number, _judge_rates, _rate
+from raglab.sizing.outcomes import PairedOutcomes, paired_outcomes
+
+__all__ = ["questions_for_gate"]
+
+
+def _gate_variance(
+    *, paired: bool, discordance: Any, sd_diff: Any, p: Any, sensitivity: Any, specificity: Any,
+) -> tuple[float, PairedOutcomes | None]:
+    """Variance of one question's difference (cand - base) when nothing truly changed."""
+    if not paired:
+        raise ValueError(
+            "the release gate compares paired runs (both configs answer the same questions, paired by "
+            "question id): pass paired=True (the default)"
+        )
+    judge = _judge_rates(sensitivity, specificity)
+    if sd_diff is not None:
+        if discordance is not None:
+            raise ValueError("pass either `discordance` (pass/fail metrics) or `sd_diff` (continuous), not both")
+        if not (_is_number(sd_diff) and sd_diff > 0 and math.isfinite(sd_diff)):
+            raise ValueError(f"`sd_diff` must be a positive standard deviation, got {sd_diff!r}")
+        if judge is not None or p is not None:
+            raise ValueError(
+                "`sd_diff` sizes a continuous metric on its own: drop `p`, `sensitivity` and `specificity` "
+                "(pass/fail designs); measure `sd_diff` on the judge's scores if a judge gives them"
+            )
+        return float(sd_diff) ** 2, None
+    if discordance is None:
+        raise ValueError(
+            "sizing the gate needs `discordance` (pass/fail: the share of questions whose pass/fail differs "
+            "between two runs of an unchanged config) or `sd_diff` (continuous: sd of per-question differences)"
+        )
+    q = _rate("discordance", discordance, open_low=True)
+    if judge is None:
+        if p is not None:
+            raise ValueError(
+                f"`p` = {p!r} does not change the gate's sizing without a judge: the variance of a paired "
+                "difference with no true change is the discordance. Drop `p`, or pass `sensitivity=` and "
+                "`specificity=` too when a judge labels the answers (then `p` and `discordance` are the TRUE outcomes)"
+            )
+        return q, None
+    if p is None:
+        raise ValueError(
+            "sizing the gate with a judge's `sensitivity` and `specificity` needs `p`, the baseline's TRUE pass "
+            "rate (e.g. p=0.7)"
+        )
+    seen = paired_outcomes(p, discordance=q, change=0.0).through_judge(sensitivity=judge[0], specificity=judge[1])
+    return seen.discordance, seen
+
+
+def questions_for_gate(
+    margin: float,
+    *,
+    paired: bool = True,
+    discordance: float | None = None,
+    sd_diff: float | None = None,
+    p: float | None = None,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
+    power: float = 0.8,
+    ci: float = 0.95,
+    slice_fraction: float = 1.0,
+) -> int:
+    """Questions at which a truly unchanged candidate passes the non-inferiority gate with the asked power.
+
+    The gate (:func:`raglab.stats.gate`) passes a row when the lower end of the two-sided ``ci``
+    interval on ``mean(cand - base)`` is at least ``-margin``. With no true change and a
+    per-question difference of variance ``v``, the lower end is about
+    ``N(0, v / n) - z sqrt(v / n)`` with ``z = z_{1 - (1 - ci) / 2}``, so the gate passes with
+    probability ``Phi(margin sqrt(n / v) - z)`` and
+
+    ``n = ceil((z + z_power)**2 * v / margin**2)``.
+
+    ``v`` is the discordance for a pass/fail metric (the share of questions whose outcome differs
+    between two runs of equal quality) and ``sd_diff**2`` for a continuous one. With a judge
+    (``sensitivity``, ``specificity`` and the TRUE ``p`` and ``discordance``), ``v`` is the
+    discordance of the judge's labels, larger than the true one (see :func:`paired_outcomes`), and
+    the margin applies to the judge's pass rate, which is what the gate sees.
+
+    Parameters
+    ----------
+    margin : float
+        The gate's non-inferiority margin (the largest drop to ship without discussion).
+    paired : bool
+        The gate is paired by question id; only True is accepted.
+    discordance, sd_diff, p, sensitivity, specificity : float, optional
+        As in :func:`questions_needed` (``p`` is used with a judge and refused without one).
+    power : float
+        Probability that an unchanged candidate passes.
+    ci : float
+        Level of the gate's two-sided interval (its ``ci=``).
+    slice_fraction : float
+        Share of the questions in the slice (every slice row must pass too): the total ``ceil(n / f)``.
+
+    Returns
+    -------
+    int
+        Total questions.
+
+    Examples
+    --------
+    >>> questions_for_gate(0.02, discordance=0.1)               # (1.96 + 0.84)^2 x 0.1 / 0.02^2
+    1963
+    >>> questions_for_gate(0.02, discordance=0.1, p=0.7, sensitivity=0.943, specificity=0.635)
+    4861
+    >>> questions_for_gate(0.01, sd_diff=0.15)
+    1766
+    """
+    if not _is_number(margin) or not margin > 0 or not math.isfinite(margin):
+        raise ValueError(f"`margin` must be a positive drop (e.g. 0.02 for 2 points), got {margin!r}")
+    ci = _rate("ci", ci, open_low=True, open_high=True)
+    power = _rate("power", power, open_low=True, open_high=True)
+    slice_fraction = _rate("slice_fraction", slice_fraction, open_low=True)
+    v, _ = _gate_variance(paired=paired, discordance=discordance, sd_diff=sd_diff, p=p,
+                          sensitivity=sensitivity, specificity=specificity)
+    z = float(_sps.norm.isf((1 - ci) / 2))
+    zp = float(_sps.norm.ppf(power))
+    if z + zp <= 0:
+        raise ValueError(f"`power` = {power:g} is below what the gate gives an unchanged candidate with one question")
+    n = max(1, math.ceil((z + zp) ** 2 * v / float(margin) ** 2 - 1e-9))
+    if n > _N_MAX:
+        raise ValueError(f"a margin of {margin:g} is too small to size with any practical number of questions")
+    return math.ceil(n / slice_fraction - 1e-9)
