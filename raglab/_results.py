@@ -8,12 +8,14 @@ text ``__repr__`` and an HTML ``_repr_html_`` built the same way everywhere.
 from __future__ import annotations
 
 import html
+import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["DECISION_COLOURS", "NEUTRAL_COLOUR", "ResultBase", "decision_colour"]
+__all__ = ["DECISION_COLOURS", "NEUTRAL_COLOUR", "ResultBase", "decision_colour", "jsonable"]
 
 # The gate's decisions in every table and plot (colour-blind-safe green / orange / red).
 DECISION_COLOURS = {"pass": "#1a7f37", "review": "#b35900", "block": "#cf222e"}
@@ -48,6 +50,33 @@ def frame_to_html(frame: pd.DataFrame, *, decision_column: str | None = "decisio
             cells.append(f"<td{style}>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-ready copy: dict keys as text, numpy scalars as Python, NaN/inf/NA as None.
+
+    Examples
+    --------
+    >>> jsonable({"n": np.int64(3), "low": float("nan"), 1: [np.float64(0.5)]})
+    {'n': 3, 'low': None, '1': [0.5]}
+    """
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [jsonable(v) for v in value.tolist()]
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if not math.isfinite(value) else float(value)
+    if isinstance(value, str):
+        return value
+    return str(value)
 
 
 class ResultBase:

@@ -28,7 +28,9 @@ from raglab._columns import (
 )
 from raglab._errors import RowTableError
 from raglab._meta import carry_meta, get_meta, set_meta
+from raglab._results import jsonable
 from raglab._rowtable import missing_column_error, pair_runs, resolve_column
+from raglab.gate import gate_comparison
 
 __all__ = ["agreement", "compare", "gate", "size", "summary", "validate"]
 
@@ -171,7 +173,7 @@ def summary(
     )
     meta = get_meta(df)
     meta["summary"] = {"by": by_columns or None, "units": units, "metrics": names}
-    set_meta(table, _stats._jsonable(meta))
+    set_meta(table, jsonable(meta))
     return table
 
 
@@ -283,7 +285,7 @@ def compare(
     )
     meta = get_meta(base)
     meta["comparison"] = comparison
-    set_meta(table, _stats._jsonable(meta))
+    set_meta(table, jsonable(meta))
     return table
 
 
@@ -364,7 +366,7 @@ def gate(
         allow_evalset_mismatch=allow_evalset_mismatch,
         method_name=method_name,
     )
-    return _stats._gate_result(table, margin, higher_is_better, adjust)
+    return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
 
 
 

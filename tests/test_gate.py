@@ -12,7 +12,9 @@ import pytest
 import raglab
 from raglab import stats
 from raglab._meta import update_meta
-from raglab.stats import GateResult, gate
+from raglab._results import ResultBase
+from raglab.gate import _decide, _worst
+from raglab.stats import GateResult, gate, gate_comparison
 
 
 def _seed_example():
@@ -62,17 +64,17 @@ def test_seed_example_blocks_at_margin_002():
     ],
 )
 def test_decision_rule(low, high, margin, higher, expected):
-    decision, reason = stats._decide(low, high, margin, higher)
+    decision, reason = _decide(low, high, margin, higher)
     assert decision == expected and reason
 
 
 def test_decision_rule_reviews_thin_evidence():
-    assert stats._decide(-0.01, 0.01, 0.02, True, n=9)[0] == "review"
-    assert "only 9 paired questions" in stats._decide(-0.01, 0.01, 0.02, True, n=9)[1]
+    assert _decide(-0.01, 0.01, 0.02, True, n=9)[0] == "review"
+    assert "only 9 paired questions" in _decide(-0.01, 0.01, 0.02, True, n=9)[1]
     # Interval below zero but the Holm-adjusted one-sided p-value is not small enough: review, not block.
-    decision, reason = stats._decide(-0.2, -0.01, 0.02, True, n=50, p_worse=0.04, family=24)
+    decision, reason = _decide(-0.2, -0.01, 0.02, True, n=50, p_worse=0.04, family=24)
     assert decision == "review" and "24 rows" in reason
-    assert stats._decide(-0.2, -0.01, 0.02, True, n=50, p_worse=0.001, family=24)[0] == "block"
+    assert _decide(-0.2, -0.01, 0.02, True, n=50, p_worse=0.001, family=24)[0] == "block"
 
 
 def _gate_on(diffs, **kwargs):
@@ -131,9 +133,9 @@ def test_margin_per_metric_and_worst_row_wins():
 
 
 def test_review_beats_pass_and_block_beats_review():
-    assert stats._worst(["pass", "review", "pass"]) == "review"
-    assert stats._worst(["review", "block", "pass"]) == "block"
-    assert stats._worst(["pass"]) == "pass"
+    assert _worst(["pass", "review", "pass"]) == "review"
+    assert _worst(["review", "block", "pass"]) == "block"
+    assert _worst(["pass"]) == "pass"
 
 
 def test_slices_are_gated_too():
@@ -244,6 +246,43 @@ def test_gate_accessor_equals_the_pure_function():
     direct = gate(b[["hit@5", "faithfulness"]], c[["hit@5", "faithfulness"]], margin=0.02, slices=b["qtype"])
     pd.testing.assert_frame_equal(via_accessor.table, direct.table)
     assert via_accessor.decision == direct.decision
+
+
+def test_gate_is_compare_then_gate_comparison():
+    b, c = _stamped_runs()
+    metrics = ["hit@5", "faithfulness"]
+    direct = gate(b[metrics], c[metrics], margin=0.02, slices=b["qtype"], higher_is_better=True, seed=3)
+    table = stats.compare(b[metrics], c[metrics], slices=b["qtype"], seed=3)
+    stepwise = gate_comparison(table, 0.02, higher_is_better=True)
+    pd.testing.assert_frame_equal(stepwise.table, direct.table)
+    assert stepwise.decision == direct.decision and stepwise.settings == direct.settings
+    assert "decision" not in table.columns  # the comparison table is not modified
+
+
+def test_gate_comparison_says_which_columns_a_table_needs():
+    with pytest.raises(ValueError, match=r"columns \['low', 'high'\]; found \['metric', 'n'\].*compare"):
+        gate_comparison(pd.DataFrame({"metric": ["m"], "n": [10]}), 0.02, higher_is_better=True)
+    with pytest.raises(TypeError, match="comparison table"):
+        gate_comparison({"metric": ["m"]}, 0.02)
+
+
+def test_the_gate_lives_in_raglab_gate_and_raglab_stats_still_exports_it():
+    import raglab.gate
+
+    for name in raglab.gate.__all__:
+        assert getattr(stats, name) is getattr(raglab.gate, name)
+    assert set(raglab.gate.__all__) - {"GATE_TOLERANCE", "MIN_CHANGED"} <= set(stats.__all__)
+    assert "gate_comparison" in dir(stats)
+    assert issubclass(GateResult, ResultBase)
+
+
+def test_gate_warnings_point_at_the_callers_line():
+    with pytest.warns(UserWarning, match="guessed from the metric name") as record:
+        gate({"a": [1, 0, 1] * 5}, {"a": [1, 1, 1] * 5}, margin=0.0)
+    assert record[0].filename == __file__
+    with pytest.warns(UserWarning, match="dropped 1 of 4 pair") as record:
+        stats.paired_bootstrap([1.0, 0.0, np.nan, 1.0], [1.0, 1.0, 1.0, 0.0], n_resamples=100)
+    assert record[0].filename == __file__
 
 
 def test_a_slice_of_one_question_goes_to_review():

@@ -13,7 +13,10 @@ from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
 import raglab  # noqa: F401  (registers df.rag)
 from raglab import stats
+from raglab.gate import _decide
 from raglab.stats import gate, paired_proportion_interval
+from raglab.stats.intervals import _tango_bounds
+from raglab.stats.tests import _one_sided_mcnemar
 
 
 def _score_oracle(delta: float, down: int, up: int, n: int) -> float:
@@ -62,7 +65,7 @@ def _exact_coverage(n: int, p_down: float, p_up: float, level: float = 0.95) -> 
     downs, ups = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
     ok = downs + ups <= n
     downs, ups = downs[ok], ups[ok]
-    low, high = stats._tango_bounds(downs, ups, np.full(downs.shape, n), level)
+    low, high = _tango_bounds(downs, ups, np.full(downs.shape, n), level)
     prob = sps.multinomial.pmf(np.column_stack([downs, ups, n - downs - ups]), n, [p_down, p_up, 1 - p_down - p_up])
     covered = (low <= truth + 1e-12) & (truth - 1e-12 <= high)
     return float(prob[covered].sum())
@@ -97,7 +100,7 @@ def test_percentile_bootstrap_under_covers_where_tango_does_not():
 
 def test_one_sided_mcnemar_matches_the_exact_binomial_test():
     for down, up in [(5, 0), (7, 2), (0, 0), (10, 10), (3, 12)]:
-        p_dec, p_inc = stats._one_sided_mcnemar(down, up)
+        p_dec, p_inc = _one_sided_mcnemar(down, up)
         total = down + up
         if total:
             assert p_dec == pytest.approx(sps.binomtest(down, total, 0.5, alternative="greater").pvalue)
@@ -138,8 +141,8 @@ def test_an_exact_margin_drop_is_not_decided_by_float_rounding():
     # Differences of exactly -0.02 in every question: the bound is -0.02 up to rounding, so it sits on
     # the margin; with some variance the same holds for the score interval's arithmetic.
     for low in (-0.02, -0.020000000000000004, -(0.1 + 0.1 + 0.1 - 0.28)):
-        assert stats._decide(low, 0.01, 0.02, True, n=100)[0] == "pass"
-    assert stats._decide(-0.0201, 0.01, 0.02, True, n=100)[0] == "review"
+        assert _decide(low, 0.01, 0.02, True, n=100)[0] == "pass"
+    assert _decide(-0.0201, 0.01, 0.02, True, n=100)[0] == "review"
 
 
 def test_many_rows_do_not_multiply_false_blocks():
@@ -195,8 +198,8 @@ def test_a_true_drop_of_four_margins_rarely_passes_exact_enumeration(n):
     ok = downs + ups <= n
     downs, ups = downs[ok], ups[ok]
     prob = sps.multinomial.pmf(np.column_stack([downs, ups, n - downs - ups]), n, [p_down, p_up, 1 - p_down - p_up])
-    low, high = stats._tango_bounds(downs, ups, np.full(downs.shape, n), 0.95)
-    passes = np.array([stats._decide(lo, hi, margin, True, n=n)[0] == "pass" for lo, hi in zip(low, high)])
+    low, high = _tango_bounds(downs, ups, np.full(downs.shape, n), 0.95)
+    passes = np.array([_decide(lo, hi, margin, True, n=n)[0] == "pass" for lo, hi in zip(low, high)])
     assert prob[passes].sum() <= 0.05
     # The plain percentile bootstrap passes far more often in the same regime (the issue: 32% at n = 10).
     if n == 10:

@@ -1,0 +1,496 @@
+"""The release gate: a non-inferiority decision per metric and slice, and a decision log.
+
+:func:`gate` compares two runs (:func:`raglab.stats.compare`) and decides each row: **pass** if the
+interval's worst end is within the margin, **block** if the whole interval is on the bad side and
+the drop is significant family-wise (Holm), **review** otherwise or when the row cannot carry a
+decision (too few questions, no interval, a zero-width interval, a bootstrap with too few changed
+questions or strong skew). :data:`GATE_RULE` states the rule in words; the overall decision is the
+worst row. :func:`gate_comparison` is the decision step alone, on a comparison table you already
+have; both return a :class:`GateResult`, whose ``to_json`` writes the log for reviewers.
+
+Everything here is also importable from :mod:`raglab.stats` (``raglab.stats.gate`` and so on).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab._registry import metric_info
+from raglab._results import ResultBase, decision_colour, frame_to_html
+from raglab._results import jsonable as _jsonable
+from raglab._validation import check_option, warn
+from raglab._version import __version__
+from raglab.stats._engine import MIN_CLUSTERS
+from raglab.stats.intervals import _SCORE_LABEL
+from raglab.stats.tables import _ADJUST, compare
+from raglab.stats.tests import holm
+
+__all__ = [
+    "DECISIONS",
+    "GATE_RULE",
+    "GATE_TOLERANCE",
+    "MIN_CHANGED",
+    "MIN_QUESTIONS",
+    "GateResult",
+    "gate",
+    "gate_comparison",
+]
+
+DECISIONS = ("pass", "review", "block")  # gate decisions, from best to worst
+MIN_QUESTIONS = 10  # below this many paired questions a gate row is review, whatever its interval says
+MIN_CHANGED = 5  # a bootstrap row resting on fewer changed questions is review (benchmarks/gate_errors.py)
+_SMALL_N, _MAX_SKEW = 30, 1.0  # below 30 questions, |skewness| above 1 makes bootstrap intervals under-cover
+GATE_TOLERANCE = 1e-9  # bounds within this (times max(1, margin)) of a threshold count as on it
+
+GATE_RULE = (
+    "Per metric and slice, on the row's interval for mean(cand - base): PASS if low >= -margin (any drop is "
+    "smaller than the margin); BLOCK if high < 0 and the drop is significant family-wise (Holm over every "
+    "row's one-sided p-value at (1 - ci) / 2, so that with no real change the chance of any false block stays "
+    "at most that); otherwise REVIEW. Lower-is-better metrics flip the signs (pass if high <= margin; block if "
+    "low > 0). A row with fewer than 10 paired questions (or 10 clusters), no interval or a zero-width interval "
+    "is REVIEW, with the reason. Bounds within 1e-9 x max(1, margin) of a threshold count as on it. The "
+    "overall decision is the worst row: every row must pass for the change to pass."
+)
+
+
+def _per_metric(value: Any, names: Sequence[str], what: str, check: Any) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        unknown = sorted(set(map(str, value)) - set(names))
+        if unknown:
+            raise ValueError(f"`{what}` names metrics that are not compared: {unknown}; compared: {list(names)}")
+        return {name: check(value[name], name) for name in names if name in value}
+    return {name: check(value, name) for name in names}
+
+
+def _check_margin(value: Any, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"the margin for {name!r} must be a number (in the metric's own units), got {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(
+            f"the margin for {name!r} must be a finite number >= 0 (the largest drop you accept), got {value!r}"
+        )
+    return float(value)
+
+
+def _check_direction(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`higher_is_better` for {name!r} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _margins(margin: Any, names: Sequence[str]) -> dict[str, float]:
+    margins = _per_metric(margin, names, "margin", _check_margin)
+    missing = [name for name in names if name not in margins]
+    if missing:
+        raise ValueError(
+            f"`margin` gives no margin for {missing}; give every compared metric one, e.g. "
+            f"margin={{{', '.join(repr(n) + ': 0.02' for n in names)}}}"
+        )
+    return margins
+
+
+def _directions(higher_is_better: Any, names: Sequence[str]) -> dict[str, bool]:
+    given = {} if higher_is_better is None else _per_metric(higher_is_better, names, "higher_is_better", _check_direction)
+    guessed = [name for name in names if name not in given and not metric_info(name).known]
+    if guessed:
+        shown = "; ".join(f"{n!r}: {'higher' if metric_info(n).higher_is_better else 'lower'} is better" for n in guessed)
+        warn(
+            f"gate: guessed from the metric name which way is better ({shown}); pass "
+            "higher_is_better={metric: True/False} (CLI: --higher-is-better / --lower-is-better) to state it.",
+            UserWarning,
+        )
+    return {name: given.get(name, metric_info(name).higher_is_better) for name in names}
+
+
+def _decide(
+    low: float,
+    high: float,
+    margin: float,
+    higher_is_better: bool,
+    *,
+    n: int = MIN_QUESTIONS,
+    clustered: bool = False,
+    p_worse: float = 0.0,
+    alpha: float = 0.05,
+    family: int = 1,
+    resampled: bool = False,
+    n_changed: int | None = None,
+    skew: float = float("nan"),
+) -> tuple[str, str]:
+    """One row's decision and its reason.
+
+    ``p_worse`` is the row's one-sided p-value for the bad direction (Holm-adjusted over ``family``
+    rows when ``family > 1``); a block needs it below ``alpha / 2`` as well as the interval on the
+    bad side of zero. ``resampled`` rows (bootstrap intervals) also need :data:`MIN_CHANGED`
+    questions whose score changed, and no strong skew below 30 questions: a bootstrap can only
+    recombine the changes it saw (with no question worse in the sample, no resample is worse), and
+    it under-covers with skewed differences at small n (``benchmarks/coverage.py``).
+    """
+    unit = "clusters" if clustered else "questions"
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "review", f"no interval (n={n} {unit}; at least 2, or {MIN_CLUSTERS} clusters, are needed)"
+    if not clustered and n < MIN_QUESTIONS:
+        return "review", f"only {n} paired questions: too few to decide (the gate needs at least {MIN_QUESTIONS})"
+    if high - low <= GATE_TOLERANCE * max(1.0, abs(low), abs(high), margin):
+        return "review", "zero-width interval: every paired difference is the same, so there is no evidence about sampling error"
+    if resampled and n_changed is not None and n_changed < MIN_CHANGED:
+        return "review", (
+            f"only {n_changed} of {n} {unit} changed: a bootstrap interval cannot show changes the sample has "
+            f"not seen (the gate needs at least {MIN_CHANGED} changed)"
+        )
+    if resampled and n < _SMALL_N and np.isfinite(skew) and abs(skew) > _MAX_SKEW:
+        return "review", (
+            f"{n} {unit} with skewed differences (skewness {skew:+.2g}): bootstrap intervals under-cover here "
+            f"(below {_SMALL_N} {unit}, |skewness| > {_MAX_SKEW:g}); look at the rows or add questions"
+        )
+    tol = GATE_TOLERANCE * max(1.0, margin)
+    # Express everything as "improvement": for lower-is-better metrics a rise is the bad direction.
+    worst, best = (low, high) if higher_is_better else (-high, -low)
+    if worst >= -margin - tol:
+        return "pass", f"the interval's worst end {worst:+.4g} is within the margin ({-margin:+g})"
+    if best < -tol:
+        shown = f"({'low' if not higher_is_better else 'high'} {high if higher_is_better else low:+.4g})"
+        if not np.isfinite(p_worse):
+            return "review", f"the interval is entirely on the bad side {shown} but no test p-value is available"
+        if p_worse < alpha / 2:
+            scope = f"Holm-adjusted over {family} rows" if family > 1 else "one-sided"
+            return "block", f"a real change for the worse: interval entirely on the bad side {shown}, {scope} p = {p_worse:.3g}"
+        return "review", (
+            f"interval on the bad side {shown} but not significant across the {family} rows gated "
+            f"(Holm-adjusted one-sided p = {p_worse:.3g} >= {alpha / 2:g})"
+        )
+    return "review", f"inconclusive: the interval crosses both -{margin:g} and 0"
+
+
+def _warn_if_holm_cannot_block(table: pd.DataFrame, resampled: np.ndarray, family: int, alpha: float) -> None:
+    """Warn when permutation (or bootstrap) p-values are too coarse for Holm to ever block a row."""
+    if family <= 1 or not resampled.any():
+        return
+    needed = alpha / 2 / family  # the smallest Holm threshold
+    counts = table.loc[resampled, "n_permutations"] if "n_permutations" in table.columns else pd.Series([], dtype=float)
+    counts = counts.fillna(table.loc[resampled, "n_resamples"] if "n_resamples" in table.columns else np.nan)
+    smallest = 1.0 / (counts.astype(float) + 1.0)
+    if (smallest >= needed).any():
+        least = int(math.ceil(1.0 / needed))
+        warn(
+            f"gate: with {family} rows, Holm needs a one-sided p-value below {needed:.2g} to block, but "
+            f"{int(counts.min())} sign flips (or resamples) cannot give one below {float(smallest.max()):.2g}: "
+            f"those rows can never block. Raise n_permutations to at least {least}.",
+            UserWarning,
+        )
+
+
+def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust: str | None = "holm") -> pd.DataFrame:
+    check_option("adjust", adjust, _ADJUST)
+    names = list(dict.fromkeys(table["metric"]))
+    margins, directions = _margins(margin, names), _directions(higher_is_better, names)
+    out = table.copy()
+    out.attrs = json.loads(json.dumps(table.attrs))
+    position = out.columns.get_loc("high") + 1
+    out.insert(position, "margin", out["metric"].map(margins).astype(float))
+    out.insert(position + 1, "higher_is_better", out["metric"].map(directions).astype(bool))
+    hib = out["higher_is_better"].to_numpy(dtype=bool)
+    if "p_decrease" in out.columns:
+        p_worse = np.where(hib, out["p_decrease"].to_numpy(dtype=float), out["p_increase"].to_numpy(dtype=float))
+    else:  # a table from an older raglab: no one-sided p-values, so per-row blocks on the interval alone
+        p_worse = np.zeros(len(out))
+    adjusted = holm(p_worse) if adjust == "holm" else p_worse
+    family = int(np.isfinite(p_worse).sum()) if adjust == "holm" else 1
+    level = float(out["level"].iloc[0]) if "level" in out.columns and len(out) else 0.95
+    clustered = "n_clusters" in out.columns
+    counts = out["n_clusters"] if clustered else out["n"]
+    resampled = (out["method"] != _SCORE_LABEL).to_numpy() if "method" in out.columns else np.zeros(len(out), bool)
+    changed = out["n_changed"] if "n_changed" in out.columns else pd.Series([None] * len(out))
+    skews = out["skew"] if "skew" in out.columns else pd.Series([np.nan] * len(out))
+    _warn_if_holm_cannot_block(out, resampled, family, 1 - level)
+    decided = [
+        _decide(lo, hi, mg, hb, n=int(0 if pd.isna(k) else k), clustered=clustered, p_worse=p, alpha=1 - level,
+                family=family, resampled=bool(rs), n_changed=None if pd.isna(ch) else int(ch),
+                skew=float(sk) if pd.notna(sk) else float("nan"))
+        for lo, hi, mg, hb, k, p, rs, ch, sk in zip(
+            out["low"], out["high"], out["margin"], hib, counts, adjusted, resampled, changed, skews
+        )
+    ]
+    out.insert(position + 2, "decision", [d for d, _ in decided])
+    out.insert(position + 3, "reason", [r for _, r in decided])
+    out["p_worse"] = p_worse
+    if adjust == "holm":
+        out["p_worse_adjusted"] = adjusted
+    return out
+
+
+def _worst(decisions: Sequence[str]) -> str:
+    return max(decisions, key=DECISIONS.index) if len(decisions) else "review"
+
+
+_SHOWN_COLUMNS = ["metric", "slice", "n", "base", "cand", "diff", "low", "high", "margin", "decision", "reason"]
+
+
+@dataclass
+class GateResult(ResultBase):
+    """The release gate's verdict: ``decision`` (``"pass"``, ``"review"`` or ``"block"``) and ``table``.
+
+    ``table`` is the paired comparison (one row per metric x slice) with ``margin``,
+    ``higher_is_better`` and ``decision`` per row; the overall decision is the worst row.
+    ``to_json(path)`` writes the decision log for reviewers: every interval with its n, seed and
+    method, the margins, the rule, and the eval-set version/hash and judge fingerprint of both runs.
+
+    Examples
+    --------
+    >>> from raglab.stats import gate
+    >>> result = gate([1, 1, 0, 1] * 50, [1, 0, 0, 1] * 50, margin=0.02)
+    >>> result.decision, result.counts
+    ('block', {'pass': 0, 'review': 0, 'block': 1})
+    """
+
+    decision: str
+    table: pd.DataFrame
+    settings: dict[str, Any] = field(default_factory=dict)
+    runs: dict[str, Any] = field(default_factory=dict)
+    created: str = ""
+    raglab_version: str = ""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many rows pass, need review and block."""
+        values = self.table["decision"].tolist()
+        return {d: values.count(d) for d in DECISIONS}
+
+    @property
+    def passed(self) -> bool:
+        return self.decision == "pass"
+
+    def to_frame(self) -> pd.DataFrame:
+        """The table (a copy): compare columns plus ``margin``, ``higher_is_better``, ``decision``."""
+        frame = self.table.copy()
+        frame.attrs = json.loads(json.dumps(self.table.attrs))
+        return frame
+
+    def to_dict(self) -> dict[str, Any]:
+        """The decision log as a JSON-ready dict."""
+        return _jsonable(
+            {
+                "decision": self.decision,
+                "counts": self.counts,
+                "rule": GATE_RULE,
+                "created": self.created,
+                "raglab_version": self.raglab_version,
+                "settings": self.settings,
+                "runs": self.runs,
+                "rows": self.table.to_dict(orient="records"),
+            }
+        )
+
+    def to_json(self, path: str | Path | None = None, *, indent: int = 2) -> str:
+        """Write the decision log to ``path`` (when given) and return it as JSON text.
+
+        Missing values (no interval for an empty slice) are written as ``null``.
+        """
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
+        if path is not None:
+            Path(path).write_text(text + "\n", encoding="utf-8")
+        return text
+
+    def _title(self) -> str:
+        """The first line of both displays: the decision, the counts, how the intervals were made."""
+        counts = ", ".join(f"{v} {k}" for k, v in self.counts.items())
+        level = self.settings.get("ci")
+        shown = self.table["method"] if "method" in self.table.columns else []
+        methods = " / ".join(dict.fromkeys(shown)) if len(self.table) else ""
+        how = f"{level:.0%} {methods}" if level is not None else ""
+        if self.settings.get("adjust") == "holm":
+            how += "; blocks Holm-adjusted"
+        resamples = self.settings.get("n_resamples")
+        resampled = "n_resamples" in self.table.columns and self.table["n_resamples"].notna().any()
+        extra = f", {resamples} resamples, seed {self.settings.get('seed')}" if resampled else ""
+        return f"GateResult: {self.decision.upper()} ({counts}; {how}{extra})"
+
+    def _colour(self) -> str:
+        return decision_colour(self.decision)
+
+    def _shown(self) -> pd.DataFrame:
+        """The columns both displays show (``to_frame()`` keeps them all)."""
+        return self.table[[c for c in _SHOWN_COLUMNS if c in self.table.columns]]
+
+    def __repr__(self) -> str:
+        with pd.option_context("display.width", 200, "display.max_columns", 20):
+            body = self._shown().to_string(index=False, float_format=lambda v: f"{v:.4g}")
+        return f"{self._title()}\n{body}"
+
+    def _repr_html_(self) -> str:
+        return (
+            f'<div><p><b style="color:{self._colour()}">{html.escape(self._title())}</b></p>'
+            f"{frame_to_html(self._shown())}"
+            f"<p><small>{html.escape(GATE_RULE)}</small></p></div>"
+        )
+
+
+_REQUIRED_COLUMNS = ("metric", "n", "low", "high")
+
+
+def gate_comparison(
+    table: pd.DataFrame,
+    margin: float | Mapping[str, float],
+    *,
+    higher_is_better: bool | Mapping[str, bool] | None = None,
+    adjust: str | None = "holm",
+) -> GateResult:
+    """Gate a paired comparison table: a non-inferiority decision for each of its rows.
+
+    This is the decision step of :func:`gate` on its own, for a table you already have: the output
+    of :func:`raglab.stats.compare` or ``df.rag.compare`` (one row per metric x slice, with the
+    interval on ``mean(cand - base)``). Each row gets ``pass``, ``review`` or ``block`` by the rule
+    in :data:`GATE_RULE` (see :func:`gate`), and the overall decision is the worst row.
+    ``gate(base, cand, margin, ...)`` is ``gate_comparison(compare(base, cand, ...), margin, ...)``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A comparison table: at least ``metric``, ``n``, ``low`` and ``high``; the one-sided p-values
+        (``p_decrease``, ``p_increase``), ``method``, ``level``, ``n_changed``, ``skew`` and
+        ``n_clusters`` are used when present, as :func:`raglab.stats.compare` writes them. The
+        comparison's settings and the runs' records in ``table.attrs["raglab"]["comparison"]`` go
+        into the decision log. The table is not modified.
+    margin : float or dict
+        The largest drop (in the metric's units) to ship without discussion; one for all metrics
+        or ``{metric: margin}`` covering every metric of the table.
+    higher_is_better : bool or dict, optional
+        Direction per metric; by default from the metric name (with a warning for names raglab
+        does not know). An explicit value always wins.
+    adjust : {"holm", None}
+        ``"holm"`` (the default): a row blocks only if its one-sided p-value for the bad direction,
+        Holm-adjusted over every row, is below ``(1 - ci) / 2``. ``None``: each row on its own.
+
+    Returns
+    -------
+    GateResult
+        ``decision`` and ``table`` (the comparison plus ``margin``, ``higher_is_better``,
+        ``decision``, ``reason``, ``p_worse`` and, with Holm, ``p_worse_adjusted``).
+
+    Examples
+    --------
+    >>> from raglab.stats import compare, gate_comparison
+    >>> table = compare({"hit@5": [1, 1, 0, 1] * 50}, {"hit@5": [1, 0, 0, 1] * 50})
+    >>> result = gate_comparison(table, margin=0.02, higher_is_better=True)
+    >>> result.decision, result.table["reason"].iloc[0].split(":")[0]
+    ('block', 'a real change for the worse')
+    >>> gate_comparison(table, margin=0.4, higher_is_better=True).decision  # low is -0.314
+    'pass'
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(
+            f"gate_comparison needs a comparison table (a DataFrame from raglab.stats.compare or df.rag.compare), "
+            f"got {type(table).__name__}"
+        )
+    missing = [column for column in _REQUIRED_COLUMNS if column not in table.columns]
+    if missing:
+        raise ValueError(
+            f"gate_comparison needs the comparison table's columns {missing}; found {list(table.columns)}. "
+            "Make the table with raglab.stats.compare(base, cand, ...) or df.rag.compare(...)."
+        )
+    gated = _gate_table(table, margin, higher_is_better, adjust)
+    settings = dict(gated.attrs.get("raglab", {}).get("comparison", {}))
+    settings["adjust"] = adjust
+    settings["block_rule"] = (
+        f"Holm over the {int(np.isfinite(gated['p_worse']).sum())} rows' one-sided p-values" if adjust == "holm"
+        else "per row (adjust=None): each row blocks on its own interval and one-sided p-value"
+    )
+    runs = settings.pop("runs", {})
+    margins = dict(zip(gated["metric"], gated["margin"]))
+    directions = dict(zip(gated["metric"], gated["higher_is_better"]))
+    return GateResult(
+        decision=_worst(gated["decision"].tolist()),
+        table=gated,
+        settings={**settings, "margins": margins, "higher_is_better": directions},
+        runs=dict(runs),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        raglab_version=__version__,
+    )
+
+
+def gate(
+    base: Any,
+    cand: Any,
+    margin: float | Mapping[str, float],
+    *,
+    higher_is_better: bool | Mapping[str, bool] | None = None,
+    slices: Any = None,
+    units: Any = None,
+    ci: float = 0.95,
+    method: str = "auto",
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    n_permutations: int = 10_000,
+    adjust: str | None = "holm",
+) -> GateResult:
+    """Non-inferiority release gate on paired scores, per metric and slice.
+
+    Each row of :func:`compare` (one per metric x slice) gets a decision from its interval on
+    ``mean(cand - base)`` and its one-sided test:
+
+    * **pass** if ``low >= -margin``: any drop is smaller than the margin. Every row must pass for
+      the change to pass; requiring all rows needs no multiplicity adjustment.
+    * **block** if ``high < 0`` (a real drop) *and* the row's one-sided p-value for a drop,
+      Holm-adjusted over every row of the table, is below ``(1 - ci) / 2``: with no real change
+      anywhere, the chance that any row blocks stays at most that, however many metrics and slices
+      are gated. ``adjust=None`` blocks per row on the interval alone (more false blocks as rows
+      multiply).
+    * **review** otherwise, and always for a row with fewer than :data:`MIN_QUESTIONS` paired
+      questions (or :data:`MIN_CLUSTERS` clusters), with no interval, or with a zero-width
+      interval. The table's ``reason`` column says why.
+
+    For a lower-is-better metric (latency, cost, hallucination rate) the signs flip: pass if
+    ``high <= margin``, block if ``low > 0``. Bounds within ``GATE_TOLERANCE * max(1, margin)`` of a
+    threshold count as on it, so float rounding never decides. The overall decision is the worst
+    row. The intervals are :func:`compare`'s (``method="auto"``: Tango's score interval for
+    pass/fail metrics, the expanded percentile bootstrap otherwise), and the one printed and drawn
+    for a row is the one that decided it.
+
+    Parameters
+    ----------
+    base, cand : dict of array-like, DataFrame, Series or 1-D array
+        Paired per-question scores (same questions, same order); see :func:`compare`.
+    margin : float or dict
+        The largest drop (in the metric's units) to ship without discussion; one for all metrics
+        or ``{metric: margin}`` covering every metric.
+    higher_is_better : bool or dict, optional
+        Direction per metric. Defaults come from the metric name (``raglab`` knows ``latency``,
+        ``cost``, ``hallucination``... are lower-is-better); an explicit value always wins.
+    slices, units, ci, method, n_resamples, seed, n_permutations
+        As in :func:`compare`.
+    adjust : {"holm", None}
+        How blocks are protected against many rows: ``"holm"`` (the default) as above; ``None``
+        lets each row block on its own interval.
+
+    Returns
+    -------
+    GateResult
+        ``.table`` adds ``margin``, ``higher_is_better``, ``decision``, ``reason``, ``p_worse`` (the
+        one-sided p-value for the bad direction) and, with Holm, ``p_worse_adjusted``.
+
+    Examples
+    --------
+    >>> from raglab.stats import gate
+    >>> r = gate({"latency_s": [1.0, 1.2, 0.9, 1.1] * 25}, {"latency_s": [1.0, 1.1, 0.9, 1.0] * 25},
+    ...          margin=0.05, higher_is_better=False)
+    >>> r.decision
+    'pass'
+    >>> few = gate([1.0, 1.0, 1.0], [1.0, 1.0, 1.0], margin=0.01, higher_is_better=True)
+    >>> few.decision, few.table["reason"].iloc[0]
+    ('review', 'only 3 paired questions: too few to decide (the gate needs at least 10)')
+    """
+    table = compare(
+        base, cand, slices=slices, units=units, ci=ci, method=method, n_resamples=n_resamples, seed=seed,
+        n_permutations=n_permutations,
+    )
+    return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)

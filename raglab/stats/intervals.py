@@ -1,0 +1,359 @@
+"""Intervals on one run and on the paired difference of two runs.
+
+Every function returns an :class:`~raglab.Interval` that states its method, level and count (and,
+for resampling, the number of resamples and the seed):
+
+* :func:`proportion_interval`: a pass rate (Wilson, Wald or Clopper-Pearson);
+* :func:`mean_interval`: the mean of continuous scores (t, or a bootstrap);
+* :func:`paired_bootstrap`: ``mean(cand - base)`` by resampling questions (or clusters);
+* :func:`paired_proportion_interval`: Tango's score interval for two paired pass rates, with its
+  bounds vectorised over table cells (``_tango_bounds``) for :func:`raglab.stats.compare`;
+* the bounded t interval for scores known to lie in [0, 1] (``_t_bounds``, ``_bounded_t``),
+  used by :func:`raglab.stats.summary`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy import special as _special
+from scipy import stats as _sps
+
+from raglab._interval import Interval
+from raglab._validation import check_int, check_level, check_option, warn
+from raglab.stats._engine import (
+    _BOOT_METHODS,
+    _as_vector,
+    _boot_label,
+    _bootstrap_cells,
+    _drop_missing_pairs,
+    _paired_vectors,
+    _resolve_seed,
+    _unit_codes,
+)
+
+__all__ = ["mean_interval", "paired_bootstrap", "paired_proportion_interval", "proportion_interval"]
+
+_PROPORTION_METHODS = ("wilson", "normal", "exact")
+_SCORE_LABEL = "paired score (Tango)"
+
+
+def proportion_interval(successes: int, n: int, ci: float = 0.95, method: str = "wilson") -> Interval:
+    """Confidence interval for a pass rate ``successes / n``.
+
+    Parameters
+    ----------
+    successes, n : int
+        Number of passes and of questions (``0 <= successes <= n``, ``n > 0``).
+    ci : float
+        Confidence level.
+    method : {"wilson", "normal", "exact"}
+        ``"wilson"`` (score interval, the default: good coverage at small n and near 0 or 1),
+        ``"normal"`` (Wald, ``p +- z * sqrt(p(1-p)/n)``, clipped to [0, 1]) or ``"exact"``
+        (Clopper-Pearson, conservative).
+
+    Returns
+    -------
+    Interval
+        ``(estimate, low, high)`` with ``method``, ``level`` and ``n``.
+
+    Examples
+    --------
+    >>> from raglab.stats import proportion_interval
+    >>> iv = proportion_interval(210, 300)      # p = 0.7, n = 300
+    >>> round(iv.estimate, 3), round(iv.low, 3), round(iv.high, 3)
+    (0.7, 0.646, 0.749)
+    """
+    check_option("method", method, _PROPORTION_METHODS)
+    level = check_level(ci)
+    if int(n) != n or n <= 0:
+        raise ValueError(f"`n` must be a positive integer, got {n!r}")
+    if int(successes) != successes or not 0 <= successes <= n:
+        raise ValueError(f"`successes` must be an integer between 0 and n={n}, got {successes!r}")
+    n = int(n)
+    x = int(successes)
+    p = x / n
+    z = float(_sps.norm.ppf(0.5 + level / 2))
+    if method == "normal":
+        half = z * np.sqrt(p * (1 - p) / n)
+        low, high = max(0.0, p - half), min(1.0, p + half)
+    elif method == "wilson":
+        low, high = _wilson_bounds(p, n, z)
+    else:
+        alpha = 1 - level
+        low = 0.0 if x == 0 else float(_sps.beta.ppf(alpha / 2, x, n - x + 1))
+        high = 1.0 if x == n else float(_sps.beta.ppf(1 - alpha / 2, x + 1, n - x))
+    return Interval(p, low, high, method=method, level=level, n=n)
+
+
+def mean_interval(
+    values: Any,
+    *,
+    ci: float = 0.95,
+    method: str = "t",
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    units: Any = None,
+) -> Interval:
+    """Interval on the mean of continuous per-question scores (one run).
+
+    Parameters
+    ----------
+    values : array-like of float
+        Per-question scores; NaN entries are dropped with a warning giving the count.
+    ci : float
+        Confidence level.
+    method : {"t", "percentile", "bca"}
+        Student t interval ``mean +- t(n-1) * sd / sqrt(n)``, or a bootstrap interval.
+    n_resamples, seed : int
+        For the bootstrap methods (the seed is reported with the interval).
+    units : array-like, optional
+        Cluster labels: resample whole clusters (bootstrap methods only).
+
+    Returns
+    -------
+    Interval
+
+    Examples
+    --------
+    >>> from raglab.stats import mean_interval
+    >>> iv = mean_interval([0.2, 0.4, 0.6, 0.8])
+    >>> round(iv.estimate, 2), round(iv.low, 3), round(iv.high, 3), iv.method
+    (0.5, 0.089, 0.911, 't')
+    """
+    check_option("method", method, ("t", *_BOOT_METHODS))
+    level = check_level(ci)
+    x = _as_vector(values, "values")
+    keep = ~np.isnan(x)
+    if not keep.all():
+        warn(f"mean_interval: dropped {int((~keep).sum())} missing value(s) of {len(x)}", UserWarning)
+    if units is not None:
+        if method == "t":
+            raise ValueError("units= needs a bootstrap method: pass method='percentile' or 'bca'")
+        units = np.asarray(list(units), dtype=object)[keep]
+    x = x[keep]
+    if x.size == 0:
+        raise ValueError("mean_interval needs at least one value that is not missing")
+    if method == "t":
+        mean, _, low, high = _t_bounds(x, level)
+        return Interval(mean, low, high, method="t", level=level, n=x.size)
+    n_resamples = check_int(n_resamples, "n_resamples", 1)
+    seed = _resolve_seed(seed)
+    engine, _, low, high = _bootstrap_cells(
+        x[:, None], np.zeros(x.size, dtype=np.intp), 1, grouped=False, units=_unit_codes(units, x.size),
+        level=level, method=method, n_resamples=n_resamples, seed=seed,
+    )
+    return Interval(
+        engine.theta[0, 0], low[0, 0], high[0, 0],
+        method=_boot_label(method, paired=False, clustered=units is not None),
+        level=level, n=x.size, n_resamples=n_resamples, seed=seed,
+    )
+
+
+def _t_bounds(values: np.ndarray, level: float) -> tuple[float, float, float, float]:
+    """Mean, standard error and t-interval bounds of a 1-D array without NaN."""
+    n = values.size
+    if n == 0:
+        return (np.nan,) * 4
+    values = np.sort(values)  # the same bits whatever the row order
+    mean = float(values.mean())
+    if n == 1:
+        return mean, np.nan, np.nan, np.nan
+    if values.min() == values.max():
+        return mean, 0.0, mean, mean
+    se = float(values.std(ddof=1) / math.sqrt(n))
+    half = float(_sps.t.ppf(0.5 + level / 2.0, n - 1)) * se
+    return mean, se, mean - half, mean + half
+
+
+def _bounded_t(values: np.ndarray, mean: float, low: float, high: float, level: float) -> tuple[float, float, float, str]:
+    """A t interval for a score known to lie in [0, 1], kept inside [0, 1].
+
+    The t interval is clipped to [0, 1] (and says so in its method). When every value is the same (the t interval collapses to
+    a point, e.g. ten questions that all score 1.0) it says nothing about sampling error; a
+    [0, 1]-valued score has variance at most ``mean (1 - mean)``, so the Wilson score interval at
+    that variance is used instead: never zero-width, never outside [0, 1].
+    """
+    n = values.size
+    if n >= 2 and low == high:
+        z = float(_sps.norm.ppf(0.5 + level / 2.0))
+        low, high = _wilson_bounds(mean, n, z)
+        return mean, low, high, "wilson (bounded score, all values equal)"
+    clipped = (np.isfinite(low) and low < 0) or (np.isfinite(high) and high > 1)
+    if clipped:
+        return mean, max(0.0, low), min(1.0, high), "t (clipped to [0, 1])"
+    return mean, low, high, "t"
+
+
+def _wilson_bounds(p: float, n: int, z: float) -> tuple[float, float]:
+    denom = 1 + z**2 / n
+    centre = (p + z**2 / (2 * n)) / denom
+    half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z**2 / (4 * n**2)) / denom
+    # At 0 or 1 the bound is exactly 0 or 1; rounding would leave 1e-19.
+    return (0.0 if p <= 0 else max(0.0, centre - half)), (1.0 if p >= 1 else min(1.0, centre + half))
+
+
+def paired_bootstrap(
+    base: Any,
+    cand: Any,
+    *,
+    n_resamples: int = 10_000,
+    ci: float = 0.95,
+    seed: int | None = 0,
+    method: str = "percentile",
+    units: Any = None,
+) -> Interval:
+    """Bootstrap interval on the mean paired difference ``mean(cand - base)``.
+
+    Questions are resampled with replacement (or whole clusters, with ``units=``) and the mean
+    difference is recomputed ``n_resamples`` times. The draw is exact and fast: resampling ``n``
+    rows is the same distribution as one multinomial draw over the *distinct* per-question
+    differences (three for a pass/fail metric), which is what is drawn; see the module notes.
+
+    Parameters
+    ----------
+    base, cand : array-like of float
+        Per-question scores of the same questions in the same order. Pairs with NaN on either side
+        are dropped with a warning that gives the count.
+    n_resamples : int
+        Number of bootstrap resamples.
+    ci : float
+        Confidence level.
+    seed : int or None
+        Seed of ``np.random.default_rng``; None draws a fresh seed and reports it.
+    method : {"percentile", "bca"}
+        Percentile interval, or bias-corrected and accelerated (jackknife acceleration, as in
+        ``scipy.stats.bootstrap(method="BCa")``).
+    units : array-like, optional
+        A cluster label per question (document, conversation): clusters are resampled whole.
+
+    Returns
+    -------
+    Interval
+        ``(estimate, low, high)`` with ``method`` such as ``"paired bootstrap (percentile)"``,
+        ``level``, ``n`` (pairs), ``n_resamples`` and ``seed``. With fewer than two pairs (or
+        clusters) there is no interval: ``low`` and ``high`` are NaN. Differences that are all the
+        same give a zero-width interval.
+
+    Examples
+    --------
+    >>> from raglab.stats import paired_bootstrap
+    >>> base = [1, 1, 0, 1, 0, 1, 1, 0, 1, 1] * 30
+    >>> cand = [1, 0, 0, 1, 0, 1, 1, 0, 1, 1] * 30
+    >>> iv = paired_bootstrap(base, cand, seed=0)
+    >>> round(iv.estimate, 3), iv.low < iv.estimate < iv.high, iv.method
+    (-0.1, True, 'paired bootstrap (percentile)')
+    """
+    check_option("method", method, _BOOT_METHODS)
+    level = check_level(ci)
+    n_resamples = check_int(n_resamples, "n_resamples", 1)
+    seed = _resolve_seed(seed)
+    b, c = _paired_vectors(base, cand)
+    b, c, units = _drop_missing_pairs(b, c, units, "paired_bootstrap")
+    if b.size == 0:
+        raise ValueError("paired_bootstrap needs at least one pair with scores on both sides")
+    diffs = (c - b)[:, None]
+    codes = np.zeros(len(b), dtype=np.intp)
+    engine, _, low, high = _bootstrap_cells(
+        diffs, codes, 1, grouped=False, units=_unit_codes(units, len(b)), level=level, method=method,
+        n_resamples=n_resamples, seed=seed,
+    )
+    return Interval(
+        engine.theta[0, 0], low[0, 0], high[0, 0],
+        method=_boot_label(method, paired=True, clustered=units is not None),
+        level=level, n=len(b), n_resamples=n_resamples, seed=seed,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Paired pass/fail: a score interval that stays honest at small n
+# --------------------------------------------------------------------------------------------------
+
+
+def _tango_statistic(delta: np.ndarray, down: np.ndarray, up: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Tango's score statistic for ``H0: P(up) - P(down) = delta`` (decreasing in ``delta``).
+
+    ``down`` counts pairs that went 1 -> 0, ``up`` pairs that went 0 -> 1, of ``n`` pairs. The
+    variance uses the restricted maximum-likelihood estimate of P(down) under ``delta``: the
+    feasible root of ``2n q^2 - q (down + up - delta (2n + down - up)) - down delta (1 - delta) = 0``.
+    """
+    b = down + up - delta * (2 * n + down - up)
+    q = (b + np.sqrt(np.maximum(b * b + 8 * n * down * delta * (1 - delta), 0.0))) / (4 * n)
+    variance = n * (2 * q + delta * (1 - delta))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (up - down - n * delta) / np.sqrt(variance)
+
+
+def _tango_bounds(down: Any, up: Any, n: Any, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Tango's score interval ``{delta : |T(delta)| <= z}`` by bisection, vectorised over cells.
+
+    Never zero-width for n >= 1 (with no discordant pair at all it is about +-z^2/(n+z^2) wide) and
+    always inside [-1, 1].
+    """
+    down, up, n = (np.asarray(x, dtype=float) for x in (down, up, n))
+    z = float(_special.ndtri(0.5 + level / 2.0))
+    estimate = np.where(n > 0, (up - down) / np.where(n > 0, n, 1), np.nan)
+    bounds = []
+    for side in (-1.0, 1.0):  # lower bound: T(delta) = z below the estimate; upper: T = -z above it
+        inside, outside = estimate.copy(), np.full(estimate.shape, side)
+        for _ in range(64):  # 2^-64 of the starting gap: exact to float precision
+            mid = (inside + outside) / 2.0
+            t = _tango_statistic(mid, down, up, n)
+            beyond = (t > z) if side < 0 else (t < -z)
+            outside = np.where(beyond, mid, outside)
+            inside = np.where(beyond, inside, mid)
+        # At delta = +-1 the statistic is infinite unless every pair moved that way: then the bound is +-1.
+        edge = _tango_statistic(np.full(estimate.shape, side), down, up, n)
+        at_edge = ~((edge > z) if side < 0 else (edge < -z))
+        bounds.append(np.where(np.isnan(estimate), np.nan, np.where(at_edge, side, inside)))
+    return bounds[0], bounds[1]
+
+
+def paired_proportion_interval(base: Any, cand: Any, *, ci: float = 0.95) -> Interval:
+    """Score interval for the difference of two paired pass rates (Tango, 1998).
+
+    The interval inverts Tango's score test for ``P(cand passes) - P(base passes)``, using only the
+    discordant counts (``down``: pass -> fail, ``up``: fail -> pass) and the number of pairs. Unlike
+    the percentile bootstrap, it keeps its coverage when few pairs differ and is never zero-width:
+    with no discordant pair among ``n`` it still spans about ``+-z^2 / (n + z^2)``. It is the
+    interval the release gate uses for pass/fail metrics.
+
+    Parameters
+    ----------
+    base, cand : array-like of 0/1
+        Paired pass/fail scores of the same questions in the same order; pairs with NaN on either
+        side are dropped with a warning.
+    ci : float
+        Confidence level.
+
+    Returns
+    -------
+    Interval
+        ``(estimate, low, high)`` with ``method="paired score (Tango)"``, ``level`` and ``n`` pairs.
+
+    References
+    ----------
+    Tango T. (1998) Equivalence test and confidence interval for the difference in proportions for
+    the paired-sample design. Statistics in Medicine 17:891-908.
+
+    Examples
+    --------
+    >>> from raglab.stats import paired_proportion_interval
+    >>> iv = paired_proportion_interval([1, 1, 1], [1, 1, 1])      # three questions: no evidence
+    >>> round(iv.estimate, 3), round(iv.low, 3), round(iv.high, 3)
+    (0.0, -0.561, 0.561)
+    """
+    level = check_level(ci)
+    b, c = _paired_vectors(base, cand)
+    b, c, _ = _drop_missing_pairs(b, c, None, "paired_proportion_interval")
+    if not (np.isin(b, (0.0, 1.0)).all() and np.isin(c, (0.0, 1.0)).all()):
+        raise ValueError(
+            "paired_proportion_interval needs pass/fail scores (0 or 1) on both sides; use paired_bootstrap for others"
+        )
+    if b.size == 0:
+        raise ValueError("paired_proportion_interval needs at least one pair with scores on both sides")
+    down, up = int(((b == 1) & (c == 0)).sum()), int(((b == 0) & (c == 1)).sum())
+    low, high = _tango_bounds(down, up, b.size, level)
+    return Interval((up - down) / b.size, float(low), float(high), method=_SCORE_LABEL, level=level, n=b.size)

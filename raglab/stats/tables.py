@@ -1,0 +1,471 @@
+"""Tidy tables, one row per metric x slice (``overall`` first).
+
+* :func:`summary`: mean and interval per metric and slice for one run;
+* :func:`compare`: the paired comparison of two runs, interval and tests per metric and slice
+  (what :func:`raglab.stats.gate` decides on).
+
+The row helpers count and sum per slice so that row order cannot change a bit of any number.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab._registry import metric_info
+from raglab._validation import check_int, check_level, check_option, warn
+from raglab.stats._engine import (
+    _BOOT_METHODS,
+    OVERALL,
+    _as_scores,
+    _boot_label,
+    _bootstrap_cells,
+    _is_binary,
+    _resolve_seed,
+    _slice_codes,
+    _unit_codes,
+)
+from raglab.stats.intervals import (
+    _PROPORTION_METHODS,
+    _SCORE_LABEL,
+    _bounded_t,
+    _t_bounds,
+    _tango_bounds,
+    proportion_interval,
+)
+from raglab.stats.tests import _mcnemar_p, _one_sided_mcnemar, holm
+
+__all__ = ["compare", "summary"]
+
+_SUMMARY_METHODS = ("auto", "wilson", "exact", "normal", "t", "percentile", "bca")
+_ADJUST = (None, "holm")
+_COMPARE_METHODS = ("auto", "score", "percentile", "bca")
+_FEW_DISCORDANT = 10  # below this many changed pass/fail questions a bootstrap interval under-covers
+
+
+def _row_counts(codes: np.ndarray, n_groups: int, grouped: bool, mask: np.ndarray) -> np.ndarray:
+    """Per (row, metric): how many questions have ``mask`` true, or the exact sum of integer values."""
+    m = mask.shape[1]
+    per_group = np.empty((n_groups, m))
+    for j in range(m):
+        column = mask[:, j]
+        if column.dtype == bool:
+            per_group[:, j] = np.bincount(codes[column], minlength=n_groups)
+        else:
+            per_group[:, j] = np.bincount(codes, weights=column, minlength=n_groups)
+    overall = per_group.sum(axis=0, keepdims=True)
+    return np.vstack([overall, per_group]) if grouped else overall
+
+
+def _row_sums(codes: np.ndarray, n_groups: int, grouped: bool, values: np.ndarray) -> np.ndarray:
+    """Per (row, metric) sums of the non-missing values; row order cannot change a bit of them."""
+    filled = np.nan_to_num(values, nan=0.0)
+    if np.array_equal(filled, np.round(filled)) and np.abs(filled).sum() < 2**52:
+        return _row_counts(codes, n_groups, grouped, filled)  # integers add exactly in any order
+    per_group = np.empty((n_groups, values.shape[1]))
+    overall = np.empty((1, values.shape[1]))
+    for j in range(values.shape[1]):
+        order = np.argsort(filled[:, j])  # added in sorted order; equal values are interchangeable
+        ordered = filled[order, j]
+        per_group[:, j] = np.bincount(codes[order], weights=ordered, minlength=n_groups)
+        overall[0, j] = ordered.sum()
+    return np.vstack([overall, per_group]) if grouped else overall
+
+
+def _row_skewness(diffs: np.ndarray, codes: np.ndarray, n_groups: int, grouped: bool, n: np.ndarray) -> np.ndarray:
+    """Per (row, metric) sample skewness ``m3 / m2^1.5`` of the non-missing values (NaN below 3 or at zero spread)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        centre = np.nanmean(np.sort(diffs, axis=0), axis=0) if diffs.size else np.zeros(diffs.shape[1])  # sorted: row order cannot change a bit
+    shifted = diffs - np.nan_to_num(centre)[None, :]  # shift for accuracy; skewness does not move
+    s1, s2, s3 = (_row_sums(codes, n_groups, grouped, shifted**k) for k in (1, 2, 3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = s1 / n
+        m2 = s2 / n - mean**2
+        m3 = s3 / n - 3 * mean * s2 / n + 2 * mean**3
+        out = m3 / m2**1.5
+    return np.where((n >= 3) & (m2 > 1e-24), out, np.nan)
+
+
+def _nullable_int(values: Sequence[Any]) -> pd.Series:
+    return pd.Series(pd.array([None if pd.isna(v) else int(v) for v in values], dtype="Int64"))
+
+
+def _layout(scores_len: int, slices: Any, units: Any) -> tuple[np.ndarray, list[str], bool, int, list[str], np.ndarray | None]:
+    codes, labels = _slice_codes(slices, scores_len)
+    grouped = slices is not None
+    n_groups = max(len(labels), 1)
+    rows = [OVERALL, *labels] if grouped else [OVERALL]
+    return codes, labels, grouped, n_groups, rows, _unit_codes(units, scores_len)
+
+
+def summary(
+    scores: Any,
+    *,
+    slices: Any = None,
+    ci: float = 0.95,
+    method: str = "auto",
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    units: Any = None,
+) -> pd.DataFrame:
+    """Mean and interval per metric and slice for one run.
+
+    Parameters
+    ----------
+    scores : dict of array-like, DataFrame, Series or 1-D array
+        Per-question scores per metric (NaN = no score for that question).
+    slices : array-like, optional
+        A slice label per question (e.g. the question type). The table then has an ``overall`` row
+        and one row per slice for each metric; missing labels form the slice ``"(missing)"``.
+    ci : float
+        Confidence level.
+    method : {"auto", "wilson", "exact", "normal", "t", "percentile", "bca"}
+        ``"auto"`` uses the Wilson interval for pass/fail data (every value 0 or 1) and the t interval
+        otherwise (kept inside [0, 1] for metrics known to lie there); with ``units``, the expanded
+        percentile cluster bootstrap (see :func:`compare`). ``"wilson"``, ``"exact"``
+        (Clopper-Pearson) and ``"normal"`` need pass/fail data; ``"percentile"`` and ``"bca"`` are
+        bootstrap intervals, computed for all metrics and slices from the same resamples.
+    n_resamples, seed : int
+        For the bootstrap methods; the seed is reported in the table.
+    units : array-like, optional
+        Cluster labels per question: resample whole clusters (bootstrap only).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``metric, slice, n, n_excluded, mean, se, low, high, method, level, n_resamples, seed``.
+        ``n`` counts the questions with a score; ``n_excluded`` those without one (NaN), which are
+        left out of the mean and never silently. ``se`` is ``sqrt(p(1-p)/n)`` for pass/fail data,
+        ``sd/sqrt(n)`` for the t interval and the bootstrap standard deviation for the bootstrap.
+
+    Examples
+    --------
+    >>> from raglab.stats import summary
+    >>> t = summary({"hit@5": [1, 0, 1, 1, float("nan")], "ndcg@5": [0.9, 0.1, 0.5, 0.7, 0.3]})
+    >>> t[["metric", "slice", "n", "n_excluded", "mean", "method"]].to_string(index=False)
+    'metric   slice  n  n_excluded  mean method\\n hit@5 overall  4           1  0.75 wilson\\nndcg@5 overall  5           0  0.50      t'
+    """
+    check_option("method", method, _SUMMARY_METHODS)
+    level = check_level(ci)
+    n_resamples = check_int(n_resamples, "n_resamples", 1)
+    names, values = _as_scores(scores, "scores")
+    if values.shape[0] == 0:
+        raise ValueError("summary needs at least one question (the scores are empty)")
+    codes, _, grouped, n_groups, rows, unit_codes = _layout(values.shape[0], slices, units)
+    present = ~np.isnan(values)
+    n_valid = _row_counts(codes, n_groups, grouped, present)
+    n_rows = np.repeat(_row_counts(codes, n_groups, grouped, np.ones((len(codes), 1), dtype=bool)), len(names), axis=1)
+    sums = _row_sums(codes, n_groups, grouped, values)
+
+    chosen = []
+    for j, name in enumerate(names):
+        binary = _is_binary(values[:, j])
+        chosen_method = method
+        if method == "auto":
+            chosen_method = "percentile" if unit_codes is not None else ("wilson" if binary else "t")
+        elif method in _PROPORTION_METHODS and not binary:
+            raise ValueError(
+                f"summary: method={method!r} is an interval for pass/fail scores, but {name!r} has values other "
+                "than 0 and 1; use method='t' or a bootstrap method for it."
+            )
+        if unit_codes is not None and chosen_method not in _BOOT_METHODS:
+            raise ValueError(f"summary: units= needs a bootstrap method ('percentile' or 'bca'), not {chosen_method!r}")
+        chosen.append(chosen_method)
+
+    # Metrics known to lie in [0, 1] (recall, nDCG, faithfulness...) get intervals inside [0, 1].
+    bounded = [
+        metric_info(name).bounded and bool(np.nanmin(values[:, j], initial=0.0) >= 0 and np.nanmax(values[:, j], initial=1.0) <= 1)
+        for j, name in enumerate(names)
+    ]
+    boot_columns = [j for j, m in enumerate(chosen) if m in _BOOT_METHODS]
+    expand = method == "auto"  # the automatic cluster bootstrap is the expanded percentile (better at 20 clusters)
+    seed_used = _resolve_seed(seed) if boot_columns else None
+    boot_low = boot_high = boot_se = None
+    if boot_columns:
+        boot_method = chosen[boot_columns[0]]
+        engine, boot, boot_low, boot_high = _bootstrap_cells(
+            values[:, boot_columns], codes, n_groups, grouped=grouped, units=unit_codes, level=level,
+            method=boot_method, n_resamples=n_resamples, seed=seed_used, expand=expand,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells
+            boot_se = np.nanstd(boot, axis=0, ddof=1)
+
+    records = []
+    for j, name in enumerate(names):
+        m = chosen[j]
+        for r, label in enumerate(rows):
+            n = int(n_valid[r, j])
+            mean = sums[r, j] / n if n else np.nan
+            se = low = high = np.nan
+            if m in _BOOT_METHODS:
+                b = boot_columns.index(j)
+                low, high = boot_low[r, b], boot_high[r, b]
+                se = boot_se[r, b] if n else np.nan
+                label_method = _boot_label("expanded percentile" if expand else m, paired=False,
+                                           clustered=unit_codes is not None)
+            elif m == "t":
+                selected = values[(codes == r - 1) if (grouped and r) else slice(None), j]
+                selected = selected[~np.isnan(selected)]
+                mean, se, low, high = _t_bounds(selected, level)
+                label_method = "t"
+                if bounded[j] and selected.size:
+                    mean, low, high, label_method = _bounded_t(selected, mean, low, high, level)
+            else:
+                label_method = m
+                if n:
+                    successes = int(round(sums[r, j]))
+                    iv = proportion_interval(successes, n, ci=level, method=m)
+                    mean, low, high = iv
+                    se = math.sqrt(mean * (1 - mean) / n)
+            resampled = m in _BOOT_METHODS
+            records.append(
+                {
+                    "metric": name,
+                    "slice": label,
+                    "n": n,
+                    "n_excluded": int(n_rows[r, j]) - n,
+                    "mean": mean,
+                    "se": se,
+                    "low": low,
+                    "high": high,
+                    "method": label_method,
+                    "level": level,
+                    "n_resamples": n_resamples if resampled else None,
+                    "seed": seed_used if resampled else None,
+                }
+            )
+    table = pd.DataFrame.from_records(records)
+    table["n_resamples"] = _nullable_int(table["n_resamples"].tolist())
+    table["seed"] = _nullable_int(table["seed"].tolist())
+    return table
+
+
+def compare(
+    base: Any,
+    cand: Any,
+    *,
+    slices: Any = None,
+    units: Any = None,
+    ci: float = 0.95,
+    method: str = "auto",
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    n_permutations: int = 10_000,
+    adjust: str | None = None,
+) -> pd.DataFrame:
+    """Paired comparison of two runs on the same questions: interval and test per metric and slice.
+
+    Parameters
+    ----------
+    base, cand : dict of array-like, DataFrame, Series or 1-D array
+        Per-question scores of the same questions **in the same order**, with the same metrics
+        (use ``df.rag.compare`` to pair runs by question id). Pairs with NaN on either side are
+        dropped for that metric and counted in ``n_dropped``.
+    slices : array-like, optional
+        A slice label per question: rows ``overall`` plus one per slice.
+    units : array-like, optional
+        Cluster labels per question: resample (and sign-flip) whole clusters.
+    ci : float
+        Confidence level.
+    method : {"auto", "score", "percentile", "bca"}
+        The interval on ``mean(cand - base)``. ``"auto"`` (the default) takes, per metric, the
+        interval that keeps its coverage at small n: for pass/fail metrics (every value 0 or 1 on
+        both sides, no ``units``) Tango's score interval for paired proportions
+        (:func:`paired_proportion_interval`), never zero-width however few pairs differ; for other
+        metrics (and with ``units``) the *expanded* percentile bootstrap, whose level is widened by
+        ``sqrt(n/(n-1)) * t(n-1) / z`` for the row's ``n`` questions or clusters. ``"score"`` asks
+        for the score interval (pass/fail metrics only). ``"percentile"`` and ``"bca"`` give the
+        plain bootstrap intervals for every metric (as ``scipy.stats.bootstrap``). All bootstrap
+        rows of one call share the same resampled question sets; the same call with the same seed
+        reproduces every number exactly (row order does not matter), while adding metrics or slices
+        changes how the shared resamples are drawn (bounds move by Monte Carlo error).
+    n_resamples, seed : int
+        Bootstrap resamples and seed (``np.random.default_rng``); the permutations use a stream
+        derived from the same seed. Both are reported on the rows that used them.
+    n_permutations : int
+        Random sign flips for the permutation tests of continuous metrics (0 skips them: the
+        one-sided p-values then come from the bootstrap distribution). Pass/fail metrics get the
+        exact McNemar test instead, unless ``units`` is given.
+    adjust : {None, "holm"}
+        Add ``p_adjusted``: Holm's adjustment of ``p_value`` over every row of the table (all
+        metrics and slices). It adds a column and changes no interval; the gate's own use of Holm
+        is described in :func:`gate`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``metric, slice, n, n_dropped, n_changed, base, cand, diff, low, high, p_value, p_decrease,
+        p_increase, skew, method, level, n_resamples, seed, test, n_permutations`` (and
+        ``p_adjusted``; with ``units``, ``n_clusters``). ``n_changed`` counts pairs whose score
+        differs; ``skew`` is the sample skewness of the differences (the gate reviews bootstrap rows
+        with fewer than 5 changed questions, or with |skew| > 1 below 30 questions).
+        ``diff`` is the mean of ``cand - base`` over the ``n`` complete pairs, ``base`` and ``cand``
+        the means over the same pairs. ``p_value`` is the two-sided test's; ``p_decrease`` and
+        ``p_increase`` are the one-sided p-values for the candidate being lower / higher (exact
+        McNemar, sign flips, or the bootstrap distribution when ``n_permutations=0``). A row with
+        fewer than two complete pairs (or clusters) has no interval (NaN ``low`` and ``high``; the
+        gate sends it to review). The settings are kept in ``table.attrs["raglab"]["comparison"]``.
+
+    Examples
+    --------
+    >>> from raglab.stats import compare
+    >>> base = {"hit@5": [1, 1, 0, 1] * 50, "rr": [1.0, 0.5, 0.0, 0.25] * 50}
+    >>> cand = {"hit@5": [1, 1, 1, 1] * 50, "rr": [1.0, 0.5, 0.2, 0.25] * 50}
+    >>> t = compare(base, cand, seed=1)
+    >>> t[["metric", "n", "diff", "test"]].to_string(index=False)
+    'metric   n  diff                  test\\n hit@5 200  0.25         exact McNemar\\n    rr 200  0.05 sign-flip permutation'
+    >>> t["method"].tolist()
+    ['paired score (Tango)', 'paired bootstrap (expanded percentile)']
+    """
+    check_option("method", method, _COMPARE_METHODS)
+    check_option("adjust", adjust, _ADJUST)
+    level = check_level(ci)
+    n_resamples = check_int(n_resamples, "n_resamples", 1)
+    n_permutations = check_int(n_permutations, "n_permutations", 0)
+    names, b = _as_scores(base, "base")
+    cand_names, c = _as_scores(cand, "cand")
+    if set(names) != set(cand_names):
+        raise ValueError(
+            f"`base` and `cand` must hold the same metrics; only in base: {sorted(set(names) - set(cand_names))}, "
+            f"only in cand: {sorted(set(cand_names) - set(names))}"
+        )
+    c = c[:, [cand_names.index(name) for name in names]]
+    if b.shape[0] != c.shape[0]:
+        raise ValueError(
+            f"`base` and `cand` must score the same questions in the same order: {b.shape[0]} vs {c.shape[0]} rows. "
+            "Pair runs by question id with df.rag.compare(...)."
+        )
+    if b.shape[0] == 0:
+        raise ValueError("compare needs at least one question (the scores are empty)")
+    seed = _resolve_seed(seed)
+    codes, _, grouped, n_groups, rows, unit_codes = _layout(b.shape[0], slices, units)
+    complete = ~(np.isnan(b) | np.isnan(c))
+    diffs = np.where(complete, c - b, np.nan)
+    n_pairs = _row_counts(codes, n_groups, grouped, complete)
+    n_rows = np.repeat(_row_counts(codes, n_groups, grouped, np.ones((len(codes), 1), dtype=bool)), len(names), axis=1)
+    base_sum = _row_sums(codes, n_groups, grouped, np.where(complete, b, np.nan))
+    cand_sum = _row_sums(codes, n_groups, grouped, np.where(complete, c, np.nan))
+    binary = [
+        _is_binary(np.where(complete[:, j], b[:, j], np.nan)) and _is_binary(np.where(complete[:, j], c[:, j], np.nan))
+        for j in range(len(names))
+    ]
+    score = [unit_codes is None and binary[j] and method in ("auto", "score") for j in range(len(names))]
+    if method == "score" and not all(score):
+        raise ValueError(
+            "compare: method='score' is Tango's interval for pass/fail metrics without clusters; "
+            f"{[n for n, s in zip(names, score) if not s]} are not pass/fail (or units= was given). "
+            "Use method='auto' to take the bootstrap for those."
+        )
+    boot_method = "percentile" if method in ("auto", "score") else method
+    engine, boot, low, high = _bootstrap_cells(
+        diffs, codes, n_groups, grouped=grouped, units=unit_codes, level=level, method=boot_method,
+        n_resamples=n_resamples, seed=seed, expand=method == "auto",
+    )
+    down = _row_counts(codes, n_groups, grouped, diffs == -1)
+    up = _row_counts(codes, n_groups, grouped, diffs == 1)
+    n_changed = _row_counts(codes, n_groups, grouped, complete & (diffs != 0))
+    skew = _row_skewness(diffs, codes, n_groups, grouped, n_pairs)
+    if method in ("percentile", "bca"):
+        rare = [names[j] for j in range(len(names)) if binary[j] and ((down[:, j] + up[:, j]) < _FEW_DISCORDANT).any()]
+        if rare:
+            warn(
+                f"compare: method={method!r} on pass/fail metrics {rare} with fewer than {_FEW_DISCORDANT} "
+                "discordant pairs in some rows: bootstrap intervals under-cover there (they collapse towards the "
+                "few changed questions). method='auto' uses Tango's score interval, which does not.",
+                UserWarning,
+            )
+    scored = [j for j in range(len(names)) if score[j]]
+    if scored:
+        score_low, score_high = _tango_bounds(down[:, scored], up[:, scored], n_pairs[:, scored], level)
+        low[:, scored], high[:, scored] = score_low, score_high
+        no_pairs = n_pairs[:, scored] < 2  # one pair says nothing about sampling error, as for the bootstrap
+        low[:, scored] = np.where(no_pairs, np.nan, low[:, scored])
+        high[:, scored] = np.where(no_pairs, np.nan, high[:, scored])
+
+    # Paired tests: exact McNemar for pass/fail metrics, sign flips (shared across metrics) otherwise.
+    p_values = np.full(engine.theta.shape, np.nan)
+    p_decrease = np.full(engine.theta.shape, np.nan)
+    p_increase = np.full(engine.theta.shape, np.nan)
+    tests = ["none"] * len(names)
+    permutations: list[int | None] = [None] * len(names)
+    exact = [j for j in range(len(names)) if binary[j] and unit_codes is None]
+    flipped = [j for j in range(len(names)) if j not in exact]
+    if exact:
+        p_decrease[:, exact], p_increase[:, exact] = _one_sided_mcnemar(down[:, exact], up[:, exact])
+        if n_permutations:
+            p_values[:, exact] = _mcnemar_p(down[:, exact], up[:, exact])
+            for j in exact:
+                tests[j] = "exact McNemar"
+    if flipped and n_permutations:
+        rng = np.random.default_rng([seed, 1])  # a stream apart from the bootstrap's
+        sided = engine.sign_flip(flipped, n_permutations, rng)
+        p_values[:, flipped], p_decrease[:, flipped], p_increase[:, flipped] = sided
+        for j in flipped:
+            tests[j] = "sign-flip permutation" + (" (clusters)" if unit_codes is not None else "")
+            permutations[j] = n_permutations
+    elif flipped:  # no permutations: one-sided p-values from the bootstrap distribution
+        with np.errstate(invalid="ignore"):
+            drawn = (~np.isnan(boot[:, :, flipped])).sum(axis=0)
+            p_decrease[:, flipped] = (1.0 + (boot[:, :, flipped] >= 0).sum(axis=0)) / (drawn + 1.0)
+            p_increase[:, flipped] = (1.0 + (boot[:, :, flipped] <= 0).sum(axis=0)) / (drawn + 1.0)
+    for p in (p_values, p_decrease, p_increase):
+        p[n_pairs == 0] = np.nan
+
+    boot_label = _boot_label("expanded percentile" if method == "auto" else boot_method, paired=True,
+                             clustered=unit_codes is not None)
+    records = []
+    for j, name in enumerate(names):
+        label = _SCORE_LABEL if score[j] else boot_label
+        for r, row in enumerate(rows):
+            n = int(n_pairs[r, j])
+            records.append(
+                {
+                    "metric": name,
+                    "slice": row,
+                    "n": n,
+                    "n_dropped": int(n_rows[r, j]) - n,
+                    "n_changed": int(n_changed[r, j]),
+                    "base": base_sum[r, j] / n if n else np.nan,
+                    "cand": cand_sum[r, j] / n if n else np.nan,
+                    "diff": engine.theta[r, j] if n else np.nan,
+                    "low": low[r, j],
+                    "high": high[r, j],
+                    "p_value": p_values[r, j],
+                    "p_decrease": p_decrease[r, j],
+                    "p_increase": p_increase[r, j],
+                    "skew": skew[r, j],
+                    "method": label,
+                    "level": level,
+                    "n_resamples": None if score[j] else n_resamples,
+                    "seed": None if score[j] and not permutations[j] else seed,
+                    "test": tests[j],
+                    "n_permutations": permutations[j],
+                    "n_clusters": int(engine.units_per_cell[r, j]) if unit_codes is not None else None,
+                }
+            )
+    table = pd.DataFrame.from_records(records)
+    for column in ("n_resamples", "seed", "n_permutations", "n_clusters"):
+        table[column] = _nullable_int(table[column].tolist())
+    if unit_codes is None:
+        table = table.drop(columns="n_clusters")
+    if adjust == "holm":
+        table.insert(table.columns.get_loc("p_value") + 1, "p_adjusted", holm(table["p_value"].to_numpy()))
+    table.attrs["raglab"] = {
+        "comparison": {
+            "ci": level,
+            "method": method,
+            "n_resamples": n_resamples,
+            "seed": seed,
+            "n_permutations": n_permutations,
+            "adjust": adjust,
+            "units": units is not None,
+        }
+    }
+    return table
