@@ -5,12 +5,13 @@ BIN := $(VENV)/bin
 # Re-install only when the project's dependency list changes.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint bench data clean
+.PHONY: demo test lint bench data dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# .[test] pulls in every extra (judge, plots, widgets, notebooks): demo and test get everything.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 >/dev/null
@@ -39,5 +40,10 @@ bench: $(STAMP)
 data: $(STAMP)
 	$(BIN)/python scripts/build_data.py
 
+# The wheel in dist/ (it carries data/ as raglab/datasets/data/; tests/test_install.py installs one).
+dist: $(BIN)/python
+	rm -rf build dist
+	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist

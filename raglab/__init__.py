@@ -59,13 +59,22 @@ __all__ = [
     "write_trec",
 ]
 
-# Modules with heavier imports load on first use: ``raglab.datasets`` and friends.
+# Modules with heavier imports load on first use: ``raglab.datasets`` and friends. ``import raglab``
+# never loads the optional dependencies (openai, matplotlib, ipywidgets...; see raglab._optional).
 _LAZY_MODULES = {"datasets", "judge", "plots", "testing", "tripwires", "widgets"}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY_MODULES:
-        return importlib.import_module(f"raglab.{name}")
+        try:
+            return importlib.import_module(f"raglab.{name}")
+        except ModuleNotFoundError as exc:
+            from raglab._optional import missing_extra
+
+            error = missing_extra(exc, purpose=f"raglab.{name}")
+            if error is None:
+                raise
+            raise error from exc
     raise AttributeError(f"module 'raglab' has no attribute {name!r}")
 
 

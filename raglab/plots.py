@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from raglab._optional import import_optional
 from raglab._registry import metric_info
 from raglab._results import DECISION_COLOURS
 from raglab._validation import check_option
@@ -99,8 +100,8 @@ def forest(
     >>> [t.get_text() for t in ax.get_yticklabels()]
     ['hit@5 [overall]']
     """
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
+    plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.forest")
+    Line2D = import_optional("matplotlib.lines", extra="plots", purpose="raglab.plots.forest").Line2D
 
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"forest needs a compare or gate table (a DataFrame), got {type(table).__name__}")
@@ -218,7 +219,7 @@ def confusion_heatmap(
     >>> ax.get_ylabel()
     'people'
     """
-    import seaborn as sns
+    sns = import_optional("seaborn", extra="plots", purpose="raglab.plots.confusion_heatmap")
 
     table = getattr(report, "confusion", report)
     if not isinstance(table, pd.DataFrame) or table.shape[0] != table.shape[1]:
@@ -238,7 +239,7 @@ def confusion_heatmap(
          for row_v, row_c in zip(values, counts)]
     )
     if ax is None:
-        import matplotlib.pyplot as plt
+        plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.confusion_heatmap")
 
         ax = plt.gca()
     options_heatmap = {"annot": annotations, "fmt": "", "cmap": cmap, "cbar": False, "square": True,
@@ -293,7 +294,7 @@ def power_curve(
         top = max(max(needed) * 1.6, 100)
         n = np.unique(np.geomspace(20, top, 80).astype(int))
     if ax is None:
-        import matplotlib.pyplot as plt
+        plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.power_curve")
 
         ax = plt.gca()
     for m, required in zip(effects, needed):

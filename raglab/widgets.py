@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from raglab._optional import import_optional
 from raglab._rowtable import is_missing, missing_column_error, resolve_column
 
 __all__ = ["explore", "render_row"]
@@ -149,7 +150,7 @@ def explore(
     >>> type(box).__name__
     'VBox'
     """
-    import ipywidgets as w
+    w = import_optional("ipywidgets", extra="widgets", purpose="raglab.widgets.explore")
 
     method = "rag.explore"
     overrides = {

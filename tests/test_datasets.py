@@ -56,3 +56,44 @@ def test_build_script_reproduces_committed_files(tmp_path):
     )
     for relative in ["questions.parquet", *(f"readers/{m}.parquet" for m in datasets.SQUAD_READERS)]:
         assert (tmp_path / relative).read_bytes() == (REPO / "data" / "squad2" / relative).read_bytes(), relative
+
+
+# ---- where the data is found (issue 12: a package that works when installed) -----------------------------------
+
+
+def test_in_a_checkout_the_data_is_read_in_place(monkeypatch):
+    monkeypatch.delenv("RAGLAB_DATA", raising=False)
+    assert datasets.data_dir() == REPO / "data"
+    # data/ is the only copy in the repository: the wheel's raglab/datasets/data/ is made at build time
+    # (setup.py), so there is nothing that could drift from it. tests/test_install.py checks the built wheel.
+    assert not (REPO / "raglab" / "datasets" / "data").exists()
+
+
+def test_data_dir_prefers_raglab_data_then_the_installed_copy(monkeypatch, tmp_path):
+    installed, checkout, configured = tmp_path / "installed", tmp_path / "checkout", tmp_path / "configured"
+    for folder in (installed, checkout, configured):
+        folder.mkdir()
+    monkeypatch.setattr(datasets, "_PACKAGED", installed)
+    monkeypatch.setattr(datasets, "_CHECKOUT", checkout)
+    monkeypatch.delenv("RAGLAB_DATA", raising=False)
+    assert datasets.data_dir() == installed
+    installed.rmdir()
+    assert datasets.data_dir() == checkout
+    monkeypatch.setenv("RAGLAB_DATA", str(configured))
+    assert datasets.data_dir() == configured
+    monkeypatch.setenv("RAGLAB_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="RAGLAB_DATA is .*nowhere.*not a folder"):
+        datasets.handbook()
+    monkeypatch.delenv("RAGLAB_DATA")
+    checkout.rmdir()
+    with pytest.raises(FileNotFoundError, match="neither in the installed package .* nor in a source checkout"):
+        datasets.data_dir()
+
+
+def test_data_readme_names_each_source_and_licence():
+    readme = (REPO / "data" / "README.md").read_text()
+    sections = {part.split("`", 2)[1].rstrip("/"): part for part in readme.split("\n## ")[1:]}
+    folders = sorted(p.name for p in (REPO / "data").iterdir() if p.is_dir())
+    assert sorted(sections) == folders
+    for name, text in sections.items():
+        assert "**Source**" in text and "**Licence**" in text, f"data/README.md: {name}/ lacks its source or licence"

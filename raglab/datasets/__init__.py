@@ -1,7 +1,8 @@
 """Bundled example data: row tables derived from public datasets (ids, offsets, labels, scores; no text).
 
-The files live in the project's ``data/`` folder (see ``data/README.md`` for sources and licences);
-set ``RAGLAB_DATA`` to read them from elsewhere.
+The files ship inside the package (``raglab/datasets/data/``, a copy of the project's ``data/`` made
+when the wheel is built; ``data/README.md`` names sources and licences). A source checkout or an
+editable install reads ``data/`` in place; set ``RAGLAB_DATA`` to read them from elsewhere.
 
 SQuAD 2.0 dev (CC BY-SA 4.0), 11,873 questions over 35 Wikipedia articles, half unanswerable:
 
@@ -43,8 +44,12 @@ SQUAD_RUNS = ("chunk1000_bm25", "chunk500_rerank", "chunk500_rerank_expand")
 SQUAD_READERS = ("bert", "bidaf", "nlnet")
 
 
+_PACKAGED = Path(__file__).resolve().parent / "data"  # in an installed wheel (setup.py copies data/ here)
+_CHECKOUT = Path(__file__).resolve().parents[2] / "data"  # in a source checkout or an editable install
+
+
 def data_dir() -> Path:
-    """The folder holding raglab's bundled data (``RAGLAB_DATA`` or the project's ``data/``).
+    """The folder holding raglab's bundled data: ``RAGLAB_DATA``, else the installed copy, else the checkout's ``data/``.
 
     Examples
     --------
@@ -52,13 +57,21 @@ def data_dir() -> Path:
     ['handbook', 'mtrag', 'squad2']
     """
     configured = os.environ.get("RAGLAB_DATA")
-    path = Path(configured) if configured else Path(__file__).resolve().parents[2] / "data"
-    if not path.exists():
-        raise FileNotFoundError(
-            f"raglab's bundled data is not at {str(path)!r}. It ships in the project's data/ folder "
-            "(a source checkout); set RAGLAB_DATA to the folder if it lives elsewhere."
-        )
-    return path
+    if configured:
+        path = Path(configured)
+        if not path.is_dir():
+            raise FileNotFoundError(
+                f"RAGLAB_DATA is {configured!r}, which is not a folder; point it at a folder laid out as "
+                "raglab's data/ (handbook/, mtrag/, squad2/), or unset it to use the bundled copy."
+            )
+        return path
+    for path in (_PACKAGED, _CHECKOUT):
+        if path.is_dir():
+            return path
+    raise FileNotFoundError(
+        f"raglab's bundled data is neither in the installed package ({str(_PACKAGED)!r}) nor in a source "
+        f"checkout ({str(_CHECKOUT)!r}). Reinstall raglab from a wheel or sdist, or set RAGLAB_DATA to the folder."
+    )
 
 
 def squad_questions() -> pd.DataFrame:

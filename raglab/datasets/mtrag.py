@@ -8,7 +8,8 @@ head-to-head win rate, and scored by two LLM judges: ``rl_f`` (RAGAS faithfulnes
 (RADBench-style), plus algorithmic scores.
 
 raglab ships only derived figures in ``data/mtrag/`` (ids, ratings, judge scores and slice labels;
-no text), built by ``scripts/build_mtrag.py`` from ``../shared/data/mtrag_human_eval``.
+no text; installed as ``raglab/datasets/data/mtrag``), built by ``scripts/build_mtrag.py`` from
+``../shared/data/mtrag_human_eval``.
 
 Examples
 --------
@@ -70,9 +71,9 @@ def data_dir(path: str | os.PathLike[str] | None = None) -> Path:
     missing = [name for name in _FILES if not (folder / name).exists()]
     if missing:
         raise FileNotFoundError(
-            f"MTRAG files {missing} not found in {folder}. They ship in a raglab source checkout's data/mtrag; "
-            "rebuild them with `python scripts/build_mtrag.py` (needs ../shared/data/mtrag_human_eval), or pass "
-            "path= / set RAGLAB_DATA to the folder holding mtrag/"
+            f"MTRAG files {missing} not found in {folder}. They ship with raglab (data/mtrag in a source checkout, "
+            "raglab/datasets/data/mtrag when installed); rebuild them with `python scripts/build_mtrag.py` (needs "
+            "../shared/data/mtrag_human_eval), or pass path= / set RAGLAB_DATA to the folder holding mtrag/"
         )
     return folder
 

@@ -54,12 +54,20 @@ from typing import Any
 
 import pandas as pd
 
-from raglab.judge._api import DEFAULT_METRICS, JudgeEstimate, estimate_rows, judge_rows, judge_table
-from raglab.judge._base import METRICS, JudgeError
-from raglab.judge._cache import CallCache, MemoryCache
-from raglab.judge._lexical import LexicalJudge
-from raglab.judge._llm import LLMJudge, RunStats
-from raglab.judge._noise import JudgeNoise, judge_noise
+try:  # pydantic (the judge extra) is imported by the modules below
+    from raglab.judge._api import DEFAULT_METRICS, JudgeEstimate, estimate_rows, judge_rows, judge_table
+    from raglab.judge._base import METRICS, JudgeError
+    from raglab.judge._cache import CallCache, MemoryCache
+    from raglab.judge._lexical import LexicalJudge
+    from raglab.judge._llm import LLMJudge, RunStats
+    from raglab.judge._noise import JudgeNoise, judge_noise
+except ModuleNotFoundError as _exc:
+    from raglab._optional import missing_extra
+
+    _error = missing_extra(_exc, purpose="raglab.judge")
+    if _error is None:
+        raise
+    raise _error from _exc
 
 __all__ = [
     "LLMJudge",

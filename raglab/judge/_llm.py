@@ -41,6 +41,7 @@ from typing import Any
 
 import pydantic
 
+from raglab._optional import import_optional
 from raglab._validation import check_option
 from raglab.judge._base import (
     EMPTY_CONTEXT,
@@ -438,7 +439,7 @@ class LLMJudge:
     def _get_client(self) -> Any:
         if self._resources["client"] is not None:
             return self._resources["client"]
-        import openai
+        openai = import_optional("openai", extra="judge", purpose="raglab.judge.LLMJudge")
 
         if self._client_arg is not None:
             client = self._client_arg
@@ -494,7 +495,7 @@ class LLMJudge:
         labels: Sequence[str],
     ) -> list[list[dict[str, MetricOut]]]:
         """Judge every row ``repeats`` times; blocks the calling thread (never its event loop)."""
-        from tqdm.auto import tqdm
+        tqdm = import_optional("tqdm.auto", extra="judge", purpose="raglab.judge.LLMJudge").tqdm
 
         if repeats > 1 and not self.temperature and self.seed is None:
             warnings.warn(
@@ -748,7 +749,7 @@ class _Run:
         return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
 
     async def request(self, kind: str, inputs: dict[str, Any], repeat: int) -> dict[str, Any]:
-        import openai
+        openai = import_optional("openai", extra="judge", purpose="raglab.judge.LLMJudge")
 
         judge = self.judge
         name, model_cls = SCHEMAS[kind]
