@@ -1,34 +1,38 @@
-"""Benchmark: retrieval metrics from a DataFrame of list columns, raglab vs ranx vs pytrec_eval.
+"""Benchmark: retrieval metrics from a row table, raglab vs pytrec_eval (and ranx when installed).
 
-A seeded table of N questions (default 100,000) x 100 retrieved string ids, each question with
-1-5 gold ids graded 1-3 (about half of them somewhere in the retrieved list). Each tool goes from
-that DataFrame to per-question recall@10, precision@10, reciprocal rank and nDCG@10 (linear gain,
-trec_eval's ndcg_cut, which is what ranx's ``ndcg`` and pytrec_eval compute):
+``python benchmarks/retrieval.py`` prints the three figures the retrieval kernel is held to:
 
-- raglab: ``rows.rag.retrieval(k=10, gain="linear")`` (validation, the copy and attrs included);
-- ranx: build ``Qrels`` and ``Run`` from the same columns (``from_dict``, or ``from_df`` on the
-  exploded table with ``--ranx-from df``), then ``evaluate``;
-- pytrec_eval: build its dict-of-dicts, then ``RelevanceEvaluator(...).evaluate``.
+1. **Python lists.** A seeded table of 50,000 questions x 100 retrieved ids, each id its own ``str``
+   object (what ``json.loads`` and a Parquet-to-Python read give), 1-5 gold ids graded 1-3 per
+   question (about half of them somewhere in the list). Each tool goes from that DataFrame to
+   per-question recall@10, precision@10, reciprocal rank and nDCG@10 (linear gain: trec_eval's
+   ``ndcg_cut``): raglab with ``raglab.retrieval.retrieval(rows, k=10, gain="linear")`` (what
+   ``rows.rag.retrieval`` runs: validation, the copy and the attrs included); pytrec_eval by building
+   its dict-of-dicts and ``RelevanceEvaluator(...).evaluate``; ranx (``--tools ...,ranx``) by
+   ``Qrels``/``Run.from_dict`` and ``evaluate``. Target: pytrec_eval / raglab >= 3.
+2. **Rows from Parquet.** The same table written with ``raglab.write_rows`` and read back with
+   ``raglab.read_rows(path, lists="arrow")``: the id lists are Arrow-backed, no Python object per id.
+   raglab scores that frame; pytrec_eval's time is the one from 1 (it needs the rows as Python
+   objects, which a Parquet read to Python gives). Target: pytrec_eval / raglab >= 10. The read
+   times are printed too, with the ratio when each tool's read of the file is counted.
+3. **Peak memory at 1,000,000 questions.** A fresh subprocess builds the 1,000,000-question table
+   (ids shared from a vocabulary of 1,000,000 strings: the table the previous figure was measured
+   on), resets the kernel's peak-RSS counter (Linux ``/proc/self/clear_refs``), scores it with raglab
+   and reads ``VmHWM``: the peak resident size of the whole process, table included (without
+   ``clear_refs``: ``resource.getrusage`` after the build, which then includes the build's peak).
+   Before the Arrow/pandas id kernel this was 2,216 MiB (VmHWM 2,268,992 kB, table alone 1,396 MiB,
+   measured the same way with the previous ctypes kernel). With ``--memory-arrow`` the same
+   questions with Arrow-backed id lists are measured too.
 
-All three run in one process on the same table, one after the other, after one untimed warm-up
-call each on a small table (imports, ranx's numba compilation); the script checks that they agree
-per question to 1e-9 and prints each time and the ratios. Run scores are strictly
-decreasing (100, 99, ...), so there are no ties and every tool ranks identically.
-
-The ids are drawn from a vocabulary of distinct strings and shared between rows (what a
-categorical or interned column, or ids taken from one corpus list, looks like); with
-``--distinct-objects`` every occurrence is its own string object instead (what ``json.loads``
-produces). String hashes are computed once before any timing so no tool pays for them first.
-
-Peak memory: with ``--memory`` each tool also runs in a fresh subprocess that builds the table,
-resets the kernel's peak-RSS counter (Linux ``/proc/self/clear_refs``), runs the tool and reads
-``VmHWM``: the peak resident size of the whole process (table included) and the increase over the
-table alone.
+All tools run in one process on the same table, after one untimed warm-up call each on a small
+table; each time is the best of ``--repeat`` runs. The script checks that the tools agree per question
+to 1e-9. Run scores are strictly decreasing (100, 99, ...), so there are no ties.
 
 Usage::
 
-    python benchmarks/retrieval.py                          # 100,000 x 100, all three tools
-    python benchmarks/retrieval.py --n 1000000 --tools raglab --memory
+    python benchmarks/retrieval.py                       # the three figures (a few minutes)
+    python benchmarks/retrieval.py --memory-n 0          # the two ratios only
+    python benchmarks/retrieval.py --n 100000 --tools pytrec_eval,ranx --memory-n 0
 """
 
 from __future__ import annotations
@@ -38,22 +42,29 @@ import gc
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections import deque
+from collections.abc import Iterator
 from itertools import chain
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 import raglab
+from raglab.retrieval import retrieval
 
 METRICS = ("recall@10", "precision@10", "rr", "ndcg@10")
 RANX_NAMES = {"recall@10": "recall@10", "precision@10": "precision@10", "rr": "mrr", "ndcg@10": "ndcg@10"}
 PYTREC_NAMES = {"recall@10": "recall_10", "precision@10": "P_10", "rr": "recip_rank", "ndcg@10": "ndcg_cut_10"}
 DEPTH = 100
+BEFORE_MIB = 2_268_992 / 1024  # VmHWM at 1,000,000 questions with the previous (ctypes) kernel
 
 
 # --------------------------------------------------------------------------------------------------
@@ -61,12 +72,9 @@ DEPTH = 100
 # --------------------------------------------------------------------------------------------------
 
 
-def build_table(n: int, *, seed: int = 0, vocabulary: int = 1_000_000, distinct_objects: bool = False) -> pd.DataFrame:
-    """N questions x 100 unique retrieved ids and 1-5 graded gold ids each (seeded)."""
+def _blocks(n: int, seed: int, vocabulary: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """Per block of questions: retrieved vocabulary indices (rows x 100), gold indices, grades, gold counts."""
     rng = np.random.default_rng(seed)
-    vocab = np.array([f"doc{i:07d}" for i in range(vocabulary)], dtype=object)
-    retrieved: list[list[str]] = []
-    gold: list[dict[str, int]] = []
     block = 50_000
     for start in range(0, n, block):
         size = min(block, n - start)
@@ -80,74 +88,83 @@ def build_table(n: int, *, seed: int = 0, vocabulary: int = 1_000_000, distinct_
         elsewhere = rng.integers(0, vocabulary, size=(size, 5))
         gold_idx = np.where(from_list, np.take_along_axis(idx, positions, axis=1), elsewhere)
         grades = rng.integers(1, 4, size=(size, 5))
-        ids = vocab[idx]
+        yield idx, gold_idx, grades, n_gold
+
+
+def _vocabulary(size: int) -> np.ndarray:
+    return np.array([f"doc{i:07d}" for i in range(size)], dtype=object)
+
+
+def build_table(
+    n: int, *, seed: int = 0, vocabulary: int = 1_000_000, distinct_objects: bool = False, arrow: bool = False
+) -> pd.DataFrame:
+    """N questions x 100 unique retrieved ids and 1-5 graded gold ids each (seeded).
+
+    ``distinct_objects``: a fresh ``str`` per id occurrence (as ``json.loads`` makes), else ids shared
+    from the vocabulary. ``arrow``: the retrieved lists as an Arrow-backed column (built in Arrow).
+    """
+    vocab = _vocabulary(vocabulary)
+    vocab_arrow = pa.array(vocab.tolist(), type=pa.string()) if arrow else None
+    retrieved: list = []
+    gold: list[dict[str, int]] = []
+    for idx, gold_idx, grades, n_gold in _blocks(n, seed, vocabulary):
+        size = len(idx)
         gold_ids = vocab[gold_idx]
+        if arrow:
+            offsets = pa.array(np.arange(0, size * DEPTH + 1, DEPTH, dtype=np.int32))
+            retrieved.append(pa.ListArray.from_arrays(offsets, vocab_arrow.take(pa.array(idx.reshape(-1)))))
+        ids = None if arrow else vocab[idx]
         for i in range(size):
-            row = ids[i].tolist()
             keys = gold_ids[i, : n_gold[i]].tolist()
-            if distinct_objects:  # a fresh str object per occurrence, as json.loads makes
-                row = [s[:1] + s[1:] for s in row]
+            if not arrow:
+                row = ids[i].tolist()
+                if distinct_objects:
+                    row = [s[:1] + s[1:] for s in row]
+                retrieved.append(row)
+            if distinct_objects:
                 keys = [s[:1] + s[1:] for s in keys]
-            retrieved.append(row)
             gold.append(dict(zip(keys, grades[i, : n_gold[i]].tolist())))
-    rows = pd.DataFrame(
-        {
-            "question_id": pd.Series([f"q{i}" for i in range(n)], dtype=object),
-            "retrieved": pd.Series(retrieved, dtype=object),
-            "gold": pd.Series(gold, dtype=object),
-        }
-    )
+    if arrow:
+        column = pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array(retrieved, type=pa.list_(pa.string()))))
+    else:
+        column = pd.Series(retrieved, dtype=object)
+    rows = pd.DataFrame({
+        "question_id": pd.Series([f"q{i}" for i in range(n)], dtype=object),
+        "retrieved": column,
+        "gold": pd.Series(gold, dtype=object),
+    })
     # Compute every string's hash once, so that no tool pays for it on behalf of the others.
-    deque(map(hash, chain.from_iterable(rows["retrieved"])), maxlen=0)
+    if not arrow:
+        deque(map(hash, chain.from_iterable(rows["retrieved"])), maxlen=0)
     deque(map(hash, chain.from_iterable(rows["gold"])), maxlen=0)
     deque(map(hash, rows["question_id"]), maxlen=0)
     return rows
 
 
 # --------------------------------------------------------------------------------------------------
-# The three tools, each from the DataFrame to per-question scores {metric: array in row order}
+# The tools, each from the DataFrame to per-question scores {metric: array in row order}
 # --------------------------------------------------------------------------------------------------
 
 
-def run_raglab(rows: pd.DataFrame, **_: object) -> dict[str, np.ndarray]:
-    scored = rows.rag.retrieval(k=10, gain="linear")
+def run_raglab(rows: pd.DataFrame) -> dict[str, np.ndarray]:
+    scored = retrieval(rows, k=10, gain="linear")
     return {m: scored[m].to_numpy() for m in METRICS}
 
 
-def run_ranx(rows: pd.DataFrame, *, ranx_from: str = "dict", **_: object) -> dict[str, np.ndarray]:
+def run_ranx(rows: pd.DataFrame) -> dict[str, np.ndarray]:
     from ranx import Qrels, Run, evaluate
 
     qids = rows["question_id"].tolist()
     scores = [float(DEPTH - r) for r in range(DEPTH)]
-    if ranx_from == "dict":
-        qrels = Qrels.from_dict(dict(zip(qids, rows["gold"])))
-        run = Run.from_dict({q: dict(zip(r, scores)) for q, r in zip(qids, rows["retrieved"])})
-    else:
-        lengths = rows["retrieved"].map(len).to_numpy()
-        run_df = pd.DataFrame(
-            {
-                "q_id": pd.Series(np.repeat(np.array(qids, dtype=object), lengths), dtype=object),
-                "doc_id": pd.Series(list(chain.from_iterable(rows["retrieved"])), dtype=object),
-                "score": np.concatenate([np.array(scores[:n]) for n in lengths]) if len(rows) else [],
-            }
-        )
-        g_lengths = rows["gold"].map(len).to_numpy()
-        qrels_df = pd.DataFrame(
-            {
-                "q_id": pd.Series(np.repeat(np.array(qids, dtype=object), g_lengths), dtype=object),
-                "doc_id": pd.Series(list(chain.from_iterable(rows["gold"])), dtype=object),
-                "score": list(chain.from_iterable(g.values() for g in rows["gold"])),
-            }
-        )
-        qrels = Qrels.from_df(qrels_df)
-        run = Run.from_df(run_df)
+    qrels = Qrels.from_dict(dict(zip(qids, rows["gold"])))
+    run = Run.from_dict({q: dict(zip(r, scores)) for q, r in zip(qids, rows["retrieved"])})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba type-safety chatter
         evaluate(qrels, run, [RANX_NAMES[m] for m in METRICS], save_results_in_run=True)
     return {m: np.array([run.scores[RANX_NAMES[m]][q] for q in qids]) for m in METRICS}
 
 
-def run_pytrec_eval(rows: pd.DataFrame, **_: object) -> dict[str, np.ndarray]:
+def run_pytrec_eval(rows: pd.DataFrame) -> dict[str, np.ndarray]:
     import pytrec_eval
 
     qids = rows["question_id"].tolist()
@@ -159,7 +176,21 @@ def run_pytrec_eval(rows: pd.DataFrame, **_: object) -> dict[str, np.ndarray]:
     return {m: np.array([results[q][PYTREC_NAMES[m]] if q in results else 0.0 for q in qids]) for m in METRICS}
 
 
-TOOLS = {"raglab": run_raglab, "ranx": run_ranx, "pytrec_eval": run_pytrec_eval}
+TOOLS = {"raglab": run_raglab, "pytrec_eval": run_pytrec_eval, "ranx": run_ranx}
+
+
+def best_of(repeat: int, work) -> tuple[float, list[float], object]:
+    runs, result = [], None
+    for _ in range(max(1, repeat)):
+        gc.collect()
+        start = time.perf_counter()
+        result = work()
+        runs.append(time.perf_counter() - start)
+    return min(runs), runs, result
+
+
+def agree(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray]) -> float:
+    return max(float(np.max(np.abs(ours[m] - theirs[m]))) if len(ours[m]) else 0.0 for m in METRICS)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -178,8 +209,8 @@ def _status_kib(field: str) -> int | None:
     return None
 
 
-def child(tool: str, n: int, seed: int, distinct_objects: bool, ranx_from: str) -> None:
-    rows = build_table(n, seed=seed, distinct_objects=distinct_objects)
+def child(n: int, seed: int, arrow: bool) -> None:
+    rows = build_table(n, seed=seed, arrow=arrow)
     gc.collect()
     reset = False
     try:
@@ -189,24 +220,18 @@ def child(tool: str, n: int, seed: int, distinct_objects: bool, ranx_from: str) 
     except OSError:
         pass
     baseline = _status_kib("VmRSS")
-    if tool == "ranx":  # compile ranx's numba kernels first (their memory is not the metric's)
-        TOOLS[tool](build_table(1_000, seed=seed + 1), ranx_from=ranx_from)
-        gc.collect()
-        if reset:
-            with open("/proc/self/clear_refs", "w") as fh:
-                fh.write("5")
-        baseline = _status_kib("VmRSS")
     start = time.perf_counter()
-    TOOLS[tool](rows, ranx_from=ranx_from)
+    run_raglab(rows)
     seconds = time.perf_counter() - start
     peak = _status_kib("VmHWM")
-    print(json.dumps({"tool": tool, "seconds": seconds, "baseline_kib": baseline, "peak_kib": peak, "reset": reset}))
+    if peak is None:  # not Linux: the process's peak since it started (the table's build included)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // (1024 if sys.platform == "darwin" else 1)
+    print(json.dumps({"seconds": seconds, "baseline_kib": baseline, "peak_kib": peak, "reset": reset}))
 
 
-def measure_memory(tool: str, args: argparse.Namespace) -> dict:
-    command = [sys.executable, __file__, "--child", tool, "--n", str(args.n), "--seed", str(args.seed),
-               "--ranx-from", args.ranx_from] + (["--distinct-objects"] if args.distinct_objects else [])
-    out = subprocess.run(command, capture_output=True, text=True, check=True)
+def measure_memory(n: int, seed: int, arrow: bool) -> dict:
+    command = [sys.executable, __file__, "--child", "--memory-n", str(n), "--seed", str(seed)]
+    out = subprocess.run(command + (["--memory-arrow"] if arrow else []), capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -217,81 +242,80 @@ def measure_memory(tool: str, args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=100_000, help="questions (default 100,000)")
+    parser.add_argument("--n", type=int, default=50_000, help="questions for the two ratios (default 50,000)")
+    parser.add_argument("--memory-n", type=int, default=1_000_000,
+                        help="questions for the peak-memory figure (default 1,000,000; 0 skips it)")
+    parser.add_argument("--memory-arrow", action="store_true", help="also measure memory with Arrow-backed lists")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tools", default="raglab,ranx,pytrec_eval", help="comma-separated subset")
-    parser.add_argument("--repeat", type=int, default=None,
-                        help="time each tool this many times and compare the best (default 3; 1 above 200,000 questions)")
-    parser.add_argument("--memory", action="store_true", help="also measure peak memory per tool in a subprocess")
-    parser.add_argument("--distinct-objects", action="store_true", help="a fresh str object per id occurrence")
-    parser.add_argument("--ranx-from", choices=["dict", "df"], default="dict", help="how ranx builds Qrels/Run")
-    parser.add_argument("--child", choices=list(TOOLS), help=argparse.SUPPRESS)
+    parser.add_argument("--tools", default="pytrec_eval", help="peers, comma-separated: pytrec_eval, ranx")
+    parser.add_argument("--repeat", type=int, default=3, help="time each run this many times, keep the best")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        child(args.child, args.n, args.seed, args.distinct_objects, args.ranx_from)
+        child(args.memory_n, args.seed, args.memory_arrow)
         return 0
-    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
-    unknown = sorted(set(tools) - set(TOOLS))
-    if unknown:
-        parser.error(f"unknown tool(s) {unknown}; choose from {list(TOOLS)}")
+    peers = [t.strip() for t in args.tools.split(",") if t.strip()]
+    unknown = sorted(set(peers) - {"pytrec_eval", "ranx"})
+    if unknown or "pytrec_eval" not in peers:
+        parser.error(f"--tools must include pytrec_eval and may add ranx; got {peers}")
 
-    print(f"raglab {raglab.__version__}, numpy {np.__version__}, pandas {pd.__version__}, "
+    print(f"raglab {raglab.__version__}, numpy {np.__version__}, pandas {pd.__version__}, pyarrow {pa.__version__}, "
           f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} "
           "(a shared machine: times vary between runs)")
     start = time.perf_counter()
-    rows = build_table(args.n, seed=args.seed, distinct_objects=args.distinct_objects)
-    print(f"table: {len(rows):,} questions x {DEPTH} retrieved ids, "
-          f"{int(rows['gold'].map(len).sum()):,} gold ids, "
-          f"{'distinct str objects' if args.distinct_objects else 'ids shared from a vocabulary'} "
-          f"(built in {time.perf_counter() - start:.1f} s)")
-
+    rows = build_table(args.n, seed=args.seed, distinct_objects=True)
+    print(f"table: {len(rows):,} questions x {DEPTH} retrieved ids, each id its own str object, "
+          f"{int(rows['gold'].map(len).sum()):,} gold ids (built in {time.perf_counter() - start:.1f} s)")
     warm = build_table(1_000, seed=args.seed + 1)
-    for tool in tools:  # imports, numba compilation (ranx), first calls: not timed
-        TOOLS[tool](warm, ranx_from=args.ranx_from)
+    for tool in ["raglab", *peers]:  # imports, numba compilation (ranx), first calls: not timed
+        TOOLS[tool](warm)
     del warm
-
-    repeat = args.repeat if args.repeat is not None else (3 if args.n <= 200_000 else 1)
-    times: dict[str, float] = {}
-    results: dict[str, dict[str, np.ndarray]] = {}
-    print(f"time from the DataFrame to the four per-question metrics, best of {repeat} (every run listed):")
-    for tool in tools:
-        runs = []
-        for _ in range(max(1, repeat)):
-            gc.collect()
-            t0 = time.perf_counter()
-            results[tool] = TOOLS[tool](rows, ranx_from=args.ranx_from)
-            runs.append(time.perf_counter() - t0)
-        times[tool] = min(runs)
-        listed = ", ".join(f"{t:.2f}" for t in runs)
-        print(f"  {tool:<12} {times[tool]:8.2f} s   ({listed})", flush=True)
-
     status = 0
-    if "raglab" in results:
-        for tool in tools:
-            if tool == "raglab":
-                continue
-            worst = max(float(np.max(np.abs(results[tool][m] - results["raglab"][m]))) for m in METRICS)
-            ok = worst <= 1e-9
-            status |= 0 if ok else 1
-            print(f"agreement raglab vs {tool}: max |difference| over {len(rows):,} questions x {len(METRICS)} "
-                  f"metrics = {worst:.2e} ({'OK' if ok else 'FAILED'}, tolerance 1e-9)")
-        means = {m: float(np.mean(results["raglab"][m])) for m in METRICS}
-        print("means: " + ", ".join(f"{m} {v:.4f}" for m, v in means.items()))
-        for tool in tools:
-            if tool != "raglab":
-                print(f"ratio {tool} / raglab: {times[tool] / times['raglab']:.1f}x")
 
-    if args.memory:
-        print("peak memory per tool (fresh process each; RSS includes the table):")
-        for tool in tools:
-            m = measure_memory(tool, args)
-            if m["peak_kib"] is None:
-                print(f"  {tool:<12} not available on this platform")
-                continue
-            delta = (m["peak_kib"] - m["baseline_kib"]) / 1024 if m["reset"] else float("nan")
-            print(f"  {tool:<12} peak {m['peak_kib'] / 1024:8.0f} MiB   table alone {m['baseline_kib'] / 1024:8.0f} MiB   "
-                  f"added by the tool {delta:8.0f} MiB   ({m['seconds']:.2f} s in that process)")
-    return status
+    # 1. Python lists
+    print(f"1. from the DataFrame of Python lists to the four per-question metrics, best of {args.repeat}:")
+    times, results = {}, {}
+    for tool in ["raglab", *peers]:
+        times[tool], runs, results[tool] = best_of(args.repeat, lambda tool=tool: TOOLS[tool](rows))
+        print(f"   {tool:<12} {times[tool]:7.3f} s   ({', '.join(f'{t:.3f}' for t in runs)})", flush=True)
+    for tool in peers:
+        worst = agree(results["raglab"], results[tool])
+        status |= worst > 1e-9
+        print(f"   agreement raglab vs {tool}: max |difference| = {worst:.1e} ({'OK' if worst <= 1e-9 else 'FAILED'})")
+    ratio_lists = times["pytrec_eval"] / times["raglab"]
+    print(f"ratio pytrec_eval / raglab, Python lists (each id its own str): {ratio_lists:.1f}x (target >= 3x)")
+
+    # 2. Rows from Parquet
+    with tempfile.TemporaryDirectory() as tmp:
+        path = raglab.write_rows(rows, Path(tmp) / "rows.parquet")
+        read_arrow, _, native = best_of(args.repeat, lambda: raglab.read_rows(path, lists="arrow"))
+        read_python, _, _ = best_of(args.repeat, lambda: raglab.read_rows(path))
+        size = path.stat().st_size / 2**20
+    TOOLS["raglab"](native.iloc[:1000])
+    score_arrow, runs, from_parquet = best_of(args.repeat, lambda: run_raglab(native))
+    print(f"2. rows from Parquet ({size:.0f} MiB; read_rows(lists='arrow'): {read_arrow:.3f} s, "
+          f"'retrieved' is {native['retrieved'].dtype}; read_rows to Python lists: {read_python:.3f} s):")
+    print(f"   raglab       {score_arrow:7.3f} s   ({', '.join(f'{t:.3f}' for t in runs)})   on the Arrow-backed frame")
+    print(f"   pytrec_eval  {times['pytrec_eval']:7.3f} s   (from 1: the rows as Python objects)")
+    worst = agree(from_parquet, results["pytrec_eval"])
+    status |= worst > 1e-9
+    print(f"   agreement raglab (Arrow) vs pytrec_eval: max |difference| = {worst:.1e} "
+          f"({'OK' if worst <= 1e-9 else 'FAILED'})")
+    ratio_parquet = times["pytrec_eval"] / score_arrow
+    with_reads = (read_python + times["pytrec_eval"]) / (read_arrow + score_arrow)
+    print(f"ratio pytrec_eval / raglab, rows from Parquet (Arrow-backed): {ratio_parquet:.1f}x (target >= 10x); "
+          f"counting each tool's read of the file: {with_reads:.1f}x")
+
+    # 3. Memory
+    for arrow in ([False, True] if args.memory_arrow else [False]) if args.memory_n else []:
+        m = measure_memory(args.memory_n, args.seed, arrow)
+        peak, base = m["peak_kib"] / 1024, (m["baseline_kib"] or 0) / 1024
+        what = "Arrow-backed lists" if arrow else "Python lists, ids shared from a vocabulary"
+        how = "VmHWM after resetting it once the table was built" if m["reset"] else "ru_maxrss, table build included"
+        print(f"peak memory at {args.memory_n:,} questions ({what}): {peak:,.0f} MiB "
+              f"(whole process, table alone {base:,.0f} MiB; {how}; scoring took {m['seconds']:.1f} s)"
+              + ("" if arrow else f"; before: {BEFORE_MIB:,.0f} MiB"))
+    return int(status)
 
 
 if __name__ == "__main__":

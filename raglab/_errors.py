@@ -59,5 +59,4 @@ class BadCellError(TypeError):
     def __init__(self, message: str, row: int, *, what: str | None = None) -> None:
         super().__init__(message)
         self.row = row
-        # Raise sites name the input; the fallback reads it off the message's "name[row]" prefix.
-        self.what = what if what is not None else message.split("[", 1)[0]
+        self.what = what  # every raise site names its input ("retrieved", "gold", "gold_spans", ...)

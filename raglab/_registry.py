@@ -101,14 +101,7 @@ class MetricInfo:
 
 _BASES: dict[str, tuple[bool | None, bool, bool, str]] = {
     # base: (higher_is_better, binary, bounded, description)
-    "recall": (True, False, True, "fraction of gold ids in the top k"),
-    "hit": (True, True, True, "1 if any gold id is in the top k"),
-    "precision": (True, False, True, "fraction of the top k that is gold (divides by k)"),
-    "rr": (True, False, True, "reciprocal rank of the first gold id"),
-    "ndcg": (True, False, True, "normalised discounted cumulative gain"),
-    "ap": (True, False, True, "average precision"),
-    "r_precision": (True, False, True, "precision at R, the number of gold ids"),
-    "coverage": (True, False, True, "fraction of gold characters that reached the model"),
+    # Retrieval metrics (recall, ndcg, rr, ...) are registered by their specs in raglab.metrics.specs.
     "faithfulness": (True, False, True, "fraction of the answer's claims the context supports"),
     "relevance": (True, False, True, "whether the answer addresses the question"),
     "correctness": (True, False, True, "agreement of the answer with the reference"),

@@ -9,28 +9,16 @@ function that can be used without pandas.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from raglab import io as _io
-from raglab import metrics as _metrics
 from raglab import runs
 from raglab import stats as _stats
-from raglab._meta import get_meta, update_meta
-from raglab._rowtable import (
-    ROLES,
-    RowTableError,
-    check_column,
-    check_option,
-    check_unique_ids,
-    missing_column_error,
-    resolve_column,
-)
+from raglab._meta import get_meta
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -296,53 +284,8 @@ class RagAccessor:
     ) -> pd.DataFrame:
         """Score retrieval per question: a copy of the rows plus one column per metric and k.
 
-        ``k`` counts the chunks that **reached the model** (after reranking and truncation): the
-        ranked ids come from ``retrieved`` and never from a raw-candidates column such as
-        ``candidates`` (see :meth:`depth_gap` for recall at the candidate depth). Computed in bulk
-        with numpy; equal to :mod:`raglab.metrics`' per-question functions exactly.
-
-        Columns written, for each k: ``recall@k``, ``hit@k``, ``precision@k``, ``ndcg@k`` (and
-        ``coverage@k`` with span gold); then ``rr``, ``ap``, ``r_precision`` over the whole list.
-
-        Conventions (also recorded in ``attrs["raglab"]["retrieval"]``, with counts in
-        ``attrs["raglab"]["retrieval_counts"]``):
-
-        - relevance: grade > 0 (a list of gold ids means grade 1 each);
-        - unanswerable questions (missing/empty gold, no grade > 0) get NaN and are excluded from
-          means; their number is recorded (score them with :meth:`abstention`). trec_eval instead
-          scores a topic judged with only non-relevant documents as 0 and averages it in: pass
-          ``no_relevant="zero"`` for that convention (then a mean equals trec_eval's ``all`` line);
-        - a question with nothing retrieved (``[]``) scores 0 and is kept, and is counted;
-        - precision@k divides by k; an id repeated in a list counts at its first rank only;
-        - nDCG gain ``"exponential"`` (2^g - 1) or ``"linear"`` (g, trec_eval's ``ndcg_cut``).
-
-        Parameters
-        ----------
-        k : int or list of int
-            Cut-off(s), e.g. ``5`` or ``[1, 3, 5, 10]``. A warning says when k exceeds the longest
-            retrieved list (more than reached the model).
-        gain : {"exponential", "linear"}
-            nDCG gain.
-        gold_by : {"auto", "ids", "spans"}
-            Gold unit: ids (``gold`` vs ``retrieved``) or character spans (``gold_spans`` vs
-            ``retrieved_spans``). ``"auto"`` uses spans when both span columns exist, else ids.
-        min_overlap : int or float
-            Span gold only: characters (int) or fraction of the gold span (float in (0, 1]) a chunk
-            must overlap to be relevant; a fraction is compared exactly (0.07 of a 100-character
-            span is 7 characters). See :mod:`raglab._spans` for the full rules.
-        no_relevant : {"exclude", "zero"}
-            A question whose gold judges ids (or spans) but none with grade > 0: ``"exclude"``
-            (default) scores it NaN, left out of means and counted as unanswerable; ``"zero"``
-            scores it 0 on every metric and keeps it in means, as trec_eval does. Missing or empty
-            gold is NaN either way (trec_eval never evaluates a topic without judgements). The
-            choice is recorded in ``attrs["raglab"]["retrieval"]["no_relevant"]``.
-        question_id, retrieved, gold, gold_spans, retrieved_spans : str, optional
-            Column names to use instead of the defaults.
-
-        Returns
-        -------
-        DataFrame
-            A new frame (the input is not modified), carrying the input's ``attrs``.
+        The function is :func:`raglab.retrieval.retrieval` (``df.rag.retrieval(...)`` is
+        ``raglab.retrieval.retrieval(df, ...)``), which documents every parameter and convention.
 
         Examples
         --------
@@ -366,149 +309,13 @@ class RagAccessor:
         >>> float(judged.rag.retrieval(k=2)["ap"].mean()), float(judged.rag.retrieval(k=2, no_relevant="zero")["ap"].mean())
         (0.5, 0.25)
         """
-        method = "rag.retrieval"
-        df = self._df
-        ks = _metrics._check_ks(k)
-        _metrics._check_gain(gain)
-        _metrics._check_no_relevant(no_relevant)
-        check_option("gold_by", gold_by, ["auto", "ids", "spans"])
-        qid = resolve_column(df, "question_id", question_id, method=method, required=False)
-        if qid is not None:
-            check_unique_ids(df, qid, method=method)
-        use_spans = gold_by == "spans" or (
-            gold_by == "auto"
-            and (gold_spans or "gold_spans") in df.columns
-            and (retrieved_spans or "retrieved_spans") in df.columns
+        from raglab import retrieval as _retrieval
+
+        return _retrieval.retrieval(
+            self._df, k=k, gain=gain, gold_by=gold_by, min_overlap=min_overlap, no_relevant=no_relevant,
+            question_id=question_id, retrieved=retrieved, gold=gold, gold_spans=gold_spans,
+            retrieved_spans=retrieved_spans, method_name="rag.retrieval"
         )
-        conventions: dict[str, Any] = {
-            "k": ks,
-            "k_counts": "chunks that reached the model",
-            "gain": gain,
-            "relevance": "grade > 0",
-            "no_relevant": no_relevant,
-            "unanswerable": (
-                "NaN, excluded from means"
-                if no_relevant == "exclude"
-                else "missing or empty gold: NaN, excluded from means; gold judged with no grade > 0: "
-                "scores 0, kept in means (trec_eval)"
-            ),
-            "nothing_retrieved": "scores 0, kept in means",
-            "precision": "divides by k",
-        }
-        if use_spans:
-            from raglab._spans import _span_retrieval_scores, check_min_overlap
-
-            value, unit = check_min_overlap(min_overlap)
-            gold_col = resolve_column(df, "gold_spans", gold_spans, method=method)
-            ranked_col = resolve_column(df, "retrieved_spans", retrieved_spans, method=method)
-            _check_id_types(df, ranked_col, gold_col, method, spans=True)
-            scores, judged_none_relevant = self._guarded(
-                lambda: _span_retrieval_scores(
-                    df[ranked_col], df[gold_col], ks, min_overlap=min_overlap, gain=gain, no_relevant=no_relevant
-                ),
-                {"retrieved_spans": ranked_col, "gold_spans": gold_col},
-                method,
-                qid,
-            )
-            conventions.update(
-                {
-                    "gold_unit": "character spans",
-                    "retrieved_column": ranked_col,
-                    "span_rule": {
-                        "min_overlap": value,
-                        "unit": unit,
-                        "relevant_chunk": "overlaps a gold span of the same doc_id by >= min_overlap",
-                        "recall": "gold spans found (a span split over two chunks counts once)",
-                        "coverage": "gold characters inside the union of the top-k chunk spans",
-                    },
-                }
-            )
-        else:
-            ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
-            gold_col = resolve_column(df, "gold", gold, method=method)
-            _check_id_types(df, ranked_col, gold_col, method)
-            scores, judged_none_relevant = self._guarded(
-                lambda: _metrics._retrieval_scores(df[ranked_col], df[gold_col], ks, gain=gain, no_relevant=no_relevant),
-                {"retrieved": ranked_col, "gold": gold_col},
-                method,
-                qid,
-            )
-            conventions.update(
-                {
-                    "gold_unit": "ids",
-                    "retrieved_column": ranked_col,
-                    "duplicates": "an id repeated in a ranked list counts at its first rank only",
-                }
-            )
-        lengths = np.fromiter(map(len, df[ranked_col].to_numpy(dtype=object)), dtype=np.int64, count=len(df))
-        longest = int(lengths.max()) if len(df) else 0
-        too_deep = [k_ for k_ in ks if k_ > longest]
-        if too_deep and len(df):
-            warnings.warn(
-                f"{method}: k={too_deep} is larger than the longest list in {ranked_col!r} ({longest}): k counts "
-                f"the chunks that reached the model, so nothing below rank {longest} can be found and precision "
-                "still divides by k. If that column holds the retriever's raw candidates, pass the column of "
-                "what reached the model instead.",
-                UserWarning,
-                stacklevel=2,
-            )
-        # Unanswerable: no gold grade > 0 (NaN, or 0 under no_relevant="zero" for judged questions).
-        unanswerable = np.isnan(scores["rr"]) | judged_none_relevant
-        names = list(scores)
-        out = df.copy(deep=False)
-        previous = get_meta(df).get("retrieval", {})
-        ours = set(previous.get("columns", [])) if isinstance(previous, dict) else set()
-        replaced = [name for name in names if name in df.columns and name not in ours]
-        if replaced:
-            warnings.warn(
-                f"{method}: the returned copy replaces existing column(s) {replaced} with the new scores "
-                "(the input frame is unchanged).",
-                UserWarning,
-                stacklevel=2,
-            )
-        for name in names:
-            out[name] = scores[name]
-        stale = [c for c in previous.get("columns", []) if c not in names and c in out.columns] if ours else []
-        def rules(record: Mapping[str, Any]) -> dict[str, Any]:
-            return {key: value for key, value in record.items() if key not in ("k", "columns")}
-
-        if stale and rules(previous) == rules(conventions):
-            # Same conventions at other depths: keep those columns and record every depth.
-            ks_all = sorted(set(previous.get("k", [])) | set(ks))
-            conventions["k"], names = ks_all, [*stale, *names]
-        elif stale:
-            out = out.drop(columns=stale)
-            warnings.warn(
-                f"{method}: dropped {stale} from the returned copy: they were scored with other conventions "
-                "than these (attrs describe one set of conventions per table).",
-                UserWarning,
-                stacklevel=2,
-            )
-        conventions["columns"] = names
-        update_meta(out, "retrieval", conventions)
-        update_meta(
-            out,
-            "retrieval_counts",
-            {
-                "n_questions": int(len(df)),
-                "n_unanswerable": int(unanswerable.sum()),
-                "n_judged_none_relevant": int(judged_none_relevant.sum()),
-                "n_nothing_retrieved": int(((lengths == 0) & ~unanswerable).sum()),
-                "max_retrieved": longest,
-            },
-        )
-        return out
-
-    def _guarded(self, compute: Any, columns: dict[str, str], method: str, qid: str | None) -> Any:
-        """Run a bulk computation; on a bad cell, raise the row table's standard error for that column."""
-        try:
-            return compute()
-        except _metrics.BadCellError as exc:
-            column = columns.get(exc.what)
-            if column is not None:
-                check_column(self._df, column, ROLES[exc.what].kind, method=method, id_column=qid)
-            label = f" ({qid} {self._df[qid].iloc[exc.row]!r})" if qid is not None and 0 <= exc.row < len(self._df) else ""
-            raise RowTableError(f"{method}: column {column!r}: {exc}{label}") from None
 
     def depth_gap(
         self,
@@ -527,19 +334,8 @@ class RagAccessor:
     ) -> pd.DataFrame:
         """Recall and hit at the candidate depth next to the context depth: what reranking/truncation lost.
 
-        ``retrieved`` holds what reached the model (context depth ``k``, default: its longest
-        list); ``candidates`` holds the retriever's raw candidates (default depth: their longest
-        list). Metrics scored on the candidates overstate what the model saw; this shows both.
-        Both columns are scored by :meth:`retrieval` with the same conventions, so gold may be ids
-        or character spans (then ``candidate_spans`` gives the span of each candidate).
-
-        Returns
-        -------
-        DataFrame
-            One row per metric (``recall``, ``hit``): ``context_k``, ``context`` (mean over
-            answerable questions), ``candidate_k``, ``candidates``, ``gap`` (candidates - context),
-            ``n_lost`` (questions whose score is higher on the candidates), ``n``,
-            ``n_unanswerable``.
+        The function is :func:`raglab.retrieval.depth_gap` (``df.rag.depth_gap(...)`` is
+        ``raglab.retrieval.depth_gap(df, ...)``), which documents every parameter and convention.
 
         Examples
         --------
@@ -550,69 +346,13 @@ class RagAccessor:
         >>> gap[["metric", "context_k", "context", "candidate_k", "candidates", "n_lost"]].values.tolist()
         [['recall', 1, 0.5, 2, 1.0, 1], ['hit', 1, 0.5, 2, 1.0, 1]]
         """
-        method = "rag.depth_gap"
-        df = self._df
-        ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
-        if candidates not in df.columns:
-            raise missing_column_error(df, candidates, role=None, method=method, keyword="candidates")
-        if candidate_spans is not None and candidate_spans not in df.columns:
-            raise missing_column_error(df, candidate_spans, role=None, method=method, keyword="candidate_spans")
-        span_gold = resolve_column(df, "gold_spans", gold_spans, method=method, required=False)
-        id_gold = resolve_column(df, "gold", gold, method=method, required=False)
-        uses_spans = gold_by == "spans" or (gold_by == "auto" and span_gold is not None and id_gold is None)
-        if uses_spans and candidate_spans is None:
-            raise RowTableError(
-                f"{method}: the gold is character spans, so the candidates' spans are needed too; "
-                "pass candidate_spans='your_column' (one span per candidate id, same order)."
-            )
+        from raglab import retrieval as _retrieval
 
-        def depth(column: str, given: int | None, name: str) -> int:
-            if given is not None:
-                return _metrics._check_k(given, name)
-            lengths = df[column].map(lambda v: 0 if not isinstance(v, (list, tuple, np.ndarray)) else len(v))
-            return max(1, int(lengths.max()) if len(lengths) else 1)
-
-        depths = {"context": depth(ranked_col, k, "k"), "candidates": depth(candidates, candidate_k, "candidate_k")}
-        common = {"gold_by": gold_by, "min_overlap": min_overlap, "question_id": question_id,
-                  "gold": gold, "gold_spans": gold_spans}
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*replaces existing column")
-            scored = {
-                "context": self.retrieval(k=depths["context"], retrieved=ranked_col, retrieved_spans=retrieved_spans,
-                                          **common),
-                "candidates": self.retrieval(k=depths["candidates"], retrieved=candidates,
-                                             retrieved_spans=candidate_spans, **common),
-            }
-        records = []
-        for metric in ("recall", "hit"):
-            context = scored["context"][f"{metric}@{depths['context']}"].to_numpy(dtype=float)
-            wide = scored["candidates"][f"{metric}@{depths['candidates']}"].to_numpy(dtype=float)
-            answerable = ~np.isnan(context)
-            records.append(
-                {
-                    "metric": metric,
-                    "context_k": depths["context"],
-                    "context": float(context[answerable].mean()) if answerable.any() else np.nan,
-                    "candidate_k": depths["candidates"],
-                    "candidates": float(wide[answerable].mean()) if answerable.any() else np.nan,
-                    "gap": float((wide[answerable] - context[answerable]).mean()) if answerable.any() else np.nan,
-                    "n_lost": int((wide[answerable] > context[answerable]).sum()),
-                    "n": int(answerable.sum()),
-                    "n_unanswerable": int((~answerable).sum()),
-                }
-            )
-        table = pd.DataFrame.from_records(records)
-        conventions = scored["context"].rag.meta.get("retrieval", {})
-        table.attrs["raglab"] = {
-            "depth_gap": {
-                "context_column": ranked_col,
-                "candidates_column": candidates,
-                "gold_unit": conventions.get("gold_unit"),
-                "relevance": conventions.get("relevance", "grade > 0"),
-                "unanswerable": "excluded from means",
-            }
-        }
-        return table
+        return _retrieval.depth_gap(
+            self._df, candidates=candidates, candidate_spans=candidate_spans, k=k, candidate_k=candidate_k,
+            gold_by=gold_by, min_overlap=min_overlap, question_id=question_id, retrieved=retrieved, gold=gold,
+            gold_spans=gold_spans, retrieved_spans=retrieved_spans, method_name="rag.depth_gap"
+        )
 
     # ---- declining to answer ----------------------------------------------------------------------
     def abstention(
@@ -793,37 +533,3 @@ class RagAccessor:
         from raglab import plots
 
         return plots.forest(self._df, ax=ax, margin=margin, scale=scale, **kwargs)
-
-
-def _id_types(cells: Any, *, spans: bool, limit: int = 2000) -> set[str]:
-    """The kinds of id ('text' or 'number') in the first non-empty cells of an id or span column."""
-    kinds: set[str] = set()
-    seen = 0
-    for cell in cells:
-        if isinstance(cell, Mapping):
-            items = list(cell)[:5]
-        elif isinstance(cell, (list, tuple, np.ndarray)):
-            items = [x.get("doc_id") if spans and isinstance(x, Mapping) else x for x in list(cell)[:5]]
-        else:
-            continue
-        for item in items:
-            if isinstance(item, str):
-                kinds.add("text")
-            elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
-                kinds.add("number")
-        seen += 1
-        if seen >= limit:
-            break
-    return kinds
-
-
-def _check_id_types(df: pd.DataFrame, ranked_col: str, gold_col: str, method: str, *, spans: bool = False) -> None:
-    """Refuse ids that can never match: numbers on one side, text on the other (7 != "7" in Python)."""
-    ranked, gold = _id_types(df[ranked_col].array, spans=spans), _id_types(df[gold_col].array, spans=spans)
-    if ranked and gold and not ranked & gold:
-        what = "doc_id values" if spans else "ids"
-        raise RowTableError(
-            f"{method}: {ranked_col!r} holds {what} as {'/'.join(sorted(ranked))} but {gold_col!r} as "
-            f"{'/'.join(sorted(gold))}, so no retrieved id can ever match a gold one and every score would be 0. "
-            f"Convert one side, e.g. df[{ranked_col!r}] = df[{ranked_col!r}].map(lambda ids: [str(i) for i in ids])."
-        )

@@ -13,6 +13,10 @@ cells of the list-valued roles (``retrieved``, ``gold``, spans) are decoded from
 
 A default RangeIndex is not stored; any other index (e.g. ``set_index("question_id")``) is written
 as columns and restored on reading.
+
+``read_rows(path, lists="arrow")`` returns columns of lists of ids as Arrow-backed columns
+(``pd.ArrowDtype(pa.list_(pa.string()))``); from Parquet they are the file's own Arrow buffers, so
+``rows.rag.retrieval()`` scores them without creating a Python object per id.
 """
 
 from __future__ import annotations
@@ -24,18 +28,18 @@ import io
 import json
 import math
 import os
-import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from raglab._errors import RowTableError
 from raglab._meta import get_meta, set_meta
 from raglab._rowtable import ROLES
-from raglab._validation import check_option, is_missing
+from raglab._validation import check_option, is_missing, warn
 
 __all__ = ["read_rows", "write_rows", "read_trec", "write_trec", "FORMATS"]
 
@@ -103,6 +107,22 @@ def _cell_kind(values: Iterable[Any]) -> str:
     return kinds.pop() if kinds else "json"
 
 
+def _id_list_type(kind: Any) -> pa.DataType | None:
+    """``list<string>`` or ``list<int64>`` for an Arrow type holding lists of ids, else None."""
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+        return None
+    value = kind.value_type
+    if pa.types.is_string(value) or pa.types.is_large_string(value):
+        return pa.list_(pa.string())
+    return pa.list_(pa.int64()) if pa.types.is_integer(value) else None
+
+
+def _arrow_list_kind(dtype: Any) -> str | None:
+    """'list_str' or 'list_int' for an Arrow-backed column of lists of ids, else None."""
+    target = _id_list_type(dtype.pyarrow_dtype) if isinstance(dtype, pd.ArrowDtype) else None
+    return None if target is None else "list_str" if target.value_type == pa.string() else "list_int"
+
+
 def _column_schema(series: pd.Series) -> dict[str, Any]:
     dtype = series.dtype
     name = series.name
@@ -111,6 +131,9 @@ def _column_schema(series: pd.Series) -> dict[str, Any]:
         if not all(isinstance(c, str) for c in categories):
             raise TypeError(f"column {name!r}: only categoricals of strings can be written, got {categories[:3]}")
         return {"kind": "category", "dtype": "category", "categories": categories, "ordered": bool(dtype.ordered)}
+    arrow_kind = _arrow_list_kind(dtype)
+    if arrow_kind is not None:  # an Arrow-backed list column: stored like a column of Python lists
+        return {"kind": arrow_kind, "dtype": "object"}
     if pd.api.types.is_bool_dtype(dtype):
         return {"kind": "bool", "dtype": str(dtype)}
     if pd.api.types.is_integer_dtype(dtype):
@@ -182,6 +205,8 @@ def _column_cells(series: pd.Series, schema: Mapping[str, Any]) -> list[Any]:
         return [None if pd.isna(v) else v.isoformat() for v in series]
     if kind in ("str", "category"):
         return [None if is_missing(v) else str(v) for v in series.array]
+    if _arrow_list_kind(series.dtype) is not None:
+        return series.array.__arrow_array__().to_pylist()  # nulls as None
     return [_to_python(v) for v in series.array]  # list_str, list_int, json: keep None / NaN as is
 
 
@@ -263,14 +288,18 @@ def write_rows(df: pd.DataFrame, path: str | os.PathLike[str], *, format: str | 
     schema = _build_schema(df)
     if index_names:
         schema["index"] = index_names
+    gz = path.suffix.lower() == ".gz"
+    writers = {"jsonl": lambda tmp: _write_jsonl(df, tmp, schema, header, gz=gz),
+               "csv": lambda tmp: _write_csv(df, tmp, schema, header, gz=gz),
+               "parquet": lambda tmp: _write_parquet(df, tmp, schema)}
+    return _write_atomically(path, writers[fmt])
+
+
+def _write_atomically(path: Path, write: Any) -> Path:
+    """``write(tmp)`` to a temporary name, then move it into place: never a half-written file."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        if fmt == "jsonl":
-            _write_jsonl(df, tmp, schema, header, gz=path.suffix.lower() == ".gz")
-        elif fmt == "csv":
-            _write_csv(df, tmp, schema, header, gz=path.suffix.lower() == ".gz")
-        else:
-            _write_parquet(df, tmp, schema)
+        write(tmp)
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -321,13 +350,17 @@ def _write_csv(df: pd.DataFrame, tmp: Path, schema: dict[str, Any], header: bool
 
 
 def _write_parquet(df: pd.DataFrame, tmp: Path, schema: dict[str, Any]) -> None:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     arrays, fields = [], []
     for column in df.columns:
         col_schema = schema["columns"][column]
         kind = col_schema["kind"]
+        if _arrow_list_kind(df[column].dtype) is not None:
+            arrays.append(df[column].array.__arrow_array__().combine_chunks())
+            arrays[-1] = arrays[-1].cast(_id_list_type(arrays[-1].type))
+            fields.append(pa.field(column, arrays[-1].type))
+            continue
         values = _column_cells(df[column], col_schema)
         if kind == "list_str":
             arr = pa.array(values, type=pa.list_(pa.string()))
@@ -358,7 +391,7 @@ def _write_parquet(df: pd.DataFrame, tmp: Path, schema: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def read_rows(path: str | os.PathLike[str], *, format: str | None = None) -> pd.DataFrame:
+def read_rows(path: str | os.PathLike[str], *, format: str | None = None, lists: str = "python") -> pd.DataFrame:
     """Read a row table written by :func:`write_rows` (or a plain JSONL/CSV/Parquet file).
 
     Parameters
@@ -367,6 +400,12 @@ def read_rows(path: str | os.PathLike[str], *, format: str | None = None) -> pd.
         ``.jsonl``/``.ndjson``/``.csv`` (optionally ``.gz``) or ``.parquet``.
     format : {"jsonl", "csv", "parquet"}, optional
         Overrides the suffix.
+    lists : {"python", "arrow"}
+        Columns of lists of ids (``retrieved``, candidates, list gold, ...): Python lists in an
+        object column (default), or Arrow-backed (``pd.ArrowDtype(pa.list_(pa.string()))``, or of
+        ``int64``; a missing cell is null). From Parquet the Arrow columns are the file's own
+        buffers: no Python object per id, and ``rows.rag.retrieval()`` scores them natively. Dict
+        gold and span columns stay Python objects.
 
     Returns
     -------
@@ -375,21 +414,47 @@ def read_rows(path: str | os.PathLike[str], *, format: str | None = None) -> pd.
 
     Examples
     --------
-    >>> import raglab
-    >>> rows = raglab.read_rows(raglab.datasets.example_path())   # doctest: +SKIP
+    >>> import os, tempfile, pandas as pd, raglab
+    >>> rows = pd.DataFrame({"question_id": ["q1", "q2"], "retrieved": [["d1", "d2"], []], "gold": [["d2"], ["d1"]]})
+    >>> path = raglab.write_rows(rows, os.path.join(tempfile.mkdtemp(), "rows.parquet"))
+    >>> back = raglab.read_rows(path, lists="arrow")
+    >>> str(back["retrieved"].dtype), back.rag.retrieval(k=2)["rr"].tolist()
+    ('list<item: string>[pyarrow]', [0.5, 0.0])
     """
     path = Path(path)
+    check_option("lists", lists, ("python", "arrow"))
     if not path.exists():
         raise FileNotFoundError(f"no row file at {str(path)!r}")
     fmt = _format_of(path, format)
     if fmt == "jsonl":
-        return _read_jsonl(path)
-    if fmt == "csv":
-        return _read_csv(path)
-    return _read_parquet(path)
+        frame = _read_jsonl(path)
+    elif fmt == "csv":
+        frame = _read_csv(path)
+    else:
+        return _read_parquet(path, arrow_lists=lists == "arrow")
+    return _with_arrow_lists(frame) if lists == "arrow" else frame
 
 
-def _from_columns(columns: dict[str, list[Any]], schema: Mapping[str, Any] | None, path: Path) -> pd.DataFrame:
+def _with_arrow_lists(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with every object column of lists of str (or of int) as an Arrow-backed list column."""
+    for name in frame.columns:
+        cells = frame[name].array
+        if frame[name].dtype == object and any(isinstance(v, (list, tuple, np.ndarray)) for v in cells):
+            kind = _cell_kind(cells)
+            if kind in ("list_str", "list_int"):
+                values = pa.array([None if is_missing(v) else _to_python(v) for v in cells],
+                                  type=pa.list_(pa.string() if kind == "list_str" else pa.int64()))
+                frame[name] = pd.Series(pd.arrays.ArrowExtensionArray(values), index=frame.index, name=name)
+    return frame
+
+
+def _arrow_list_series(column: pa.ChunkedArray, name: str) -> pd.Series | None:
+    """A Parquet column of lists of str/int as an Arrow-backed Series (the file's buffers), else None."""
+    target = _id_list_type(column.type)
+    return None if target is None else pd.Series(pd.arrays.ArrowExtensionArray(column.cast(target)), name=name)
+
+
+def _from_columns(columns: dict[str, Any], schema: Mapping[str, Any] | None, path: Path) -> pd.DataFrame:
     if schema is None:
         df = _infer_frame(columns)
     else:
@@ -397,7 +462,9 @@ def _from_columns(columns: dict[str, list[Any]], schema: Mapping[str, Any] | Non
         missing = [c for c in specs if c not in columns]
         if missing:
             raise RowTableError(f"{str(path)!r}: the schema names columns the file does not hold: {missing}")
-        df = pd.DataFrame({c: _restore_column(columns[c], specs[c], c) for c in specs})
+        df = pd.DataFrame(
+            {c: columns[c] if isinstance(columns[c], pd.Series) else _restore_column(columns[c], specs[c], c) for c in specs}
+        )
         df = df.reset_index(drop=True)
         if schema.get("index"):
             df = df.set_index(schema["index"])
@@ -552,15 +619,20 @@ def _rows_to_csv(raw: dict[str, list[str]]) -> str:
     return buffer.getvalue()
 
 
-def _read_parquet(path: Path) -> pd.DataFrame:
+def _read_parquet(path: Path, *, arrow_lists: bool = False) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
     metadata = table.schema.metadata or {}
     raw_schema = metadata.get(SCHEMA_KEY.encode())
     schema = json.loads(raw_schema) if raw_schema else None
-    columns: dict[str, list[Any]] = {}
+    columns: dict[str, Any] = {}
     for name in table.column_names:
+        if arrow_lists:
+            series = _arrow_list_series(table.column(name), name)
+            if series is not None:
+                columns[name] = series
+                continue
         values = table.column(name).to_pylist()
         spec = schema["columns"].get(name) if schema else None
         if spec is not None and spec["kind"] == "json":
@@ -571,7 +643,9 @@ def _read_parquet(path: Path) -> pd.DataFrame:
         if frame.index.name is not None or not isinstance(frame.index, pd.RangeIndex):
             frame = frame.reset_index()  # e.g. pandas wrote question_id as the index: make it a column again
         for name in frame.columns:
-            if frame[name].dtype == object:
+            if isinstance(columns.get(name), pd.Series):
+                frame[name] = columns[name].set_axis(frame.index)
+            elif frame[name].dtype == object:
                 frame[name] = pd.Series([_to_python(v) for v in frame[name].array], dtype=object)
         return frame
     return _from_columns(columns, schema, path)
@@ -680,12 +754,8 @@ def read_trec(
         dupes = qrels_df.duplicated(["qid", "docno"], keep=False)
         if dupes.any():
             first = qrels_df[dupes].iloc[0]
-            warnings.warn(
-                f"{str(qrels)!r}: document {first.docno!r} is judged more than once for topic {first.qid!r}; "
-                "the last judgment is kept (as trec_eval does).",
-                UserWarning,
-                stacklevel=2,
-            )
+            warn(f"{str(qrels)!r}: document {first.docno!r} is judged more than once for topic {first.qid!r}; "
+                 "the last judgment is kept (as trec_eval does).")
             qrels_df = qrels_df.drop_duplicates(["qid", "docno"], keep="last")
         frames["gold"] = qrels_df.groupby("qid", sort=True).apply(
             lambda g: dict(zip(g["docno"], g["grade"].astype(int).tolist())), include_groups=False
@@ -694,12 +764,8 @@ def read_trec(
         topics = frames["gold"].index
         unjudged = frames["retrieved"].index.difference(topics)
         if len(unjudged):
-            warnings.warn(
-                f"read_trec: {len(unjudged)} run topic(s) have no judgments in the qrels and were dropped, "
-                f"as trec_eval drops them (e.g. {unjudged[:5].tolist()}).",
-                UserWarning,
-                stacklevel=2,
-            )
+            warn(f"read_trec: {len(unjudged)} run topic(s) have no judgments in the qrels and were dropped, "
+                 f"as trec_eval drops them (e.g. {unjudged[:5].tolist()}).")
         for key in ("retrieved", "retrieved_scores"):
             frames[key] = frames[key].reindex(topics)
             frames[key] = frames[key].where(frames[key].notna(), pd.Series([[] for _ in topics], index=topics))
@@ -774,12 +840,8 @@ def _qrels_lines(df: pd.DataFrame, qid_col: str, gold_col: str) -> Iterable[str]
 
 
 def _write_lines(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
+    def write(tmp: Path) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.writelines(lines)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+
+    _write_atomically(Path(path), write)

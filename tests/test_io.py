@@ -233,3 +233,38 @@ def test_csv_written_by_pandas_to_csv_reads_lists_back(tmp_path):
     rows = read_rows(path)
     assert rows.loc[0, "retrieved"] == ["d1", "d2"] and rows.loc[0, "gold"] == {"d2": 2}
     rows.rag.validate(require=["retrieved", "gold"])
+
+
+# ---- lists="arrow": Arrow-backed id lists -------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_lists_arrow_gives_arrow_backed_id_lists_with_the_same_cells(tmp_path, suffix):
+    import pyarrow as pa
+
+    rows = sample_rows().assign(ranks=[[1, 2], [4], None, [3]])
+    path = write_rows(rows, tmp_path / f"rows{suffix}")
+    plain, arrow = read_rows(path), read_rows(path, lists="arrow")
+    assert arrow["retrieved"].dtype == pd.ArrowDtype(pa.list_(pa.string()))
+    assert arrow["ranks"].dtype == pd.ArrowDtype(pa.list_(pa.int64()))
+    for column in ("gold", "gold_spans", "verdicts", "claim_scores", "question", "score"):  # not lists of ids
+        assert arrow[column].dtype == plain[column].dtype, column
+    assert arrow["retrieved"].tolist() == plain["retrieved"].tolist() == rows["retrieved"].tolist()
+    assert arrow["ranks"].isna().tolist() == [False, False, True, False]
+    assert get_meta(arrow) == get_meta(plain)
+    # an Arrow-backed frame writes back as lists: a plain read gives the original cells
+    again = read_rows(write_rows(arrow, tmp_path / f"again{suffix}"))
+    assert_rows_equal(plain, again)
+
+
+def test_lists_arrow_reads_plain_parquet_and_refuses_unknown_values(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"question_id": ["q1", "q2"], "retrieved": [["d1", "d2"], []], "gold": [["d2"], ["d9"]]})
+    pq.write_table(table, tmp_path / "plain.parquet")
+    rows = read_rows(tmp_path / "plain.parquet", lists="arrow")
+    assert isinstance(rows["retrieved"].dtype, pd.ArrowDtype) and isinstance(rows["gold"].dtype, pd.ArrowDtype)
+    assert rows.rag.retrieval(k=2)["rr"].tolist() == [0.5, 0.0]
+    with pytest.raises(ValueError, match=r"The value for `lists` must be one of \['python', 'arrow'\]"):
+        read_rows(tmp_path / "plain.parquet", lists="numpy")

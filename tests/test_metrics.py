@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import doctest
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 import raglab
 from raglab import metrics
 from raglab._registry import metric_info
+from raglab.metrics import _kernel
 
 SEED_RANKED = ["d7", "d2", "d9", "d4", "d1"]
 SEED_GRADES = {"d2": 3, "d4": 1, "d5": 2}
@@ -180,18 +183,81 @@ def test_bulk_equals_scalar_functions_exactly(rows, ks, gain):
     assert_bulk_equals_scalar(rows, ks, gain)
 
 
-@settings(max_examples=40, deadline=None)
-@given(rows=ROWS, ks=KS)
-def test_bulk_equals_scalar_on_every_internal_path(rows, ks):
-    """Without object addresses, without the 2-D flattening, and split into tiny blocks."""
-    saved = (metrics._addresses, metrics._to_object_array, metrics._BLOCK_SLOTS)
+@settings(max_examples=60, deadline=None)
+@given(rows=ROWS, ks=KS, blocks=st.sampled_from([3, 1 << 22]), scan_max=st.sampled_from([0, 2, 12]))
+def test_bulk_equals_scalar_on_every_path(rows, ks, blocks, scan_max):
+    """Gold ids scanned for in each list, or retrieved ids hashed (questions with many gold ids); tiny blocks."""
+    saved = _kernel._BLOCK_SLOTS, _kernel._SCAN_MAX_GOLD
     try:
-        metrics._addresses = lambda objects: None
-        metrics._to_object_array = None
-        metrics._BLOCK_SLOTS = 3
+        _kernel._BLOCK_SLOTS, _kernel._SCAN_MAX_GOLD = blocks, scan_max
         assert_bulk_equals_scalar(rows, ks, "exponential")
     finally:
-        metrics._addresses, metrics._to_object_array, metrics._BLOCK_SLOTS = saved
+        _kernel._BLOCK_SLOTS, _kernel._SCAN_MAX_GOLD = saved
+
+
+TEXT_IDS = st.sampled_from([f"d{i}" for i in range(8)])
+ARROW_ROWS = st.lists(
+    st.tuples(
+        st.lists(TEXT_IDS, max_size=12),
+        st.one_of(st.none(), st.lists(TEXT_IDS, max_size=6), st.dictionaries(TEXT_IDS, st.integers(-1, 3), max_size=6)),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def as_arrow(cells, kind=None):
+    return pd.Series(list(cells), dtype=pd.ArrowDtype(pa.list_(kind or pa.string())))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=ARROW_ROWS, ks=KS, gain=st.sampled_from(metrics.GAINS), blocks=st.sampled_from([3, 1 << 22]))
+def test_arrow_backed_lists_score_exactly_like_python_lists(rows, ks, gain, blocks):
+    ranked, gold = [r for r, _ in rows], [g for _, g in rows]
+    expected = metrics.retrieval_scores(ranked, gold, ks, gain=gain)
+    saved = _kernel._ARROW_BLOCK_SLOTS
+    try:
+        _kernel._ARROW_BLOCK_SLOTS = blocks
+        got = metrics.retrieval_scores(as_arrow(ranked), gold, ks, gain=gain)
+        if all(g is None or isinstance(g, list) for g in gold):  # list gold can be Arrow-backed too
+            both = metrics.retrieval_scores(as_arrow(ranked), as_arrow(gold), ks, gain=gain)
+            for name, values in expected.items():
+                np.testing.assert_array_equal(both[name], values, err_msg=name)
+    finally:
+        _kernel._ARROW_BLOCK_SLOTS = saved
+    assert list(got) == list(expected)
+    for name, values in expected.items():
+        np.testing.assert_array_equal(got[name], values, err_msg=name)
+
+
+def test_arrow_inputs_of_every_shape():
+    ranked = [["d1", "d2", "d3"], ["d4"], [], ["d2", "d2", "d9"]]
+    gold = [{"d3": 2, "d1": 1}, ["d4"], ["d1"], ["d2"]]
+    expected = metrics.retrieval_scores(ranked, gold, [1, 3])
+    chunked = pa.chunked_array([pa.array(ranked[:2], pa.list_(pa.string())), pa.array(ranked[2:], pa.list_(pa.string()))])
+    sliced = pa.array([["x"], *ranked], pa.list_(pa.large_string())).slice(1)
+    dictionary = pa.array(ranked, pa.list_(pa.dictionary(pa.int32(), pa.string())))
+    for arrow in (chunked, sliced, dictionary, pd.Series(pd.arrays.ArrowExtensionArray(chunked))):
+        got = metrics.retrieval_scores(arrow, gold, [1, 3])
+        for name, values in expected.items():
+            np.testing.assert_array_equal(got[name], values, err_msg=name)
+    # integer ids: an int64 list column against int gold (and never against the text "7")
+    ints = metrics.retrieval_scores(as_arrow([[7, 8], [9]], pa.int64()), [[8], {9: 1, "9": 1}], 2)
+    assert ints["rr"].tolist() == [0.5, 1.0] and ints["recall@2"].tolist() == [1.0, 0.5]
+    assert metrics.retrieval_scores(as_arrow([["7"]]), [[7]], 1)["rr"].tolist() == [0.0]
+
+
+def test_arrow_bad_cells_name_their_row():
+    with pytest.raises(metrics.BadCellError, match=r"retrieved\[1\] must be a list of ids, got a missing value.*use \[\]") as caught:
+        metrics.retrieval_scores(as_arrow([["a"], None]), [["a"], ["b"]])
+    assert (caught.value.what, caught.value.row) == ("retrieved", 1)
+    with pytest.raises(metrics.BadCellError, match=r"retrieved\[2\] holds NoneType None in its list") as caught:
+        metrics.retrieval_scores(as_arrow([["a"], [], ["b", None]]), [["a"], ["b"], ["b"]])
+    assert caught.value.row == 2
+    with pytest.raises(metrics.BadCellError, match=r"retrieved\[1\] holds float 1.5 in its list; ids must be str or int"):
+        metrics.retrieval_scores(as_arrow([[], [1.5]], pa.float64()), [["a"], ["b"]])
+    missing_gold = metrics.retrieval_scores(as_arrow([["a"], ["b"]]), as_arrow([["a"], None]), 1)
+    assert missing_gold["rr"][0] == 1.0 and np.isnan(missing_gold["rr"][1])
 
 
 def judged_with_nothing_relevant(gold) -> bool:
@@ -232,23 +298,29 @@ def test_no_relevant_worked_example_and_bad_value():
         metrics.retrieval_scores(ranked, gold, 2, no_relevant="drop")
 
 
-def test_many_gold_ids_per_question_use_the_sorted_lookup():
+def test_many_gold_ids_per_question():
     rng = np.random.default_rng(3)
     rows = []
     for _ in range(60):
         gold = {f"d{j}": int(rng.integers(0, 4)) for j in rng.choice(200, size=int(rng.integers(0, 120)), replace=False)}
         ranked = [f"d{j}" for j in rng.choice(200, size=int(rng.integers(0, 80)), replace=False)]
         rows.append((ranked, gold))
-    table = metrics._gold_table([g for _, g in rows])
-    assert table.pad_hash is None  # more than 64 gold ids in some row: the other lookup is exercised
+    assert max(len(g) for _, g in rows) > 64
     assert_bulk_equals_scalar(rows, [1, 10, 50, 200], "linear")
 
 
 def test_ids_whose_hashes_collide_are_still_told_apart():
     collide = 5 + (2**61 - 1)  # hash(5) == hash(5 + 2**61 - 1) in CPython
     assert hash(5) == hash(collide)
-    rows = [([collide, 5], [5]), ([5], [collide]), ([collide, 5, 7], [5, collide]), ([collide], {5: 2, collide: 1})]
-    assert_bulk_equals_scalar(rows, [1, 2], "exponential")
+    rows = [([collide, 5], [5]), ([5], [collide]), ([collide, 5, 7], [5, collide]), ([collide], {5: 2, collide: 1}),
+            ([5, 5, collide], [collide, 5, collide])]
+    saved = _kernel._SCAN_MAX_GOLD
+    try:
+        for scan_max in (0, 12):  # hashed or scanned
+            _kernel._SCAN_MAX_GOLD = scan_max
+            assert_bulk_equals_scalar(rows, [1, 2], "exponential")
+    finally:
+        _kernel._SCAN_MAX_GOLD = saved
 
 
 def test_ragged_lists_and_shared_objects():
@@ -258,28 +330,11 @@ def test_ragged_lists_and_shared_objects():
     assert_bulk_equals_scalar(rows, [1, 5, 2000], "exponential")
 
 
-@pytest.mark.parametrize("layout", ["compact", "compact with far outliers", "spread out", "in list order"])
-def test_distinct_objects_every_way(layout):
-    rng = np.random.default_rng(0)
-    size = 20_000
-    if layout == "compact":  # ids shared from one vocabulary: a direct table
-        slots = rng.integers(0, 5_000, size=size)
-    elif layout == "compact with far outliers":  # a few objects far away: empty stretches squeezed out
-        slots = np.where(rng.random(size) < 0.01, 10**6 + rng.integers(0, 3, size=size), rng.integers(0, 5_000, size=size))
-    elif layout == "spread out":  # objects all over the heap: the sort
-        slots = rng.integers(0, 10**9, size=size)
-    else:  # one object per element, allocated in list order (as json.loads does): no grouping needed
-        slots = np.cumsum(rng.integers(3, 9, size=size))
-    addresses = (2**40 + 16 * slots + 8).astype(np.uint64)
-    order, group, representative = metrics._distinct_objects(addresses, addresses.size)
-    assert (order is None) == (layout != "spread out")
-    if layout == "in list order":
-        np.testing.assert_array_equal(group, np.arange(size))
-    element_group = group if order is None else np.empty_like(group)
-    if order is not None:
-        element_group[order] = group
-    np.testing.assert_array_equal(addresses[representative][element_group], addresses)
-    assert np.all(np.diff(addresses[representative].astype(np.int64)) > 0)  # distinct, in address order
+def test_no_module_reads_object_pointers_or_pandas_internals():
+    root = Path(raglab.__file__).parent
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        assert "ctypes" not in text and "pandas._libs" not in text, path
 
 
 def test_inputs_may_be_series_arrays_or_tuples():
@@ -290,12 +345,14 @@ def test_inputs_may_be_series_arrays_or_tuples():
 
 
 def test_bulk_reports_bad_cells_with_their_row():
-    with pytest.raises(metrics.BadCellError, match=r"retrieved\[1\] holds float nan"):
+    with pytest.raises(metrics.BadCellError, match=r"retrieved\[1\] holds float nan") as caught:
         metrics.retrieval_scores([["a"], ["b", float("nan")]], [["a"], ["b"]])
+    assert (caught.value.what, caught.value.row) == ("retrieved", 1)
     with pytest.raises(metrics.BadCellError, match=r"retrieved\[0\] must be a list of ids.*use \[\]"):
         metrics.retrieval_scores([None], [["a"]])
-    with pytest.raises(metrics.BadCellError, match=r"gold\[1\] holds bool True"):
+    with pytest.raises(metrics.BadCellError, match=r"gold\[1\] holds bool True") as caught:
         metrics.retrieval_scores([["a"], ["b"]], [["a"], [True]])
+    assert (caught.value.what, caught.value.row) == ("gold", 1)
     with pytest.raises(metrics.BadCellError, match=r"gold\[0\] has a NaN grade"):
         metrics.retrieval_scores([["a"]], [{"a": float("nan")}])
     with pytest.raises(ValueError, match="retrieved has 1 rows but gold has 2"):
@@ -315,7 +372,47 @@ def test_bulk_does_not_modify_its_inputs():
 # Properties of every rank metric, parametrised over the metric registry
 # --------------------------------------------------------------------------------------------------
 
-RANK_COLUMNS = [name for name in metrics.score_columns([3]) if metric_info(name).base in metrics.RANK_METRICS]
+ID_METRICS = [spec.base for spec in metrics.METRICS.values() if "ids" in spec.units]
+RANK_COLUMNS = [name for name in metrics.score_columns([3], metrics=ID_METRICS) if metric_info(name).base in metrics.RANK_METRICS]
+
+
+def test_rank_columns_cover_every_registered_id_metric_and_the_defaults_come_first():
+    assert {metric_info(c).base for c in RANK_COLUMNS} == set(ID_METRICS) >= {"recall", "ndcg", "rr", "map"}
+    assert metrics.score_columns([3]) == [c for c in RANK_COLUMNS if metrics.METRICS[metric_info(c).base].default]
+
+
+@pytest.mark.parametrize("base", ID_METRICS)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(rows=ROWS, ks=KS, gain=st.sampled_from(metrics.GAINS))
+def test_every_registered_kernel_equals_its_definition_exactly(base, rows, ks, gain):
+    spec = metrics.METRICS[base]
+    out = metrics.retrieval_scores([r for r, _ in rows], [g for _, g in rows], ks, gain=gain, metrics=[base])
+    assert list(out) == spec.columns(sorted(set(ks)))
+    for i, (ranked, gold) in enumerate(rows):
+        for k in sorted(set(ks)) if spec.per_k else [None]:
+            name = spec.base if k is None else f"{spec.base}@{k}"
+            assert same(out[name][i], spec.score(ranked, gold, k, gain=gain)), (name, i)
+
+
+def test_registry_specs_are_complete_and_read_by_metric_info():
+    for spec in metrics.METRICS.values():
+        info = metric_info(spec.columns([5])[0])
+        assert (info.higher_is_better, info.binary, info.bounded, info.description) == (
+            spec.higher_is_better, spec.binary, spec.bounded, spec.description)
+        assert info.known and spec.description and spec.units
+        if "ids" in spec.units:
+            assert spec.definition is not None and spec.bulk is not None, spec.base
+        assert f"{spec.base}@k" in metrics.__doc__ or spec.base in metrics.__doc__  # the docs table reads the registry
+    with pytest.raises(ValueError, match=r"`metrics` must name registered metrics for gold ids.*got \['coverage'\].*spans"):
+        metrics.retrieval_scores([["a"]], [["a"]], 1, metrics=["coverage"])
+
+
+def test_map_at_k_worked_example():
+    # AP cut at k (trec_eval map_cut_k): relevant {d1, d2, d3}; d1 at rank 1, d2 at rank 3.
+    out = metrics.retrieval_scores([["d1", "d7", "d2"]], [["d1", "d2", "d3"]], [1, 2, 3], metrics=["map"])
+    assert out["map@1"].tolist() == [1 / 3] and out["map@2"].tolist() == [1 / 3]
+    assert out["map@3"].tolist() == [(1 + 2 / 3) / 3] == [metrics.average_precision(["d1", "d7", "d2"], ["d1", "d2", "d3"])]
+    assert metric_info("map@10").higher_is_better and metric_info("map@10").bounded
 
 
 @pytest.mark.parametrize("column", RANK_COLUMNS)
@@ -330,9 +427,9 @@ def test_registry_knows_every_rank_metric(column):
 @given(rows=ROWS, seed=st.integers(0, 2**32 - 1))
 def test_row_order_does_not_matter_and_values_are_bounded(column, rows, seed):
     ranked, gold = [r for r, _ in rows], [g for _, g in rows]
-    out = metrics.retrieval_scores(ranked, gold, 3)[column]
+    out = metrics.retrieval_scores(ranked, gold, 3, metrics=ID_METRICS)[column]
     order = np.random.default_rng(seed).permutation(len(rows))
-    shuffled = metrics.retrieval_scores([ranked[i] for i in order], [gold[i] for i in order], 3)[column]
+    shuffled = metrics.retrieval_scores([ranked[i] for i in order], [gold[i] for i in order], 3, metrics=ID_METRICS)[column]
     np.testing.assert_array_equal(shuffled, out[order])
     values = out[~np.isnan(out)]
     if metric_info(column).bounded:
@@ -349,7 +446,7 @@ def test_a_perfect_ranking_scores_one(column, grades, noise):
     perfect = sorted(grades, key=lambda d: -grades[d]) + noise  # every relevant id first, best grade first
     k = len(grades)  # at k = R both recall (<= k/R) and precision (<= R/k) can reach 1
     name = column.replace("@3", f"@{k}")
-    value = metrics.retrieval_scores([perfect], [grades], k)[name][0]
+    value = metrics.retrieval_scores([perfect], [grades], k, metrics=ID_METRICS)[name][0]
     assert value == pytest.approx(1.0, abs=1e-12)
 
 
@@ -368,7 +465,7 @@ def test_promoting_a_relevant_id_never_lowers_a_score(column, rows, data):
     i = data.draw(st.sampled_from(spots))
     promoted = list(ranked)
     promoted[i - 1], promoted[i] = promoted[i], promoted[i - 1]
-    before, after = metrics.retrieval_scores([ranked, promoted], [gold, gold], 3)[column]
+    before, after = metrics.retrieval_scores([ranked, promoted], [gold, gold], 3, metrics=ID_METRICS)[column]
     assert metric_info(column).higher_is_better
     assert after >= before - 1e-12
 
@@ -378,7 +475,10 @@ def test_promoting_a_relevant_id_never_lowers_a_score(column, rows, data):
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["raglab.metrics", "raglab._spans", "raglab.abstention", "raglab.accessor"])
+@pytest.mark.parametrize("module", [
+    "raglab.metrics", "raglab.metrics.definitions", "raglab.metrics.specs", "raglab.metrics.spans",
+    "raglab.metrics._common", "raglab.metrics._kernel", "raglab.retrieval", "raglab.abstention", "raglab.accessor",
+])
 def test_docstring_examples_run(module):
     mod = __import__(module, fromlist=["_"])
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
@@ -390,7 +490,8 @@ def test_metrics_module_is_reachable_from_the_package():
     assert set(metrics.__all__) >= {"recall_at_k", "hit_at_k", "precision_at_k", "reciprocal_rank", "ndcg_at_k"}
 
 
-@pytest.mark.parametrize("module", ["raglab.metrics", "raglab._spans", "raglab.abstention"])
+@pytest.mark.parametrize("module", ["raglab.metrics", "raglab.metrics.spans", "raglab.metrics.specs", "raglab._spans",
+                                    "raglab.abstention"])
 def test_public_names_have_docstrings(module):
     mod = __import__(module, fromlist=["_"])
     for name in mod.__all__:
@@ -399,3 +500,26 @@ def test_public_names_have_docstrings(module):
             assert obj.__doc__ and obj.__doc__.strip(), f"{module}.{name} has no docstring"
     for method in ("retrieval", "depth_gap", "abstention"):
         assert "Examples" in getattr(raglab.accessor.RagAccessor, method).__doc__
+
+
+def test_graded_gold_takes_the_arrow_conversion_only_when_it_is_exact():
+    """Dict gold of str -> int/float goes through Arrow in one pass; anything else takes the general path."""
+    ranked = [["a", "b"], ["c"], ["d"]]
+    for gold in (
+        [{"a": 1, "b": 2.5}, None, {"d": 0}],            # the fast path (missing cells and grade 0 included)
+        [{"a": 1, "b": 2.5}, float("nan"), {"d": 0}],    # NaN for a missing cell
+        [{"a": np.int64(1), "b": 2.5}, None, {"d": 0}],  # numpy grades: the general path
+        [{"a": 1, "b": 2.5}, [], {"d": 0}],              # a list among the dicts
+    ):
+        for retrieved in (ranked, as_arrow(ranked)):
+            out = metrics.retrieval_scores(retrieved, gold, 2)
+            assert out["recall@2"][0] == 1.0 and np.isnan(out["rr"][1:]).all(), gold
+            assert metrics.retrieval_scores(retrieved, gold, 2, no_relevant="zero")["rr"].tolist()[2] == 0.0
+    for bad, message in (({"a": True}, r"gold\[0\] has grade True"), ({"a": None}, r"gold\[0\] has grade None"),
+                         ({"a": float("nan")}, r"gold\[0\] has a NaN grade")):
+        for retrieved in (ranked, as_arrow(ranked)):
+            with pytest.raises(metrics.BadCellError, match=message) as caught:
+                metrics.retrieval_scores(retrieved, [bad, None, None], 2)
+            assert (caught.value.what, caught.value.row) == ("gold", 0)
+    ints = metrics.retrieval_scores([[7, 8]], [{8: 2, 2**70: 1}], 2)  # int ids, huge ones too
+    assert ints["recall@2"].tolist() == [0.5]

@@ -282,3 +282,39 @@ def test_no_relevant_zero_matches_pytrec_eval_per_query_and_in_the_mean(queries,
         assert exclude[ours].isna().to_numpy().tolist() == (~kept).tolist()
         if kept.any():
             assert math.isclose(exclude[ours].mean(), theirs_values[kept].mean(), abs_tol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------------
+# Every registered metric that names its trec_eval measure, against pytrec_eval (map@k included)
+# --------------------------------------------------------------------------------------------------
+
+TREC_SPECS = [spec for spec in raglab.metrics.METRICS.values() if spec.trec_eval and "ids" in spec.units]
+
+
+def pytrec_measure(spec, cuts) -> str:
+    """pytrec_eval's request for a spec: "P_{k}" -> "P.1,5"; "recip_rank" as is."""
+    if not spec.per_k:
+        return spec.trec_eval
+    return f"{spec.trec_eval.removesuffix('_{k}')}.{','.join(map(str, cuts))}"
+
+
+def test_every_default_id_metric_and_map_names_a_trec_eval_measure():
+    assert {spec.base for spec in TREC_SPECS} == {"recall", "hit", "precision", "ndcg", "map", "rr", "ap", "r_precision"}
+
+
+@pytest.mark.parametrize("base", [spec.base for spec in TREC_SPECS])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(queries=st.lists(QUERY_WITH_JUDGEMENTS, min_size=1, max_size=12),
+       cuts=st.lists(st.integers(1, 16), min_size=1, max_size=3, unique=True))
+def test_registered_metric_matches_its_trec_eval_measure(base, queries, cuts):
+    """trec_eval's per-query value for every topic (judged and retrieved), with its 0 for no relevant."""
+    spec = raglab.metrics.METRICS[base]
+    cuts = sorted(cuts)
+    judged = {f"q{i}": gold for i, (_, gold) in enumerate(queries)}
+    ranked = {f"q{i}": {d: float(len(r) - j) for j, d in enumerate(r)} for i, (r, _) in enumerate(queries)}
+    reference = pytrec_eval.RelevanceEvaluator(judged, {pytrec_measure(spec, cuts)}).evaluate(ranked)
+    ours = raglab.metrics.retrieval_scores([r for r, _ in queries], [g for _, g in queries], cuts,
+                                           gain="linear", no_relevant="zero", metrics=[base])
+    for name, k in zip(spec.columns(cuts), cuts if spec.per_k else [None]):
+        theirs = [reference[q][spec.trec_eval.format(k=k)] for q in judged]
+        np.testing.assert_allclose(ours[name], theirs, rtol=0, atol=1e-12, err_msg=name)

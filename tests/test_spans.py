@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import raglab
 from raglab import metrics
-from raglab._spans import check_min_overlap, span_metrics, span_retrieval_scores
+from raglab.metrics.spans import check_min_overlap, span_metrics, span_retrieval_scores
 
 
 def span(doc, start, end, **extra):
@@ -213,6 +213,8 @@ def test_whole_document_spans_equal_id_gold(rows, gain):
 
 
 SPAN_DOCS = st.sampled_from(["a", "b", 7])
+# every registered metric defined for span gold (the defaults plus those asked for by name, e.g. map)
+SPAN_METRICS = [spec.base for spec in metrics.METRICS.values() if "spans" in spec.units]
 
 
 @st.composite
@@ -235,11 +237,13 @@ def a_span(draw, *, gold):
     ks=st.lists(st.integers(1, 9), min_size=1, max_size=3),
     min_overlap=st.sampled_from([1, 5, 30, 0.25, 0.5, 1.0, 0.07, 0.1 + 0.2, 1 / 3, Fraction(2, 7)]),
     gain=st.sampled_from(["exponential", "linear"]),
+    which=st.sampled_from([None, SPAN_METRICS]),
 )
-def test_bulk_spans_equal_the_per_question_definition_exactly(rows, ks, min_overlap, gain):
-    out = span_retrieval_scores([r for r, _ in rows], [g for _, g in rows], ks, min_overlap=min_overlap, gain=gain)
+def test_bulk_spans_equal_the_per_question_definition_exactly(rows, ks, min_overlap, gain, which):
+    out = span_retrieval_scores([r for r, _ in rows], [g for _, g in rows], ks, min_overlap=min_overlap, gain=gain,
+                                metrics=which)
     for i, (chunks, gold) in enumerate(rows):
-        expected = span_metrics(chunks, gold, ks, min_overlap=min_overlap, gain=gain)
+        expected = span_metrics(chunks, gold, ks, min_overlap=min_overlap, gain=gain, metrics=which)
         assert list(out) == list(expected)
         for name, value in expected.items():
             got = out[name][i]
@@ -298,3 +302,24 @@ def test_accessor_span_errors_name_the_column_and_row():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         rows.rag.retrieval(k=3)  # no warning at a depth that reached the model
+
+
+def test_span_metrics_are_public_take_plain_lists_and_the_old_home_still_works():
+    from raglab import _spans
+
+    assert metrics.span_metrics is span_metrics is _spans.span_metrics
+    assert {"map", "coverage", "recall"} <= set(SPAN_METRICS)
+    out = span_metrics(CHUNKS_100, GOLD, k=[2], metrics=["map", "coverage"])
+    assert out == {"map@2": 0.5, "coverage@2": 1.0}  # the span is found at rank 2: AP@2 = (1/2) / 1
+
+
+def test_span_bad_cells_carry_the_input_and_row():
+    with pytest.raises(metrics.BadCellError) as caught:
+        span_retrieval_scores([CHUNKS_100, [{"doc_id": "a", "start": 0}]], [GOLD, GOLD], 1)
+    assert (caught.value.what, caught.value.row) == ("retrieved_spans", 1)
+    with pytest.raises(metrics.BadCellError) as caught:
+        span_retrieval_scores([CHUNKS_100, []], [GOLD, [span("a", 5, 5)]], 1)
+    assert (caught.value.what, caught.value.row) == ("gold_spans", 1)
+    with pytest.raises(metrics.BadCellError) as caught:
+        span_retrieval_scores([CHUNKS_100, []], [[span("a", 0, 9, grade="x")], GOLD], 1)
+    assert (caught.value.what, caught.value.row) == ("gold_spans", 0)

@@ -1,0 +1,526 @@
+"""Gold as character spans, matched to chunks at scoring time (plain lists in, no pandas needed).
+
+Gold labels tied to chunk ids go stale when the corpus is re-chunked. Labels as character spans
+(``{"doc_id", "start", "end"}``, end exclusive as in Python slicing, optional ``"grade"``, default 1)
+score any chunking: each retrieved chunk carries its own span, and relevance is decided by overlap.
+
+Rules (recorded by ``df.rag.retrieval`` when spans are used):
+
+- A chunk is relevant to a gold span of the same document when they overlap by at least
+  ``min_overlap``: an ``int`` is a number of characters (capped at the gold span's length, so a
+  short span wholly inside a chunk always counts); a ``float`` in (0, 1] is a fraction of the gold
+  span's length. A chunk is relevant when it is relevant to any gold span.
+- A fraction is compared exactly, in integers: the float is read as the decimal it prints as
+  (``0.07`` is 7/100, via ``fractions.Fraction(repr(x))``; a ``Fraction`` is used as given) and a
+  chunk is relevant when ``overlap * denominator >= numerator * span_length``. So
+  ``min_overlap=0.07`` on a 100-character span needs exactly 7 characters (the float product
+  ``0.07 * 100`` is 7.000000000000001 and would need 8).
+- The gold *units* are the spans. A span is found at the first rank of a chunk relevant to it;
+  recall@k counts spans found in the top k (a span split over two chunks counts once); rr is one
+  over the first rank at which any span is found; nDCG credits each span once, at that rank, against
+  the ideal of one span per rank (capped at 1, reached when one chunk covers several spans).
+- precision@k counts relevant chunks in the top k and divides by k; AP averages, over the spans,
+  the chunk precision at the rank each span is found (0 for spans not found); R-precision is the
+  chunk precision at R = number of gold spans.
+- ``coverage@k``: the fraction of gold characters (the union of the gold spans) inside the union
+  of the top-k chunk spans of the same document; nothing is counted twice.
+
+When every chunk is a whole document and the gold spans are whole documents these rules give the
+same numbers as gold ids. The rank metrics are the registered ones (:mod:`raglab.metrics.specs`),
+applied to the spans found; ``coverage@k`` is defined here.
+
+Examples
+--------
+>>> from raglab.metrics.spans import span_metrics
+>>> gold = [{"doc_id": "a", "start": 100, "end": 200}]
+>>> chunks = [{"doc_id": "a", "start": 150, "end": 300}, {"doc_id": "a", "start": 0, "end": 150}]
+>>> out = span_metrics(chunks, gold, k=[1, 2])
+>>> out["recall@1"], out["coverage@1"], out["coverage@2"]
+(1.0, 0.5, 1.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+from itertools import chain, repeat
+from numbers import Integral, Real
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab._errors import BadCellError
+from raglab._validation import is_missing
+from raglab.metrics._common import (
+    Found,
+    Matched,
+    _check_gain,
+    _check_ks,
+    _check_no_relevant,
+    _zero_no_relevant,
+)
+from raglab.metrics._kernel import _as_cells, _score
+from raglab.metrics.specs import score_columns, select
+
+__all__ = ["check_min_overlap", "span_metrics", "span_retrieval_scores"]
+
+_SPAN_FIELDS = itemgetter("doc_id", "start", "end")
+
+
+def check_min_overlap(min_overlap: Any) -> tuple[float, str]:
+    """Validate ``min_overlap`` and return ``(value, unit)``: unit "characters" or "fraction of the gold span".
+
+    Parameters
+    ----------
+    min_overlap : int, float or fractions.Fraction
+        Characters (an int >= 1) or a fraction of the gold span's length (in (0, 1]).
+
+    Returns
+    -------
+    tuple
+        ``(value, unit)``: the int, or the fraction as a float (for the record in ``attrs``; the
+        comparison itself is exact, see the module notes).
+
+    Examples
+    --------
+    >>> check_min_overlap(1), check_min_overlap(0.5)
+    ((1, 'characters'), (0.5, 'fraction of the gold span'))
+    """
+    if isinstance(min_overlap, bool) or not isinstance(min_overlap, Real):
+        raise ValueError(
+            f"`min_overlap` must be a number of characters (int >= 1) or a fraction of the gold span "
+            f"(float in (0, 1]), got {min_overlap!r}"
+        )
+    if isinstance(min_overlap, Integral):
+        if min_overlap < 1:
+            raise ValueError(f"`min_overlap` as characters must be >= 1, got {min_overlap!r}")
+        return int(min_overlap), "characters"
+    value = float(min_overlap)
+    if not 0 < value <= 1:
+        raise ValueError(
+            f"`min_overlap` as a fraction of the gold span must be in (0, 1], got {min_overlap!r}; "
+            "pass an int for a number of characters"
+        )
+    return value, "fraction of the gold span"
+
+
+def _overlap_rule(min_overlap: Any) -> tuple[str, int, int]:
+    """``("characters", n, 1)`` or ``("fraction", p, q)``: ``min_overlap`` as exact integers.
+
+    A float fraction is the decimal it prints as (``repr``: 0.07 -> 7/100, not the binary double
+    0.07000000000000000666...); a :class:`fractions.Fraction` is used as given.
+
+    Examples
+    --------
+    >>> _overlap_rule(0.07), _overlap_rule(20)
+    (('fraction', 7, 100), ('characters', 20, 1))
+    """
+    value, unit = check_min_overlap(min_overlap)
+    if unit == "characters":
+        return "characters", int(value), 1
+    exact = min_overlap if isinstance(min_overlap, Fraction) else Fraction(repr(float(min_overlap)))
+    return "fraction", exact.numerator, exact.denominator
+
+
+def _relevant_overlap(overlap: int, length: int, rule: tuple[str, int, int]) -> bool:
+    """One (chunk, gold span) pair, in Python integers: the definition."""
+    kind, p, q = rule
+    if overlap <= 0:
+        return False
+    if kind == "characters":
+        return overlap >= min(length, p)
+    return overlap * q >= p * length
+
+
+_INT64_SAFE = 2**62
+
+
+def _relevant_overlaps(overlap: np.ndarray, length: np.ndarray, rule: tuple[str, int, int]) -> np.ndarray:
+    """:func:`_relevant_overlap` for arrays of pairs, with numpy; exact (int64, or Python ints if it could overflow)."""
+    kind, p, q = rule
+    overlap = np.asarray(overlap, dtype=np.int64)
+    length = np.asarray(length, dtype=np.int64)
+    if kind == "characters":
+        return (overlap > 0) & (overlap >= np.minimum(length, p))
+    largest = int(max(np.abs(overlap).max(initial=0), length.max(initial=0)))
+    if largest * max(p, q) < _INT64_SAFE:
+        return (overlap > 0) & (overlap * np.int64(q) >= np.int64(p) * length)
+    # Huge spans or a fraction with many digits: the same comparison in exact Python integers.
+    return (overlap > 0) & np.asarray(overlap.astype(object) * q >= length.astype(object) * p, dtype=bool)
+
+
+# --------------------------------------------------------------------------------------------------
+# One question (the definition; written with plain loops)
+# --------------------------------------------------------------------------------------------------
+
+
+def _span_tuple(span: Any, what: str) -> tuple[Any, int, int]:
+    if not isinstance(span, Mapping) or any(key not in span for key in ("doc_id", "start", "end")):
+        raise TypeError(f"each {what} span must be a dict with doc_id, start, end; got {span!r}")
+    doc, start, end = span["doc_id"], span["start"], span["end"]
+    if any(isinstance(x, bool) or not isinstance(x, Integral) for x in (start, end)) or not 0 <= start <= end:
+        raise ValueError(f"{what} span offsets must be integers with 0 <= start <= end; got {span!r}")
+    return doc, int(start), int(end)
+
+
+def _gold_units(gold_spans: Any) -> list[tuple[Any, int, int, float]]:
+    """Distinct gold spans with grade > 0, in label order: (doc, start, end, grade)."""
+    if gold_spans is None or is_missing(gold_spans):
+        return []
+    if isinstance(gold_spans, (str, Mapping)) or not isinstance(gold_spans, Iterable):
+        raise TypeError(f"gold_spans must be a list of span dicts, got {type(gold_spans).__name__} {gold_spans!r}")
+    units: list[tuple[Any, int, int, float]] = []
+    seen = set()
+    for span in gold_spans:
+        doc, start, end = _span_tuple(span, "gold")
+        if end == start:
+            raise ValueError(f"gold span {span!r} is empty (start == end); it can never be retrieved")
+        grade = span.get("grade", 1)
+        if isinstance(grade, bool) or not isinstance(grade, Real) or math.isnan(grade):
+            raise ValueError(f"gold span grades must be numbers, got {grade!r} in {span!r}")
+        if grade > 0 and (doc, start, end) not in seen:
+            seen.add((doc, start, end))
+            units.append((doc, start, end, float(grade)))
+    return units
+
+
+def _merge(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _covered(gold: list[tuple[int, int]], chunks: list[tuple[int, int]]) -> int:
+    total = 0
+    for g_start, g_end in _merge(gold):
+        for c_start, c_end in _merge(chunks):
+            total += max(0, min(g_end, c_end) - max(g_start, c_start))
+    return total
+
+
+def span_metrics(
+    retrieved_spans: Sequence[Mapping[str, Any]],
+    gold_spans: Sequence[Mapping[str, Any]] | None,
+    k: int | Iterable[int] = 5,
+    *,
+    min_overlap: int | float = 1,
+    gain: str = "exponential",
+    metrics: str | Iterable[str] | None = None,
+) -> dict[str, float]:
+    """Retrieval metrics of one question whose gold is character spans.
+
+    Parameters
+    ----------
+    retrieved_spans : list of dict
+        The span (``doc_id``, ``start``, ``end``) of each chunk that reached the model, best first.
+    gold_spans : list of dict or None
+        Gold spans, optionally with ``grade`` (default 1); none with grade > 0 means unanswerable.
+    k : int or iterable of int
+        Cut-offs.
+    min_overlap : int or float
+        Characters (int, capped at the gold span's length) or fraction of the gold span (float in
+        (0, 1]) a chunk must overlap to be relevant to it.
+    gain : {"exponential", "linear"}
+        nDCG gain.
+    metrics : str or iterable of str, optional
+        Base names of registered metrics to compute instead of the defaults (e.g. ``["map"]``).
+
+    Returns
+    -------
+    dict
+        ``recall@k``, ``hit@k``, ``precision@k``, ``ndcg@k``, ``coverage@k`` per k, then ``rr``,
+        ``ap``, ``r_precision`` (or the ``metrics`` asked for); all NaN when unanswerable.
+
+    Examples
+    --------
+    >>> gold = [{"doc_id": "a", "start": 100, "end": 200}]
+    >>> chunks = [{"doc_id": "b", "start": 0, "end": 500}, {"doc_id": "a", "start": 150, "end": 400}]
+    >>> out = span_metrics(chunks, gold, k=2)
+    >>> out["recall@2"], out["rr"], out["coverage@2"]
+    (1.0, 0.5, 0.5)
+    """
+    ks = _check_ks(k)
+    _check_gain(gain)
+    rule = _overlap_rule(min_overlap)
+    specs = select(metrics, "spans")
+    if isinstance(retrieved_spans, (str, Mapping)) or not isinstance(retrieved_spans, (Sequence, np.ndarray)):
+        raise TypeError(f"retrieved_spans must be a list of span dicts, got {type(retrieved_spans).__name__}")
+    chunks = [_span_tuple(span, "retrieved") for span in retrieved_spans]
+    units = _gold_units(gold_spans)
+    names = score_columns(ks, coverage=True, metrics=metrics)
+    if not units:
+        return dict.fromkeys(names, math.nan)
+    matched = _match_spans(chunks, units, rule)
+    out: dict[str, float] = {}
+    for spec in specs:
+        for k_ in ks if spec.per_k else [None]:
+            name = spec.base if k_ is None else f"{spec.base}@{k_}"
+            if spec.base == "coverage":
+                out[name] = _coverage(chunks, units, k_)
+            else:
+                out[name] = spec.definition(matched, k_, gain)
+    return {name: out[name] for name in names}
+
+
+def _match_spans(chunks: list[tuple[Any, int, int]], units: list[tuple[Any, int, int, float]], rule: tuple[str, int, int]) -> Matched:
+    """One question's matches: each span at the first rank of a chunk relevant to it; the relevant chunks."""
+    first_rank: list[int | None] = [None] * len(units)
+    relevant_ranks: list[int] = []
+    for rank, (doc, start, end) in enumerate(chunks, start=1):
+        relevant = False
+        for u, (g_doc, g_start, g_end, _) in enumerate(units):
+            if g_doc != doc:
+                continue
+            overlap = min(end, g_end) - max(start, g_start)
+            if _relevant_overlap(overlap, g_end - g_start, rule):
+                relevant = True
+                if first_rank[u] is None:
+                    first_rank[u] = rank
+        if relevant:
+            relevant_ranks.append(rank)
+    found = sorted((r, u) for u, r in enumerate(first_rank) if r is not None)
+    return Matched(
+        found=tuple((r, units[u][3]) for r, u in found),
+        relevant_ranks=tuple(relevant_ranks),
+        grades=tuple(unit[3] for unit in units),
+    )
+
+
+def _coverage(chunks: list[tuple[Any, int, int]], units: list[tuple[Any, int, int, float]], k: int) -> float:
+    """coverage@k of one question: gold characters inside the union of the top-k chunk spans."""
+    gold_chars = 0
+    covered = 0
+    for doc in {u[0] for u in units}:
+        gold_doc = [(u[1], u[2]) for u in units if u[0] == doc]
+        chunk_doc = [(c[1], c[2]) for c in chunks[:k] if c[0] == doc and c[2] > c[1]]
+        gold_chars += sum(end - start for start, end in _merge(gold_doc))
+        covered += _covered(gold_doc, chunk_doc)
+    return covered / gold_chars
+
+
+# --------------------------------------------------------------------------------------------------
+# Many questions (numpy over the flattened spans)
+# --------------------------------------------------------------------------------------------------
+
+
+def _flatten_spans(cells: np.ndarray, what: str, *, missing_ok: bool) -> dict[str, np.ndarray]:
+    """Flatten a column of span lists: row, doc, start, end (and grade) per span, in row-major order."""
+    n = len(cells)
+    is_list = np.fromiter(map(isinstance, cells, repeat((list, tuple, np.ndarray))), dtype=bool, count=n)
+    if not is_list.all():
+        for position in np.flatnonzero(~is_list).tolist():
+            value = cells[position]
+            if missing_ok and is_missing(value):
+                continue
+            hint = " (use [] when nothing was retrieved)" if is_missing(value) else ""
+            raise BadCellError(f"{what}[{position}] must be a list of spans, got {type(value).__name__} {value!r}{hint}", position, what=what)
+    rows_with = np.flatnonzero(is_list)
+    lists = cells[rows_with]
+    lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    row = np.repeat(rows_with, lengths)
+    spans = np.fromiter(chain.from_iterable(lists), dtype=object, count=int(lengths.sum()))
+    try:
+        fields = list(map(_SPAN_FIELDS, spans))
+    except (KeyError, TypeError, IndexError):
+        bad = next(i for i, s in enumerate(spans) if not isinstance(s, Mapping) or not all(k in s for k in ("doc_id", "start", "end")))
+        raise BadCellError(f"{what}[{int(row[bad])}] holds {spans[bad]!r}; each span is a dict with doc_id, start, end", int(row[bad]), what=what) from None
+    docs, starts, ends = (list(column) for column in zip(*fields)) if fields else ([], [], [])
+    for name, values in (("start", starts), ("end", ends)):
+        kinds = set(map(type, values))
+        if any(not issubclass(kind, Integral) or issubclass(kind, bool) for kind in kinds):
+            bad = next(i for i, v in enumerate(values) if not isinstance(v, Integral) or isinstance(v, bool))
+            raise BadCellError(f"{what}[{int(row[bad])}] has a span with {name} {values[bad]!r}; offsets must be integers", int(row[bad]), what=what)
+    start = np.array(starts, dtype=np.int64)
+    end = np.array(ends, dtype=np.int64)
+    wrong = (start < 0) | (start > end)
+    if wrong.any():
+        bad = int(np.flatnonzero(wrong)[0])
+        raise BadCellError(f"{what}[{int(row[bad])}] has a span with start > end or start < 0: {spans[bad]!r}", int(row[bad]), what=what)
+    doc = np.empty(len(docs), dtype=object)
+    doc[:] = docs
+    doc_kinds = set(map(type, docs))
+    if any(not issubclass(kind, (str, Integral)) or issubclass(kind, bool) for kind in doc_kinds):
+        bad = next(i for i, v in enumerate(docs) if not isinstance(v, (str, Integral)) or isinstance(v, bool))
+        raise BadCellError(f"{what}[{int(row[bad])}] has a span with doc_id {docs[bad]!r}; ids must be str or int", int(row[bad]), what=what)
+    out = {"row": row, "doc": doc, "start": start, "end": end, "length": lengths, "spans": spans}
+    return out
+
+
+def _gold_span_table(cells: np.ndarray) -> dict[str, np.ndarray]:
+    flat = _flatten_spans(cells, "gold_spans", missing_ok=True)
+    spans = flat["spans"]
+    grades = [span.get("grade", 1) for span in spans] if spans.size else []
+    kinds = set(map(type, grades))
+    if any(not issubclass(kind, Real) or issubclass(kind, bool) for kind in kinds):
+        bad = next(i for i, g in enumerate(grades) if not isinstance(g, Real) or isinstance(g, bool))
+        raise BadCellError(f"gold_spans[{int(flat['row'][bad])}] has grade {grades[bad]!r}; grades must be numbers", int(flat["row"][bad]), what="gold_spans")
+    grade = np.array(grades, dtype=np.float64)
+    if np.isnan(grade).any():
+        bad = int(np.flatnonzero(np.isnan(grade))[0])
+        raise BadCellError(f"gold_spans[{int(flat['row'][bad])}] has a NaN grade", int(flat["row"][bad]), what="gold_spans")
+    empty = flat["end"] == flat["start"]
+    if empty.any():
+        bad = int(np.flatnonzero(empty)[0])
+        raise BadCellError(
+            f"gold_spans[{int(flat['row'][bad])}] has an empty span {spans[bad]!r} (start == end); it can never be retrieved",
+            int(flat["row"][bad]), what="gold_spans",
+        )
+    flat["grade"] = grade
+    return flat
+
+
+def span_retrieval_scores(
+    retrieved_spans: Any,
+    gold_spans: Any,
+    k: int | Iterable[int] = 5,
+    *,
+    min_overlap: int | float = 1,
+    gain: str = "exponential",
+    no_relevant: str = "exclude",
+    metrics: str | Iterable[str] | None = None,
+) -> dict[str, np.ndarray]:
+    """:func:`span_metrics` for many questions at once (numpy over the flattened spans); equal to it exactly.
+
+    Parameters
+    ----------
+    retrieved_spans : sequence of lists of span dicts
+        One ranked list of chunk spans per question (``[]`` when nothing was retrieved).
+    gold_spans : sequence of (list of span dicts | None)
+        One per question; missing or empty means unanswerable (NaN everywhere).
+    k, min_overlap, gain, metrics
+        As in :func:`span_metrics`.
+    no_relevant : {"exclude", "zero"}
+        A question whose gold spans all have grade <= 0: NaN (``"exclude"``, the default) or 0 on
+        every metric (``"zero"``, trec_eval's convention); see
+        :func:`raglab.metrics.retrieval_scores`. Missing or empty gold is NaN either way.
+
+    Returns
+    -------
+    dict of str -> numpy.ndarray
+        The columns of :func:`span_metrics`, one value per question.
+
+    Examples
+    --------
+    >>> gold = [[{"doc_id": "a", "start": 100, "end": 200}], None]
+    >>> chunks = [[{"doc_id": "a", "start": 0, "end": 150}], []]
+    >>> out = span_retrieval_scores(chunks, gold, k=1)
+    >>> out["recall@1"].tolist(), out["coverage@1"].tolist()
+    ([1.0, nan], [0.5, nan])
+    """
+    return _span_retrieval_scores(
+        retrieved_spans, gold_spans, k, min_overlap=min_overlap, gain=gain, no_relevant=no_relevant, metrics=metrics
+    )[0]
+
+
+def _span_retrieval_scores(
+    retrieved_spans: Any, gold_spans: Any, k: int | Iterable[int], *, min_overlap: Any, gain: str, no_relevant: str,
+    metrics: str | Iterable[str] | None = None,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """:func:`span_retrieval_scores` and the mask of questions whose gold spans all have grade <= 0."""
+    ks = _check_ks(k)
+    _check_gain(gain)
+    _check_no_relevant(no_relevant)
+    specs = select(metrics, "spans")
+    rule = _overlap_rule(min_overlap)
+    chunk_cells = _as_cells(retrieved_spans)
+    gold_cells = _as_cells(gold_spans)
+    if len(chunk_cells) != len(gold_cells):
+        raise ValueError(f"retrieved_spans has {len(chunk_cells)} rows but gold_spans has {len(gold_cells)}")
+    n = len(chunk_cells)
+    chunks = _flatten_spans(chunk_cells, "retrieved_spans", missing_ok=False)
+    gold = _gold_span_table(gold_cells)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(chunks["row"], minlength=n))])
+    chunk_rank = np.arange(chunks["row"].size) - offsets[chunks["row"]] + 1
+
+    # Distinct gold spans with grade > 0, per row, in label order.
+    doc_codes, _ = pd.factorize(np.concatenate([gold["doc"], chunks["doc"]]), use_na_sentinel=False)
+    g_doc, c_doc = doc_codes[: gold["doc"].size], doc_codes[gold["doc"].size :]
+    keep = gold["grade"] > 0
+    g_row, g_doc, g_start, g_end, g_grade = (
+        gold["row"][keep], g_doc[keep], gold["start"][keep], gold["end"][keep], gold["grade"][keep]
+    )
+    if g_row.size:
+        ident = np.lexsort((np.arange(g_row.size), g_end, g_start, g_doc, g_row))
+        same = np.zeros(g_row.size, dtype=bool)
+        a, b = ident[1:], ident[:-1]
+        same[a] = (g_row[a] == g_row[b]) & (g_doc[a] == g_doc[b]) & (g_start[a] == g_start[b]) & (g_end[a] == g_end[b])
+        first = ~same
+        g_row, g_doc, g_start, g_end, g_grade = g_row[first], g_doc[first], g_start[first], g_end[first], g_grade[first]
+    n_units = np.bincount(g_row, minlength=n).astype(np.int64)
+
+    # Candidate (chunk, gold span) pairs: same row and document.
+    n_docs = int(doc_codes.max()) + 1 if doc_codes.size else 1
+    g_key = g_row * n_docs + g_doc
+    g_order = np.argsort(g_key, kind="stable")
+    g_sorted = g_key[g_order]
+    c_key = chunks["row"] * n_docs + c_doc
+    lo = np.searchsorted(g_sorted, c_key, side="left")
+    hi = np.searchsorted(g_sorted, c_key, side="right")
+    counts = hi - lo
+    pair_chunk = np.repeat(np.arange(c_key.size), counts)
+    pair_start = np.repeat(np.cumsum(counts) - counts, counts)
+    pair_gold = g_order[np.repeat(lo, counts) + np.arange(pair_chunk.size) - pair_start]
+    overlap = np.minimum(chunks["end"][pair_chunk], g_end[pair_gold]) - np.maximum(
+        chunks["start"][pair_chunk], g_start[pair_gold]
+    )
+    match = _relevant_overlaps(overlap, g_end[pair_gold] - g_start[pair_gold], rule)
+    m_chunk, m_gold = pair_chunk[match], pair_gold[match]
+
+    # Each span is found at its first relevant chunk (pairs come in chunk order, so first = best rank).
+    spans_found, at = np.unique(m_gold, return_index=True)
+    f_row = g_row[spans_found]
+    f_rank = chunk_rank[m_chunk[at]]
+    order = np.lexsort((spans_found, f_rank, f_row))
+    relevant_chunks = np.unique(m_chunk)
+    ideal = np.lexsort((-g_grade, g_row))
+    found = Found(
+        n=n,
+        n_relevant=n_units,
+        found_row=f_row[order].astype(np.int64),
+        found_rank=f_rank[order].astype(np.int64),
+        found_grade=g_grade[spans_found][order],
+        prec_row=chunks["row"][relevant_chunks].astype(np.int64),
+        prec_rank=chunk_rank[relevant_chunks].astype(np.int64),
+        ideal_row=g_row[ideal],
+        ideal_grade=g_grade[ideal],
+    )
+    scores = _score(found, ks, gain, specs)
+
+    # Coverage: sweep over the interval end points of each (row, document) that has gold.
+    groups, group_of_gold = np.unique(g_key, return_inverse=True)
+    group_row = groups // n_docs
+    c_group = np.searchsorted(groups, c_key)
+    c_group[c_group == groups.size] = 0
+    c_has = (groups.size > 0) & (groups[c_group] == c_key) if groups.size else np.zeros(c_key.size, dtype=bool)
+    unanswerable = n_units == 0
+    for k_ in ks if any(spec.base == "coverage" for spec in specs) else []:
+        use = c_has & (chunk_rank <= k_) & (chunks["end"] > chunks["start"])
+        group = np.concatenate([group_of_gold, group_of_gold, c_group[use], c_group[use]])
+        position = np.concatenate([g_start, g_end, chunks["start"][use], chunks["end"][use]])
+        gold_step = np.concatenate([np.ones(g_start.size), -np.ones(g_end.size), np.zeros(2 * int(use.sum()))])
+        chunk_step = np.concatenate([np.zeros(2 * g_start.size), np.ones(int(use.sum())), -np.ones(int(use.sum()))])
+        sweep = np.lexsort((position, group))
+        group, position = group[sweep], position[sweep]
+        gold_open = np.cumsum(gold_step[sweep].astype(np.int64)) > 0
+        chunk_open = np.cumsum(chunk_step[sweep].astype(np.int64)) > 0
+        length = np.zeros(position.size, dtype=np.int64)
+        if position.size > 1:
+            same_group = group[1:] == group[:-1]
+            length[:-1] = np.where(same_group, position[1:] - position[:-1], 0)
+        rows_of = group_row[group] if group.size else group
+        gold_chars = np.bincount(rows_of[gold_open], weights=length[gold_open], minlength=n)
+        covered = np.bincount(rows_of[gold_open & chunk_open], weights=length[gold_open & chunk_open], minlength=n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            coverage = covered / gold_chars
+        coverage[unanswerable] = np.nan
+        scores[f"coverage@{k_}"] = coverage
+    judged_none_relevant = unanswerable & (np.bincount(gold["row"], minlength=n) > 0)
+    _zero_no_relevant(scores, judged_none_relevant, no_relevant)
+    return {name: scores[name] for name in score_columns(ks, coverage=True, metrics=metrics)}, judged_none_relevant

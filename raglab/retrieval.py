@@ -1,0 +1,431 @@
+"""Retrieval metrics on a row table: :func:`retrieval` and :func:`depth_gap`.
+
+``rows.rag.retrieval(...)`` is ``raglab.retrieval.retrieval(rows, ...)`` and ``rows.rag.depth_gap(...)``
+is ``raglab.retrieval.depth_gap(rows, ...)``. These resolve the columns, validate them, score with
+the bulk kernels of :mod:`raglab.metrics` (Arrow-backed list columns are matched natively), and
+record the conventions in ``attrs["raglab"]``. ``method_name`` is the name errors and warnings use
+(the accessor passes ``"rag.retrieval"`` / ``"rag.depth_gap"``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab import metrics as _metrics
+from raglab._columns import guarded
+from raglab._errors import RowTableError
+from raglab._meta import get_meta, update_meta
+from raglab._rowtable import check_option, check_unique_ids, missing_column_error, resolve_column
+from raglab._validation import warn
+from raglab.metrics._kernel import _arrow_id_kind, _arrow_lists, list_lengths
+from raglab.metrics.spans import _span_retrieval_scores, check_min_overlap
+
+__all__ = ["depth_gap", "retrieval"]
+
+
+def retrieval(
+    rows: pd.DataFrame,
+    *,
+    k: int | Iterable[int] = 5,
+    gain: str = "exponential",
+    gold_by: str = "auto",
+    min_overlap: int | float = 1,
+    no_relevant: str = "exclude",
+    question_id: str | None = None,
+    retrieved: str | None = None,
+    gold: str | None = None,
+    gold_spans: str | None = None,
+    retrieved_spans: str | None = None,
+    method_name: str = "raglab.retrieval.retrieval",
+) -> pd.DataFrame:
+    """Score retrieval per question: a copy of the rows plus one column per metric and k.
+
+    ``k`` counts the chunks that **reached the model** (after reranking and truncation): the
+    ranked ids come from ``retrieved`` and never from a raw-candidates column such as
+    ``candidates`` (see :func:`depth_gap` for recall at the candidate depth). Computed in bulk
+    with numpy; equal to :mod:`raglab.metrics`' per-question functions exactly. An Arrow-backed
+    list column (``raglab.read_rows(path, lists="arrow")``) is scored without a Python object per id.
+
+    Columns written, for each k: ``recall@k``, ``hit@k``, ``precision@k``, ``ndcg@k`` (and
+    ``coverage@k`` with span gold); then ``rr``, ``ap``, ``r_precision`` over the whole list
+    (the default metrics of :data:`raglab.metrics.METRICS`).
+
+    Conventions (also recorded in ``attrs["raglab"]["retrieval"]``, with counts in
+    ``attrs["raglab"]["retrieval_counts"]``):
+
+    - relevance: grade > 0 (a list of gold ids means grade 1 each);
+    - unanswerable questions (missing/empty gold, no grade > 0) get NaN and are excluded from
+      means; their number is recorded (score them with ``rows.rag.abstention()``). trec_eval
+      instead scores a topic judged with only non-relevant documents as 0 and averages it in: pass
+      ``no_relevant="zero"`` for that convention (then a mean equals trec_eval's ``all`` line);
+    - a question with nothing retrieved (``[]``) scores 0 and is kept, and is counted;
+    - precision@k divides by k; an id repeated in a list counts at its first rank only;
+    - nDCG gain ``"exponential"`` (2^g - 1) or ``"linear"`` (g, trec_eval's ``ndcg_cut``).
+
+    Parameters
+    ----------
+    rows : DataFrame
+        The row table (one row per question).
+    k : int or list of int
+        Cut-off(s), e.g. ``5`` or ``[1, 3, 5, 10]``. A warning says when k exceeds the longest
+        retrieved list (more than reached the model).
+    gain : {"exponential", "linear"}
+        nDCG gain.
+    gold_by : {"auto", "ids", "spans"}
+        Gold unit: ids (``gold`` vs ``retrieved``) or character spans (``gold_spans`` vs
+        ``retrieved_spans``). ``"auto"`` uses spans when both span columns exist, else ids.
+    min_overlap : int or float
+        Span gold only: characters (int) or fraction of the gold span (float in (0, 1]) a chunk
+        must overlap to be relevant; a fraction is compared exactly (0.07 of a 100-character
+        span is 7 characters). See :mod:`raglab.metrics.spans` for the full rules.
+    no_relevant : {"exclude", "zero"}
+        A question whose gold judges ids (or spans) but none with grade > 0: ``"exclude"``
+        (default) scores it NaN, left out of means and counted as unanswerable; ``"zero"``
+        scores it 0 on every metric and keeps it in means, as trec_eval does. Missing or empty
+        gold is NaN either way (trec_eval never evaluates a topic without judgements). The
+        choice is recorded in ``attrs["raglab"]["retrieval"]["no_relevant"]``.
+    question_id, retrieved, gold, gold_spans, retrieved_spans : str, optional
+        Column names to use instead of the defaults.
+    method_name : str
+        The name errors and warnings start with.
+
+    Returns
+    -------
+    DataFrame
+        A new frame (the input is not modified), carrying the input's ``attrs``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab.retrieval import retrieval
+    >>> rows = pd.DataFrame({
+    ...     "question_id": ["q1", "q2", "q3"],
+    ...     "retrieved": [["d7", "d2", "d9", "d4", "d1"], ["d3"], []],
+    ...     "gold": [{"d2": 3, "d4": 1, "d5": 2}, [], ["d8"]],
+    ... })
+    >>> scored = retrieval(rows, k=5)
+    >>> scored[["recall@5", "precision@5", "rr", "ndcg@5"]].round(3).values.tolist()
+    [[0.667, 0.4, 0.5, 0.516], [nan, nan, nan, nan], [0.0, 0.0, 0.0, 0.0]]
+    >>> counts = scored.attrs["raglab"]["retrieval_counts"]
+    >>> counts["n_unanswerable"], counts["n_nothing_retrieved"]
+    (1, 1)
+
+    trec_eval's mean: a question judged with only non-relevant ids scores 0 instead of NaN.
+
+    >>> judged = pd.DataFrame({"question_id": ["a", "b"], "retrieved": [["d1", "d2"], ["d1"]],
+    ...                        "gold": [{"d2": 1}, {"d1": 0}]})
+    >>> float(retrieval(judged, k=2)["ap"].mean()), float(retrieval(judged, k=2, no_relevant="zero")["ap"].mean())
+    (0.5, 0.25)
+    """
+    method = method_name
+    df = rows
+    ks = _metrics._check_ks(k)
+    _metrics._check_gain(gain)
+    _metrics._check_no_relevant(no_relevant)
+    check_option("gold_by", gold_by, ["auto", "ids", "spans"])
+    qid = resolve_column(df, "question_id", question_id, method=method, required=False)
+    if qid is not None:
+        check_unique_ids(df, qid, method=method)
+    use_spans = gold_by == "spans" or (
+        gold_by == "auto"
+        and (gold_spans or "gold_spans") in df.columns
+        and (retrieved_spans or "retrieved_spans") in df.columns
+    )
+    conventions: dict[str, Any] = {
+        "k": ks,
+        "k_counts": "chunks that reached the model",
+        "gain": gain,
+        "relevance": "grade > 0",
+        "no_relevant": no_relevant,
+        "unanswerable": (
+            "NaN, excluded from means"
+            if no_relevant == "exclude"
+            else "missing or empty gold: NaN, excluded from means; gold judged with no grade > 0: "
+            "scores 0, kept in means (trec_eval)"
+        ),
+        "nothing_retrieved": "scores 0, kept in means",
+        "precision": "divides by k",
+    }
+    measured: list[np.ndarray] = []  # the kernel's list lengths (ids), saving a pass over the column
+    if use_spans:
+        value, unit = check_min_overlap(min_overlap)
+        gold_col = resolve_column(df, "gold_spans", gold_spans, method=method)
+        ranked_col = resolve_column(df, "retrieved_spans", retrieved_spans, method=method)
+        _check_id_types(df, ranked_col, gold_col, method, spans=True)
+        scores, judged_none_relevant = guarded(
+            df,
+            lambda: _span_retrieval_scores(
+                df[ranked_col], df[gold_col], ks, min_overlap=min_overlap, gain=gain, no_relevant=no_relevant
+            ),
+            {"retrieved_spans": ranked_col, "gold_spans": gold_col},
+            method,
+            qid,
+        )
+        conventions.update(
+            {
+                "gold_unit": "character spans",
+                "retrieved_column": ranked_col,
+                "span_rule": {
+                    "min_overlap": value,
+                    "unit": unit,
+                    "relevant_chunk": "overlaps a gold span of the same doc_id by >= min_overlap",
+                    "recall": "gold spans found (a span split over two chunks counts once)",
+                    "coverage": "gold characters inside the union of the top-k chunk spans",
+                },
+            }
+        )
+    else:
+        ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
+        gold_col = resolve_column(df, "gold", gold, method=method)
+        _check_id_types(df, ranked_col, gold_col, method)
+        scores, judged_none_relevant = guarded(
+            df,
+            lambda: _metrics._retrieval_scores(
+                df[ranked_col], df[gold_col], ks, gain=gain, no_relevant=no_relevant, lengths=measured
+            ),
+            {"retrieved": ranked_col, "gold": gold_col},
+            method,
+            qid,
+        )
+        conventions.update(
+            {
+                "gold_unit": "ids",
+                "retrieved_column": ranked_col,
+                "duplicates": "an id repeated in a ranked list counts at its first rank only",
+            }
+        )
+    lengths = measured[0] if measured else list_lengths(df[ranked_col])
+    longest = int(lengths.max()) if len(df) else 0
+    too_deep = [k_ for k_ in ks if k_ > longest]
+    if too_deep and len(df):
+        warn(
+            f"{method}: k={too_deep} is larger than the longest list in {ranked_col!r} ({longest}): k counts "
+            f"the chunks that reached the model, so nothing below rank {longest} can be found and precision "
+            "still divides by k. If that column holds the retriever's raw candidates, pass the column of "
+            "what reached the model instead."
+        )
+    # Unanswerable: no gold grade > 0 (NaN, or 0 under no_relevant="zero" for judged questions).
+    unanswerable = np.isnan(scores["rr"]) | judged_none_relevant
+    names = list(scores)
+    out = df.copy(deep=False)
+    previous = get_meta(df).get("retrieval", {})
+    ours = set(previous.get("columns", [])) if isinstance(previous, dict) else set()
+    replaced = [name for name in names if name in df.columns and name not in ours]
+    if replaced:
+        warn(
+            f"{method}: the returned copy replaces existing column(s) {replaced} with the new scores "
+            "(the input frame is unchanged)."
+        )
+    for name in names:
+        out[name] = scores[name]
+    stale = [c for c in previous.get("columns", []) if c not in names and c in out.columns] if ours else []
+
+    def rules(record: Mapping[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in record.items() if key not in ("k", "columns")}
+
+    if stale and rules(previous) == rules(conventions):
+        # Same conventions at other depths: keep those columns and record every depth.
+        ks_all = sorted(set(previous.get("k", [])) | set(ks))
+        conventions["k"], names = ks_all, [*stale, *names]
+    elif stale:
+        out = out.drop(columns=stale)
+        warn(
+            f"{method}: dropped {stale} from the returned copy: they were scored with other conventions "
+            "than these (attrs describe one set of conventions per table)."
+        )
+    conventions["columns"] = names
+    update_meta(out, "retrieval", conventions)
+    update_meta(
+        out,
+        "retrieval_counts",
+        {
+            "n_questions": int(len(df)),
+            "n_unanswerable": int(unanswerable.sum()),
+            "n_judged_none_relevant": int(judged_none_relevant.sum()),
+            "n_nothing_retrieved": int(((lengths == 0) & ~unanswerable).sum()),
+            "max_retrieved": longest,
+        },
+    )
+    return out
+
+
+def depth_gap(
+    rows: pd.DataFrame,
+    *,
+    candidates: str = "candidates",
+    candidate_spans: str | None = None,
+    k: int | None = None,
+    candidate_k: int | None = None,
+    gold_by: str = "auto",
+    min_overlap: int | float = 1,
+    question_id: str | None = None,
+    retrieved: str | None = None,
+    gold: str | None = None,
+    gold_spans: str | None = None,
+    retrieved_spans: str | None = None,
+    method_name: str = "raglab.retrieval.depth_gap",
+) -> pd.DataFrame:
+    """Recall and hit at the candidate depth next to the context depth: what reranking/truncation lost.
+
+    ``retrieved`` holds what reached the model (context depth ``k``, default: its longest
+    list); ``candidates`` holds the retriever's raw candidates (default depth: their longest
+    list). Metrics scored on the candidates overstate what the model saw; this shows both.
+    Both columns are scored by :func:`retrieval` with the same conventions, so gold may be ids
+    or character spans (then ``candidate_spans`` gives the span of each candidate).
+
+    Parameters
+    ----------
+    rows : DataFrame
+        The row table.
+    candidates, candidate_spans : str
+        Columns of the retriever's raw candidates (and their spans, for span gold).
+    k, candidate_k : int, optional
+        Context and candidate depths (default: the longest list of each column).
+    gold_by, min_overlap, question_id, retrieved, gold, gold_spans, retrieved_spans
+        As in :func:`retrieval`.
+    method_name : str
+        The name errors start with; the scoring itself reports as the matching ``retrieval``
+        (``"rag.depth_gap"`` -> ``"rag.retrieval"``).
+
+    Returns
+    -------
+    DataFrame
+        One row per metric (``recall``, ``hit``): ``context_k``, ``context`` (mean over
+        answerable questions), ``candidate_k``, ``candidates``, ``gap`` (candidates - context),
+        ``n_lost`` (questions whose score is higher on the candidates), ``n``,
+        ``n_unanswerable``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab.retrieval import depth_gap
+    >>> rows = pd.DataFrame({"retrieved": [["d1"], ["d4"]], "candidates": [["d1", "d2"], ["d4", "d5"]],
+    ...                      "gold": [["d2"], ["d4"]]})
+    >>> gap = depth_gap(rows)
+    >>> gap[["metric", "context_k", "context", "candidate_k", "candidates", "n_lost"]].values.tolist()
+    [['recall', 1, 0.5, 2, 1.0, 1], ['hit', 1, 0.5, 2, 1.0, 1]]
+    """
+    method = method_name
+    df = rows
+    ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
+    if candidates not in df.columns:
+        raise missing_column_error(df, candidates, role=None, method=method, keyword="candidates")
+    if candidate_spans is not None and candidate_spans not in df.columns:
+        raise missing_column_error(df, candidate_spans, role=None, method=method, keyword="candidate_spans")
+    span_gold = resolve_column(df, "gold_spans", gold_spans, method=method, required=False)
+    id_gold = resolve_column(df, "gold", gold, method=method, required=False)
+    uses_spans = gold_by == "spans" or (gold_by == "auto" and span_gold is not None and id_gold is None)
+    if uses_spans and candidate_spans is None:
+        raise RowTableError(
+            f"{method}: the gold is character spans, so the candidates' spans are needed too; "
+            "pass candidate_spans='your_column' (one span per candidate id, same order)."
+        )
+
+    def depth(column: str, given: int | None, name: str) -> int:
+        if given is not None:
+            return _metrics._check_k(given, name)
+        lengths = list_lengths(df[column])
+        return max(1, int(lengths.max()) if len(lengths) else 1)
+
+    depths = {"context": depth(ranked_col, k, "k"), "candidates": depth(candidates, candidate_k, "candidate_k")}
+    common = {"gold_by": gold_by, "min_overlap": min_overlap, "question_id": question_id,
+              "gold": gold, "gold_spans": gold_spans, "method_name": _scoring_name(method)}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*replaces existing column")
+        scored = {
+            "context": retrieval(df, k=depths["context"], retrieved=ranked_col, retrieved_spans=retrieved_spans,
+                                 **common),
+            "candidates": retrieval(df, k=depths["candidates"], retrieved=candidates,
+                                    retrieved_spans=candidate_spans, **common),
+        }
+    records = []
+    for metric in ("recall", "hit"):
+        context = scored["context"][f"{metric}@{depths['context']}"].to_numpy(dtype=float)
+        wide = scored["candidates"][f"{metric}@{depths['candidates']}"].to_numpy(dtype=float)
+        answerable = ~np.isnan(context)
+        records.append(
+            {
+                "metric": metric,
+                "context_k": depths["context"],
+                "context": float(context[answerable].mean()) if answerable.any() else np.nan,
+                "candidate_k": depths["candidates"],
+                "candidates": float(wide[answerable].mean()) if answerable.any() else np.nan,
+                "gap": float((wide[answerable] - context[answerable]).mean()) if answerable.any() else np.nan,
+                "n_lost": int((wide[answerable] > context[answerable]).sum()),
+                "n": int(answerable.sum()),
+                "n_unanswerable": int((~answerable).sum()),
+            }
+        )
+    table = pd.DataFrame.from_records(records)
+    conventions = get_meta(scored["context"]).get("retrieval", {})
+    table.attrs["raglab"] = {
+        "depth_gap": {
+            "context_column": ranked_col,
+            "candidates_column": candidates,
+            "gold_unit": conventions.get("gold_unit"),
+            "relevance": conventions.get("relevance", "grade > 0"),
+            "unanswerable": "excluded from means",
+        }
+    }
+    return table
+
+
+def _scoring_name(method: str) -> str:
+    """The retrieval method that goes with a depth_gap method name (``rag.depth_gap`` -> ``rag.retrieval``)."""
+    head, _, last = method.rpartition(".")
+    return f"{head}.retrieval" if last == "depth_gap" else method
+
+
+# --------------------------------------------------------------------------------------------------
+# Id types: refuse ids that can never match
+# --------------------------------------------------------------------------------------------------
+
+
+def _id_types(values: Any, *, spans: bool, limit: int = 2000) -> set[str]:
+    """The kinds of id ('text' or 'number') in the first non-empty cells of an id or span column."""
+    arrow = None if spans else _arrow_lists(values)
+    if arrow is not None:
+        head = arrow.slice(0, limit)
+        kind = _arrow_id_kind(arrow.type.value_type)
+        if kind is not None and sum(len(chunk.flatten()) for chunk in head.chunks):
+            return {kind}
+        if kind is not None:
+            return set()
+        values = head.to_pylist()  # not ids: let the cell checks below describe them
+    kinds: set[str] = set()
+    seen = 0
+    for cell in values:
+        if isinstance(cell, Mapping):
+            items = list(cell)[:5]
+        elif isinstance(cell, (list, tuple, np.ndarray)):
+            items = [x.get("doc_id") if spans and isinstance(x, Mapping) else x for x in list(cell)[:5]]
+        else:
+            continue
+        for item in items:
+            if isinstance(item, str):
+                kinds.add("text")
+            elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+                kinds.add("number")
+        seen += 1
+        if seen >= limit:
+            break
+    return kinds
+
+
+def _check_id_types(df: pd.DataFrame, ranked_col: str, gold_col: str, method: str, *, spans: bool = False) -> None:
+    """Refuse ids that can never match: numbers on one side, text on the other (7 != "7" in Python)."""
+    ranked = _id_types(df[ranked_col] if _arrow_lists(df[ranked_col]) is not None else df[ranked_col].array,
+                       spans=spans)
+    gold = _id_types(df[gold_col] if _arrow_lists(df[gold_col]) is not None else df[gold_col].array, spans=spans)
+    if ranked and gold and not ranked & gold:
+        what = "doc_id values" if spans else "ids"
+        raise RowTableError(
+            f"{method}: {ranked_col!r} holds {what} as {'/'.join(sorted(ranked))} but {gold_col!r} as "
+            f"{'/'.join(sorted(gold))}, so no retrieved id can ever match a gold one and every score would be 0. "
+            f"Convert one side, e.g. df[{ranked_col!r}] = df[{ranked_col!r}].map(lambda ids: [str(i) for i in ids])."
+        )

@@ -1,0 +1,203 @@
+"""Every ``df.rag.<method>`` is the public function of the same name: one parametrised parity test.
+
+pingouin's model (``tests/test_pandas.py``): the accessor only delegates, so calling the method and
+calling the function on the same table give equal results. The last test keeps the list complete:
+a new accessor method without a parity case fails it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+import raglab  # noqa: E402,F401  (registers df.rag)
+from raglab import abstention, datasets, io, plots, runs, widgets  # noqa: E402
+from raglab import retrieval as retrieval_module  # noqa: E402
+from raglab._meta import get_meta  # noqa: E402
+from raglab.judge import LexicalJudge, judge_table  # noqa: E402
+
+
+def _runs() -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(0)
+    n = 120
+    ids = [f"q{i:03d}" for i in range(n)]
+    base = pd.DataFrame({
+        "question_id": ids,
+        "qtype": np.where(np.arange(n) % 3 == 0, "how", "what"),
+        "doc": [f"d{i // 6}" for i in range(n)],
+        "hit@5": (rng.random(n) < 0.7).astype(float),
+        "faithfulness": rng.random(n),
+        "human": (rng.random(n) < 0.75).astype(int),
+    })
+    base["judge"] = np.where(rng.random(n) < 0.85, base["human"], 1 - base["human"])
+    cand = base.assign(**{"hit@5": np.where(rng.random(n) < 0.9, base["hit@5"], 1 - base["hit@5"]),
+                          "faithfulness": np.clip(base["faithfulness"] + rng.normal(0, 0.05, n), 0, 1)})
+    return base, cand
+
+
+def _same_frame(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a, b)
+    assert a.attrs == b.attrs
+
+
+def _retrieval_rows() -> pd.DataFrame:
+    return pd.DataFrame({
+        "question_id": ["q1", "q2", "q3", "q4"],
+        "retrieved": [["d1", "d2", "d3"], ["d4", "d1"], ["d9"], ["d2", "d5"]],
+        "candidates": [["d1", "d2", "d3", "d7"], ["d4", "d1", "d6"], ["d9", "d3"], ["d2", "d5", "d8"]],
+        "gold": [["d2"], ["d6"], [], {"d5": 2, "d8": 1}],
+        "answer": ["Paris.", "I don't know.", "It is 42.", "Lima."],
+    })
+
+
+def _check_validate():
+    rows = _retrieval_rows()
+    assert rows.rag.validate(require=["retrieved", "gold"]) is runs.validate(rows, require=["retrieved", "gold"]) is rows
+
+
+def _check_meta():
+    from raglab.datasets import mtrag
+
+    rows = mtrag.load_runs()["gpt-4o"]
+    assert rows.rag.meta == get_meta(rows)
+
+
+def _check_judge():
+    rows = datasets.handbook().head(6)
+    _same_frame(rows.rag.judge(LexicalJudge(), metrics=["faithfulness"], progress=False),
+                judge_table(rows, LexicalJudge(), metrics=["faithfulness"], progress=False))
+
+
+def _check_write(tmp_path):
+    rows = _retrieval_rows()
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    rows.rag.write(a)
+    io.write_rows(rows, b)
+    _same_frame(io.read_rows(a), io.read_rows(b))
+
+
+def _check_write_trec(tmp_path):
+    rows = _retrieval_rows().assign(gold=[{"d2": 1}, {"d6": 2}, {}, {"d5": 2}])
+    rows.rag.write_trec(run=tmp_path / "r1", qrels=tmp_path / "q1")
+    io.write_trec(rows, tmp_path / "r2", tmp_path / "q2")
+    assert (tmp_path / "r1").read_text() == (tmp_path / "r2").read_text()
+    assert (tmp_path / "q1").read_text() == (tmp_path / "q2").read_text()
+
+
+def _check_agreement():
+    base, _ = _runs()
+    a = base.rag.agreement("human", "judge", positive=1)
+    b = runs.agreement(base, "human", "judge", positive=1)
+    _same_frame(a.to_frame(), b.to_frame())
+
+
+def _check_size():
+    base, cand = _runs()
+    a = base.rag.size(cand, metric="hit@5", mde=0.05)
+    b = runs.size(base, cand, metric="hit@5", mde=0.05)
+    assert a.n == b.n and repr(a) == repr(b)
+
+
+def _check_retrieval():
+    rows = _retrieval_rows()
+    for kwargs in ({"k": [1, 3]}, {"k": 2, "gain": "linear"}, {"k": 3, "no_relevant": "zero"}):
+        _same_frame(rows.rag.retrieval(**kwargs), retrieval_module.retrieval(rows, **kwargs))
+
+
+def _check_depth_gap():
+    rows = _retrieval_rows()
+    _same_frame(rows.rag.depth_gap(candidates="candidates"), retrieval_module.depth_gap(rows, candidates="candidates"))
+
+
+def _check_abstention():
+    rows = _retrieval_rows()
+    a, b = rows.rag.abstention(), abstention.abstention(rows)
+    _same_frame(a.to_frame(), b.to_frame())
+    _same_frame(a.rows, b.rows)
+
+
+def _check_explore():
+    rows = datasets.handbook()
+    a, b = rows.rag.explore(by="qtype"), widgets.explore(rows, by="qtype")
+    assert type(a) is type(b) and len(a.children) == len(b.children)
+    assert [type(c).__name__ for c in a.children] == [type(c).__name__ for c in b.children]
+
+
+def _check_summary():
+    base, _ = _runs()
+    kw = {"by": "qtype", "n_resamples": 500}
+    _same_frame(base.rag.summary(["hit@5", "faithfulness"], **kw), runs.summary(base, ["hit@5", "faithfulness"], **kw))
+
+
+def _check_compare():
+    base, cand = _runs()
+    kw = {"metrics": ["hit@5", "faithfulness"], "by": "qtype", "n_resamples": 500, "n_permutations": 200}
+    _same_frame(base.rag.compare(cand.iloc[::-1], **kw), runs.compare(base, cand.iloc[::-1], **kw))
+    kw["units"] = "doc"
+    _same_frame(base.rag.compare(cand, **kw), runs.compare(base, cand, **kw))
+
+
+def _check_gate():
+    base, cand = _runs()
+    kw = {"metrics": ["hit@5", "faithfulness"], "margin": 0.05, "by": "qtype", "n_resamples": 500,
+          "n_permutations": 2_000, "higher_is_better": True}
+    a, b = base.rag.gate(cand, **kw), runs.gate(base, cand, **kw)
+    assert a.decision == b.decision
+    pd.testing.assert_frame_equal(a.table, b.table)
+
+
+def _check_forest():
+    base, cand = _runs()
+    table = base.rag.compare(cand, metrics=["hit@5"], by="qtype", n_resamples=300, n_permutations=0)
+    fig, (left, right) = plt.subplots(1, 2)
+    table.rag.forest(ax=left, margin=0.02)
+    plots.forest(table, ax=right, margin=0.02)
+    assert [t.get_text() for t in left.get_yticklabels()] == [t.get_text() for t in right.get_yticklabels()]
+    assert left.get_xlim() == right.get_xlim()
+    plt.close(fig)
+
+
+PARITY = {
+    "validate": _check_validate,
+    "meta": _check_meta,
+    "judge": _check_judge,
+    "write": _check_write,
+    "write_trec": _check_write_trec,
+    "agreement": _check_agreement,
+    "size": _check_size,
+    "retrieval": _check_retrieval,
+    "depth_gap": _check_depth_gap,
+    "abstention": _check_abstention,
+    "explore": _check_explore,
+    "summary": _check_summary,
+    "compare": _check_compare,
+    "gate": _check_gate,
+    "forest": _check_forest,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PARITY))
+def test_accessor_method_equals_its_function(name, tmp_path):
+    check = PARITY[name]
+    if "tmp_path" in check.__code__.co_varnames[: check.__code__.co_argcount]:
+        check(tmp_path)
+    else:
+        check()
+
+
+def test_every_accessor_method_has_a_parity_case():
+    public = {n for n in dir(pd.DataFrame({"x": [1]}).rag) if not n.startswith("_")}
+    assert public == set(PARITY), f"add a parity case for {sorted(public - set(PARITY))}"
+
+
+def test_the_accessor_module_stays_thin():
+    path = os.path.join(os.path.dirname(raglab.__file__), "accessor.py")
+    with open(path, encoding="utf-8") as handle:
+        assert sum(1 for _ in handle) < 600

@@ -1,0 +1,150 @@
+"""raglab.retrieval: the functions behind df.rag.retrieval and df.rag.depth_gap, equal to the methods."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import raglab
+from raglab import retrieval as rt
+from raglab._meta import update_meta
+
+
+def span(doc, start, end, **extra):
+    return {"doc_id": doc, "start": start, "end": end, **extra}
+
+
+@pytest.fixture
+def rows() -> pd.DataFrame:
+    frame = pd.DataFrame(
+        {
+            "question_id": ["q1", "q2", "q3", "q4", "q5"],
+            "qtype": ["fact", "fact", "howto", "howto", "fact"],
+            "retrieved": [["d7", "d2", "d9", "d4", "d1"], ["d1", "d3"], [], ["d5"], ["d8", "d6", "d2"]],
+            "candidates": [["d7", "d2", "d9", "d4", "d1", "d5"], ["d1", "d3", "d2"], ["d4"], ["d5", "d6"],
+                           ["d8", "d6", "d2", "d3"]],
+            "gold": [{"d2": 3, "d4": 1, "d5": 2}, ["d2"], ["d4"], {"d5": 0}, {"d3": 2}],
+            "retrieved_spans": [[span("a", 0, 10)] * 5, [span("a", 0, 10)] * 2, [], [span("b", 0, 5)],
+                                [span("b", 0, 10)] * 3],
+            "candidate_spans": [[span("a", 0, 10)] * 6, [span("a", 0, 10)] * 3, [span("a", 0, 10)],
+                                [span("b", 0, 5)] * 2, [span("b", 0, 10)] * 4],
+            "gold_spans": [[span("a", 2, 4)], [span("a", 5, 9, grade=2)], [], [span("b", 7, 9)], [span("b", 1, 3)]],
+        }
+    )
+    update_meta(frame, "evalset", {"name": "demo", "version": "1", "hash": "abc"})
+    return frame
+
+
+RETRIEVAL_KWARGS = [
+    {},
+    {"k": [1, 3, 5], "gain": "linear"},
+    {"k": 2, "no_relevant": "zero", "gold_by": "ids"},
+    {"k": [1, 5], "retrieved": "candidates", "gold_by": "ids"},
+    {"k": 3, "gold_by": "spans", "min_overlap": 0.5},
+    {"k": [1, 2], "gold_by": "spans", "retrieved_spans": "candidate_spans", "no_relevant": "zero", "min_overlap": 2},
+]
+
+
+def same_frame(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    return a.equals(b) and list(a.columns) == list(b.columns) and a.attrs == b.attrs
+
+
+@pytest.mark.parametrize("kwargs", RETRIEVAL_KWARGS)
+def test_retrieval_method_equals_the_function(rows, kwargs):
+    method = rows.rag.retrieval(**kwargs)
+    function = rt.retrieval(rows, **kwargs)
+    assert same_frame(method, function)
+    assert "recall@" + str(np.atleast_1d(kwargs.get("k", 5))[0]) in function.columns
+
+
+def test_retrieval_rescoring_a_scored_frame_equals_the_method(rows):
+    scored = rows.rag.retrieval(k=3, gold_by="ids", gain="linear")
+    assert same_frame(scored.rag.retrieval(k=5, gold_by="ids", gain="linear"),
+                      rt.retrieval(scored, k=5, gold_by="ids", gain="linear"))
+    with pytest.warns(UserWarning, match="dropped"):
+        method = scored.rag.retrieval(k=5, gold_by="ids")
+    with pytest.warns(UserWarning, match="dropped"):
+        function = rt.retrieval(scored, k=5, gold_by="ids")
+    assert same_frame(method, function)
+
+
+DEPTH_GAP_KWARGS = [
+    {"gold_by": "ids"},
+    {"gold_by": "ids", "k": 1, "candidate_k": 3},
+    {"gold_by": "spans", "candidate_spans": "candidate_spans"},
+    {"gold_by": "spans", "candidate_spans": "candidate_spans", "min_overlap": 0.5, "k": 2},
+]
+
+
+@pytest.mark.parametrize("kwargs", DEPTH_GAP_KWARGS)
+def test_depth_gap_method_equals_the_function(rows, kwargs):
+    assert same_frame(rows.rag.depth_gap(**kwargs), rt.depth_gap(rows, **kwargs))
+
+
+def test_errors_and_warnings_name_the_method_asked_for(rows):
+    with pytest.raises(raglab.MissingColumnError, match=r"^raglab.retrieval.retrieval needs column 'ranked'"):
+        rt.retrieval(rows, retrieved="ranked", gold_by="ids")
+    with pytest.raises(raglab.MissingColumnError, match=r"^rag.retrieval needs column 'ranked'"):
+        rt.retrieval(rows, retrieved="ranked", gold_by="ids", method_name="rag.retrieval")
+    bad = rows.assign(retrieved=[["d1"], "d1 d2", [], [], []])
+    with pytest.raises(raglab.RowTableError, match=r"^rag.retrieval: column 'retrieved'.*row 1 \(question_id 'q2'\)"):
+        rt.retrieval(bad, gold_by="ids", method_name="rag.retrieval")
+    with pytest.warns(UserWarning, match=r"^raglab.retrieval.retrieval: k=\[10\] is larger") as record:
+        rt.retrieval(rows, k=10, gold_by="ids")
+    assert record[0].filename == __file__  # the warning points at the caller's line
+    with pytest.raises(raglab.MissingColumnError, match=r"^raglab.retrieval.depth_gap needs column 'raw'"):
+        rt.depth_gap(rows, candidates="raw")
+    # depth_gap scores through retrieval, whose errors keep their own name (rag.depth_gap -> rag.retrieval)
+    bad = rows.assign(candidates=[["d1"], None, [], [], []])
+    with pytest.raises(raglab.RowTableError, match=r"^rag.retrieval: column 'candidates'"):
+        rt.depth_gap(bad, gold_by="ids", method_name="rag.depth_gap")
+    with pytest.raises(raglab.RowTableError, match=r"^rag.retrieval: column 'candidates'"):
+        bad.rag.depth_gap(gold_by="ids")
+
+
+def test_the_function_never_modifies_the_rows(rows):
+    before = rows.copy()
+    rt.retrieval(rows, k=[1, 5])
+    rt.depth_gap(rows, gold_by="ids")
+    pd.testing.assert_frame_equal(rows, before)
+    assert rows.attrs["raglab"] == before.attrs["raglab"]
+
+
+# ---- Arrow-backed list columns -------------------------------------------------------------------
+
+
+def test_arrow_backed_columns_score_like_python_lists(rows):
+    ids = rows[["question_id", "retrieved", "candidates", "gold"]]
+    arrow = ids.assign(
+        retrieved=pd.Series(ids["retrieved"].tolist(), dtype=pd.ArrowDtype(pa.list_(pa.string()))),
+        candidates=pd.Series(ids["candidates"].tolist(), dtype=pd.ArrowDtype(pa.list_(pa.string()))),
+    )
+    for kwargs in ({"k": [1, 5]}, {"k": 3, "retrieved": "candidates", "no_relevant": "zero"}):
+        plain, native = rt.retrieval(ids, **kwargs), rt.retrieval(arrow, **kwargs)
+        scores = [c for c in plain.columns if c not in ids.columns]
+        pd.testing.assert_frame_equal(native[scores], plain[scores])
+        assert native.attrs == plain.attrs
+    assert same_frame(rt.depth_gap(arrow), rt.depth_gap(ids))
+    numbers = arrow.assign(retrieved=pd.Series([[1], [2]] + [[]] * 3, dtype=pd.ArrowDtype(pa.list_(pa.int64()))))
+    with pytest.raises(raglab.RowTableError, match=r"'retrieved' holds ids as number but 'gold' as text"):
+        rt.retrieval(numbers)
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "jsonl"])
+def test_read_rows_lists_arrow_then_retrieval(rows, tmp_path, suffix):
+    path = raglab.write_rows(rows[["question_id", "qtype", "retrieved", "gold"]], tmp_path / f"rows.{suffix}")
+    plain, native = raglab.read_rows(path), raglab.read_rows(path, lists="arrow")
+    assert isinstance(native["retrieved"].dtype, pd.ArrowDtype) and native["gold"].dtype == object
+    expected, got = rt.retrieval(plain, k=[1, 3]), rt.retrieval(native, k=[1, 3])
+    scores = [c for c in expected.columns if c not in plain.columns]
+    pd.testing.assert_frame_equal(got[scores], expected[scores])
+    # an Arrow-backed scored frame writes and reads back like any other
+    again = raglab.read_rows(raglab.write_rows(got, tmp_path / f"scored.{suffix}"))
+    assert again["retrieved"].tolist() == rows["retrieved"].tolist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pd.testing.assert_series_equal(again["ndcg@3"], expected["ndcg@3"])
