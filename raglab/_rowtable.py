@@ -9,7 +9,6 @@ checks cells and words the errors, so every method reports problems the same way
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -26,7 +25,7 @@ from raglab._errors import (  # noqa: F401  (re-exported: they were defined here
     RowTableError,
 )
 from raglab._meta import evalset_of, get_meta, judge_of
-from raglab._validation import check_option, is_missing  # noqa: F401  (re-exported)
+from raglab._validation import check_option, is_missing, warn  # noqa: F401  (check_option, is_missing re-exported)
 
 __all__ = [
     "ROLES",
@@ -438,7 +437,7 @@ def pair_runs(
             )
         if not (order >= 0).any():
             raise RowTableError(f"{method}: the runs share no question ids ({summary}); check the `on` column.")
-        warnings.warn(f"{method}: comparing shared questions only; {summary}.", UserWarning, stacklevel=3)
+        warn(f"{method}: comparing shared questions only; {summary}.", UserWarning)
 
     keep = order >= 0
     paired_base = base.iloc[np.flatnonzero(keep)].reset_index(drop=True)
@@ -457,19 +456,18 @@ def _check_evalsets(base: pd.DataFrame, cand: pd.DataFrame, *, method: str, allo
         )
         if not allow:
             raise EvalSetMismatchError(message)
-        warnings.warn(message, UserWarning, stacklevel=4)
+        warn(message, UserWarning)
 
 
 def _warn_on_judge_or_convention_change(base: pd.DataFrame, cand: pd.DataFrame, *, method: str) -> None:
     a, b = judge_of(base), judge_of(cand)
     if a and b and a.get("fingerprint") != b.get("fingerprint"):
         changed = sorted(k for k in set(a) | set(b) if k != "fingerprint" and a.get(k) != b.get(k))
-        warnings.warn(
+        warn(
             f"{method}: THE RUNS WERE SCORED BY DIFFERENT JUDGES (fingerprint {str(a.get('fingerprint'))[:12]} vs "
             f"{str(b.get('fingerprint'))[:12]}; differs in {changed or 'fingerprint'}). A judge change shifts "
             "scores by itself: re-score the baseline with the candidate's judge before comparing.",
             JudgeMismatchWarning,
-            stacklevel=4,
         )
     conv_a, conv_b = get_meta(base).get("retrieval"), get_meta(cand).get("retrieval")
     if isinstance(conv_a, Mapping) and isinstance(conv_b, Mapping):
@@ -477,8 +475,7 @@ def _warn_on_judge_or_convention_change(base: pd.DataFrame, cand: pd.DataFrame, 
         changed = sorted(k for k in set(conv_a) & set(conv_b) - _SCORED_DEPTHS if conv_a[k] != conv_b[k])
         if changed:
             details = ", ".join(f"{k}: {conv_a[k]!r} vs {conv_b[k]!r}" for k in changed)
-            warnings.warn(
+            warn(
                 f"{method}: the runs record different retrieval conventions ({details}).",
                 ConventionMismatchWarning,
-                stacklevel=4,
             )

@@ -20,7 +20,6 @@ matched and can be replaced by a judge (see :mod:`raglab.judge`) or by the syste
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -33,6 +32,7 @@ import pandas as pd
 from raglab._errors import RowTableError
 from raglab._interval import Interval
 from raglab._meta import update_meta
+from raglab._results import ResultBase, jsonable
 from raglab._rowtable import check_column, missing_column_error, resolve_column
 
 __all__ = ["DEFAULT_REFUSAL_PATTERNS", "AbstentionResult", "abstention", "detect_declined", "score_abstention"]
@@ -122,7 +122,7 @@ def _rate(successes: int, n: int, ci: float, method: str) -> Interval:
 
 
 @dataclass
-class AbstentionResult:
+class AbstentionResult(ResultBase):
     """How a run handles questions it should decline.
 
     Attributes
@@ -194,9 +194,18 @@ class AbstentionResult:
             ]
         )
 
-    def _repr_html_(self) -> str:
-        table = self.to_frame().to_html(index=False, float_format=lambda v: f"{v:.3f}")
-        return f"<p><b>Abstention</b> (detector: {html.escape(self.detector)})</p>{table}"
+    def to_dict(self) -> dict[str, Any]:
+        """Both rates with their intervals, counts and the detector, JSON-ready."""
+        return jsonable({
+            "correct_decline": self.correct_decline.to_dict(),
+            "false_decline": self.false_decline.to_dict(),
+            "declined_unanswerable": self.declined_unanswerable,
+            "declined_answerable": self.declined_answerable,
+            "detector": self.detector,
+        })
+
+    def _title(self) -> str:
+        return f"Abstention (detector: {self.detector})"
 
 
 def score_abstention(

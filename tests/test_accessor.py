@@ -201,3 +201,10 @@ def test_the_accessor_module_stays_thin():
     path = os.path.join(os.path.dirname(raglab.__file__), "accessor.py")
     with open(path, encoding="utf-8") as handle:
         assert sum(1 for _ in handle) < 600
+
+
+def test_warnings_point_at_the_users_line():
+    base, cand = _runs()
+    with pytest.warns(UserWarning, match="comparing shared questions only") as caught:
+        base.rag.compare(cand.iloc[5:], metrics=["hit@5"], how="inner", n_resamples=200, n_permutations=0)
+    assert {w.filename for w in caught if "shared questions" in str(w.message)} == {__file__}

@@ -55,7 +55,6 @@ JUDGES = ("rl_f", "rb_llm")
 SCALE = {1: "No", 2: "Mostly No", 3: "Mostly Yes", 4: "Yes"}
 RATER_PREFIX = "rater_"
 
-_AUTOMATIC = ("rouge_l", "bert_rec", "bert_kprec", "rb_agg", "rb_llm", "rl_f", "conditional_idk")
 _FILES = ("tasks.csv", "responses.csv", "ratings.csv", "manifest.json")
 
 

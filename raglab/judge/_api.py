@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._meta import carry_meta, get_meta, set_meta
+from raglab._results import ResultBase, jsonable
 from raglab._rowtable import RowTableError, validate_rows
 from raglab.judge._base import (
     METRICS,
@@ -29,7 +30,6 @@ __all__ = ["judge_rows", "judge_frame", "judge_table", "JudgeEstimate", "estimat
 
 DEFAULT_METRICS = ("faithfulness", "relevance")
 
-_ROLE_OF_INPUT = {"question": "question", "answer": "answer", "context": "context", "reference": "reference"}
 
 
 def _check_judge(judge: Any, method: str) -> None:
@@ -287,8 +287,8 @@ def judge_frame(
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class JudgeEstimate:
+@dataclass(repr=False)
+class JudgeEstimate(ResultBase):
     """What a judge run will cost before it starts: calls, tokens and (with prices) money.
 
     Token counts are estimates (about 4 characters per token, and a typical reply size per call
@@ -321,8 +321,16 @@ class JudgeEstimate:
             f"~{self.prompt_tokens:,} prompt + ~{self.completion_tokens:,} completion tokens to spend{cost})"
         )
 
-    def _repr_html_(self) -> str:
-        return f"<p>{self.__repr__()}</p>" + self.by_kind.to_html(index=False)
+    def to_dict(self) -> dict[str, Any]:
+        """The totals and the per-kind table, JSON-ready."""
+        return jsonable({
+            "rows": self.rows, "calls": self.calls, "cached": self.cached, "new_calls": self.new_calls,
+            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "cost": self.cost,
+            "currency": self.currency, "by_kind": self.by_kind.to_dict(orient="records"),
+        })
+
+    def _title(self) -> str:
+        return self.__repr__()
 
 
 _REPLY_TOKENS = {"claims": 1.2, "relevance": 60, "declined": 40}

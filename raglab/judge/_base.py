@@ -40,7 +40,6 @@ METRICS: dict[str, tuple[str, ...]] = {
     "declined": ("answer",),
 }
 CLAIM_METRICS = ("faithfulness", "correctness")
-LABEL_METRICS = ("relevance", "declined")
 
 # Why a row has no score (judge_error). Stable texts: tests and users match on them.
 REASON_EMPTY_ANSWER = "empty answer (nothing to judge)"

@@ -33,7 +33,6 @@ import os
 import random
 import threading
 import time
-import warnings
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ from typing import Any
 import pydantic
 
 from raglab._optional import import_optional
-from raglab._validation import check_option
+from raglab._validation import check_option, warn
 from raglab.judge._base import (
     EMPTY_CONTEXT,
     REASON_EMPTY_ANSWER,
@@ -498,12 +497,11 @@ class LLMJudge:
         tqdm = import_optional("tqdm.auto", extra="judge", purpose="raglab.judge.LLMJudge").tqdm
 
         if repeats > 1 and not self.temperature and self.seed is None:
-            warnings.warn(
+            warn(
                 f"repeats={repeats} at temperature 0 with no seed: the repeats differ only by the serving stack's "
                 "nondeterminism, so the judge noise measured is a lower bound. Pass temperature > 0 (and seed= for "
                 "reproducible repeats) to measure the judge's sampling noise.",
                 UserWarning,
-                stacklevel=5,
             )
         self._get_client()
         cache = self.cache

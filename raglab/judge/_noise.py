@@ -17,6 +17,7 @@ from scipy import stats as _sps
 
 from raglab._interval import Interval
 from raglab._meta import judge_of
+from raglab._results import ResultBase
 from raglab.judge._base import CLAIM_METRICS, MetricOut
 
 __all__ = ["JudgeNoise", "judge_noise", "noise_from_results"]
@@ -27,7 +28,7 @@ _COLUMNS = [
 ]
 
 
-class JudgeNoise:
+class JudgeNoise(ResultBase):
     """Judge noise per metric, next to the sampling interval over questions.
 
     Columns of :meth:`to_frame` (one row per metric):
@@ -100,9 +101,8 @@ class JudgeNoise:
             )
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str:
-        return (f"<p><b>JudgeNoise</b>: judge standard error vs sampling interval over questions "
-                f"(level {self.level:g})</p>" + self._table.to_html(index=False, float_format=lambda v: f"{v:.4g}"))
+    def _title(self) -> str:
+        return f"JudgeNoise: judge standard error vs sampling interval over questions (level {self.level:g})"
 
 
 def _plain(value: Any) -> Any:
