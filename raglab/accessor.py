@@ -2,8 +2,9 @@
 
 Registered when ``import raglab`` runs. The accessor stores only the frame and never raises in
 ``__init__`` (pandas builds it on every attribute access, and an exception there would break
-``dir(df)`` for every DataFrame); each method resolves its columns, validates, and calls a
-function that can be used without pandas.
+``dir(df)`` for every DataFrame). Each method is one call to a public function that takes the
+table (``df.rag.summary(...)`` is ``raglab.runs.summary(df, ...)``), passing its own name for
+error messages; ``tests/test_accessor.py`` keeps every pair equal.
 """
 
 from __future__ import annotations
@@ -208,7 +209,7 @@ class RagAccessor:
         seed: int | None = 0,
         warn: bool = True,
     ) -> Any:
-        """Validate a judge column against human labels; see :func:`raglab.agreement.report`.
+        """Validate a judge column against human labels (the statistics: :func:`raglab.agreement.report`).
 
         The function is :func:`raglab.runs.agreement` (``df.rag.agreement(...)`` is ``raglab.runs.agreement(df, ...)``).
 
@@ -418,7 +419,7 @@ class RagAccessor:
         units: str | bool | None = None,
         question_id: str = "question_id",
     ) -> pd.DataFrame:
-        """Mean and interval per metric and slice for this run; see :func:`raglab.stats.summary`.
+        """Mean and interval per metric and slice for this run (the statistics: :func:`raglab.stats.summary`).
 
         The function is :func:`raglab.runs.summary` (``df.rag.summary(...)`` is ``raglab.runs.summary(df, ...)``).
 
