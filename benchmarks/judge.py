@@ -3,7 +3,8 @@
 500 rows are judged for claim-level faithfulness (one claim-split call and one batched
 verification call per row) against :mod:`raglab.testing`'s server running in a separate process
 with a fixed latency per call (a ``time.sleep`` in a threaded server, so the server is never the
-bottleneck). For ``max_concurrency`` 16 and 64 it reports calls, wall time, effective concurrency
+bottleneck). For ``max_concurrency`` 16 and 64, with the default ``AsyncOpenAI`` client on the
+judge's one event loop and with a sync ``OpenAI`` client in a thread pool, it reports calls, wall time, effective concurrency
 (``calls x latency / wall``) and its share of ``max_concurrency`` (target: at least 70%), the
 client CPU time per call, and the time of a re-run answered from the cache (which must make no
 calls). The peer is the loop a user would write by hand: the same calls through the same ``openai``
@@ -38,7 +39,7 @@ from raglab.testing import server_process
 N_ROWS = 500
 LATENCY = 0.05
 SEQUENTIAL_ROWS = 40
-REPEATS = 3
+REPEATS = 2
 
 WORDS = ["bridge", "river", "tower", "cable", "steel", "orange", "fog", "harbour", "ferry", "island", "north", "south", "deck", "span", "toll", "engineer", "design", "storm", "paint", "traffic", "opened", "built", "closed", "rebuilt", "widened"]
 
@@ -75,10 +76,11 @@ def sequential(rows: pd.DataFrame, base_url: str) -> tuple[list[float], float, i
 
     def ask(kind: str, inputs: dict) -> dict:
         name, _ = SCHEMAS[kind]
+        schema = json_schema(kind, n_claims=len(inputs["claims"]) if "claims" in inputs else None)
         reply = client.chat.completions.create(
             model="bench", temperature=0.0, max_completion_tokens=1024,
             messages=[{"role": "system", "content": PROMPTS[kind]}, {"role": "user", "content": user_message(kind, inputs)}],
-            response_format={"type": "json_schema", "json_schema": {"name": name, "schema": json_schema(kind), "strict": True}},
+            response_format={"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}},
         )
         return json.loads(reply.choices[0].message.content)
 
@@ -86,7 +88,8 @@ def sequential(rows: pd.DataFrame, base_url: str) -> tuple[list[float], float, i
     started = time.perf_counter()
     for row in rows.itertuples(index=False):
         claims = ask("claims", {"question": row.question, "answer": row.answer})["claims"]
-        verdicts = ask("verify_context", {"context": list(row.context), "claims": claims})["verdicts"]
+        keyed = ask("verify_context", {"context": list(row.context), "claims": claims})  # {"claim_1": ..., ...}
+        verdicts = [keyed[f"claim_{i}"] for i in range(1, len(claims) + 1)]
         calls += 2
         scores.append(sum(v["verdict"] == "supported" for v in verdicts) / len(verdicts))
     return scores, time.perf_counter() - started, calls
@@ -106,15 +109,20 @@ def main() -> int:
         per_call = seq_wall / seq_calls
         print(f"sequential peer (openai client, one call at a time): {seq_calls} calls in {seq_wall:.2f} s = "
               f"{per_call * 1000:.1f} ms per call; {N_ROWS} rows would take ~{per_call * 2 * N_ROWS:.1f} s\n")
-        header = (f"{'max_concurrency':>15} {'calls':>6} {'wall s':>7} {'eff. conc.':>10} {'share':>6} "
+        header = (f"{'client':>7} {'max_concurrency':>15} {'calls':>6} {'wall s':>7} {'eff. conc.':>10} {'share':>6} "
                   f"{'CPU ms/call':>11} {'vs peer':>8} {'re-run s':>8} {'re-run calls':>12}")
         print(header)
         print("-" * len(header))
-        for concurrency in (16, 64):
+        for engine, concurrency in (("async", 16), ("threads", 16), ("async", 64), ("threads", 64)):
             best = None
             for _ in range(REPEATS):  # best of REPEATS fresh runs: the machine is shared
                 with tempfile.TemporaryDirectory() as folder:
-                    judge = LLMJudge("bench", base_url=base_url, api_key="none", cache=folder, max_concurrency=concurrency)
+                    if engine == "async":  # the default: AsyncOpenAI on the judge's one event loop
+                        judge = LLMJudge("bench", base_url=base_url, api_key="none", cache=folder,
+                                         max_concurrency=concurrency)
+                    else:  # a sync OpenAI client: calls run in a pool of max_concurrency threads
+                        judge = LLMJudge("bench", client=OpenAI(base_url=base_url, api_key="none"), cache=folder,
+                                         max_concurrency=concurrency)
                     out, wall, cpu = judged(rows, judge)
                     calls = judge.last_run.requests
                     again, rerun_wall, _ = judged(rows, judge)
@@ -126,12 +134,12 @@ def main() -> int:
             effective = calls * LATENCY / wall
             share = effective / concurrency
             speedup = per_call * calls / wall
-            print(f"{concurrency:>15} {calls:>6} {wall:>7.2f} {effective:>10.1f} {share:>6.0%} "
+            print(f"{engine:>7} {concurrency:>15} {calls:>6} {wall:>7.2f} {effective:>10.1f} {share:>6.0%} "
                   f"{cpu / calls * 1000:>11.2f} {speedup:>7.1f}x {rerun_wall:>8.3f} {rerun_calls:>12}")
             if not np.array_equal(out["faithfulness"].to_numpy(), reference, equal_nan=True):
-                failures.append(f"max_concurrency={concurrency}: scores differ from LexicalJudge")
+                failures.append(f"{engine} max_concurrency={concurrency}: scores differ from LexicalJudge")
             if rerun_calls != 0 or not out.equals(again):
-                failures.append(f"max_concurrency={concurrency}: the cached re-run made calls or changed a result")
+                failures.append(f"{engine} max_concurrency={concurrency}: the cached re-run made calls or changed a result")
             if share < 0.7:
                 print(f"{'':>15} below the 70% target: the client spends {cpu / calls * 1000:.1f} ms CPU per call, so one "
                       f"process completes at most ~{calls / cpu:.0f} calls/s = {calls / cpu * LATENCY:.0f} calls in "

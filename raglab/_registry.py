@@ -147,6 +147,21 @@ def _no_direction(name: str, base: str) -> NoDirection:
 _NAME = re.compile(r"^(?P<base>.+?)(?:@(?P<k>\d+))?$")
 
 
+_JUDGE_LOADED: list[bool] = []
+
+
+def _load_judge_metrics() -> bool:
+    """Read the judge metric registry (raglab.judge._metrics registers each metric's direction) once."""
+    if _JUDGE_LOADED:
+        return False
+    _JUDGE_LOADED.append(True)
+    try:
+        import raglab.judge._metrics  # noqa: F401
+    except ImportError:  # the judge extra is not installed: the built-in judge names above still work
+        return False
+    return True
+
+
 def register_metric(
     base: str, *, higher_is_better: bool | None, binary: bool = False, bounded: bool = True, description: str = ""
 ) -> None:
@@ -201,6 +216,8 @@ def metric_info(name: str) -> MetricInfo:
     base, k = (match.group("base"), match.group("k")) if match else (name, None)
     cut = int(k) if k else None
     known = _BASES.get(base)
+    if known is None and _load_judge_metrics():
+        known = _BASES.get(base)
     if known is None:
         words = set(re.split(r"[^a-z0-9]+", base.lower()))
         if words & _DECLINE_WORDS:

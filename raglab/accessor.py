@@ -83,7 +83,7 @@ class RagAccessor:
         *,
         metrics: list[str] | tuple[str, ...] | str = ("faithfulness", "relevance"),
         repeats: int = 1,
-        errors: str = "record",
+        errors: str = "warn",
         progress: bool = True,
         ci: float = 0.95,
         question_id: str | None = None,
@@ -101,13 +101,17 @@ class RagAccessor:
             recorded in ``attrs["raglab"]["judge"]``; comparing runs with different fingerprints warns.
         metrics : str or list of str
             ``"faithfulness"`` (needs ``answer``, ``context``), ``"relevance"`` (``question``,
-            ``answer``), ``"correctness"`` (``answer``, ``reference``), ``"declined"`` (``answer``).
+            ``answer``), ``"correctness"`` (``answer``, ``reference``), ``"declined"`` (``answer``),
+            ``"context_relevance"`` (``question``, ``context``), ``"context_recall"`` (``reference``, ``context``).
         repeats : int
             Judge each row this many times to measure judge noise (see
             :func:`raglab.judge.judge_noise`); the main columns hold repeat 0.
-        errors : {"record", "raise"}
-            Record why a row is unscored in ``judge_error`` and go on (default), or raise
-            :class:`raglab.judge.JudgeError` at the first failed call.
+        errors : {"warn", "raise", "ignore"}
+            ``"warn"`` (default; ``"record"`` is its old name): record why a row is unscored in
+            ``judge_error`` and go on, then warn with the counts, or raise
+            :class:`raglab.judge.JudgeError` when more than the judge's ``failure_threshold`` share
+            of the rows (or every row) failed. ``"raise"``: raise at the first failed row.
+            ``"ignore"``: record only.
         progress : bool
             Show a progress bar with done, cached and failed counts.
         ci : float

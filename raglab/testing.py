@@ -50,6 +50,7 @@ __all__ = [
     "LocalOpenAIServer",
     "Reply",
     "rule_based_reply",
+    "lenient_reply",
     "extract_section",
     "server_process",
 ]
@@ -81,13 +82,32 @@ class _Fault:
 def extract_section(text: str, tag: str) -> str | None:
     """The text between ``<tag>`` and ``</tag>`` in a prompt (first occurrence), or None.
 
+    The judge writes each input as a JSON value (see :func:`raglab.judge._prompts.encode`): a JSON
+    string is decoded; anything else (a JSON object, nested sections) comes back as written.
+
     Examples
     --------
+    >>> extract_section('<answer>\\n"Paris."\\n</answer>', "answer")
+    'Paris.'
     >>> extract_section("<answer>\\nParis.\\n</answer>", "answer")
     'Paris.'
     """
     match = re.search(rf"<{tag}(?:\s[^>]*)?>\n?(.*?)\n?</{tag}>", text, flags=re.S)
-    return match.group(1) if match else None
+    return _decoded(match.group(1)) if match else None
+
+
+def _decoded(block: str) -> str:
+    try:
+        value = json.loads(block)
+    except ValueError:
+        return block
+    return value if isinstance(value, str) else block
+
+
+def _passage_texts(block: str) -> list[str]:
+    """The passages of a ``<context>`` block, decoded."""
+    found = re.findall(r'<passage(?:\s[^>]*)?>\n?(.*?)\n?</passage>', block, flags=re.S)
+    return [_decoded(p) for p in found] if found else [block]
 
 
 def _user_text(messages: Sequence[dict[str, Any]]) -> str:
@@ -128,6 +148,8 @@ def _parse_claims(block: str | None) -> list[str]:
         claims = json.loads(block)
     except json.JSONDecodeError:
         return [line.split(". ", 1)[-1] for line in block.splitlines() if line.strip()]
+    if isinstance(claims, dict):  # {"claim_1": ..., "claim_2": ...}
+        return [str(c) for c in claims.values()]
     return [str(c) for c in claims] if isinstance(claims, list) else []
 
 
@@ -139,7 +161,9 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
       is supported when at least ``threshold`` of its content words occur in ``<context>`` (or
       ``<reference>``); the evidence lists the matched words;
     * ``raglab_relevance``: relevant when half of the question's content words occur in the answer;
-    * ``raglab_declined``: :func:`raglab.abstention.detect_declined` on the answer.
+    * ``raglab_declined``: :func:`raglab.abstention.detect_declined` on the answer;
+    * the label calls of the judge metric registry (e.g. ``raglab_passage_relevance``): their own
+      lexical verdict (:mod:`raglab.judge._metrics`), as :class:`~raglab.judge.LexicalJudge` gives.
 
     Any other schema gets ``{}``. It is a stand-in for a model in tests, not a judge.
 
@@ -150,16 +174,23 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
     >>> rule_based_reply(body)
     '{"claims": ["Paris is the capital of France."]}'
     """
+    from raglab.judge._metrics import LABEL_CALLS
     from raglab.tripwires import content_words
 
     name = _schema_name(body) or ""
     text = _user_text(body.get("messages") or [])
+    for call in LABEL_CALLS.values():  # the judge metric registry's label calls, by their own rule
+        if name == call.schema_name:
+            verdict, reason = call.lexical({tag: extract_section(text, tag) or "" for tag in call.sections}, 0.5, None)
+            return json.dumps({"reason": reason, "verdict": call.labels[0 if verdict else 1]})
     if name.startswith("raglab_claims"):
         return json.dumps({"claims": _claims_of(extract_section(text, "answer") or "")})
     if name.startswith("raglab_verdict"):
         source = extract_section(text, "context")
         if source is None:
             source = extract_section(text, "reference") or ""
+        else:
+            source = "\n".join(_passage_texts(source))
         source_words = content_words(_PASSAGE_TAG.sub(" ", source))
 
         def verdict(claim: str) -> dict[str, str]:
@@ -174,7 +205,10 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
             }
 
         if name.startswith("raglab_verdicts"):
-            return json.dumps({"verdicts": [verdict(c) for c in _parse_claims(extract_section(text, "claims"))]})
+            claims = _parse_claims(extract_section(text, "claims"))
+            if _is_keyed(body):  # one property per claim, as raglab's judge asks
+                return json.dumps({f"claim_{i}": verdict(c) for i, c in enumerate(claims, start=1)})
+            return json.dumps({"verdicts": [verdict(c) for c in claims]})
         single = verdict(extract_section(text, "claim") or "")
         del single["claim"]
         return json.dumps(single)
@@ -193,6 +227,74 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
         return json.dumps({"reason": "refusal pattern" if declined else "gives an answer",
                            "verdict": "declined" if declined else "answered"})
     return "{}"
+
+
+def lenient_reply(body: dict[str, Any], *, seed: int = 0) -> str:
+    """A lenient model: schema-valid JSON whose free parts are drawn, the same for the same request.
+
+    It starts from :func:`rule_based_reply` and then, as a small local model at temperature 0
+    often does, (a) gives every array a length drawn between the schema's ``minItems`` and
+    ``maxItems`` (dropping or repeating items; an unbounded array of n items gets 1 to n + 1), (b) writes
+    the properties of an object in a shuffled order, (c) sometimes leaves a verdict's ``claim``
+    copy empty or copies the previous claim's verdict into the next slot. The draw depends only on
+    the request and ``seed``, so retrying the same request gets the same reply.
+
+    Examples
+    --------
+    >>> body = {"messages": [{"role": "user", "content": '<answer>\\n"Paris is big. Rome is old."\\n</answer>'}],
+    ...         "response_format": {"type": "json_schema", "json_schema": {"name": "raglab_claims", "schema": {
+    ...             "type": "object", "properties": {"claims": {"type": "array", "items": {"type": "string"}}}}}}}
+    >>> lenient_reply(body) == lenient_reply(body)
+    True
+    """
+    import hashlib
+    import random
+
+    data = json.loads(rule_based_reply(body))
+    digest = hashlib.sha256(json.dumps([seed, body.get("messages"), body.get("input"), _schema(body)],
+                                       sort_keys=True, default=str).encode()).digest()
+    rng = random.Random(digest)
+
+    def draw(value: Any, schema: dict[str, Any]) -> Any:
+        if isinstance(value, list):
+            low = int(schema.get("minItems", 1 if value else 0))  # something to say is never said as nothing
+            high = int(schema.get("maxItems", len(value) + 1))
+            n = rng.randint(low, max(low, high))
+            pool = value or [None]
+            items = [value[i] if i < len(value) else rng.choice(pool) for i in range(n)]
+            items = [x for x in items if x is not None]
+            return [draw(x, schema.get("items") or {}) for x in items]
+        if isinstance(value, dict):
+            props = schema.get("properties") or {}
+            keys = list(value)
+            rng.shuffle(keys)
+            out = {k: draw(value[k], props.get(k) or {}) for k in keys}
+            if "claim_1" in out:  # a keyed verification: echo or not, repeat a verdict now and then
+                ordered = sorted(out, key=lambda k: int(k.split("_")[1]))
+                for prev, key in zip(ordered, ordered[1:]):
+                    if rng.random() < 0.15:
+                        out[key] = dict(out[prev])
+                for key in ordered:
+                    if rng.random() < 0.15:
+                        out[key]["claim"] = ""
+            return out
+        return value
+
+    return json.dumps(draw(data, _schema(body)))
+
+
+def _schema(body: dict[str, Any]) -> dict[str, Any]:
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and isinstance(fmt.get("json_schema"), dict):
+        return fmt["json_schema"].get("schema") or {}
+    text = body.get("text")
+    if isinstance(text, dict) and isinstance(text.get("format"), dict):
+        return text["format"].get("schema") or {}
+    return {}
+
+
+def _is_keyed(body: dict[str, Any]) -> bool:
+    return "claim_1" in (_schema(body).get("properties") or {})
 
 
 def _schema_name(body: dict[str, Any]) -> str | None:
@@ -214,8 +316,10 @@ class LocalOpenAIServer:
 
     Parameters
     ----------
-    responder : "rules", list of str or Reply, or callable
-        ``"rules"`` (default) uses :func:`rule_based_reply`; a list is replayed in order (cycling);
+    responder : "rules", "lenient", list of str or Reply, or callable
+        ``"rules"`` (default) uses :func:`rule_based_reply`; ``"lenient"`` uses :func:`lenient_reply`
+        (schema-valid replies with freely drawn array lengths, shuffled or repeated verdicts); a list
+        is replayed in order (cycling);
         a callable gets the JSON request body and returns a str or :class:`Reply`.
     latency : float
         Seconds every request sleeps before it is answered.
@@ -253,9 +357,11 @@ class LocalOpenAIServer:
         model: str = "raglab-local",
     ) -> None:
         if isinstance(responder, str):
-            if responder != "rules":
-                raise ValueError(f"The value for `responder` must be one of ['rules'], a list or a callable, but {responder!r} was passed.")
-            self._respond: Callable[[dict[str, Any]], str | Reply] = rule_based_reply
+            if responder not in ("rules", "lenient"):
+                raise ValueError(f"The value for `responder` must be one of ['rules', 'lenient'], a list or a callable, "
+                                 f"but {responder!r} was passed.")
+            self._respond: Callable[[dict[str, Any]], str | Reply] = (
+                rule_based_reply if responder == "rules" else lenient_reply)
         elif callable(responder):
             self._respond = responder
         else:

@@ -167,7 +167,7 @@ def test_claim_split_is_shared_by_faithfulness_and_correctness(rows, server):
 def test_verdict_schema_puts_evidence_and_reason_before_the_label():
     from raglab.judge._schemas import json_schema
 
-    item = json_schema("verify_context")["$defs"]["ClaimVerdict"]
+    item = json_schema("verify_context", n_claims=3)["properties"]["claim_2"]
     assert list(item["properties"]) == ["claim", "evidence", "reason", "verdict"]
     assert item["additionalProperties"] is False and item["required"] == ["claim", "evidence", "reason", "verdict"]
     assert list(json_schema("relevance")["properties"]) == ["reason", "verdict"]
@@ -266,10 +266,10 @@ def test_clear_errors(rows):
     with pytest.raises(MissingColumnError, match=r"needs column 'docs'"):
         rows.rag.judge(judge, metrics=["faithfulness"], context="docs")
     with pytest.raises(ValueError, match=r"The value for `metrics` must be among \['faithfulness', 'relevance', "
-                                         r"'correctness', 'declined'\], but 'faithful' was passed."):
+                                         r"'correctness', 'declined', 'context_relevance', 'context_recall'\], but 'faithful' was passed."):
         rows.rag.judge(judge, metrics=["faithful"])
-    with pytest.raises(ValueError, match=r"The value for `errors` must be one of \['record', 'raise'\]"):
-        rows.rag.judge(judge, errors="ignore")
+    with pytest.raises(ValueError, match=r"The value for `errors` must be one of \['warn', 'raise', 'ignore', 'record'\]"):
+        rows.rag.judge(judge, errors="silent")
     with pytest.raises(ValueError, match="`repeats` must be a positive integer"):
         rows.rag.judge(judge, repeats=0)
     with pytest.raises(TypeError, match="needs a judge"):
@@ -293,9 +293,11 @@ def test_column_overrides(rows):
 def test_estimate_counts_calls_and_prices_them(rows, server):
     judge = llm(server)
     est = judge.estimate(rows, metrics=["faithfulness", "relevance"], prices={"input": 2.0, "output": 8.0})
-    # faithfulness: split + verification for q1, q2, q4 (q3 empty, q5 no context); relevance: 4 answers
+    # faithfulness: split + verification for q1, q2, q4 (q3 empty, q5 no context; q4 makes one claim,
+    # verified by the single-claim call); relevance: 4 answers
     by_kind = est.to_frame().set_index("kind")
-    assert by_kind.loc["claims", "calls"] == 3 and by_kind.loc["verify_context", "calls"] == 3
+    assert by_kind.loc["claims", "calls"] == 3 and by_kind.loc["verify_context", "calls"] == 2
+    assert by_kind.loc["verify_context_one", "calls"] == 1
     assert by_kind.loc["relevance", "calls"] == 4 and est.calls == 10 and est.cached == 0
     assert est.cost == pytest.approx((est.prompt_tokens * 2.0 + est.completion_tokens * 8.0) / 1e6)
     assert server.requests_received == 0  # estimating spends nothing

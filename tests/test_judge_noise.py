@@ -35,10 +35,10 @@ def noisy(body: dict) -> str:
     name = body["response_format"]["json_schema"]["name"]
     text = body["messages"][-1]["content"]
     if name == "raglab_verdicts":
-        claims = json.loads(extract_section(text, "claims"))
-        return json.dumps({"verdicts": [
-            {"claim": c, "evidence": "", "reason": "", "verdict": "supported" if coin(c, body["seed"]) else "not_supported"}
-            for c in claims]})
+        claims = json.loads(extract_section(text, "claims"))  # {"claim_1": ..., ...}
+        return json.dumps({key: {"claim": c, "evidence": "", "reason": "",
+                                 "verdict": "supported" if coin(c, body["seed"]) else "not_supported"}
+                           for key, c in claims.items()})
     if name == "raglab_relevance":
         question = extract_section(text, "question")
         return json.dumps({"reason": "", "verdict": "relevant" if coin(question, body["seed"]) else "irrelevant"})

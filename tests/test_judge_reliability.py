@@ -121,7 +121,7 @@ def test_5xx_is_retried_with_backoff_then_recorded_on_the_row(server):
     server.fail_next(1, status=502, match="raglab_claims")  # one faithfulness call, whichever row comes first
     server.fail_next(100, status=500, match="relevance")
     judge = llm(server, max_retries=2)
-    out = rows.rag.judge(judge, metrics=["faithfulness", "relevance"], progress=False)
+    out = rows.rag.judge(judge, metrics=["faithfulness", "relevance"], errors="ignore", progress=False)
     # faithfulness recovered from the 502; relevance failed after 1 + 2 attempts on every row
     pd.testing.assert_frame_equal(out[["faithfulness"]], EXPECTED[["faithfulness"]].head(3))
     assert out["relevance"].isna().all()
@@ -136,13 +136,13 @@ def test_timeouts_are_retried_then_recorded():
     rows = make_rows(1)
     with LocalOpenAIServer(latency=0.5) as slow:
         judge = LLMJudge("local", base_url=slow.base_url, api_key="k", cache=None, timeout=0.1, max_retries=1, backoff=0.01)
-        out = rows.rag.judge(judge, metrics=["relevance"], progress=False)
+        out = rows.rag.judge(judge, metrics=["relevance"], errors="ignore", progress=False)
     assert out.loc[0, "judge_error"] == "relevance: relevance call failed: timed out on 2 attempts"
 
 
 def test_connection_errors_are_retried_then_recorded():
     judge = LLMJudge("local", base_url="http://127.0.0.1:9/v1", api_key="k", cache=None, max_retries=2, backoff=0.01)
-    out = make_rows(2).rag.judge(judge, metrics=["relevance"], progress=False)
+    out = make_rows(2).rag.judge(judge, metrics=["relevance"], errors="ignore", progress=False)
     assert out["judge_error"].tolist() == ["relevance: relevance call failed: connection error on 3 attempts"] * 2
 
 
@@ -152,7 +152,7 @@ def test_bad_request_is_not_retried():
             return Reply("context length exceeded", status=400)
         return rule_based_reply(body)
 
-    with LocalOpenAIServer(responder=responder) as srv:
+    with LocalOpenAIServer(responder=responder) as srv, pytest.warns(UserWarning, match=r"1 of 3 rows failed"):
         out = make_rows(3).rag.judge(llm(srv), metrics=["relevance"], progress=False)
         assert srv.requests_received == 3
     assert out.loc[1, "judge_error"] == "relevance: relevance call rejected with HTTP 400: context length exceeded"
@@ -186,7 +186,8 @@ def test_malformed_invalid_and_truncated_replies_are_retried(server):
 def test_bounded_format_retries_then_the_reason_is_recorded(server):
     rows = make_rows(3)
     server.malform_next(100, match="raglab_verdicts")
-    out = rows.rag.judge(llm(server, max_format_retries=1), metrics=["faithfulness", "relevance"], progress=False)
+    out = rows.rag.judge(llm(server, max_format_retries=1), metrics=["faithfulness", "relevance"], errors="ignore",
+                         progress=False)
     assert out["faithfulness"].isna().all() and out["relevance"].notna().all()  # one bad call never stops the run
     for error in out["judge_error"]:
         assert error.startswith("faithfulness: verify_context call failed: the reply is not valid JSON")
@@ -195,17 +196,21 @@ def test_bounded_format_retries_then_the_reason_is_recorded(server):
     assert out.loc[0, "faithfulness_claims"] == EXPECTED.loc[0, "faithfulness_claims"]  # the split is kept
 
 
-def test_wrong_number_of_verdicts_is_a_schema_failure():
+def test_a_missing_verdict_is_retried_once_then_verified_per_claim():
     def responder(body):
         reply = json.loads(rule_based_reply(body))
-        if "verdicts" in reply:
-            reply["verdicts"] = reply["verdicts"][:1]
+        reply.pop("claim_2", None)  # always drops claim 2's verdict (same request, same wrong reply)
         return json.dumps(reply)
 
     with LocalOpenAIServer(responder=responder) as srv:
-        out = make_rows(1).rag.judge(llm(srv, max_format_retries=0), metrics=["faithfulness"], progress=False)
-    assert out.loc[0, "judge_error"] == ("faithfulness: verify_context call failed: the reply gave 1 verdicts for "
-                                         "2 claims (after 1 attempts)")
+        judge = llm(srv)
+        out = make_rows(1).rag.judge(judge, metrics=["faithfulness"], progress=False)
+        # split, the batched call and its one retry, then one call per claim
+        assert srv.count("raglab_verdicts") == 2 and srv.count("raglab_verdict_") == 0
+        assert srv.count("raglab_verdict") == 2 + len(EXPECTED.loc[0, "faithfulness_claims"])
+    assert out.loc[0, "judge_error"] is None and judge.last_run.fallbacks == 1
+    assert out.loc[0, "faithfulness"] == EXPECTED.loc[0, "faithfulness"]
+    assert out.loc[0, "faithfulness_verdicts"] == EXPECTED.loc[0, "faithfulness_verdicts"]
 
 
 def test_truncated_replies_are_retried_with_a_larger_budget(server):
@@ -227,7 +232,7 @@ def test_truncated_replies_are_retried_with_a_larger_budget(server):
 
 def test_length_failure_is_recorded_when_the_budget_never_suffices(server):
     out = make_rows(1).rag.judge(llm(server, max_tokens=2, max_tokens_limit=4, max_format_retries=2),
-                                 metrics=["relevance"], progress=False)
+                                 metrics=["relevance"], errors="ignore", progress=False)
     assert out.loc[0, "judge_error"] == ("relevance: relevance call failed: the reply was cut off at max_tokens=4 "
                                          "(finish_reason 'length') (after 3 attempts)")
 
@@ -243,13 +248,16 @@ def test_errors_raise_stops_and_keeps_completed_calls(tmp_path):
         return rule_based_reply(body)
 
     with LocalOpenAIServer(responder=responder) as server:
+        port = server.port
         judge = llm(server, cache=tmp_path, max_format_retries=0, max_concurrency=1)
         with pytest.raises(JudgeError, match=r"rag.judge: row 'q3' failed: relevance: relevance call failed") as info:
             rows.rag.judge(judge, metrics=["relevance", "faithfulness"], errors="raise", progress=False)
-        assert "errors='record'" in str(info.value)
+        assert "errors='warn'" in str(info.value)
         kept = CallCache(tmp_path).count()
         assert kept >= 1  # calls that finished before the run stopped are in the cache
-    with LocalOpenAIServer() as server:  # a healthy server: the resumed run makes only the missing calls
+    # The same server URL (the URL is part of the judge's identity), now healthy: the resumed run
+    # makes only the missing calls.
+    with LocalOpenAIServer(port=port) as server:
         out = rows.rag.judge(llm(server, cache=tmp_path), metrics=["relevance", "faithfulness"], progress=False)
         assert server.requests_received == 3 * 6 - kept
     pd.testing.assert_frame_equal(scores(out), scores(EXPECTED))
@@ -283,7 +291,7 @@ def test_the_api_key_is_never_written_anywhere(tmp_path, caplog, monkeypatch):
         srv.malform_next(100, match="raglab_relevance")  # a recorded error, to check error texts too
         srv.fail_next(1, status=429, retry_after=0.01)
         judge = LLMJudge("local", base_url=srv.base_url, api_key=KEY, cache=tmp_path / "cache", max_format_retries=0)
-        out = rows.rag.judge(judge, metrics=["faithfulness", "relevance"], repeats=2, progress=False)
+        out = rows.rag.judge(judge, metrics=["faithfulness", "relevance"], repeats=2, errors="ignore", progress=False)
         with pytest.raises(JudgeError) as raised:
             rows.rag.judge(judge, metrics=["relevance"], errors="raise", progress=False)
         estimate = judge.estimate(rows, metrics=["faithfulness"])
@@ -322,7 +330,7 @@ def test_key_from_the_environment_is_not_echoed_by_errors(monkeypatch):
 
 def test_rows_failed_and_cached_counts_in_attrs(server):
     server.fail_next(100, status=500, match="relevance")
-    out = make_rows(2).rag.judge(llm(server, max_retries=0), metrics=["relevance"], progress=False)
+    out = make_rows(2).rag.judge(llm(server, max_retries=0), metrics=["relevance"], errors="ignore", progress=False)
     run = out.attrs["raglab"]["judge"]["run"]
     assert run["rows_failed"] == 2 and run["failed_calls"] == 2 and run["calls"] == 0
     assert np.isnan(out["relevance"]).all()

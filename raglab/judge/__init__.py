@@ -1,11 +1,12 @@
-"""Judging answers: claim-level faithfulness, relevance, correctness and declining.
+"""Judging answers and retrieved context: faithfulness, relevance, correctness, declining, context relevance and recall.
 
 Two judges share one interface and one set of output columns:
 
 * :class:`LLMJudge`: any OpenAI-compatible model through the official ``openai`` SDK, with
   structured outputs, bounded concurrency, retries that honour ``Retry-After``, a persistent
-  SQLite cache (a re-run makes no calls; a killed run resumes) and a fingerprint that pins the
-  model, temperature, prompts and schemas;
+  SQLite cache (a re-run makes no calls; a killed run resumes; every entry is re-validated when
+  read) and a fingerprint that pins the model, the server URL, the API, temperature, prompts and
+  schemas;
 * :class:`LexicalJudge`: the content-word support tripwire, deterministic and free (demos, tests,
   a baseline).
 
@@ -28,6 +29,24 @@ Metrics
 ``declined``
     True when the answer declines (an empty answer declines). The lexical fallback, when no judge
     is used, is :func:`raglab.abstention.detect_declined`, which :class:`LexicalJudge` applies.
+``context_relevance``
+    The share of the retrieved passages that bear on the question, one verdict per passage: the
+    no-gold analogue of precision@k. Needs ``question`` and ``context``.
+``context_recall``
+    The share of the reference answer's claims that the retrieved context supports: did retrieval
+    bring what the answer needs. Needs ``reference`` and ``context``.
+
+Every metric is one spec in :mod:`raglab.judge._metrics` (inputs, calls, scoring, columns,
+direction, lexical fallback); :data:`METRICS` lists them with the inputs each needs.
+
+Verdicts are bound to claims: a batched verification asks for an object with one required
+property per claim (``claim_1`` ... ``claim_n``), each echoing its claim; a reply with a missing,
+extra, repeated or reordered verdict is retried once, then that row is verified one claim per
+call. Inputs reach the model as JSON-encoded values inside tagged sections with ``<``, ``>`` and
+``&`` escaped, so no input can close or forge a section; a model can still be swayed by
+instructions written *inside* an answer or passage (the residual risk of any LLM judge).
+Failures are loud: with ``errors="warn"`` (default) failed rows warn, and a run in which more
+than the judge's ``failure_threshold`` share of the rows failed raises :class:`JudgeError`.
 
 Every verdict schema lists the evidence and the reason before the label. ``judge_error`` says why
 a row is unscored; ``judge_prompt_tokens`` and ``judge_completion_tokens`` give its usage. With

@@ -19,11 +19,13 @@ from raglab.judge._base import (
     assemble,
     check_errors_option,
     check_metrics,
+    check_progress,
     check_repeats,
     context_or_none,
     join_errors,
     text_or_none,
 )
+from raglab.judge._metrics import JUDGE_METRICS
 from raglab.judge._noise import noise_from_results
 
 __all__ = ["judge_rows", "judge_frame", "judge_table", "JudgeEstimate", "estimate_rows", "DEFAULT_METRICS"]
@@ -60,7 +62,7 @@ def judge_rows(
     references: Sequence[str | None] | pd.Series | None = None,
     metrics: Sequence[str] | str = DEFAULT_METRICS,
     repeats: int = 1,
-    errors: str = "record",
+    errors: str = "warn",
     progress: bool = True,
     ci: float = 0.95,
     ids: Sequence[Any] | None = None,
@@ -73,14 +75,19 @@ def judge_rows(
     answers, questions, contexts, references : sequences, one entry per row
         ``contexts`` entries are a string or a list of passages. What each metric needs:
         faithfulness (answers, contexts), relevance (questions, answers), correctness (answers,
-        references; questions help), declined (answers; questions help).
+        references; questions help), declined (answers; questions help), context_relevance
+        (questions, contexts), context_recall (references, contexts).
     metrics : str or list of str
-        Any of ``"faithfulness"``, ``"relevance"``, ``"correctness"``, ``"declined"``.
+        Any of :data:`raglab.judge.METRICS`: ``"faithfulness"``, ``"relevance"``, ``"correctness"``,
+        ``"declined"``, ``"context_relevance"``, ``"context_recall"``.
     repeats : int
         Judge each row this many times (> 1 measures judge noise, see :class:`JudgeNoise`).
-    errors : {"record", "raise"}
-        Record a row whose calls failed in ``judge_error`` and go on (default), or raise
-        :class:`JudgeError` at the first failure.
+    errors : {"warn", "raise", "ignore"}
+        What failed calls do. ``"warn"`` (default; ``"record"`` is its old name): the row records
+        why in ``judge_error`` and the run goes on; at the end a warning gives the counts, or a
+        :class:`JudgeError` when more than the judge's ``failure_threshold`` share of the rows (or
+        every row) failed. ``"raise"``: :class:`JudgeError` at the first failed row. ``"ignore"``:
+        record only, never warn or raise.
     progress : bool
         Show a progress bar (tqdm: a widget in notebooks, text in terminals).
     ci : float
@@ -107,7 +114,8 @@ def judge_rows(
     _check_judge(judge, "judge_rows")
     chosen = check_metrics(metrics)
     repeats = check_repeats(repeats)
-    check_errors_option(errors)
+    errors = check_errors_option(errors)
+    progress = check_progress(progress)
     if not 0 < ci < 1:
         raise ValueError(f"`ci` must be between 0 and 1, but {ci!r} was passed.")
     answer_list = _as_list(answers, None, "answers")
@@ -147,11 +155,7 @@ def judge_rows(
 
 
 def _output_columns(metric: str) -> list[str]:
-    if metric in ("faithfulness", "correctness"):
-        base = [metric, f"{metric}_claims", f"{metric}_verdicts", f"{metric}_reasons"]
-    else:
-        base = [metric, f"{metric}_reason"]
-    return base + [f"{metric}_error", f"{metric}_repeats", f"{metric}_mean"]
+    return JUDGE_METRICS[metric].columns + [f"{metric}_repeats", f"{metric}_mean"]
 
 
 def _row_inputs(df: pd.DataFrame, chosen: Sequence[str], columns: Mapping[str, str | None], method: str
@@ -177,7 +181,7 @@ def judge_table(
     *,
     metrics: Sequence[str] | str = DEFAULT_METRICS,
     repeats: int = 1,
-    errors: str = "record",
+    errors: str = "warn",
     progress: bool = True,
     ci: float = 0.95,
     question_id: str | None = None,
@@ -217,7 +221,7 @@ def judge_frame(
     *,
     metrics: Sequence[str] | str = DEFAULT_METRICS,
     repeats: int = 1,
-    errors: str = "record",
+    errors: str = "warn",
     progress: bool = True,
     ci: float = 0.95,
     columns: Mapping[str, str | None] | None = None,
@@ -389,7 +393,7 @@ def estimate_rows(
                 elif kind.startswith("verify"):
                     stats[3] += _VERDICT_TOKENS
                 else:
-                    stats[3] += _REPLY_TOKENS[kind]
+                    stats[3] += _REPLY_TOKENS.get(kind, 60)
     prompt_price, completion_price, currency = _prices(prices, getattr(judge, "model", ""))
     records = []
     for kind, (calls, cached, p_tokens, c_tokens) in table.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._validation import check_option, is_missing
+from raglab.judge._metrics import JUDGE_METRICS
 
 __all__ = [
     "METRICS",
@@ -32,14 +33,43 @@ __all__ = [
     "REASON_NO_QUESTION",
 ]
 
-#: Metrics a judge can score, with the inputs each needs.
-METRICS: dict[str, tuple[str, ...]] = {
-    "faithfulness": ("answer", "context"),
-    "relevance": ("question", "answer"),
-    "correctness": ("answer", "reference"),
-    "declined": ("answer",),
-}
-CLAIM_METRICS = ("faithfulness", "correctness")
+class _Needs(Mapping):
+    """Metric name -> the inputs it needs: a live view of :data:`raglab.judge._metrics.JUDGE_METRICS`."""
+
+    def __getitem__(self, name: str) -> tuple[str, ...]:
+        return JUDGE_METRICS[name].needs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(JUDGE_METRICS)
+
+    def __len__(self) -> int:
+        return len(JUDGE_METRICS)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+class _ListMetrics(Sequence):
+    """Names of the metrics with per-unit verdicts (claims or passages): a live view."""
+
+    def _names(self) -> list[str]:
+        return [name for name, spec in JUDGE_METRICS.items() if spec.parts]
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._names()[i]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+
+#: Metrics a judge can score, with the inputs each needs (from the metric registry).
+METRICS: Mapping[str, tuple[str, ...]] = _Needs()
+CLAIM_METRICS: Sequence[str] = _ListMetrics()
+REASON_NO_PASSAGES = "no passage was retrieved for this row"
+REASON_NO_REFERENCE_CLAIMS = "the reference answer makes no factual claim: nothing to look for in the context"
 
 # Why a row has no score (judge_error). Stable texts: tests and users match on them.
 REASON_EMPTY_ANSWER = "empty answer (nothing to judge)"
@@ -98,7 +128,21 @@ def check_metrics(metrics: Sequence[str] | str) -> list[str]:
 
 
 def check_errors_option(errors: str) -> str:
-    return check_option("errors", errors, ["record", "raise"])
+    """``errors``: "warn" (default; "record" is its old name), "raise" or "ignore"."""
+    value = check_option("errors", errors, ["warn", "raise", "ignore", "record"])
+    return "warn" if value == "record" else value
+
+
+def check_progress(progress: Any) -> bool:
+    """``progress`` must be a bool, and True needs somewhere to draw the bar."""
+    import sys
+
+    if not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(f"`progress` must be True or False, but {progress!r} was passed.")
+    if progress and sys.stderr is None:
+        raise ValueError("progress=True needs sys.stderr to draw the bar, but sys.stderr is None here "
+                         "(e.g. a windowed app); pass progress=False.")
+    return bool(progress)
 
 
 def check_repeats(repeats: int) -> int:
@@ -180,27 +224,28 @@ def assemble(
     cols: dict[str, Any] = {}
     first = [row[0] if row else {} for row in results]
     for metric in metrics:
+        spec = JUDGE_METRICS[metric]
         outs = [r.get(metric) for r in first]
-        if metric == "declined":
+        if spec.boolean:
             values = [None if o is None or o.score is None else bool(o.score) for o in outs]
-            cols["declined"] = pd.array(values, dtype="boolean")
-            cols["declined_reason"] = pd.Series([o.reason if o else None for o in outs], dtype=object).to_numpy()
+            cols[metric] = pd.array(values, dtype="boolean")
+            cols[f"{metric}_reason"] = pd.Series([o.reason if o else None for o in outs], dtype=object).to_numpy()
         else:
             cols[metric] = np.array([_score_value(o) for o in outs], dtype=np.float64)
-            if metric in CLAIM_METRICS:
-                for part in ("claims", "verdicts", "reasons"):
+            if spec.parts:
+                for part in spec.parts:
                     values = [None if o is None else getattr(o, part) for o in outs]
                     cols[f"{metric}_{part}"] = pd.Series(values, dtype=object).to_numpy()
             else:
                 cols[f"{metric}_reason"] = pd.Series([o.reason if o else None for o in outs], dtype=object).to_numpy()
         if repeats > 1:
             per = [[_score_value(rep.get(metric)) for rep in row] for row in results]
-            if metric == "declined":
-                cols["declined_repeats"] = pd.Series(
+            if spec.boolean:
+                cols[f"{metric}_repeats"] = pd.Series(
                     [[None if math.isnan(v) else bool(v) for v in row] for row in per], dtype=object
                 ).to_numpy()
                 with np.errstate(invalid="ignore"):
-                    cols["declined_mean"] = np.array(
+                    cols[f"{metric}_mean"] = np.array(
                         [np.nan if all(math.isnan(v) for v in row) else float(np.nanmean(row)) for row in per]
                     )
             else:

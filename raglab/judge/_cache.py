@@ -21,6 +21,7 @@ __all__ = ["CallCache", "MemoryCache", "open_cache"]
 
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _FILE_NAME = "judge-cache.sqlite3"
+_COLUMNS = ["key", "kind", "fingerprint", "reply", "prompt_tokens", "completion_tokens", "attempts", "created"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -90,30 +91,57 @@ class CallCache:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA busy_timeout=30000")
             self._conn.execute(_SCHEMA)
+            columns = [row[1] for row in self._conn.execute("PRAGMA table_info(calls)")]
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise ValueError(
                 f"the judge cache {str(path)!r} is not a usable SQLite database ({exc}); "
                 "delete it or pass another cache= path"
             ) from None
+        if columns != _COLUMNS:
+            self._conn.close()
+            raise ValueError(
+                f"the judge cache {str(path)!r} holds a `calls` table that raglab did not write (columns {columns}, "
+                f"expected {_COLUMNS}); pass another cache= path, or delete the file if it is a stale judge cache"
+            )
+
+    def _error(self, exc: Exception) -> ValueError:
+        return ValueError(
+            f"the judge cache {str(self.path)!r} cannot be read or written ({type(exc).__name__}: {exc}); it may be "
+            "corrupted: delete it (its calls will be made again) or pass another cache= path"
+        )
 
     def get(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT reply, prompt_tokens, completion_tokens, attempts FROM calls WHERE key = ?", (key,)
-            ).fetchone()
+        """The stored entry for ``key``; an entry that is not JSON comes back with ``reply=None``.
+
+        The judge validates every entry against the call's schema before use; an invalid one is a miss.
+        """
+        try:
+            with self._lock:
+                row = self._conn.execute(
+                    "SELECT reply, prompt_tokens, completion_tokens, attempts FROM calls WHERE key = ?", (key,)
+                ).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
         if row is None:
             return None
-        return {"reply": json.loads(row[0]), "prompt_tokens": row[1], "completion_tokens": row[2], "attempts": row[3]}
+        try:
+            reply = json.loads(row[0]) if isinstance(row[0], (str, bytes)) else None
+        except ValueError:
+            reply = None
+        return {"reply": reply, "prompt_tokens": row[1], "completion_tokens": row[2], "attempts": row[3]}
 
     def put(self, key: str, *, kind: str, fingerprint: str, reply: dict[str, Any], prompt_tokens: int,
             completion_tokens: int, attempts: int) -> None:
         text = json.dumps(reply, ensure_ascii=False, sort_keys=True)
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, kind, fingerprint, text, int(prompt_tokens), int(completion_tokens), int(attempts), time.time()),
-            )
+        try:
+            with self._lock:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (key, kind, fingerprint, text, int(prompt_tokens), int(completion_tokens), int(attempts), time.time()),
+                )
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
 
     def __len__(self) -> int:
         with self._lock:

@@ -17,14 +17,14 @@ from raglab.abstention import DEFAULT_REFUSAL_PATTERNS, detect_declined
 from raglab.judge._base import (
     REASON_EMPTY_ANSWER,
     REASON_NO_CLAIMS,
-    REASON_NO_CONTEXT,
     REASON_NO_QUESTION,
-    REASON_NO_REFERENCE,
+    REASON_NO_REFERENCE_CLAIMS,
     MetricOut,
     RowInputs,
     fingerprint_of,
     is_blank,
 )
+from raglab.judge._metrics import JUDGE_METRICS, LABEL_CALLS, JudgeMetric
 from raglab.tripwires import DEFAULT_THRESHOLD, SENTENCE_SPLIT, STOP_WORDS, content_words, lexical_support
 
 __all__ = ["LexicalJudge"]
@@ -42,6 +42,11 @@ class LexicalJudge:
     * ``relevance``: 1.0 when at least ``relevance_threshold`` of the question's content words
       occur in the answer (crude: a paraphrased answer scores 0).
     * ``declined``: :func:`raglab.abstention.detect_declined` (an empty answer declines).
+    * ``context_relevance``: per passage, relevant when at least ``relevance_threshold`` of the
+      question's content words occur in it; the score is the share of relevant passages.
+    * ``context_recall``: the reference answer's sentences as claims, checked against the context
+      as for faithfulness.
+    * any other registered metric: its spec's lexical verdict (:mod:`raglab.judge._metrics`).
 
     Empty answers and answers without claims score None with the reason in ``judge_error``,
     exactly as with the LLM judge.
@@ -137,27 +142,64 @@ class LexicalJudge:
             out[owner][2].append(reason)
         return out
 
-    def _claim_metric(self, rows: Sequence[RowInputs], source: str) -> list[MetricOut]:
+    def _claim_metric(self, rows: Sequence[RowInputs], spec: JudgeMetric) -> list[MetricOut]:
+        from raglab.judge._llm import claim_plan
+
         outs = [MetricOut() for _ in rows]
-        usable = []
+        usable, texts, sources = [], [], []
         for i, row in enumerate(rows):
-            value = row.context if source == "context" else row.reference
-            if is_blank(row.answer):
-                outs[i].error = REASON_EMPTY_ANSWER
-                outs[i].claims, outs[i].verdicts, outs[i].reasons = [], [], []
-            elif value is None or (source == "reference" and isinstance(value, str) and not value.strip()):
-                outs[i].error = REASON_NO_CONTEXT if source == "context" else REASON_NO_REFERENCE
-            else:
-                usable.append(i)
-        checked = self._claims_against([rows[i].answer for i in usable],
-                                       [rows[i].context if source == "context" else rows[i].reference for i in usable])
+            plan = claim_plan(spec, row)
+            if isinstance(plan, str):
+                outs[i].error = plan
+                if plan == REASON_EMPTY_ANSWER:
+                    outs[i].claims, outs[i].verdicts, outs[i].reasons = [], [], []
+                continue
+            usable.append(i)
+            texts.append(plan[0]["answer"])
+            sources.append(plan[2]["context"] if plan[1] == "context" else plan[2]["reference"])
+        checked = self._claims_against(texts, sources)
         for i, (claims, verdicts, reasons) in zip(usable, checked):
             out = outs[i]
             out.claims, out.verdicts, out.reasons = claims, verdicts, reasons
             if claims:
                 out.score = sum(verdicts) / len(verdicts)
             else:
-                out.error = REASON_NO_CLAIMS
+                out.error = REASON_NO_CLAIMS if spec.claims_of == "answer" else REASON_NO_REFERENCE_CLAIMS
+        return outs
+
+    def _items_metric(self, rows: Sequence[RowInputs], spec: JudgeMetric) -> list[MetricOut]:
+        from raglab.judge._llm import items_plan
+
+        call = LABEL_CALLS[spec.call]
+        outs = []
+        for row in rows:
+            out = MetricOut()
+            plan = items_plan(spec, row)
+            if isinstance(plan, str):
+                out.error = plan
+            else:
+                judged = [call.lexical(inputs, self.relevance_threshold, self.stop_words) for inputs in plan]
+                out.claims = [inputs["passage"] for inputs in plan]
+                out.verdicts = [bool(v) for v, _ in judged]
+                out.reasons = [r for _, r in judged]
+                out.score = sum(out.verdicts) / len(out.verdicts)
+            outs.append(out)
+        return outs
+
+    def _label_metric(self, rows: Sequence[RowInputs], spec: JudgeMetric) -> list[MetricOut]:
+        from raglab.judge._llm import label_plan
+
+        call = LABEL_CALLS[spec.call]
+        outs = []
+        for row in rows:
+            plan = label_plan(spec, row)
+            if isinstance(plan, tuple):
+                outs.append(MetricOut(score=plan[0], reason=plan[1]))
+            elif isinstance(plan, str):
+                outs.append(MetricOut(error=plan))
+            else:
+                verdict, reason = call.lexical(plan, self.relevance_threshold, self.stop_words)
+                outs.append(MetricOut(score=1.0 if verdict else 0.0, reason=reason))
         return outs
 
     def _relevance(self, rows: Sequence[RowInputs]) -> list[MetricOut]:
@@ -190,14 +232,17 @@ class LexicalJudge:
              progress: bool, labels: Sequence[str]) -> list[list[dict[str, MetricOut]]]:
         per_metric: dict[str, list[MetricOut]] = {}
         for metric in metrics:
-            if metric == "faithfulness":
-                per_metric[metric] = self._claim_metric(rows, "context")
-            elif metric == "correctness":
-                per_metric[metric] = self._claim_metric(rows, "reference")
+            spec = JUDGE_METRICS[metric]
+            if spec.shape == "claims":
+                per_metric[metric] = self._claim_metric(rows, spec)
+            elif spec.shape == "items":
+                per_metric[metric] = self._items_metric(rows, spec)
             elif metric == "relevance":
                 per_metric[metric] = self._relevance(rows)
-            else:
+            elif metric == "declined":
                 per_metric[metric] = self._declined(rows)
+            else:
+                per_metric[metric] = self._label_metric(rows, spec)
         return [[{m: per_metric[m][i] for m in metrics} for _ in range(repeats)] for i in range(len(rows))]
 
     def _estimate_calls(self, row: RowInputs, metrics: Sequence[str], repeat: int) -> list[tuple[str, dict[str, Any], bool]]:

@@ -2,9 +2,16 @@
 
 How a run works
 ---------------
-* Calls go through the official ``openai`` SDK (``AsyncOpenAI``; a sync ``OpenAI`` client you pass
-  runs in a thread pool) with structured outputs: ``response_format={"type": "json_schema", ...,
-  "strict": True}`` on Chat Completions (default) or ``text.format`` on the Responses API.
+* Calls go through the official ``openai`` SDK's public methods, ``chat.completions.create`` or
+  ``responses.create`` (``AsyncOpenAI`` on the judge's event loop; a sync ``OpenAI`` client you
+  pass runs in a thread pool, which benchmarks/judge.py measures as slower) with structured
+  outputs: ``response_format={"type": "json_schema", ..., "strict": True}`` on Chat Completions
+  (default) or ``text.format`` on the Responses API.
+* A batched verification's schema has one required property per claim (``claim_1`` ...
+  ``claim_n``) and each entry echoes its claim: the reply's structure binds every verdict to its
+  claim, and :func:`check_reply` rejects missing, extra, repeated or reordered verdicts. Such a
+  reply is retried once; then the row is verified one claim per call (remembered in the cache, so
+  a warm re-run goes straight there).
 * An asyncio event loop runs in a background thread owned by the judge, so ``rows.rag.judge(...)``
   works the same in scripts and inside Jupyter (where the notebook's own loop is already running).
 * At most ``max_concurrency`` requests are in flight. The SDK's own retries are switched off
@@ -13,9 +20,11 @@ How a run works
   exponentially with jitter; both up to ``max_retries`` times. Replies that are not valid JSON,
   do not fit the schema, or were cut off (``finish_reason="length"``, retried with twice the
   ``max_tokens``) are retried ``max_format_retries`` times. Then the row records why in
-  ``judge_error`` and the run goes on (``errors="raise"`` stops instead).
+  ``judge_error`` and the run goes on (``errors="raise"`` stops instead); at the end failures
+  warn, or raise :class:`JudgeError` above ``failure_threshold`` (``errors="ignore"`` only records).
 * Every completed call is committed to the SQLite cache at once; a re-run makes no calls, and a
-  killed run resumes where it stopped.
+  killed run resumes where it stopped. Entries are validated like fresh replies when read: an
+  invalid one is a miss (called again, counted in ``RunStats.cache_invalid``).
 """
 
 from __future__ import annotations
@@ -48,8 +57,10 @@ from raglab.judge._base import (
     REASON_EMPTY_CONTEXT,
     REASON_NO_CLAIMS,
     REASON_NO_CONTEXT,
+    REASON_NO_PASSAGES,
     REASON_NO_QUESTION,
     REASON_NO_REFERENCE,
+    REASON_NO_REFERENCE_CLAIMS,
     JudgeError,
     MetricOut,
     RowInputs,
@@ -57,8 +68,9 @@ from raglab.judge._base import (
     is_blank,
 )
 from raglab.judge._cache import CallCache, MemoryCache, open_cache
+from raglab.judge._metrics import JUDGE_METRICS, JudgeMetric, passages_of
 from raglab.judge._prompts import PROMPT_VERSION, PROMPTS, prompt_hashes, user_message
-from raglab.judge._schemas import SCHEMAS, json_schema, schema_hash
+from raglab.judge._schemas import BATCHED_KINDS, SCHEMAS, json_schema, schema_hash
 
 __all__ = ["LLMJudge", "RunStats"]
 
@@ -89,6 +101,14 @@ class _CallFailed(Exception):
     """A call gave up after its retries (recorded on the row)."""
 
 
+class _Unbound(_CallFailed):
+    """A batched verification reply did not bind one verdict to each claim (twice): verify per claim."""
+
+    def __init__(self, message: str, *, tokens: tuple[int, int, int] = (0, 0, 0)) -> None:
+        super().__init__(message)
+        self.tokens = tokens
+
+
 class _Fatal(Exception):
     """The run cannot succeed (bad key, unknown model, no quota)."""
 
@@ -100,6 +120,8 @@ class RunStats:
     requests: int = 0  # HTTP requests sent, retries included
     calls: int = 0  # calls completed by the model in this run
     cached: int = 0  # calls answered from the cache
+    cache_invalid: int = 0  # cache entries that failed validation on read (re-called)
+    fallbacks: int = 0  # batched verifications redone one claim per call
     shared: int = 0  # calls reused within the run (same inputs)
     retries: int = 0
     failed_calls: int = 0
@@ -112,7 +134,8 @@ class RunStats:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "requests": self.requests, "calls": self.calls, "cached": self.cached, "shared": self.shared,
+            "requests": self.requests, "calls": self.calls, "cached": self.cached,
+            "cache_invalid": self.cache_invalid, "fallbacks": self.fallbacks, "shared": self.shared,
             "retries": self.retries, "failed_calls": self.failed_calls, "rows_failed": self.rows_failed,
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
             "seconds": round(self.seconds, 3),
@@ -248,6 +271,10 @@ class LLMJudge:
         all of ``min(max_backoff, backoff * 2**attempt)``).
     max_retry_after : float
         Longest ``Retry-After`` honoured; longer requests are waited this long.
+    failure_threshold : float
+        With ``errors="warn"`` (default), a run in which more than this share of the rows (default
+        0.5), or every row, has a failed call raises :class:`JudgeError` with the counts and the
+        first distinct errors; fewer failures warn. ``errors="ignore"`` only records them.
 
     Examples
     --------
@@ -288,6 +315,7 @@ class LLMJudge:
         backoff: float = 0.5,
         max_backoff: float = 30.0,
         max_retry_after: float = 120.0,
+        failure_threshold: float = 0.5,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError(f"`model` must be a non-empty string, but {model!r} was passed.")
@@ -297,9 +325,22 @@ class LLMJudge:
             ("token_param", token_param, ["max_completion_tokens", "max_tokens"]),
         ):
             check_option(name, value, options)
-        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature < 0):
-            raise ValueError(f"`temperature` must be a number >= 0 or None, but {temperature!r} was passed.")
+        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+                                        or not math.isfinite(temperature) or not 0 <= temperature <= 2):
+            raise ValueError(f"`temperature` must be a number between 0 and 2 or None, but {temperature!r} was passed.")
+        for name, value, positive in (("timeout", timeout, True), ("backoff", backoff, False),
+                                      ("max_backoff", max_backoff, False), ("max_retry_after", max_retry_after, False)):
+            bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            if bad or value < 0 or (positive and value == 0):
+                bound = "> 0" if positive else ">= 0"
+                raise ValueError(f"`{name}` must be a finite number of seconds {bound}, but {value!r} was passed.")
+        if isinstance(failure_threshold, bool) or not isinstance(failure_threshold, (int, float)) or not (
+                0 <= failure_threshold <= 1):
+            raise ValueError(f"`failure_threshold` must be a share between 0 and 1, but {failure_threshold!r} was passed.")
+        if base_url is not None and (not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))):
+            raise ValueError(f"`base_url` must be an http(s) URL such as 'http://localhost:8000/v1', but {base_url!r} was passed.")
         for name, value, low in (("max_concurrency", max_concurrency, 1), ("max_tokens", max_tokens, 1),
+                                 ("max_tokens_limit", max_tokens_limit, 1),
                                  ("max_retries", max_retries, 0), ("max_format_retries", max_format_retries, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"`{name}` must be an integer >= {low}, but {value!r} was passed.")
@@ -323,6 +364,7 @@ class LLMJudge:
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self.max_retry_after = float(max_retry_after)
+        self.failure_threshold = float(failure_threshold)
         self._api_key = _Secret(api_key) if api_key is not None else None
         self._client_arg = client
         self._client_is_async = False
@@ -344,6 +386,7 @@ class LLMJudge:
             "temperature": self.temperature,
             "seed": self.seed,
             "api": self.api,
+            "base_url": self.endpoint,
             "prompt_version": PROMPT_VERSION,
             "prompts": PROMPTS,
             "schemas": {kind: [name, json_schema(kind)] for kind, (name, _) in SCHEMAS.items()},
@@ -352,9 +395,20 @@ class LLMJudge:
         }
 
     @property
+    def endpoint(self) -> str:
+        """The normalised server URL (part of the judge's identity: one model name on two servers is two judges)."""
+        url = self.base_url
+        if url is None and self._client_arg is not None:
+            url = getattr(self._client_arg, "base_url", None)
+        if url is None:
+            url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        return normalize_url(str(url))
+
+    @property
     def fingerprint(self) -> str:
-        """sha256 of model, temperature, seed, API, every prompt, every schema and the claim method."""
-        memo_key = (self.model, self.temperature, self.seed, self.api, self.verify, tuple(PROMPTS.items()))
+        """sha256 of model, server URL, temperature, seed, API, every prompt, every schema and the claim method."""
+        memo_key = (self.model, self.temperature, self.seed, self.api, self.verify, self.endpoint,
+                    tuple(PROMPTS.items()))
         memo = self.__dict__.get("_fingerprint_memo")
         if memo is None or memo[0] != memo_key:
             memo = (memo_key, fingerprint_of(self._fingerprint_parts()))
@@ -372,6 +426,7 @@ class LLMJudge:
             "temperature": self.temperature,
             "seed": self.seed,
             "api": self.api,
+            "base_url": self.endpoint,
             "prompt_version": PROMPT_VERSION,
             "prompt_hashes": prompt_hashes(),
             "schema_hash": schema_hash(),
@@ -539,15 +594,72 @@ class LLMJudge:
         finally:
             stats.seconds = time.perf_counter() - started
             bar.close()
+        self._report_failures(results, stats, errors, labels)
         return results
+
+    def _report_failures(self, results: list[list[dict[str, MetricOut]]], stats: RunStats, errors: str,
+                         labels: Sequence[str]) -> None:
+        """Make failed calls loud: JudgeError above the threshold share of rows, a warning below it."""
+        if errors == "ignore" or not stats.rows_failed:
+            return
+        total = sum(len(row) for row in results)
+        distinct: list[str] = []
+        first_row = None
+        for i, row in enumerate(results):
+            for rep in row:
+                for name, out in rep.items():
+                    if out.failed and out.error:
+                        first_row = labels[i] if first_row is None else first_row
+                        text = f"{name}: {out.error}"
+                        if text not in distinct:
+                            distinct.append(text)
+        shown = "; ".join(distinct[:3]) + (f"; and {len(distinct) - 3} more" if len(distinct) > 3 else "")
+        counts = (f"{stats.rows_failed} of {total} rows failed ({stats.failed_calls} calls failed, "
+                  f"{stats.calls} completed, {stats.cached} from the cache)")
+        if stats.rows_failed >= total or stats.rows_failed > self.failure_threshold * total:
+            raise JudgeError(
+                f"the judge run failed: {counts}, more than failure_threshold={self.failure_threshold:g} of the rows. "
+                f"First errors: {self._scrub(shown)}. Check model={self.model!r} and base_url={self.endpoint!r}; "
+                "completed calls are cached, so a re-run only repeats the failed ones. Pass errors='ignore' to get "
+                "the partial results."
+            )
+        warn(f"rag.judge: {counts}; their scores are NaN and `judge_error` says why (first: {self._scrub(shown)}). "
+             "Re-run to retry them (completed calls are cached), or pass errors='ignore' to silence this.",
+             UserWarning)
 
     def _estimate_calls(self, row: RowInputs, metrics: Sequence[str], repeat: int) -> list[tuple[str, dict[str, Any], bool]]:
         """The calls one row needs: (kind, inputs, known) where known=False means the inputs depend on a reply."""
         from raglab.tripwires import content_words, split_sentences
 
         calls: list[tuple[str, dict[str, Any], bool]] = []
-        if is_blank(row.answer):
-            return calls
+        for name in metrics:
+            spec = JUDGE_METRICS[name]
+            if spec.shape == "label":
+                plan = label_plan(spec, row)
+                if isinstance(plan, dict):
+                    calls.append((spec.call, plan, True))
+            elif spec.shape == "items":
+                plan = items_plan(spec, row)
+                if isinstance(plan, list):
+                    calls.extend((spec.call, inputs, True) for inputs in plan)
+            else:
+                plan = claim_plan(spec, row)
+                if isinstance(plan, str):
+                    continue
+                claim_inputs, source, base = plan
+                calls.append(("claims", claim_inputs, True))
+                hit = self.cache.get(self.call_key("claims", claim_inputs, repeat))
+                claims = _clean_claims(hit["reply"].get("claims")) if hit is not None and isinstance(
+                    hit.get("reply"), dict) else None
+                guess = claims if claims is not None else [
+                    s for s in split_sentences(claim_inputs["answer"]) if content_words(s)]
+                if not guess or (source == "context" and base["context"] == EMPTY_CONTEXT):
+                    continue
+                if self.verify == "batched" and len(guess) > 1:
+                    calls.append((f"verify_{source}", {**base, "claims": guess}, claims is not None))
+                else:
+                    calls.extend((f"verify_{source}_one", {**base, "claim": c}, claims is not None) for c in guess)
+        return calls
         claim_inputs = {"question": row.question or "", "answer": row.answer}
         needs_claims = ("faithfulness" in metrics and row.context is not None) or (
             "correctness" in metrics and not is_blank(row.reference))
@@ -566,7 +678,7 @@ class LLMJudge:
         for source, base in sources:
             if not guess:
                 continue
-            if self.verify == "batched":
+            if self.verify == "batched" and len(guess) > 1:
                 calls.append((f"verify_{source}", {**base, "claims": guess}, claims is not None))
             else:
                 calls.extend((f"verify_{source}_one", {**base, "claim": c}, claims is not None) for c in guess)
@@ -574,6 +686,133 @@ class LLMJudge:
             if metric in metrics and (metric == "declined" or not is_blank(row.question)):
                 calls.append((metric, {"question": row.question or "", "answer": row.answer}, True))
         return calls
+
+
+def claim_plan(spec: JudgeMetric, row: RowInputs) -> str | tuple[dict[str, Any], str, dict[str, Any]]:
+    """The calls of a claims metric for ``row``: (claims-call inputs, source kind, verify inputs), or why none."""
+    text = row.answer if spec.claims_of == "answer" else row.reference
+    if is_blank(text):
+        return REASON_EMPTY_ANSWER if spec.claims_of == "answer" else REASON_NO_REFERENCE
+    if spec.against == "context":
+        if row.context is None:
+            return REASON_NO_CONTEXT
+        base: dict[str, Any] = {"context": row.context}
+    else:
+        if is_blank(row.reference):
+            return REASON_NO_REFERENCE
+        base = {"question": row.question or "", "reference": row.reference}
+    return {"question": row.question or "", "answer": text}, spec.against, base
+
+
+def items_plan(spec: JudgeMetric, row: RowInputs) -> str | list[dict[str, Any]]:
+    """The per-passage call inputs of an items metric for ``row``, or why there are none."""
+    if row.context is None:
+        return REASON_NO_CONTEXT
+    if is_blank(row.question):
+        return REASON_NO_QUESTION
+    passages = passages_of(row.context)
+    if not passages:
+        return REASON_NO_PASSAGES
+    return [{"question": row.question or "", "passage": p} for p in passages]
+
+
+def label_plan(spec: JudgeMetric, row: RowInputs) -> str | tuple[float, str] | dict[str, Any]:
+    """The call inputs of a label metric for ``row``; a (score, reason) decided without a call; or why none."""
+    if is_blank(row.answer):
+        if spec.name == "declined":  # an empty answer declines (as raglab.abstention.detect_declined)
+            return 1.0, REASON_EMPTY_ANSWER
+        return REASON_EMPTY_ANSWER
+    if "question" in spec.needs and is_blank(row.question):
+        return REASON_NO_QUESTION
+    return {"question": row.question or "", "answer": row.answer}
+
+
+def normalize_url(url: str) -> str:
+    """``url`` with lower-case scheme and host, no credentials, no default port, no trailing slash.
+
+    Examples
+    --------
+    >>> normalize_url("HTTP://User:pw@LocalHost:80/v1/")
+    'http://localhost/v1'
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is not None and not ((scheme == "http" and port == 80) or (scheme == "https" and port == 443)):
+        host = f"{host}:{port}"
+    return urlunsplit((scheme, host, parts.path.rstrip("/"), parts.query, ""))
+
+
+def _same_claim(echo: str, claim: str) -> bool:
+    """Whether a reply's copy of a claim is that claim (case, spacing and end punctuation aside)."""
+    def norm(text: str) -> str:
+        return " ".join(str(text).casefold().split()).strip(" .;:!?\"'")
+    return norm(echo) == norm(claim)
+
+
+def check_reply(kind: str, inputs: Mapping[str, Any], data: Any, *, wire: bool) -> tuple[str | None, dict[str, Any] | None, bool]:
+    """Check a parsed reply of call ``kind``: ``(problem, canonical reply, unbound)``.
+
+    ``wire=True`` for a reply as the server sent it (a batched verification is then an object keyed
+    ``claim_1`` ... ``claim_n``); ``wire=False`` for the canonical form kept in the cache
+    (``{"verdicts": [...]}`` in claim order). ``unbound`` is True when the reply is well formed but
+    does not tie exactly one verdict to each claim (missing, extra, repeated or reordered verdicts).
+    """
+    name, model_cls = SCHEMAS[kind]
+    batched = kind in BATCHED_KINDS
+    if batched and wire:
+        claims = list(inputs["claims"])
+        keys = [f"claim_{i}" for i in range(1, len(claims) + 1)]
+        if not isinstance(data, dict):
+            return f"the reply does not fit the {name} schema (reply: not an object)", None, False
+        if set(data) != set(keys):
+            missing = [k for k in keys if k not in data]
+            extra = [k for k in data if k not in keys]
+            return (f"the reply does not bind one verdict to each of the {len(claims)} claims (missing {missing}, "
+                    f"unexpected {extra})"), None, True
+        data = {"verdicts": [data[k] for k in keys]}
+    try:
+        parsed = model_cls.model_validate(data).model_dump()
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
+        return f"the reply does not fit the {name} schema ({where}: {first.get('msg')})", None, False
+    if batched:
+        claims = list(inputs["claims"])
+        verdicts = parsed["verdicts"]
+        if len(verdicts) != len(claims):
+            return f"the reply gave {len(verdicts)} verdicts for {len(claims)} claims", None, True
+        for i, (item, claim) in enumerate(zip(verdicts, claims), start=1):
+            if not _same_claim(item["claim"], claim):
+                return (f"the verdict under claim_{i} is for {item['claim'][:80]!r}, not for claim {i} "
+                        f"({claim[:80]!r})"), None, True
+    return None, parsed, False
+
+
+def _valid_entry(kind: str, inputs: Mapping[str, Any], entry: Any) -> dict[str, Any] | None:
+    """A cache entry checked as a fresh reply would be; None when it cannot be trusted."""
+    if not isinstance(entry, Mapping):
+        return None
+    tokens = [entry.get("prompt_tokens"), entry.get("completion_tokens")]
+    if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in tokens):
+        return None
+    reply = entry.get("reply")
+    if kind in BATCHED_KINDS and isinstance(reply, Mapping) and set(reply) == {UNBOUND}:
+        return {**entry, "reply": {UNBOUND: str(reply[UNBOUND])}}  # a known misbinding: verify per claim
+    problem, parsed, _ = check_reply(kind, inputs, reply, wire=False)
+    if problem is not None:
+        return None
+    return {**entry, "reply": parsed}
+
+
+#: The cached outcome of a batched verification that never bound its verdicts to the claims.
+UNBOUND = "__unbound__"
 
 
 def _call_key(fingerprint: str, kind: str, inputs: Mapping[str, Any], repeat: int) -> str:
@@ -620,7 +859,7 @@ class _Run:
                         first = next(f"{name}: {m.error}" for name, m in out.items() if m.failed)
                         raise JudgeError(
                             f"rag.judge: row {self.labels[i]} failed: {first}. Completed calls are cached: fix the "
-                            "cause and re-run, or pass errors='record' to record failures in `judge_error`."
+                            "cause and re-run, or pass errors='warn' to record failures in `judge_error`."
                         )
 
         n_workers = max(1, min(len(rows) * repeats, 2 * self.judge.max_concurrency))
@@ -642,46 +881,47 @@ class _Run:
 
     async def metric(self, name: str, row: RowInputs, repeat: int) -> MetricOut:
         out = MetricOut()
+        spec = JUDGE_METRICS[name]
         try:
-            if name in ("faithfulness", "correctness"):
-                await self.claim_metric(name, row, repeat, out)
+            if spec.shape == "claims":
+                await self.claim_metric(spec, row, repeat, out)
+            elif spec.shape == "items":
+                await self.items_metric(spec, row, repeat, out)
             else:
-                await self.label_metric(name, row, repeat, out)
+                await self.label_metric(spec, row, repeat, out)
         except _CallFailed as exc:
             out.score = None
             out.error = self.judge._scrub(str(exc))
             out.failed = True
         return out
 
-    async def claim_metric(self, name: str, row: RowInputs, repeat: int, out: MetricOut) -> None:
-        if is_blank(row.answer):
-            out.error = REASON_EMPTY_ANSWER
-            out.claims, out.verdicts, out.reasons = [], [], []
+    async def claim_metric(self, spec: JudgeMetric, row: RowInputs, repeat: int, out: MetricOut) -> None:
+        plan = claim_plan(spec, row)
+        if isinstance(plan, str):
+            out.error = plan
+            if plan == REASON_EMPTY_ANSWER:
+                out.claims, out.verdicts, out.reasons = [], [], []
             return
-        if name == "faithfulness":
-            if row.context is None:
-                out.error = REASON_NO_CONTEXT
-                return
-            source_kind, base = "context", {"context": row.context}
-        else:
-            if is_blank(row.reference):
-                out.error = REASON_NO_REFERENCE
-                return
-            source_kind, base = "reference", {"question": row.question or "", "reference": row.reference}
-        reply = await self.call("claims", {"question": row.question or "", "answer": row.answer}, repeat, out)
+        claim_inputs, source_kind, base = plan
+        reply = await self.call("claims", claim_inputs, repeat, out)
         claims = _clean_claims(reply.get("claims"))
         out.claims = claims
         if not claims:
             out.verdicts, out.reasons = [], []
-            out.error = REASON_NO_CLAIMS
+            out.error = REASON_NO_CLAIMS if spec.claims_of == "answer" else REASON_NO_REFERENCE_CLAIMS
             return
-        if source_kind == "context" and row.context == EMPTY_CONTEXT:
+        if source_kind == "context" and base["context"] == EMPTY_CONTEXT:
             self._unsupported(out)
             return
-        if self.judge.verify == "batched":
-            reply = await self.call(f"verify_{source_kind}", {**base, "claims": claims}, repeat, out)
-            items = reply["verdicts"]
-        else:
+        items: list[dict[str, Any]] | None = None
+        if self.judge.verify == "batched" and len(claims) > 1:
+            try:
+                reply = await self.call(f"verify_{source_kind}", {**base, "claims": claims}, repeat, out)
+                items = reply["verdicts"]
+            except _Unbound as exc:  # the model does not bind verdicts to claims here: one call per claim
+                self.stats.fallbacks += 1
+                log.info("verifying claims one by one: %s", exc)
+        if items is None:
             items = await asyncio.gather(
                 *(self.call(f"verify_{source_kind}_one", {**base, "claim": c}, repeat, out) for c in claims)
             )
@@ -696,19 +936,27 @@ class _Run:
         out.reasons = [REASON_EMPTY_CONTEXT] * len(out.claims)
         out.score = 0.0
 
-    async def label_metric(self, name: str, row: RowInputs, repeat: int, out: MetricOut) -> None:
-        if is_blank(row.answer):
-            if name == "declined":  # an empty answer declines (as raglab.abstention.detect_declined)
-                out.score, out.reason = 1.0, REASON_EMPTY_ANSWER
-            else:
-                out.error = REASON_EMPTY_ANSWER
+    async def items_metric(self, spec: JudgeMetric, row: RowInputs, repeat: int, out: MetricOut) -> None:
+        plan = items_plan(spec, row)
+        if isinstance(plan, str):
+            out.error = plan
             return
-        if name == "relevance" and is_blank(row.question):
-            out.error = REASON_NO_QUESTION
+        replies = await asyncio.gather(*(self.call(spec.call, inputs, repeat, out) for inputs in plan))
+        out.claims = [inputs["passage"] for inputs in plan]  # the units judge noise compares
+        out.verdicts = [reply["verdict"] == spec.positive for reply in replies]
+        out.reasons = [str(reply.get("reason", "")) for reply in replies]
+        out.score = sum(out.verdicts) / len(out.verdicts)
+
+    async def label_metric(self, spec: JudgeMetric, row: RowInputs, repeat: int, out: MetricOut) -> None:
+        plan = label_plan(spec, row)
+        if isinstance(plan, tuple):  # decided without a call (an empty answer declines)
+            out.score, out.reason = plan
             return
-        reply = await self.call(name, {"question": row.question or "", "answer": row.answer}, repeat, out)
-        positive = "relevant" if name == "relevance" else "declined"
-        out.score = 1.0 if reply["verdict"] == positive else 0.0
+        if isinstance(plan, str):
+            out.error = plan
+            return
+        reply = await self.call(spec.call, plan, repeat, out)
+        out.score = 1.0 if reply["verdict"] == spec.positive else 0.0
         out.reason = str(reply.get("reason", ""))
 
     # ---- one call -----------------------------------------------------------------------------
@@ -725,21 +973,33 @@ class _Run:
             try:
                 entry = self.cache.get(key)
                 if entry is not None:
+                    entry = _valid_entry(kind, inputs, entry)
+                    if entry is None:
+                        self.stats.cache_invalid += 1
+                        log.info("cache entry %s for a %s call is invalid: calling again", key[:12], kind)
+                if entry is not None:
                     self.stats.cached += 1
                 else:
-                    entry = await self.request(kind, inputs, repeat)
+                    try:
+                        entry = await self.request(kind, inputs, repeat)
+                    except _Unbound as exc:
+                        # Remember it: a warm re-run goes straight to the per-claim calls.
+                        entry = {"reply": {UNBOUND: str(exc)}, "prompt_tokens": exc.tokens[0],
+                                 "completion_tokens": exc.tokens[1], "attempts": exc.tokens[2]}
                     self.cache.put(key, kind=kind, fingerprint=self.fingerprint, **entry)
                     self.stats.calls += 1
             except asyncio.CancelledError:
                 future.cancel()
                 raise
             except Exception as exc:
-                if isinstance(exc, _CallFailed):
+                if isinstance(exc, _CallFailed) and not isinstance(exc, _Unbound):
                     self.stats.failed_calls += 1
                 future.set_exception(exc)
                 raise
             future.set_result(entry)
         out.calls[key] = (int(entry["prompt_tokens"]), int(entry["completion_tokens"]))
+        if UNBOUND in entry["reply"]:
+            raise _Unbound(entry["reply"][UNBOUND])
         return entry["reply"]
 
     def _wait_for(self, attempt: int) -> float:
@@ -750,10 +1010,10 @@ class _Run:
         openai = import_optional("openai", extra="judge", purpose="raglab.judge.LLMJudge")
 
         judge = self.judge
-        name, model_cls = SCHEMAS[kind]
+        name = SCHEMAS[kind][0]
         system, user = PROMPTS[kind], user_message(kind, inputs)
         max_tokens = judge.max_tokens
-        transport_failures = format_failures = 0
+        transport_failures = format_failures = unbound_failures = 0
         prompt_tokens = completion_tokens = 0
         attempts = 0
         while True:
@@ -765,7 +1025,8 @@ class _Run:
             try:
                 async with semaphore:
                     self.stats.requests += 1
-                    reply = await self.send(name, kind, system, user, max_tokens, repeat)
+                    reply = await self.send(name, kind, system, user, max_tokens, repeat,
+                                            n_claims=len(inputs["claims"]) if kind in BATCHED_KINDS else None)
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 code = getattr(exc, "code", None)
@@ -808,10 +1069,15 @@ class _Run:
             completion_tokens += reply.completion_tokens
             self.stats.prompt_tokens += reply.prompt_tokens
             self.stats.completion_tokens += reply.completion_tokens
-            problem, parsed = self._check(kind, model_cls, inputs, reply, max_tokens)
+            problem, parsed, unbound = self._check(kind, inputs, reply, max_tokens)
             if problem is None:
                 return {"reply": parsed, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                         "attempts": attempts}
+            if unbound:
+                unbound_failures += 1
+                if unbound_failures > min(1, judge.max_format_retries):
+                    raise _Unbound(f"{kind} call failed: {problem} (after {attempts} attempts)",
+                                   tokens=(prompt_tokens, completion_tokens, attempts))
             format_failures += 1
             if format_failures > judge.max_format_retries:
                 raise _CallFailed(f"{kind} call failed: {problem} (after {attempts} attempts)")
@@ -827,37 +1093,27 @@ class _Run:
         await asyncio.sleep(seconds)
 
     @staticmethod
-    def _check(kind: str, model_cls: type[pydantic.BaseModel], inputs: Mapping[str, Any], reply: _Reply,
-               max_tokens: int) -> tuple[str | None, dict[str, Any] | None]:
+    def _check(kind: str, inputs: Mapping[str, Any], reply: _Reply,
+               max_tokens: int) -> tuple[str | None, dict[str, Any] | None, bool]:
         if reply.finish == "length":
-            return f"the reply was cut off at max_tokens={max_tokens} (finish_reason 'length')", None
+            return f"the reply was cut off at max_tokens={max_tokens} (finish_reason 'length')", None, False
         if reply.refusal:
-            return f"the model refused: {reply.refusal[:200]}", None
+            return f"the model refused: {reply.refusal[:200]}", None, False
         if reply.finish == "content_filter":
-            return "the reply was withheld by a content filter (finish_reason 'content_filter')", None
+            return "the reply was withheld by a content filter (finish_reason 'content_filter')", None, False
         if not reply.content:
-            return "the reply was empty", None
+            return "the reply was empty", None, False
         try:
             data = json.loads(reply.content)
         except json.JSONDecodeError as exc:
-            return f"the reply is not valid JSON ({exc.msg} at char {exc.pos})", None
-        try:
-            parsed = model_cls.model_validate(data).model_dump()
-        except pydantic.ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
-            return f"the reply does not fit the {SCHEMAS[kind][0]} schema ({where}: {first.get('msg')})", None
-        if kind in ("verify_context", "verify_reference") and len(parsed["verdicts"]) != len(inputs["claims"]):
-            return f"the reply gave {len(parsed['verdicts'])} verdicts for {len(inputs['claims'])} claims", None
-        return None, parsed
+            return f"the reply is not valid JSON ({exc.msg} at char {exc.pos})", None, False
+        return check_reply(kind, inputs, data, wire=True)
 
-    async def send(self, name: str, kind: str, system: str, user: str, max_tokens: int, repeat: int) -> _Reply:
+    async def send(self, name: str, kind: str, system: str, user: str, max_tokens: int, repeat: int, *,
+                   n_claims: int | None = None) -> _Reply:
         """One HTTP request; returns the reply text, finish reason, refusal and token usage."""
-        from openai.types.chat import ChatCompletion
-        from openai.types.responses import Response
-
         judge = self.judge
-        schema = json_schema(kind, copy_=False)
+        schema = json_schema(kind, copy_=False, n_claims=n_claims)
         if judge.api == "responses":
             body: dict[str, Any] = {
                 "model": judge.model,
@@ -868,7 +1124,7 @@ class _Run:
             }
             if judge.temperature is not None:
                 body["temperature"] = judge.temperature
-            response = await self._invoke("/responses", body, Response, "responses")
+            response = await self._invoke(body, "responses")
             details = getattr(response, "incomplete_details", None)
             reason = getattr(details, "reason", None)
             finish = "stop"
@@ -892,7 +1148,7 @@ class _Run:
             body["temperature"] = judge.temperature
         if judge.seed is not None:
             body["seed"] = judge.seed + repeat
-        completion = await self._invoke("/chat/completions", body, ChatCompletion, "chat")
+        completion = await self._invoke(body, "chat")
         usage = getattr(completion, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -908,33 +1164,17 @@ class _Run:
             completion_tokens=completion_tokens,
         )
 
-    async def _invoke(self, path: str, body: dict[str, Any], cast_to: type, api: str) -> Any:
-        """Send ``body`` to ``path`` with the client.
+    async def _invoke(self, body: dict[str, Any], api: str) -> Any:
+        """Send ``body`` with the SDK's public ``chat.completions.create`` or ``responses.create``.
 
-        An SDK client sends it through its raw-request method ``client.post(path, body=...,
-        cast_to=ChatCompletion)``: the very request ``client.chat.completions.create(**body)`` sends
-        (same base URL, bearer auth, headers, timeout and error classes, parsed into the same
-        ``ChatCompletion``), without re-validating the already plain-JSON parameters against the SDK's
-        typed-dict definitions, which costs more CPU per call than the rest of the request in this SDK
-        (see benchmarks/judge.py). Objects without ``post`` get ``chat.completions.create(**body)``.
+        An async client is awaited on the judge's loop; a sync client runs in the judge's thread pool.
         """
         judge = self.judge
         client = judge._client
-        post = getattr(client, "post", None)
-        if callable(post):
-            options = {"security": {"bearer_auth": True}}
-
-            def call() -> Any:
-                return post(path, body=body, cast_to=cast_to, options=options)
-        else:
-            method = client.responses.create if api == "responses" else client.chat.completions.create
-
-            def call() -> Any:
-                return method(**body)
-
+        method = client.responses.create if api == "responses" else client.chat.completions.create
         if judge._client_is_async:
-            return await call()
-        return await asyncio.get_running_loop().run_in_executor(judge._executor, call)
+            return await method(**body)
+        return await asyncio.get_running_loop().run_in_executor(judge._executor, lambda: method(**body))
 
 
 def _message(exc: Exception) -> str:

@@ -124,7 +124,7 @@ def _t_interval(values: np.ndarray, level: float) -> tuple[float, float, float, 
 def _units(outs: Sequence[MetricOut], metric: str) -> tuple[int, int, bool]:
     """(units, flipped units, claims changed) for one row's repeats (all scored)."""
     if metric not in CLAIM_METRICS:
-        labels = {bool(o.score) if metric == "declined" else float(o.score) for o in outs}
+        labels = {float(o.score) for o in outs}
         return 1, int(len(labels) > 1), False
     maps = []
     for o in outs:

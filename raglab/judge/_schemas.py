@@ -13,7 +13,9 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from raglab.judge._metrics import LABEL_CALLS, LabelCall
 
 __all__ = [
     "Claims",
@@ -25,7 +27,13 @@ __all__ = [
     "SCHEMAS",
     "json_schema",
     "schema_hash",
+    "verdicts_schema",
+    "claim_keys",
+    "BATCHED_KINDS",
 ]
+
+#: Call kinds that verify several claims in one reply.
+BATCHED_KINDS = ("verify_context", "verify_reference")
 
 
 class _Strict(BaseModel):
@@ -48,7 +56,12 @@ class ClaimVerdict(_Strict):
 
 
 class Verdicts(_Strict):
-    """Verdicts for a list of claims, one per claim, in the same order."""
+    """Verdicts for a list of claims, one per claim, in the same order (the form kept in the cache).
+
+    On the wire a batched verification is an object with one required property per claim
+    (``claim_1`` ... ``claim_n``, see :func:`verdicts_schema`), so the structure of the reply binds
+    each verdict to its claim; the judge turns it into this list after checking it.
+    """
 
     verdicts: list[ClaimVerdict]
 
@@ -87,6 +100,20 @@ SCHEMAS: dict[str, tuple[str, type[BaseModel]]] = {
 }
 
 
+def label_model(call: LabelCall) -> type[BaseModel]:
+    """The reply model of a registered label call: ``reason`` first, then one of its two labels."""
+    return create_model(
+        "".join(part.title() for part in call.kind.split("_")),
+        __config__=ConfigDict(extra="forbid"),
+        reason=(str, Field(description=call.reason)),
+        verdict=(Literal[call.labels], ...),  # type: ignore[valid-type]
+    )
+
+
+for _call in LABEL_CALLS.values():  # the metric registry's label calls
+    SCHEMAS.setdefault(_call.kind, (_call.schema_name, label_model(_call)))
+
+
 def _strictify(node: Any) -> Any:
     """Make every object schema strict: all properties required, no additional properties."""
     if isinstance(node, dict):
@@ -103,14 +130,57 @@ def _strictify(node: Any) -> Any:
 _SCHEMA_CACHE: dict[str, dict[str, Any]] = {}
 
 
-def json_schema(kind: str, *, copy_: bool = True) -> dict[str, Any]:
+def claim_keys(n: int) -> list[str]:
+    """The property names of a batched verification reply for ``n`` claims.
+
+    Examples
+    --------
+    >>> claim_keys(2)
+    ['claim_1', 'claim_2']
+    """
+    return [f"claim_{i}" for i in range(1, n + 1)]
+
+
+def verdicts_schema(n: int) -> dict[str, Any]:
+    """The strict schema of a batched verification of ``n`` claims: one required property per claim.
+
+    Each property holds one :class:`ClaimVerdict`, so a reply cannot have too few or too many
+    verdicts, and each verdict says by its key which claim it is for.
+
+    Examples
+    --------
+    >>> schema = verdicts_schema(2)
+    >>> schema["required"], schema["additionalProperties"]
+    (['claim_1', 'claim_2'], False)
+    """
+    item = json_schema("verify_one_item")
+    return {
+        "type": "object",
+        "properties": {key: copy.deepcopy(item) for key in claim_keys(n)},
+        "required": claim_keys(n),
+        "additionalProperties": False,
+    }
+
+
+def json_schema(kind: str, *, copy_: bool = True, n_claims: int | None = None) -> dict[str, Any]:
     """The strict JSON schema sent for call ``kind`` (a fresh copy).
+
+    Batched verification kinds need ``n_claims`` (their schema has one property per claim); without
+    it they give the schema for two claims (the template that enters the fingerprint).
 
     Examples
     --------
     >>> json_schema("relevance")["required"]
     ['reason', 'verdict']
+    >>> json_schema("verify_context", n_claims=3)["required"]
+    ['claim_1', 'claim_2', 'claim_3']
     """
+    if kind in BATCHED_KINDS:
+        return verdicts_schema(2 if n_claims is None else n_claims)
+    if kind == "verify_one_item":
+        if kind not in _SCHEMA_CACHE:
+            _SCHEMA_CACHE[kind] = _strictify(ClaimVerdict.model_json_schema())
+        return copy.deepcopy(_SCHEMA_CACHE[kind]) if copy_ else _SCHEMA_CACHE[kind]
     if kind not in _SCHEMA_CACHE:
         _SCHEMA_CACHE[kind] = _strictify(SCHEMAS[kind][1].model_json_schema())
     return copy.deepcopy(_SCHEMA_CACHE[kind]) if copy_ else _SCHEMA_CACHE[kind]
