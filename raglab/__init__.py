@@ -18,19 +18,27 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
-from raglab import agreement, io, metrics, sizing, stats
-from raglab._interval import Interval
-from raglab._rowtable import (
-    ConventionMismatchWarning,
-    EvalSetMismatchError,
-    JudgeMismatchWarning,
-    MissingColumnError,
-    RowTableError,
-)
-from raglab._version import __version__
-from raglab.evalset import EvalSet, EvalSetTamperedError
-from raglab.io import read_rows, read_trec, write_rows, write_trec
+try:
+    from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
+    from raglab import agreement, io, metrics, sizing, stats
+    from raglab._interval import Interval
+    from raglab._rowtable import (
+        ConventionMismatchWarning,
+        EvalSetMismatchError,
+        JudgeMismatchWarning,
+        MissingColumnError,
+        RowTableError,
+    )
+    from raglab._version import __version__
+    from raglab.evalset import EvalSet, EvalSetTamperedError
+    from raglab.io import read_rows, read_trec, write_rows, write_trec
+except (ImportError, MemoryError) as _exc:
+    import sys as _sys
+
+    if _sys.argv[:1] == ["-m"]:  # `python -m raglab`: a broken install is exit 4, never 1 ("block")
+        _sys.stderr.write(f"raglab: cannot start: {type(_exc).__name__}: {_exc}; exit 4 is not a gate decision.\n")
+        raise SystemExit(4) from None
+    raise
 
 __all__ = [
     "__version__",

@@ -130,8 +130,7 @@ def _check_id_list(value: Any) -> str | None:
     if is_missing(value):
         return "NaN/None (use [] when nothing was retrieved)"
     if isinstance(value, str):
-        hint = " (JSON text? read files with raglab.read_rows)" if value.lstrip().startswith("[") else ""
-        return f"a string {_describe(value)}{hint}"
+        return f"a string {_describe(value)}{_json_hint(value)}"
     if not _is_list_like(value):
         return f"{type(value).__name__} {_describe(value)}"
     for item in value:
@@ -147,12 +146,14 @@ def _check_gold(value: Any) -> str | None:
         for key, grade in value.items():
             if not _is_id(key):
                 return f"a dict with key {_describe(key)} (ids must be str or int)"
-            if math.isnan(_grade_value(grade)):
+            value = _grade_value(grade)
+            if math.isnan(value):
                 return f"a dict with grade {_describe(grade)} for {key!r} (grades must be numbers)"
+            if not math.isfinite(value):
+                return f"a dict with grade {_describe(grade)} for {key!r} (grades must be finite numbers)"
         return None
     if isinstance(value, str):
-        hint = " (JSON text? read files with raglab.read_rows)" if value.lstrip()[:1] in "[{" else ""
-        return f"a string {_describe(value)}{hint}"
+        return f"a string {_describe(value)}{_json_hint(value)}"
     if _is_list_like(value):
         for item in value:
             if not _is_id(item):
@@ -161,10 +162,19 @@ def _check_gold(value: Any) -> str | None:
     return f"{type(value).__name__} {_describe(value)}"
 
 
+def _json_hint(value: Any) -> str:
+    """A pointer to raglab.read_rows for a str cell that looks like JSON (a file read by plain pandas)."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
+        return " (JSON text? read files with raglab.read_rows, which decodes it)"
+    return ""
+
+
 def _check_span_list(value: Any) -> str | None:
     if is_missing(value):
         return None
     if not _is_list_like(value):
+        if isinstance(value, str):
+            return f"a string {_describe(value)}{_json_hint(value)}"
         return f"{type(value).__name__} {_describe(value)}"
     for span in value:
         if not isinstance(span, Mapping) or any(key not in span for key in SPAN_KEYS):

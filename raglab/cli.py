@@ -1,13 +1,17 @@
 """The ``raglab`` command line.
 
-Exit codes follow the gate: 0 pass, 1 block, 3 review; 2 is argparse's usage error and bad input;
-4 is an unexpected internal error (never 1, which CI would read as a block).
+Exit codes follow the gate: 0 pass, 1 block, 3 review; 2 is argparse's usage error and bad input
+(every file error names the file); 4 is an internal error or a broken installation (a dependency
+that fails to import, memory exhausted), never 1, which CI would read as a block. A closed pipe
+(``raglab ... | head``) is not an error. ``python -m raglab`` runs the same command line.
 Each subcommand lives with the code it runs and is added here.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -34,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_run_demo)
     _add_size(sub)
     _add_gate(sub)
+    _add_score(sub)
     return parser
 
 
@@ -349,24 +354,201 @@ def _run_gate(args: argparse.Namespace) -> int:
                 adjust=None if args.adjust == "none" else args.adjust,
                 allow_evalset_mismatch=args.allow_evalset_mismatch,
             )
-        except (CommandError, OSError, ValueError, KeyError, TypeError) as exc:
-            text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-            print(f"raglab gate: error: {text}", file=sys.stderr)
-            return ERROR_EXIT
-    with pd.option_context("display.width", 200, "display.max_columns", 30):
-        print(repr(result))
-    if args.json:
+        except _INPUT_ERRORS as exc:
+            return _input_error("gate", exc, {"baseline": args.base, "candidate": args.cand})
+    code = GATE_EXIT[result.decision]
+    if args.json:  # the log before the table: a closed stdout must not lose it
         try:
             result.to_json(args.json)
         except OSError as exc:
-            print(f"raglab gate: error: cannot write the decision log: {exc}", file=sys.stderr)
+            print(f"raglab gate: error: cannot write the decision log {args.json!r}: {exc.strerror or exc}",
+                  file=sys.stderr)
             return ERROR_EXIT
-        print(f"decision log written to {args.json}")
-    return GATE_EXIT[result.decision]
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        _say(repr(result))
+    if args.json:
+        _say(f"decision log written to {args.json}")
+    return code
+
+
+# --------------------------------------------------------------------------------------------------
+# raglab score ROWS | --run RUN --qrels QRELS  -o OUT
+# --------------------------------------------------------------------------------------------------
+
+
+def _k_values(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.replace(",", " ").split()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--k takes positive whole numbers such as 5 or 1,5,10; got {text!r}") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"--k takes positive whole numbers such as 5 or 1,5,10; got {text!r}")
+    return values
+
+
+def _add_score(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "score",
+        help="retrieval metrics per question, from a row file or a TREC run + qrels, to a row file",
+        description=(
+            "Score retrieval per question (recall@k, hit@k, precision@k, ndcg@k, rr, ap, r_precision) and write "
+            "the rows with the score columns to OUTPUT (JSONL, CSV or Parquet by suffix), ready for `raglab gate`. "
+            "Input: a row file with `retrieved` and `gold` columns, or a TREC run with --run and its qrels with "
+            "--qrels. Prints the mean of each metric over the answerable questions. Exits 0, or 2 on bad input."
+        ),
+    )
+    p.add_argument("rows", metavar="ROWS", nargs="?", help="row file (JSONL, CSV or Parquet) with retrieved and gold")
+    p.add_argument("--run", dest="run_file", metavar="RUN", help="TREC run file (instead of ROWS; needs --qrels)")
+    p.add_argument("--qrels", metavar="QRELS", help="TREC qrels file (with --run, or gold for ROWS' retrieved lists)")
+    p.add_argument("--output", "-o", required=True, metavar="OUTPUT", help="row file to write (suffix picks the format)")
+    p.add_argument("--k", "-k", action="append", type=_k_values, metavar="K",
+                   help="cut-off(s), e.g. --k 5 or --k 1,5,10 (repeatable; default 5)")
+    p.add_argument("--gain", choices=["exponential", "linear"], default="exponential",
+                   help="nDCG gain: exponential 2^g - 1 (default) or linear g (trec_eval's ndcg_cut)")
+    p.add_argument("--no-relevant", choices=["exclude", "zero"], default="exclude",
+                   help="questions judged with nothing relevant: exclude (NaN, default) or zero (trec_eval)")
+    p.add_argument("--question-id", default=None, metavar="COL", help="question id column (default question_id)")
+    p.add_argument("--retrieved", default=None, metavar="COL", help="ranked ids column (default retrieved)")
+    p.add_argument("--gold", default=None, metavar="COL", help="gold column (default gold)")
+    p.set_defaults(run=_run_score)
+
+
+def _run_score(args: argparse.Namespace) -> int:
+    import warnings
+
+    import numpy as np
+
+    from raglab.io import read_rows, write_rows
+    from raglab.retrieval import retrieval
+    from raglab.trec import read_trec
+
+    shown: set[str] = set()
+
+    def show_warning(message, category, filename, lineno, file=None, line=None):  # one line each, once
+        text = _cli_speak(str(message)).removeprefix("raglab score: ")
+        if text not in shown:
+            shown.add(text)
+            print(f"raglab score: warning: {text}", file=sys.stderr)
+
+    ks = sorted({k for group in (args.k or [[5]]) for k in group})
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show_warning
+        try:
+            if (args.rows is None) == (args.run_file is None):
+                raise CommandError("give a row file ROWS, or a TREC run with --run RUN --qrels QRELS (not both)")
+            if args.run_file is not None:
+                if args.qrels is None:
+                    raise CommandError("--run needs --qrels QRELS (the judgments to score against)")
+                rows = read_trec(run=args.run_file, qrels=args.qrels)
+            else:
+                rows = read_rows(args.rows)
+                if args.qrels is not None:
+                    gold = read_trec(qrels=args.qrels).set_index("question_id")["gold"]
+                    qid = args.question_id or "question_id"
+                    if qid not in rows.columns:
+                        raise CommandError(f"{args.rows!r} has no column {qid!r}; pass --question-id COL")
+                    rows = rows.assign(**{args.gold or "gold": rows[qid].astype(str).map(gold)})
+            scored = retrieval(rows, k=ks, gain=args.gain, no_relevant=args.no_relevant,
+                               question_id=args.question_id, retrieved=args.retrieved, gold=args.gold,
+                               method_name="raglab score")
+            write_rows(scored, args.output)
+        except _INPUT_ERRORS as exc:
+            return _input_error("score", exc)
+    columns = scored.attrs["raglab"]["retrieval"]["columns"]
+    counts = scored.attrs["raglab"]["retrieval_counts"]
+    lines = [f"{'metric':<16}{'mean':>8}{'n':>8}"]
+    for column in columns:
+        values = scored[column].to_numpy(dtype=float)
+        n = int(np.isfinite(values).sum())
+        mean = f"{values[np.isfinite(values)].mean():.4f}" if n else "nan"
+        lines.append(f"{column:<16}{mean:>8}{n:>8}")
+    lines.append(f"{counts['n_questions']} questions, {counts['n_unanswerable']} unanswerable (not in the means), "
+                 f"{counts['n_nothing_retrieved']} with nothing retrieved; rows written to {args.output}")
+    _say("\n".join(lines))
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors, pipes and the entry point
+# --------------------------------------------------------------------------------------------------
+
+_INPUT_ERRORS = (CommandError, OSError, ValueError, KeyError, TypeError, EOFError)
+
+# Python keywords in raglab's messages, and the flags that say the same on the command line.
+_CLI_WORDS = (
+    (r"Pass metrics=\[\.\.\.\] naming per-question score columns present in both runs\.",
+     "Pass --metric M naming per-question score columns present in both files (score retrieval first with "
+     "`raglab score`)."),
+    (r"\bmetrics=\[[^\]]*\]", "--metric M"),
+    (r"\bhow='inner'", "--how inner"),
+    (r"\ballow_evalset_mismatch=True", "--allow-evalset-mismatch"),
+    (r"\bmargin=", "--margin "),
+    (r"\bunits=False", "no --units"),
+    (r"\bk=(\[[^\]]*\]|\d+)", r"--k \1"),
+    (r"\bpass gain='linear'", "pass --gain linear"),
+    (r"\bno_relevant=", "--no-relevant "),
+    (r"\brag\.gate\b", "raglab gate"),
+    (r"\brag\.compare\b", "raglab gate"),
+)
+
+
+def _cli_speak(text: str) -> str:
+    """A raglab message with Python keywords replaced by the matching command-line flags.
+
+    Examples
+    --------
+    >>> _cli_speak("rag.gate (base): ids repeat. Pass how='inner' to compare the shared ones.")
+    'in BASE: ids repeat. Pass --how inner to compare the shared ones.'
+    """
+    sides = {"base": "in BASE: ", "cand": "in CANDIDATE: "}
+    text = re.sub(r"^rag\.(?:gate|compare)(?: \((base|cand)\))?: ", lambda m: sides.get(m.group(1) or "", ""), text)
+    for pattern, replacement in _CLI_WORDS:
+        text = re.sub(pattern, replacement, text)
+    return text
+
+
+def _input_error(command: str, exc: BaseException, files: dict[str, str] | None = None) -> int:
+    """Print a bad-input error as one line naming the file where there is one; exit code 2.
+
+    ``files`` maps the sides raglab's messages speak of ("baseline", "candidate") to the user's files.
+    """
+    if type(exc) is KeyError and exc.args:  # a bare KeyError prints its message quoted
+        text = str(exc.args[0])
+    elif isinstance(exc, OSError) and exc.filename is not None:
+        reason = exc.strerror or str(exc)
+        text = reason if str(exc.filename) in reason else f"cannot open {str(exc.filename)!r}: {reason}"
+    else:
+        text = str(exc)
+    text = _cli_speak(text)
+    for side, path in (files or {}).items():
+        text = text.replace(f"the {side} run", f"the {side} file {path!r}")
+    print(f"raglab {command}: error: {text}", file=sys.stderr)
+    return ERROR_EXIT
+
+
+def _say(text: str) -> None:
+    """Print to stdout; a reader that closed the pipe (``| head``) is not an error."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        _drop_stdout()
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush raises no second BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real stdout (e.g. captured in tests)
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code.
+
+    0 pass, 1 block, 3 review (``raglab gate``); 2 bad input or usage; 4 internal error or broken
+    installation (never 1, a block).
 
     Examples
     --------
@@ -379,6 +561,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)
+    except BrokenPipeError:  # the reader went away (`raglab size ... | head -3`): not an error
+        _drop_stdout()
+        return 0
+    except (ImportError, MemoryError) as exc:  # a broken environment or a memory limit: not a verdict
+        print(f"raglab {args.command}: cannot run: {type(exc).__name__}: {exc}. The installation or environment "
+              f"is broken (reinstall raglab, or raise the memory limit); exit {INTERNAL_ERROR_EXIT} is not a "
+              "gate decision.", file=sys.stderr)
+        return INTERNAL_ERROR_EXIT
     except Exception:  # report, but never with a code that means a gate decision
         import traceback
 
@@ -388,5 +578,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return INTERNAL_ERROR_EXIT
 
 
+def entry() -> int:
+    """The console-script entry point: :func:`main`, with a closed stdout handled at exit too.
+
+    Examples
+    --------
+    >>> callable(entry)
+    True
+    """
+    code = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+    return code
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(entry())

@@ -28,7 +28,7 @@ import pandas as pd
 
 from raglab._meta import get_meta, set_meta
 from raglab._rowtable import RowTableError, check_column, check_unique_ids, resolve_column, validate_rows
-from raglab.io import read_rows, write_rows
+from raglab.io import _read_rows, write_rows
 
 __all__ = ["EvalSet", "EvalSetTamperedError", "row_hashes", "set_hash"]
 
@@ -52,6 +52,12 @@ def _canonical(value: Any) -> Any:
         return [_canonical(v) for v in value]
     if isinstance(value, float) and value != value:
         return None  # NaN and None are both "missing" for the purpose of content identity
+    if value is pd.NA or value is pd.NaT:
+        return None  # the missing values of nullable and datetime columns
+    if isinstance(value, (pd.Timestamp, _dt.datetime, _dt.date)):
+        return value.isoformat()
+    if isinstance(value, np.datetime64):
+        return None if np.isnat(value) else pd.Timestamp(value).isoformat()
     return value
 
 
@@ -73,9 +79,24 @@ def row_hashes(df: pd.DataFrame, columns: Iterable[str], question_id: str = "que
     cells = [df[c].array for c in columns]
     for qid, *values in zip(df[question_id].array, *cells):
         record = dict(zip(columns, (_canonical(v) for v in values)))
-        text = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        try:
+            text = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            bad = next((c for c, v in record.items() if _unhashable(v)), "?")
+            raise RowTableError(
+                f"row_hashes: column {bad!r} (question {str(qid)!r}) holds a value with no canonical form to "
+                f"hash ({exc}); convert the column to text, numbers or lists first."
+            ) from None
         hashes[str(qid)] = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return hashes
+
+
+def _unhashable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return True
+    return False
 
 
 def set_hash(hashes: Mapping[str, str]) -> str:
@@ -90,6 +111,48 @@ def set_hash(hashes: Mapping[str, str]) -> str:
     for qid in sorted(hashes):
         digest.update(f"{qid}\t{hashes[qid]}\n".encode())
     return digest.hexdigest()
+
+
+# Fields of the manifest covered by its own hash (everything but the hash itself).
+_MANIFEST_HASH = "manifest_hash"
+
+
+def _manifest_hash(manifest: Mapping[str, Any]) -> str:
+    record = {k: v for k, v in manifest.items() if k != _MANIFEST_HASH}
+    text = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _check_version(version: Any, method: str) -> str:
+    """A version label is a plain, non-empty directory name: no separators, no '.'/'..', no absolute path."""
+    if isinstance(version, bool) or not isinstance(version, (str, int, np.integer)):
+        raise TypeError(f"{method}: `version` must be a str or int such as 'v1', got {type(version).__name__}")
+    text = str(version)
+    if (not text.strip() or text in (".", "..") or any(sep in text for sep in ("/", "\\", "\0"))
+            or text != text.strip() or Path(text).is_absolute() or text.startswith(".")):
+        raise ValueError(
+            f"{method}: version {text!r} is not a plain name; use a non-empty name without path separators, "
+            "leading dots or surrounding spaces, e.g. 'v1' or '2024-06'."
+        )
+    return text
+
+
+def _read_manifest(manifest_path: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8-sig"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise EvalSetTamperedError(
+            f"{str(manifest_path)!r} is not a valid eval-set manifest ({type(exc).__name__}: {exc}); restore it "
+            "from version control."
+        ) from None
+    required = ("name", "version", "n_rows", "question_id", "columns", "set_hash", "row_hashes")
+    if not isinstance(manifest, dict) or any(key not in manifest for key in required):
+        missing = [key for key in required if not isinstance(manifest, dict) or key not in manifest]
+        raise EvalSetTamperedError(
+            f"{str(manifest_path)!r} is not a valid eval-set manifest: it lacks {missing}; restore it from "
+            "version control."
+        )
+    return manifest
 
 
 def _raglab_version() -> str:
@@ -231,7 +294,8 @@ class EvalSet:
         >>> es.units, es.stamp_record()["units"]
         ('conversation_id', 'conversation_id')
         """
-        return cls._write(df, Path(path), str(version), name, columns, question_id, parent=None, units=units)
+        version = _check_version(version, "EvalSet.freeze")
+        return cls._write(df, Path(path), version, name, columns, question_id, parent=None, units=units)
 
     @classmethod
     def _write(
@@ -264,6 +328,15 @@ class EvalSet:
             resolve_column(df, column, column, method=method)
         frozen = [resolved[r] for r in FROZEN_ROLES if r in resolved]
         frozen += [c for c in extra if c not in frozen]
+        as_text = df[resolved["question_id"]].astype(str)
+        if as_text.duplicated().any():
+            clash = sorted(set(as_text[as_text.duplicated(keep=False)]))
+            raise RowTableError(
+                f"{method}: column {resolved['question_id']!r} must be unique as text (ids are stored and compared "
+                f"as text), but {clash[:5]} stand for more than one id "
+                f"({df[resolved['question_id']][as_text.isin(clash[:5])].tolist()[:10]}). Use one type for ids, "
+                f"e.g. df[{resolved['question_id']!r}].astype(str), and drop the repeats."
+            )
         target = root / version
         if target.exists():
             raise FileExistsError(
@@ -291,6 +364,7 @@ class EvalSet:
             manifest["units"] = units
         if parent is not None:
             manifest["added"] = [q for q in hashes if q not in parent.manifest["row_hashes"]]
+        manifest[_MANIFEST_HASH] = _manifest_hash(manifest)
         target.mkdir(parents=True)
         try:
             write_rows(rows, target / _ROWS_FILE)
@@ -308,8 +382,8 @@ class EvalSet:
         root = Path(path)
         found = []
         for manifest_path in root.glob(f"*/{_MANIFEST_FILE}"):
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-            found.append((manifest.get("sequence", 0), manifest["version"]))
+            manifest = _read_manifest(manifest_path)
+            found.append((manifest.get("sequence", 0), str(manifest["version"])))
         return [v for _, v in sorted(found)]
 
     @classmethod
@@ -325,14 +399,18 @@ class EvalSet:
             if not available:
                 raise FileNotFoundError(f"no eval-set versions under {str(root)!r} (expected */{_MANIFEST_FILE})")
             version = available[-1]
-        target = root / str(version)
+        version = _check_version(version, "EvalSet.load")
+        target = root / version
         manifest_path = target / _MANIFEST_FILE
         if not manifest_path.exists():
             raise FileNotFoundError(
                 f"no eval-set version {str(version)!r} under {str(root)!r}; versions: {cls.versions(root)}"
             )
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        rows = read_rows(target / _ROWS_FILE)
+        manifest = _read_manifest(manifest_path)
+        rows_path = target / _ROWS_FILE
+        if not rows_path.exists():
+            raise EvalSetTamperedError(f"{str(rows_path)!r} is missing: version {version!r} has a manifest but no rows")
+        rows = _read_rows(rows_path, check=False)  # verify() names what changed, row by row
         evalset = cls(target, manifest, rows)
         evalset.verify()
         return evalset
@@ -342,15 +420,20 @@ class EvalSet:
         manifest = self.manifest
         expected: dict[str, str] = manifest["row_hashes"]
         where = f"eval set {self.name!r} version {self.version!r} at {str(self.path)!r}"
+        manifest_file = str(self.path / _MANIFEST_FILE)
         if set_hash(expected) != manifest["set_hash"]:
             raise EvalSetTamperedError(f"{where}: the manifest's hashes were edited (set hash does not match).")
+        if _MANIFEST_HASH in manifest and _manifest_hash(manifest) != manifest[_MANIFEST_HASH]:
+            raise EvalSetTamperedError(
+                f"{where}: {manifest_file!r} was edited after freezing (its fields no longer match its hash)."
+            )
         qid = manifest["question_id"]
         if list(self._rows.columns) != list(manifest["columns"]):
             raise EvalSetTamperedError(
                 f"{where}: columns are {list(self._rows.columns)}, the manifest froze {manifest['columns']}."
             )
-        if self._rows[qid].duplicated().any():
-            dupes = self._rows[qid][self._rows[qid].duplicated()].astype(str).tolist()
+        if self._rows[qid].astype(str).duplicated().any():
+            dupes = self._rows[qid][self._rows[qid].astype(str).duplicated()].astype(str).tolist()
             raise EvalSetTamperedError(f"{where}: question ids repeat: {dupes[:10]}")
         actual = row_hashes(self._rows, manifest["columns"], qid)
         changed = [q for q in expected if q in actual and actual[q] != expected[q]]
@@ -366,6 +449,11 @@ class EvalSet:
             raise EvalSetTamperedError(
                 f"{where} was edited after freezing: {'; '.join(parts)}. Frozen versions must not change: "
                 "restore the file, or put new questions in a new version with extend()."
+            )
+        if len(self._rows) != manifest["n_rows"] or len(expected) != manifest["n_rows"]:
+            raise EvalSetTamperedError(
+                f"{where}: {str(self.path / _ROWS_FILE)!r} holds {len(self._rows)} rows, the manifest froze "
+                f"{manifest['n_rows']}."
             )
 
     # ---- growing ----------------------------------------------------------------------------------
@@ -395,7 +483,7 @@ class EvalSet:
             if pd.api.types.is_object_dtype(self._rows[column].dtype):
                 new_rows = new_rows.astype({column: object})
         combined = pd.concat([self._rows, new_rows], ignore_index=True)
-        next_version = str(version) if version is not None else _next_version(self.version)
+        next_version = _check_version(version, "EvalSet.extend") if version is not None else _next_version(self.version)
         extra = [c for c in self.columns if c not in FROZEN_ROLES]
         return type(self)._write(combined, self.path.parent, next_version, self.name, extra, qid, parent=self,
                                  units=self.units)

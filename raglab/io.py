@@ -1,15 +1,26 @@
-"""Row tables in and out of files: JSONL, Parquet and CSV, plus TREC run and qrels files.
+"""Row tables in and out of files: JSONL, Parquet and CSV (TREC run and qrels files: :mod:`raglab.trec`).
 
 Round trips through :func:`write_rows` / :func:`read_rows` are lossless for list and dict cells,
-None and NaN, unicode and ids that look like numbers ("007" stays a string). Each file carries a
-small schema (column dtypes) and the run's ``df.attrs["raglab"]`` metadata:
+None and NaN, unicode and ids that look like numbers ("007" stays a string); whatever a format
+cannot hold (a dict with non-text keys, say ``{7: 1}``, whose key JSON would turn into ``"7"``) is
+refused when writing, with the fix.
 
-* JSONL: a first line ``{"__raglab__": {...}}`` (omit it with ``header=False``);
-* CSV: a first line ``#__raglab__ {...}``; list and dict cells are JSON text;
-* Parquet: the file's key-value metadata (lists of ids stay native Arrow lists).
+Every file raglab writes is a plain file that any tool reads with exactly the rows and columns
+written (``pd.read_csv``, ``pd.read_json(..., lines=True)``, ``pd.read_parquet``; list and dict
+cells are JSON text in CSV). The column dtypes and the run's ``df.attrs["raglab"]`` metadata live
+where plain readers do not trip over them:
 
-Files written by other tools read fine too: without a schema, the id column is read as text and
-cells of the list-valued roles (``retrieved``, ``gold``, spans) are decoded from JSON.
+* JSONL and CSV: a sidecar next to the file, ``<file>.raglab.json`` (``run.jsonl`` ->
+  ``run.jsonl.raglab.json``), which also records the row count and a SHA-256 of the file's bytes.
+  :func:`read_rows` finds it; a file with fewer rows than recorded is refused, one with more rows
+  or other content is read with a warning. Without the sidecar only the metadata is lost: dtypes
+  are inferred as for any plain file. ``header=False`` writes no sidecar (and removes a stale one).
+* Parquet: the file's key-value schema metadata (lists of ids stay native Arrow lists).
+
+Files written by older raglab versions (a first line ``{"__raglab__": ...}`` in JSONL, ``#__raglab__``
+in CSV) still read. Files written by other tools read fine too: without a schema, the id column is
+read as text and cells of the list-valued roles (``retrieved``, ``gold``, spans) are decoded from
+JSON. Columns present in any row (or added to a Parquet file by another tool) are kept.
 
 A default RangeIndex is not stored; any other index (e.g. ``set_index("question_id")``) is written
 as columns and restored on reading.
@@ -24,10 +35,12 @@ from __future__ import annotations
 import ast
 import csv
 import gzip
+import hashlib
 import io
 import json
 import math
 import os
+import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -40,11 +53,13 @@ from raglab._errors import RowTableError
 from raglab._meta import get_meta, set_meta
 from raglab._rowtable import ROLES
 from raglab._validation import check_option, is_missing, warn
+from raglab.trec import read_trec, write_trec
 
-__all__ = ["read_rows", "write_rows", "read_trec", "write_trec", "FORMATS"]
+__all__ = ["read_rows", "write_rows", "read_trec", "write_trec", "sidecar_path", "FORMATS"]
 
 FORMATS = ("jsonl", "csv", "parquet")
 SCHEMA_KEY = "__raglab__"
+SIDECAR_SUFFIX = ".raglab.json"
 _SCHEMA_VERSION = 1
 _CSV_PREFIX = "#" + SCHEMA_KEY + " "
 _SUFFIXES = {
@@ -57,6 +72,18 @@ _SUFFIXES = {
 }
 # Roles whose cells are lists or dicts: decoded from JSON text when a file has no raglab schema.
 _STRUCTURED_ROLES = tuple(name for name, role in ROLES.items() if role.kind in ("id_list", "gold", "span_list", "gold_span_list"))
+
+
+def sidecar_path(path: str | os.PathLike[str]) -> Path:
+    """The metadata sidecar of a JSONL or CSV row file: ``<file>.raglab.json`` next to it.
+
+    Examples
+    --------
+    >>> sidecar_path("runs/base.jsonl").as_posix()
+    'runs/base.jsonl.raglab.json'
+    """
+    path = Path(path)
+    return path.with_name(path.name + SIDECAR_SUFFIX)
 
 
 def _format_of(path: Path, fmt: str | None) -> str:
@@ -147,6 +174,8 @@ def _column_schema(series: pd.Series) -> dict[str, Any]:
     if pd.api.types.is_object_dtype(dtype):
         kind = _cell_kind(series.array)
         schema: dict[str, Any] = {"kind": kind, "dtype": "object"}
+        if kind == "json":
+            _refuse_non_text_keys(series)
         if kind == "str":
             # In an object column None and NaN are different values: keep where NaN was.
             nan_rows = [i for i, v in enumerate(series.array) if isinstance(v, float) and math.isnan(v)]
@@ -157,6 +186,37 @@ def _column_schema(series: pd.Series) -> dict[str, Any]:
         f"column {name!r} has dtype {dtype}, which raglab files do not store; convert it to "
         "numbers, strings or lists first."
     )
+
+
+def _non_text_key(value: Any) -> Any:
+    """The first dict key (at any depth) that is not a str, else None: JSON would turn it into text."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return key
+            found = _non_text_key(item)
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple, np.ndarray)):
+        for item in value:
+            found = _non_text_key(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _refuse_non_text_keys(series: pd.Series) -> None:
+    for row, value in enumerate(series.array):
+        if isinstance(value, (Mapping, list, tuple, np.ndarray)):
+            key = _non_text_key(value)
+            if key is not None:
+                name = series.name
+                raise RowTableError(
+                    f"write_rows: column {name!r} row {row} holds a dict with the {type(key).__name__} key {key!r}; "
+                    f"files store dict keys as text, so it would read back as {str(key)!r}. Make the keys text "
+                    f"first, e.g. df[{name!r}] = df[{name!r}].map(lambda g: {{str(k): v for k, v in g.items()}} "
+                    "if isinstance(g, dict) else g)."
+                )
 
 
 def _build_schema(df: pd.DataFrame) -> dict[str, Any]:
@@ -220,6 +280,9 @@ def _restore_column(values: list[Any], schema: Mapping[str, Any], name: str) -> 
     if kind in ("float", "int", "bool"):
         if dtype in ("float64", "float32"):
             values = [np.nan if v is None else v for v in values]
+        elif dtype in ("int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8", "bool") \
+                and any(v is None for v in values):
+            dtype = "boolean" if dtype == "bool" else dtype.capitalize()  # rows added since: Int64, boolean
         return pd.Series(values, name=name).astype(dtype)
     if kind == "str" and dtype != "object":
         return pd.Series(values, dtype=dtype, name=name)
@@ -252,17 +315,23 @@ def _index_as_columns(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 def write_rows(df: pd.DataFrame, path: str | os.PathLike[str], *, format: str | None = None, header: bool = True) -> Path:
     """Write a row table to JSONL, CSV or Parquet (chosen by suffix, or ``format=``).
 
+    The file itself is plain: ``pd.read_csv``, ``pd.read_json(path, lines=True)`` and
+    ``pd.read_parquet`` give exactly the rows and columns written. For JSONL and CSV the dtypes and
+    ``df.attrs["raglab"]`` go into a sidecar, ``<file>.raglab.json`` (see :func:`sidecar_path`),
+    with the row count and a SHA-256 of the file; for Parquet into the file's schema metadata.
+
     Parameters
     ----------
     df : DataFrame
-        The rows. List and dict cells, None/NaN and ``df.attrs["raglab"]`` are all kept.
+        The rows. List and dict cells, None/NaN and ``df.attrs["raglab"]`` are all kept. A dict
+        with keys that are not text (``{7: 1}``) is refused: the file would give ``{"7": 1}``.
     path : str or path-like
         ``.jsonl``/``.ndjson``, ``.csv`` (both optionally ``.gz``) or ``.parquet``.
     format : {"jsonl", "csv", "parquet"}, optional
         Overrides the suffix.
     header : bool
-        JSONL/CSV only: write the raglab schema line first (default). Without it the file is plain
-        JSONL/CSV for other tools, and dtypes are inferred again on reading.
+        JSONL/CSV only: write the metadata sidecar (default). Without it (and with any stale
+        sidecar removed) dtypes are inferred again on reading, as for any plain file.
 
     Returns
     -------
@@ -276,23 +345,56 @@ def write_rows(df: pd.DataFrame, path: str | os.PathLike[str], *, format: str | 
     >>> rows = pd.DataFrame({"question_id": ["007"], "retrieved": [["d1", "d2"]], "gold": [{"d2": 3}]})
     >>> path = os.path.join(tempfile.mkdtemp(), "run.jsonl")
     >>> _ = rows.rag.write(path)
+    >>> sorted(os.listdir(os.path.dirname(path)))
+    ['run.jsonl', 'run.jsonl.raglab.json']
     >>> back = raglab.read_rows(path)
     >>> back.loc[0, "question_id"], back.loc[0, "gold"]
     ('007', {'d2': 3})
+    >>> len(pd.read_json(path, lines=True))   # a plain file for any other tool
+    1
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"write_rows needs a DataFrame, got {type(df).__name__}")
     path = Path(path)
     fmt = _format_of(path, format)
+    try:
+        return _write_rows(df, path, fmt, header)
+    except OSError as exc:  # name the user's file, not the temporary one
+        raise type(exc)(exc.errno, f"cannot write {str(path)!r}: {exc.strerror or exc}", str(path)) from None
+
+
+def _write_rows(df: pd.DataFrame, path: Path, fmt: str, header: bool) -> Path:
     df, index_names = _index_as_columns(df)
     schema = _build_schema(df)
     if index_names:
         schema["index"] = index_names
     gz = path.suffix.lower() == ".gz"
-    writers = {"jsonl": lambda tmp: _write_jsonl(df, tmp, schema, header, gz=gz),
-               "csv": lambda tmp: _write_csv(df, tmp, schema, header, gz=gz),
-               "parquet": lambda tmp: _write_parquet(df, tmp, schema)}
-    return _write_atomically(path, writers[fmt])
+    if fmt == "parquet":
+        return _write_atomically(path, lambda tmp: _write_parquet(df, tmp, schema))
+    writer = _write_jsonl if fmt == "jsonl" else _write_csv
+    sidecar = sidecar_path(path)
+    if not header:
+        _write_atomically(path, lambda tmp: writer(df, tmp, schema, gz=gz))
+        sidecar.unlink(missing_ok=True)  # a stale sidecar would describe another file
+        return path
+    data_tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    side_tmp = sidecar.with_name(f".{sidecar.name}.tmp-{os.getpid()}")
+    try:
+        writer(df, data_tmp, schema, gz=gz)
+        record = {
+            SCHEMA_KEY: schema,
+            "file": path.name,
+            "format": fmt,
+            "n_rows": len(df),
+            "sha256": hashlib.sha256(data_tmp.read_bytes()).hexdigest(),
+        }
+        side_tmp.write_text(json.dumps(record, ensure_ascii=False, allow_nan=False, indent=1), encoding="utf-8")
+        os.replace(data_tmp, path)
+        os.replace(side_tmp, sidecar)
+    finally:
+        for tmp in (data_tmp, side_tmp):
+            tmp.unlink(missing_ok=True)
+    return path
 
 
 def _write_atomically(path: Path, write: Any) -> Path:
@@ -313,17 +415,15 @@ def _open_tmp(tmp: Path, gz: bool) -> IO[str]:
     return open(tmp, "w", encoding="utf-8", newline="")
 
 
-def _write_jsonl(df: pd.DataFrame, tmp: Path, schema: dict[str, Any], header: bool, gz: bool) -> None:
+def _write_jsonl(df: pd.DataFrame, tmp: Path, schema: dict[str, Any], gz: bool) -> None:
     columns = list(df.columns)
     cells = [_column_cells(df[c], schema["columns"][c]) for c in columns]
     with _open_tmp(tmp, gz) as fh:
-        if header:
-            fh.write(json.dumps({SCHEMA_KEY: schema}, ensure_ascii=False, allow_nan=False) + "\n")
         for row in zip(*cells):
             fh.write(json.dumps(dict(zip(columns, row)), ensure_ascii=False, default=_json_default) + "\n")
 
 
-def _write_csv(df: pd.DataFrame, tmp: Path, schema: dict[str, Any], header: bool, gz: bool) -> None:
+def _write_csv(df: pd.DataFrame, tmp: Path, schema: dict[str, Any], gz: bool) -> None:
     columns = list(df.columns)
     encoded = []
     for column in columns:
@@ -341,8 +441,6 @@ def _write_csv(df: pd.DataFrame, tmp: Path, schema: dict[str, Any], header: bool
             values = ["" if v is None else (repr(v) if isinstance(v, float) else str(v)) for v in values]
         encoded.append(values)
     with _open_tmp(tmp, gz) as fh:
-        if header:
-            fh.write(_CSV_PREFIX + json.dumps(schema, ensure_ascii=False, allow_nan=False) + "\n")
         # The default "\r\n" terminator makes the writer quote any field holding "\r" or "\n".
         writer = csv.writer(fh)
         writer.writerow(columns)
@@ -390,9 +488,19 @@ def _write_parquet(df: pd.DataFrame, tmp: Path, schema: dict[str, Any]) -> None:
 # Reading
 # --------------------------------------------------------------------------------------------------
 
+# Failures of the bytes themselves (truncated gzip, not UTF-8, absurd nesting, a broken Parquet
+# footer...): reported as a RowTableError naming the user's file, never as a raw library error.
+_UNREADABLE = (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError, RecursionError, csv.Error,
+               pa.ArrowException, MemoryError)
+
 
 def read_rows(path: str | os.PathLike[str], *, format: str | None = None, lists: str = "python") -> pd.DataFrame:
     """Read a row table written by :func:`write_rows` (or a plain JSONL/CSV/Parquet file).
+
+    For JSONL and CSV the sidecar ``<file>.raglab.json`` (see :func:`sidecar_path`) restores dtypes
+    and ``attrs["raglab"]``, and is checked against the file: fewer rows than it records is an error
+    (the file was cut), more rows or other content a warning. Without a sidecar the file reads as a
+    plain file. Columns present in any row are kept; a UTF-8 byte-order mark is stripped.
 
     Parameters
     ----------
@@ -421,18 +529,92 @@ def read_rows(path: str | os.PathLike[str], *, format: str | None = None, lists:
     >>> str(back["retrieved"].dtype), back.rag.retrieval(k=2)["rr"].tolist()
     ('list<item: string>[pyarrow]', [0.5, 0.0])
     """
-    path = Path(path)
+    return _read_rows(Path(path), format=format, lists=lists)
+
+
+def _read_rows(path: Path, *, format: str | None = None, lists: str = "python", check: bool = True) -> pd.DataFrame:
+    """:func:`read_rows`; ``check=False`` skips the sidecar's row-count and hash checks (a caller that
+    verifies the rows itself, such as :class:`raglab.EvalSet`, reports changes more precisely)."""
     check_option("lists", lists, ("python", "arrow"))
     if not path.exists():
         raise FileNotFoundError(f"no row file at {str(path)!r}")
+    if path.is_dir():
+        raise RowTableError(f"{str(path)!r} is a directory; give the path of a JSONL, CSV or Parquet row file")
     fmt = _format_of(path, format)
-    if fmt == "jsonl":
-        frame = _read_jsonl(path)
-    elif fmt == "csv":
-        frame = _read_csv(path)
-    else:
-        return _read_parquet(path, arrow_lists=lists == "arrow")
+    try:
+        if fmt == "parquet":
+            try:
+                return _read_parquet(path, arrow_lists=lists == "arrow")
+            except (PermissionError, FileNotFoundError):
+                raise
+            except (OSError, json.JSONDecodeError) as exc:  # pyarrow reports a damaged file as an OSError
+                raise RowTableError(f"{str(path)!r} cannot be read as a parquet file: {exc}") from None
+            except (KeyError, TypeError, AttributeError) as exc:  # the schema metadata itself is damaged
+                raise RowTableError(
+                    f"{str(path)!r}: raglab's schema metadata in the file is damaged ({type(exc).__name__}: {exc}); "
+                    "restore the file, or rewrite it without metadata (pyarrow.parquet.write_table)."
+                ) from None
+        data = path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        text = data.decode("utf-8-sig")
+        sidecar = _load_sidecar(path)
+        if sidecar is not None and not check:
+            digest = sidecar.get("sha256")  # trusted: the caller checks the content itself
+            sidecar = {**sidecar, "n_rows": None}
+        frame = _read_jsonl(path, text, sidecar, digest) if fmt == "jsonl" else _read_csv(path, text, sidecar, digest)
+    except UnicodeDecodeError as exc:
+        raise RowTableError(
+            f"{str(path)!r} is not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}. Save the "
+            f"file as UTF-8 (or check that it is a {fmt.upper()} file at all)."
+        ) from None
+    except RecursionError:
+        raise RowTableError(f"{str(path)!r}: a cell is nested too deeply to decode (thousands of levels)") from None
+    except _UNREADABLE as exc:
+        what = "a complete gzip file" if isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)) else f"a {fmt} file"
+        raise RowTableError(f"{str(path)!r} cannot be read as {what}: {exc}") from None
     return _with_arrow_lists(frame) if lists == "arrow" else frame
+
+
+def _load_sidecar(path: Path) -> dict[str, Any] | None:
+    sidecar = sidecar_path(path)
+    if not sidecar.is_file():
+        return None
+    try:
+        record = json.loads(sidecar.read_text(encoding="utf-8-sig"))
+        if not isinstance(record, dict) or not isinstance(record.get(SCHEMA_KEY), dict):
+            raise ValueError("no schema")
+        record[SCHEMA_KEY]["columns"].items()
+        return record
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        raise RowTableError(
+            f"{str(sidecar)!r} (raglab's metadata for {path.name!r}) is not a raglab sidecar; delete it to read "
+            f"{path.name!r} as a plain file (its dtypes and attrs are then inferred)."
+        ) from None
+
+
+def _checked_schema(path: Path, sidecar: dict[str, Any] | None, n_rows: int, digest: str) -> dict[str, Any] | None:
+    """The sidecar's schema after checking the file against it (rows cut: error; other changes: warning)."""
+    if sidecar is None:
+        return None
+    expected = sidecar.get("n_rows")
+    side = sidecar_path(path).name
+    if isinstance(expected, int) and n_rows < expected:
+        raise RowTableError(
+            f"{str(path)!r} holds {n_rows} rows but its metadata {side!r} records {expected}: the file was cut or "
+            f"rows were removed after raglab wrote it. Restore the file, or delete {side!r} to read the "
+            f"{n_rows} rows as a plain file."
+        )
+    if sidecar.get("sha256") != digest:
+        more = f" ({n_rows} rows, {expected} recorded)" if isinstance(expected, int) and n_rows != expected else ""
+        warn(
+            f"read_rows: {str(path)!r} was changed after raglab wrote it{more}: its content no longer matches "
+            f"{side!r}. Read with the recorded dtypes where the columns match; write it again with "
+            "raglab.write_rows to refresh the metadata."
+        )
+        return {**sidecar[SCHEMA_KEY], "modified": True}
+    return sidecar[SCHEMA_KEY]
 
 
 def _with_arrow_lists(frame: pd.DataFrame) -> pd.DataFrame:
@@ -454,23 +636,40 @@ def _arrow_list_series(column: pa.ChunkedArray, name: str) -> pd.Series | None:
     return None if target is None else pd.Series(pd.arrays.ArrowExtensionArray(column.cast(target)), name=name)
 
 
-def _from_columns(columns: dict[str, Any], schema: Mapping[str, Any] | None, path: Path) -> pd.DataFrame:
+def _from_columns(
+    columns: dict[str, Any],
+    schema: Mapping[str, Any] | None,
+    path: Path,
+    infer: Any = None,
+) -> pd.DataFrame:
+    """A frame from decoded columns: typed by the schema, and columns it does not know inferred (kept)."""
     if schema is None:
-        df = _infer_frame(columns)
-    else:
-        specs = schema["columns"]
-        missing = [c for c in specs if c not in columns]
-        if missing:
-            raise RowTableError(f"{str(path)!r}: the schema names columns the file does not hold: {missing}")
-        df = pd.DataFrame(
-            {c: columns[c] if isinstance(columns[c], pd.Series) else _restore_column(columns[c], specs[c], c) for c in specs}
-        )
-        df = df.reset_index(drop=True)
-        if schema.get("index"):
-            df = df.set_index(schema["index"])
-        attrs = schema.get("attrs") or {}
-        if attrs:
-            set_meta(df, attrs)
+        return _infer_frame(columns)
+    specs = schema["columns"]
+    missing = [c for c in specs if c not in columns]
+    if missing and not schema.get("modified"):
+        raise RowTableError(f"{str(path)!r}: the schema names columns the file does not hold: {missing}")
+    infer = infer or _infer_frame
+    data: dict[str, pd.Series] = {}
+    for name, values in columns.items():
+        if name in specs:
+            try:
+                data[name] = values if isinstance(values, pd.Series) else _restore_column(values, specs[name], name)
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise RowTableError(
+                    f"{str(path)!r}: column {name!r} no longer holds the {specs[name]['kind']} values raglab wrote "
+                    f"({exc}); restore the file, or delete its sidecar {sidecar_path(path).name!r} to read it as a "
+                    "plain file."
+                ) from None
+        else:  # a column another tool added: keep it, typed as for a plain file
+            data[name] = infer({name: values})[name]
+    df = pd.DataFrame({name: series.reset_index(drop=True) for name, series in data.items()})
+    index = [c for c in schema.get("index") or [] if c in df.columns]
+    if index:
+        df = df.set_index(index)
+    attrs = schema.get("attrs") or {}
+    if attrs:
+        set_meta(df, attrs)
     return df
 
 
@@ -484,26 +683,29 @@ def _infer_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
-def _read_jsonl(path: Path) -> pd.DataFrame:
+def _read_jsonl(path: Path, text: str, sidecar: dict[str, Any] | None, digest: str) -> pd.DataFrame:
     schema = None
+    legacy = False
     records: list[dict[str, Any]] = []
-    with _open_text(path, "r") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RowTableError(f"{str(path)!r} line {number} is not valid JSON: {exc.msg}") from None
-            if not isinstance(record, dict):
-                raise RowTableError(f"{str(path)!r} line {number}: each line must be a JSON object")
-            if number == 1 and set(record) == {SCHEMA_KEY}:
-                schema = record[SCHEMA_KEY]
-                continue
-            records.append(record)
+    # Split on "\n" only: str.splitlines() would also split inside strings holding U+2028 and friends.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RowTableError(f"{str(path)!r} line {number} is not valid JSON: {exc.msg}") from None
+        if not isinstance(record, dict):
+            raise RowTableError(f"{str(path)!r} line {number}: each line must be a JSON object")
+        if number == 1 and set(record) == {SCHEMA_KEY}:  # the in-file header of raglab <= 0.1 files
+            schema, legacy = record[SCHEMA_KEY], True
+            continue
+        records.append(record)
+    if not legacy:
+        schema = _checked_schema(path, sidecar, len(records), digest)
     names: dict[str, None] = {}
     if schema is not None:
-        names.update(dict.fromkeys(schema["columns"]))
+        names.update(dict.fromkeys(c for c in schema["columns"] if not schema.get("modified")))
     for record in records:
         names.update(dict.fromkeys(record))
     columns = {name: [record.get(name) for record in records] for name in names}
@@ -518,20 +720,27 @@ def _maybe_id_text(name: str, value: Any) -> Any:
     return value
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
+def _read_csv(path: Path, text: str, sidecar: dict[str, Any] | None, digest: str) -> pd.DataFrame:
     schema = None
-    with _open_text(path, "r") as fh:
-        first = fh.readline()
-        if first.startswith(_CSV_PREFIX):
-            schema = json.loads(first[len(_CSV_PREFIX):])
-        else:
-            fh.seek(0)
-        reader = csv.reader(fh)
+    fh = io.StringIO(text, newline="")
+    first = fh.readline()
+    if first.startswith(_CSV_PREFIX):  # the in-file header of raglab <= 0.1 files
         try:
-            header = next(reader)
-        except StopIteration:
-            return pd.DataFrame()
-        rows = list(reader)
+            schema = json.loads(first[len(_CSV_PREFIX):])
+        except json.JSONDecodeError:
+            raise RowTableError(f"{str(path)!r} line 1: the raglab header line is not valid JSON") from None
+    else:
+        fh.seek(0)
+    reader = csv.reader(fh)
+    try:
+        header = next(reader)
+    except StopIteration:
+        header = None
+    rows = list(reader) if header is not None else []
+    if schema is None:
+        schema = _checked_schema(path, sidecar, len(rows), digest)
+    if header is None:
+        return pd.DataFrame()
     width = len(header)
     repeated = sorted({name for name in header if header.count(name) > 1})
     if repeated:
@@ -549,34 +758,47 @@ def _read_csv(path: Path) -> pd.DataFrame:
     if schema is None:
         return _infer_csv(raw)
     columns: dict[str, list[Any]] = {}
+    specs = schema["columns"]
     for name, values in raw.items():
-        spec = schema["columns"].get(name)
+        spec = specs.get(name)
         if spec is None:
-            raise RowTableError(f"{str(path)!r}: column {name!r} is not in the file's raglab schema")
+            columns[name] = values  # inferred by _from_columns
+            continue
         kind = spec["kind"]
-        if kind in ("list_str", "list_int", "json"):
-            columns[name] = [_decode_json_cell(v, name, i, path) for i, v in enumerate(values)]
-        elif kind in ("str", "category"):
-            empty = set(spec.get("empty_rows", ()))
-            columns[name] = ["" if i in empty else (None if v == "" else v) for i, v in enumerate(values)]
-        elif kind == "float":
-            columns[name] = [np.nan if v == "" else float(v) for v in values]
-        elif kind == "int":
-            columns[name] = [None if v == "" else int(v) for v in values]
-        elif kind == "bool":
-            columns[name] = [None if v == "" else v == "True" for v in values]
-        else:
-            columns[name] = [None if v == "" else v for v in values]
-    return _from_columns(columns, schema, path)
+        try:
+            if kind in ("list_str", "list_int", "json"):
+                columns[name] = [_decode_json_cell(v, name, i, path) for i, v in enumerate(values)]
+            elif kind in ("str", "category"):
+                empty = set(spec.get("empty_rows", ()))
+                columns[name] = ["" if i in empty else (None if v == "" else v) for i, v in enumerate(values)]
+            elif kind == "float":
+                columns[name] = [np.nan if v == "" else float(v) for v in values]
+            elif kind == "int":
+                columns[name] = [None if v == "" else int(v) for v in values]
+            elif kind == "bool":
+                columns[name] = [None if v == "" else v == "True" for v in values]
+            else:
+                columns[name] = [None if v == "" else v for v in values]
+        except RowTableError:
+            raise
+        except ValueError as exc:
+            raise RowTableError(
+                f"{str(path)!r}: column {name!r} should hold {kind} values as raglab wrote it, but {exc}"
+            ) from None
+    return _from_columns(columns, schema, path, infer=_infer_csv)
 
 
 def _decode_json_cell(text: str, column: str, row: int, path: Path) -> Any:
+    if text is None or text == "":  # an empty field (e.g. the file was saved again by pandas): missing
+        return None
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         raise RowTableError(
             f"{str(path)!r}: column {column!r} row {row} should hold JSON text (a list or dict), got {text[:40]!r}"
         ) from None
+    except RecursionError:
+        raise RowTableError(f"{str(path)!r}: column {column!r} row {row} is nested too deeply to decode") from None
 
 
 def _infer_csv(raw: dict[str, list[str]]) -> pd.DataFrame:
@@ -599,10 +821,12 @@ def _infer_csv(raw: dict[str, list[str]]) -> pd.DataFrame:
 def _json_or_text(text: str) -> Any:
     """A list or dict cell of a plain CSV: JSON, or the Python repr that ``DataFrame.to_csv`` writes."""
     stripped = text.strip()
+    if stripped == "null":  # how raglab's CSV writes a missing list or dict
+        return None
     if stripped[:1] in ("[", "{"):
         try:
             return json.loads(stripped)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             try:
                 value = ast.literal_eval(stripped)  # literals only: never runs code
             except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -626,6 +850,17 @@ def _read_parquet(path: Path, *, arrow_lists: bool = False) -> pd.DataFrame:
     metadata = table.schema.metadata or {}
     raw_schema = metadata.get(SCHEMA_KEY.encode())
     schema = json.loads(raw_schema) if raw_schema else None
+    if schema is not None:
+        expected = schema.get("n_rows")
+        if isinstance(expected, int) and table.num_rows != expected:
+            message = (f"{str(path)!r} holds {table.num_rows} rows but its raglab metadata records {expected}: "
+                       "it was changed after raglab wrote it.")
+            if table.num_rows < expected:
+                raise RowTableError(message + " Restore the file, or write it again with raglab.write_rows.")
+            warn("read_rows: " + message + " All rows are read.")
+        extra = [c for c in table.column_names if c not in schema["columns"]]
+        if extra:
+            schema = {**schema, "columns": dict(schema["columns"])}
     columns: dict[str, Any] = {}
     for name in table.column_names:
         if arrow_lists:
@@ -633,8 +868,13 @@ def _read_parquet(path: Path, *, arrow_lists: bool = False) -> pd.DataFrame:
             if series is not None:
                 columns[name] = series
                 continue
-        values = table.column(name).to_pylist()
         spec = schema["columns"].get(name) if schema else None
+        if schema is not None and spec is None:  # a column another tool added
+            columns[name] = table.select([name]).to_pandas()[name]
+            if columns[name].dtype == object:
+                columns[name] = pd.Series([_to_python(v) for v in columns[name].array], dtype=object, name=name)
+            continue
+        values = table.column(name).to_pylist()
         if spec is not None and spec["kind"] == "json":
             values = [_decode_json_cell(v, name, i, path) for i, v in enumerate(values)]
         columns[name] = values
@@ -649,199 +889,3 @@ def _read_parquet(path: Path, *, arrow_lists: bool = False) -> pd.DataFrame:
                 frame[name] = pd.Series([_to_python(v) for v in frame[name].array], dtype=object)
         return frame
     return _from_columns(columns, schema, path)
-
-
-# --------------------------------------------------------------------------------------------------
-# TREC run and qrels files
-# --------------------------------------------------------------------------------------------------
-
-
-def _trec_lines(path: str | os.PathLike[str], what: str, min_fields: int) -> Iterable[tuple[int, list[str]]]:
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            stripped = line.strip()
-            if not stripped or stripped.startswith("#"):  # trec_eval skips comment lines; '#' inside ids is data
-                continue
-            fields = stripped.split()
-            if len(fields) < min_fields:
-                raise RowTableError(
-                    f"{str(path)!r} line {number}: a TREC {what} line needs at least {min_fields} "
-                    f"whitespace-separated fields, got {len(fields)}: {stripped[:60]!r}"
-                )
-            yield number, fields
-
-
-def _read_qrels(path: str | os.PathLike[str]) -> pd.DataFrame:
-    records = []
-    for number, fields in _trec_lines(path, "qrels", 4):
-        try:
-            grade = int(fields[3])
-        except ValueError:
-            raise RowTableError(
-                f"{str(path)!r} line {number}: relevance must be an integer, got {fields[3]!r}"
-            ) from None
-        records.append((fields[0], fields[2], grade))
-    return pd.DataFrame(records, columns=["qid", "docno", "grade"])
-
-
-def _read_run(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, str | None]:
-    records = []
-    names = set()
-    for number, fields in _trec_lines(path, "run", 6):
-        try:
-            score = float(fields[4])
-        except ValueError:
-            raise RowTableError(f"{str(path)!r} line {number}: score must be a number, got {fields[4]!r}") from None
-        records.append((fields[0], fields[2], score))
-        names.add(fields[5])
-    run = pd.DataFrame(records, columns=["qid", "docno", "score"])
-    return run, (sorted(names)[0] if len(names) == 1 else None)
-
-
-def read_trec(
-    run: str | os.PathLike[str] | None = None,
-    qrels: str | os.PathLike[str] | None = None,
-) -> pd.DataFrame:
-    """Build a row table from a TREC run file and/or a qrels file.
-
-    The run is ordered as trec_eval orders it: by score, highest first, ties broken by document id
-    in *descending* byte order (the rank column is ignored, as trec_eval ignores it). Duplicate
-    documents within a topic are refused. With qrels, there is one row per judged topic: topics
-    missing from the run get an empty ``retrieved`` list (they score 0, not dropped), and run topics
-    without judgments are dropped with a warning (trec_eval ignores them too).
-
-    Parameters
-    ----------
-    run : path, optional
-        ``qid Q0 docno rank score runid`` lines; extra trailing fields are ignored.
-    qrels : path, optional
-        ``qid iter docno rel`` lines; every judged grade is kept (grades <= 0 are non-relevant).
-
-    Returns
-    -------
-    DataFrame
-        ``question_id``; with a run ``retrieved`` (list[str]) and ``retrieved_scores``
-        (list[float]); with qrels ``gold`` (dict docno -> grade). ``attrs["raglab"]["run"]`` records
-        the run name and the tie rule.
-
-    Examples
-    --------
-    >>> import raglab
-    >>> rows = raglab.read_trec(run="results.test", qrels="qrels.test")   # doctest: +SKIP
-    >>> rows.columns.tolist()                                             # doctest: +SKIP
-    ['question_id', 'retrieved', 'retrieved_scores', 'gold']
-    """
-    if run is None and qrels is None:
-        raise TypeError("read_trec needs run=..., qrels=... or both")
-    frames: dict[str, pd.Series] = {}
-    run_name = None
-    if run is not None:
-        run_df, run_name = _read_run(run)
-        dupes = run_df.duplicated(["qid", "docno"])
-        if dupes.any():
-            first = run_df[dupes].iloc[0]
-            raise RowTableError(
-                f"{str(run)!r}: document {first.docno!r} appears more than once for topic {first.qid!r} "
-                f"({int(dupes.sum())} duplicates in all); a ranked list holds each document once."
-            )
-        # trec_eval: score descending, then docno descending (strcmp order = code-point order).
-        run_df = run_df.sort_values(["qid", "score", "docno"], ascending=[True, False, False], kind="stable")
-        grouped = run_df.groupby("qid", sort=True)
-        frames["retrieved"] = grouped["docno"].agg(list)
-        frames["retrieved_scores"] = grouped["score"].agg(list)
-    if qrels is not None:
-        qrels_df = _read_qrels(qrels)
-        dupes = qrels_df.duplicated(["qid", "docno"], keep=False)
-        if dupes.any():
-            first = qrels_df[dupes].iloc[0]
-            warn(f"{str(qrels)!r}: document {first.docno!r} is judged more than once for topic {first.qid!r}; "
-                 "the last judgment is kept (as trec_eval does).")
-            qrels_df = qrels_df.drop_duplicates(["qid", "docno"], keep="last")
-        frames["gold"] = qrels_df.groupby("qid", sort=True).apply(
-            lambda g: dict(zip(g["docno"], g["grade"].astype(int).tolist())), include_groups=False
-        )
-    if qrels is not None and run is not None:
-        topics = frames["gold"].index
-        unjudged = frames["retrieved"].index.difference(topics)
-        if len(unjudged):
-            warn(f"read_trec: {len(unjudged)} run topic(s) have no judgments in the qrels and were dropped, "
-                 f"as trec_eval drops them (e.g. {unjudged[:5].tolist()}).")
-        for key in ("retrieved", "retrieved_scores"):
-            frames[key] = frames[key].reindex(topics)
-            frames[key] = frames[key].where(frames[key].notna(), pd.Series([[] for _ in topics], index=topics))
-    index = next(iter(frames.values())).index
-    rows = pd.DataFrame({"question_id": pd.Series(index.astype(str), dtype=object)})
-    for key, series in frames.items():
-        rows[key] = pd.Series(series.reindex(index).tolist(), dtype=object)
-    set_meta(rows, {"run": {"name": run_name, "source": "trec", "ties": "score desc, then docno desc (trec_eval)"}})
-    return rows
-
-
-def write_trec(
-    df: pd.DataFrame,
-    run: str | os.PathLike[str] | None = None,
-    qrels: str | os.PathLike[str] | None = None,
-    *,
-    run_name: str | None = None,
-    question_id: str = "question_id",
-    retrieved: str = "retrieved",
-    scores: str | None = "retrieved_scores",
-    gold: str = "gold",
-) -> None:
-    """Write the ranked lists as a TREC run file and/or the gold as a qrels file.
-
-    Run scores come from ``scores`` when that column exists, otherwise they are ``n - rank + 1``
-    so that trec_eval reproduces the list order exactly. List gold is written with grade 1.
-
-    Examples
-    --------
-    >>> import pandas as pd, tempfile, os
-    >>> rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d3", "d1"]], "gold": [["d1"]]})
-    >>> folder = tempfile.mkdtemp()
-    >>> write_trec(rows, run=os.path.join(folder, "run.txt"), run_name="bm25")
-    >>> open(os.path.join(folder, "run.txt")).read().splitlines()
-    ['q1 Q0 d3 1 2.0 bm25', 'q1 Q0 d1 2 1.0 bm25']
-    """
-    from raglab._rowtable import resolve_column
-
-    if run is None and qrels is None:
-        raise TypeError("write_trec needs run=..., qrels=... or both")
-    method = "rag.write_trec"
-    qid_col = resolve_column(df, "question_id", question_id, method=method)
-    if run is not None:
-        ret_col = resolve_column(df, "retrieved", retrieved, method=method)
-        score_col = scores if scores is not None and scores in df.columns else None
-        name = run_name or (get_meta(df).get("run") or {}).get("name") or "raglab"
-        _write_lines(run, _run_lines(df, qid_col, ret_col, score_col, name))
-    if qrels is not None:
-        gold_col = resolve_column(df, "gold", gold, method=method)
-        _write_lines(qrels, _qrels_lines(df, qid_col, gold_col))
-
-
-def _run_lines(df: pd.DataFrame, qid_col: str, ret_col: str, score_col: str | None, name: str) -> Iterable[str]:
-    scores_iter = df[score_col].array if score_col else [None] * len(df)
-    for qid, ids, scores in zip(df[qid_col].array, df[ret_col].array, scores_iter):
-        ids = [] if is_missing(ids) else list(ids)
-        values = list(scores) if scores is not None and not is_missing(scores) else None
-        if values is not None and len(values) != len(ids):
-            raise RowTableError(f"rag.write_trec: question {qid!r} has {len(ids)} ids but {len(values)} scores")
-        for rank, doc in enumerate(ids, start=1):
-            score = values[rank - 1] if values is not None else float(len(ids) - rank + 1)
-            yield f"{qid} Q0 {doc} {rank} {score!r} {name}\n"
-
-
-def _qrels_lines(df: pd.DataFrame, qid_col: str, gold_col: str) -> Iterable[str]:
-    for qid, gold in zip(df[qid_col].array, df[gold_col].array):
-        if is_missing(gold):
-            continue
-        items = gold.items() if isinstance(gold, Mapping) else ((g, 1) for g in gold)
-        for doc, grade in items:
-            yield f"{qid} 0 {doc} {int(grade)}\n"
-
-
-def _write_lines(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
-    def write(tmp: Path) -> None:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.writelines(lines)
-
-    _write_atomically(Path(path), write)

@@ -9,6 +9,7 @@ record the conventions in ``attrs["raglab"]``. ``method_name`` is the name error
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -157,6 +158,10 @@ def retrieval(
         gold_col = resolve_column(df, "gold_spans", gold_spans, method=method)
         ranked_col = resolve_column(df, "retrieved_spans", retrieved_spans, method=method)
         _check_id_types(df, ranked_col, gold_col, method, spans=True)
+        # The ids that go with these spans: `retrieved` when given, the default pair otherwise.
+        ids_col = retrieved if retrieved is not None else "retrieved" if retrieved_spans is None else None
+        if ids_col is not None and ids_col in df.columns and ids_col != ranked_col:
+            _check_span_lengths(df, ids_col, ranked_col, method, qid)
         scores, judged_none_relevant = guarded(
             df,
             lambda: _span_retrieval_scores(
@@ -183,6 +188,7 @@ def retrieval(
         ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
         gold_col = resolve_column(df, "gold", gold, method=method)
         _check_id_types(df, ranked_col, gold_col, method)
+        _check_grades(df, gold_col, gain, method, qid)
         scores, judged_none_relevant = guarded(
             df,
             lambda: _metrics._retrieval_scores(
@@ -386,35 +392,65 @@ def _scoring_name(method: str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def _id_types(values: Any, *, spans: bool, limit: int = 2000) -> set[str]:
-    """The kinds of id ('text' or 'number') in the first non-empty cells of an id or span column."""
+def _id_types(values: Any, *, spans: bool) -> set[str]:
+    """The kinds of id ('text' or 'number') anywhere in an id, gold or span column (every cell is looked at)."""
     arrow = None if spans else _arrow_lists(values)
     if arrow is not None:
-        head = arrow.slice(0, limit)
         kind = _arrow_id_kind(arrow.type.value_type)
-        if kind is not None and sum(len(chunk.flatten()) for chunk in head.chunks):
-            return {kind}
         if kind is not None:
-            return set()
-        values = head.to_pylist()  # not ids: let the cell checks below describe them
+            return {kind} if sum(len(chunk.flatten()) for chunk in arrow.chunks) else set()
+        values = arrow.to_pylist()  # not ids: let the cell checks describe them
+    if spans:
+        types = {type(x.get("doc_id")) for cell in values if isinstance(cell, (list, tuple, np.ndarray))
+                 for x in cell if isinstance(x, Mapping)}
+    else:  # map(type, chain(...)) walks every id in C: all cells, no sample
+        cells = (cell for cell in values if isinstance(cell, (list, tuple, np.ndarray, Mapping)))
+        types = set(map(type, itertools.chain.from_iterable(cells)))
     kinds: set[str] = set()
-    seen = 0
-    for cell in values:
-        if isinstance(cell, Mapping):
-            items = list(cell)[:5]
-        elif isinstance(cell, (list, tuple, np.ndarray)):
-            items = [x.get("doc_id") if spans and isinstance(x, Mapping) else x for x in list(cell)[:5]]
-        else:
-            continue
-        for item in items:
-            if isinstance(item, str):
-                kinds.add("text")
-            elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
-                kinds.add("number")
-        seen += 1
-        if seen >= limit:
-            break
+    for kind in types:
+        if issubclass(kind, str):
+            kinds.add("text")
+        elif issubclass(kind, (int, np.integer)) and not issubclass(kind, (bool, np.bool_)):
+            kinds.add("number")
     return kinds
+
+
+def _check_span_lengths(df: pd.DataFrame, ids_col: str, spans_col: str, method: str, qid: str | None) -> None:
+    """``retrieved_spans`` gives the span of each entry of ``retrieved``: refuse lists of other lengths."""
+    spans = df[spans_col]
+    span_lengths = np.fromiter((-1 if not isinstance(v, (list, tuple, np.ndarray)) else len(v) for v in spans.array),
+                               dtype=np.int64, count=len(df))
+    id_lengths = list_lengths(df[ids_col])
+    bad = np.flatnonzero((span_lengths >= 0) & (span_lengths != id_lengths))
+    if bad.size:
+        shown = bad[:5].tolist()
+        which = f"{qid} {[str(df[qid].iloc[p]) for p in shown]}" if qid is not None else f"rows {shown}"
+        raise RowTableError(
+            f"{method}: column {spans_col!r} must give one span per entry of {ids_col!r} (same order), but "
+            f"{bad.size} question(s) differ in length ({which}; e.g. {int(id_lengths[bad[0]])} ids, "
+            f"{int(span_lengths[bad[0]])} spans). Fix the spans, or drop {ids_col!r} if the spans alone are the ranking."
+        )
+
+
+def _check_grades(df: pd.DataFrame, gold_col: str, gain: str, method: str, qid: str | None) -> None:
+    """Refuse grades that cannot be scored: non-finite ones, and (exponential gain 2**g - 1) g >= 1024."""
+    for pos, cell in enumerate(df[gold_col].array):
+        if not isinstance(cell, Mapping) or not cell:
+            continue
+        grades = [float(g) for g in cell.values()
+                  if isinstance(g, (int, float, np.number)) and not isinstance(g, (bool, np.bool_))]
+        who = f"{qid} {str(df[qid].iloc[pos])!r}" if qid is not None else f"row {pos}"
+        bad = [g for g in grades if np.isinf(g)]
+        if bad:
+            raise RowTableError(
+                f"{method}: column {gold_col!r} ({who}) has grade {bad[0]!r}; grades must be finite numbers "
+                "(e.g. 0-3). Fix the gold."
+            )
+        if gain == "exponential" and grades and max(grades) >= 1024:
+            raise RowTableError(
+                f"{method}: column {gold_col!r} ({who}) has grade {max(grades)!r}; exponential gain 2**g - 1 "
+                "overflows for grades of 1024 and more. Pass gain='linear', or rescale the grades."
+            )
 
 
 def _check_id_types(df: pd.DataFrame, ranked_col: str, gold_col: str, method: str, *, spans: bool = False) -> None:

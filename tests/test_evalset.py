@@ -64,9 +64,9 @@ def test_tampered_file_is_refused_with_changed_ids(tmp_path):
     EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
     path = tmp_path / "golden" / "v1" / "rows.jsonl"
     lines = path.read_text().splitlines()
-    record = json.loads(lines[2])  # line 0 is the schema; line 2 is q2
+    record = json.loads(lines[1])  # no schema line any more (it is in the sidecar): line 1 is q2
     record["gold"] = {"d2": 1}
-    lines[2] = json.dumps(record)
+    lines[1] = json.dumps(record)
     lines.append(json.dumps({"question_id": "q9", "question": "New?", "gold": ["d9"]}))
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(EvalSetTamperedError, match=r"edited after freezing: 1 changed \['q2'\]; 1 added \['q9'\]"):
@@ -205,3 +205,74 @@ def test_summary_compare_and_gate_resample_the_eval_sets_clusters_by_default(tmp
     assert gated.table["n_clusters"].iloc[0] == n_conv
     with pytest.raises(TypeError, match="units"):
         base.rag.compare(cand, metrics=["faithfulness"], units=3)
+
+
+# ---- ids as text, plain version names, the manifest's own fields, any column dtype -----------------
+
+
+def test_ids_that_are_equal_as_text_are_refused(tmp_path):
+    rows = pd.DataFrame({"question_id": pd.Series([7, "7"], dtype=object), "gold": [["a"], ["b"]]})
+    with pytest.raises(RowTableError, match=r"must be unique as text .* \['7'\]"):
+        EvalSet.freeze(rows, tmp_path / "es", version="v1")
+    assert not (tmp_path / "es" / "v1").exists()
+
+
+@pytest.mark.parametrize("version", ["../x", "a/b", "", " ", ".hidden", "..", "/abs", "a\\b"])
+def test_version_names_are_plain_names(tmp_path, version):
+    with pytest.raises(ValueError, match=r"is not a plain name"):
+        EvalSet.freeze(questions(), tmp_path / "es", version=version)
+    assert not (tmp_path / "x").exists() and list(tmp_path.iterdir()) in ([], [tmp_path / "es"])
+
+
+def test_the_manifest_fields_are_covered_by_its_hash(tmp_path):
+    EvalSet.freeze(questions(), tmp_path / "es", version="v1")
+    path = tmp_path / "es" / "v1" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["units"] = "qtype"  # would make every interval resample clusters
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(EvalSetTamperedError, match=r"manifest.json' was edited after freezing"):
+        EvalSet.load(tmp_path / "es")
+
+
+def test_a_row_count_that_disagrees_with_the_manifest_is_refused(tmp_path):
+    EvalSet.freeze(questions(), tmp_path / "es", version="v1")
+    path = tmp_path / "es" / "v1" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["n_rows"] = 2
+    del manifest["manifest_hash"]  # a manifest of the previous format: n_rows is still checked
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(EvalSetTamperedError, match=r"holds 3 rows, the manifest froze 2"):
+        EvalSet.load(tmp_path / "es")
+
+
+def test_a_garbled_manifest_names_its_file(tmp_path):
+    EvalSet.freeze(questions(), tmp_path / "es", version="v1")
+    (tmp_path / "es" / "v1" / "manifest.json").write_text('{"name": ')
+    with pytest.raises(EvalSetTamperedError, match=r"v1/manifest.json' is not a valid eval-set manifest"):
+        EvalSet.load(tmp_path / "es")
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pd.array([1, None, 3], dtype="Int64"),
+        pd.array(["a", None, "c"], dtype="string"),
+        pd.to_datetime(["2024-01-01", None, "2024-03-01"]),
+        pd.to_datetime(["2024-01-01", "2024-02-01", "2024-03-01"]).tz_localize("UTC"),
+    ],
+)
+def test_nullable_and_datetime_columns_freeze_and_load(tmp_path, column):
+    rows = questions().assign(extra=column)
+    es = EvalSet.freeze(rows, tmp_path / "es", version="v1", columns=["extra"])
+    back = EvalSet.load(tmp_path / "es")
+    assert back.hash == es.hash
+    assert back.rows["extra"].isna().tolist() == pd.Series(column).isna().tolist()
+
+
+def test_an_edit_of_an_int_id_row_is_caught(tmp_path):
+    rows = pd.DataFrame({"question_id": [7, 8], "gold": [["a"], ["b"]]})
+    EvalSet.freeze(rows, tmp_path / "es", version="v1")
+    path = tmp_path / "es" / "v1" / "rows.jsonl"
+    path.write_text(path.read_text().replace('["a"]', '["z"]'))
+    with pytest.raises(EvalSetTamperedError, match=r"1 changed \['7'\]"):
+        EvalSet.load(tmp_path / "es")

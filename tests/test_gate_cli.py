@@ -106,7 +106,7 @@ def test_inner_join(files, tmp_path, capsys):
     raglab.write_rows(c.iloc[10:], partial)
     assert main(["gate", files["base"], str(partial), "--metric", "hit@5", "--margin", "0.02"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("raglab gate: error: rag.gate: the runs must answer the same questions")
+    assert err.startswith("raglab gate: error: the runs must answer the same questions")
     assert err.count("\n") == 1
     code = main(["gate", files["base"], str(partial), "--metric", "hit@5", "--margin", "0.02", "--how", "inner"])
     captured = capsys.readouterr()

@@ -89,7 +89,7 @@ def test_writing_never_leaves_a_half_file(tmp_path):
     with pytest.raises(TypeError):
         write_rows(bad, path)
     assert path.read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == ["run.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl", "run.jsonl.raglab.json"]
 
 
 def test_unknown_suffix_is_a_clear_error(tmp_path):
@@ -141,7 +141,9 @@ def test_corrupt_jsonl_line_is_named(tmp_path):
 
 def test_headerless_jsonl_is_plain(tmp_path):
     rows = sample_rows()
+    write_rows(rows, tmp_path / "plain.jsonl")
     path = write_rows(rows, tmp_path / "plain.jsonl", header=False)
+    assert not (tmp_path / "plain.jsonl.raglab.json").exists()  # no stale sidecar left behind
     first = json.loads(path.read_text().splitlines()[0])
     assert first["question_id"] == "007"
     back = read_rows(path)
@@ -268,3 +270,155 @@ def test_lists_arrow_reads_plain_parquet_and_refuses_unknown_values(tmp_path):
     assert rows.rag.retrieval(k=2)["rr"].tolist() == [0.5, 0.0]
     with pytest.raises(ValueError, match=r"The value for `lists` must be one of \['python', 'arrow'\]"):
         read_rows(tmp_path / "plain.parquet", lists="numpy")
+
+
+# ---- plain files for any tool, metadata in a sidecar ----------------------------------------------
+
+
+def _plain_frame() -> pd.DataFrame:
+    rows = pd.DataFrame(
+        {
+            "question_id": ["q1", "q2", "q3"],
+            "retrieved": [["d1", "d2"], [], ["d3"]],
+            "gold": [{"d2": 1}, ["d9"], None],
+            "score": [0.5, 1.0, 0.25],
+            "n": [1, 2, 3],
+        }
+    )
+    set_meta(rows, {"retrieval": {"k": [5]}})
+    return rows
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet", ".csv.gz", ".jsonl.gz"])
+def test_plain_pandas_reads_exactly_the_rows_and_columns_written(tmp_path, suffix):
+    rows = _plain_frame()
+    path = write_rows(rows, tmp_path / f"x{suffix}")
+    if ".csv" in suffix:
+        plain = pd.read_csv(path)
+        # pandas reads the JSON text "null" as NaN, like any missing cell
+        decoded = plain.assign(retrieved=plain["retrieved"].map(json.loads),
+                               gold=plain["gold"].map(lambda v: None if pd.isna(v) else json.loads(v)))
+    elif ".jsonl" in suffix:
+        decoded = pd.read_json(path, lines=True, dtype=False)
+        decoded["gold"] = [v if isinstance(v, (list, dict)) else None for v in decoded["gold"]]
+    else:
+        decoded = pd.read_parquet(path)
+        decoded["retrieved"] = decoded["retrieved"].map(list)
+        decoded["gold"] = decoded["gold"].map(json.loads)
+    assert decoded.shape == rows.shape and list(decoded.columns) == list(rows.columns)
+    assert decoded["question_id"].tolist() == rows["question_id"].tolist()
+    assert decoded["retrieved"].tolist() == rows["retrieved"].tolist()
+    assert decoded["gold"].tolist() == rows["gold"].tolist()
+    assert decoded["score"].tolist() == rows["score"].tolist() and decoded["n"].tolist() == rows["n"].tolist()
+    assert get_meta(read_rows(path)) == get_meta(rows)
+    if suffix != ".parquet":
+        side = json.loads((tmp_path / f"x{suffix}.raglab.json").read_text())
+        assert side["n_rows"] == 3 and len(side["sha256"]) == 64 and side["file"] == f"x{suffix}"
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_missing_sidecar_loses_only_the_metadata(tmp_path, suffix):
+    rows = _plain_frame()
+    path = write_rows(rows, tmp_path / f"x{suffix}")
+    (tmp_path / f"x{suffix}.raglab.json").unlink()
+    back = read_rows(path)
+    assert back["retrieved"].tolist() == rows["retrieved"].tolist() and back["gold"].tolist() == rows["gold"].tolist()
+    assert back["question_id"].tolist() == rows["question_id"].tolist() and get_meta(back) == {}
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_file_cut_at_a_line_boundary_is_refused_naming_both_counts(tmp_path, suffix):
+    path = write_rows(_plain_frame(), tmp_path / f"x{suffix}")
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]))
+    with pytest.raises(raglab.RowTableError, match=rf"x{suffix}' holds 2 rows but its metadata .* records 3"):
+        read_rows(path)
+
+
+def test_a_jsonl_row_appended_by_another_tool_keeps_its_new_column(tmp_path):
+    path = write_rows(_plain_frame(), tmp_path / "x.jsonl")
+    with open(path, "a") as fh:
+        fh.write(json.dumps({"question_id": "q4", "retrieved": [], "gold": [], "latency_s": 1.5}) + "\n")
+    with pytest.warns(UserWarning, match=r"changed after raglab wrote it \(4 rows, 3 recorded\)"):
+        back = read_rows(path)
+    assert len(back) == 4 and back["latency_s"].tolist()[3] == 1.5 and math.isnan(back["latency_s"].iloc[0])
+    assert back["n"].isna().tolist() == [False, False, False, True]
+
+
+def test_a_column_added_to_parquet_with_pyarrow_is_kept(tmp_path):
+    import pyarrow.parquet as pq
+
+    path = write_rows(_plain_frame(), tmp_path / "x.parquet")
+    table = pq.read_table(path)
+    table = table.append_column("latency_s", pa_array([0.1, 0.2, 0.3]))
+    pq.write_table(table, path)
+    back = read_rows(path)
+    assert back["latency_s"].tolist() == [0.1, 0.2, 0.3] and get_meta(back) == {"retrieval": {"k": [5]}}
+
+
+def pa_array(values):
+    import pyarrow as pa
+
+    return pa.array(values)
+
+
+def test_a_csv_column_added_by_another_tool_is_kept(tmp_path):
+    path = write_rows(_plain_frame(), tmp_path / "x.csv")
+    plain = pd.read_csv(path)
+    plain["latency_s"] = [1, 2, 3]
+    plain.to_csv(path, index=False)
+    with pytest.warns(UserWarning, match="changed after raglab wrote it"):
+        back = read_rows(path)
+    assert back["latency_s"].tolist() == [1, 2, 3] and back.loc[0, "gold"] == {"d2": 1}
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_dict_keys_that_are_not_text_are_refused_not_changed(tmp_path, suffix):
+    rows = pd.DataFrame({"question_id": ["q1"], "gold": [{7: 1}]})
+    with pytest.raises(raglab.RowTableError, match=r"column 'gold' row 0 .* int key 7; .* read back as '7'"):
+        write_rows(rows, tmp_path / f"x{suffix}")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_a_byte_order_mark_is_stripped(tmp_path, suffix):
+    path = write_rows(_plain_frame(), tmp_path / f"x{suffix}", header=False)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    back = read_rows(path)
+    assert list(back.columns)[0] == "question_id" and back["question_id"].tolist() == ["q1", "q2", "q3"]
+
+
+def test_files_of_the_previous_format_still_read(tmp_path):
+    schema = {"version": 1, "columns": {"question_id": {"kind": "str", "dtype": "object"},
+                                        "gold": {"kind": "json", "dtype": "object"}},
+              "attrs": {"retrieval": {"k": [3]}}}
+    old_jsonl = tmp_path / "old.jsonl"
+    old_jsonl.write_text(json.dumps({"__raglab__": schema}) + "\n" + json.dumps({"question_id": "007", "gold": {"a": 1}}) + "\n")
+    old_csv = tmp_path / "old.csv"
+    old_csv.write_text("#__raglab__ " + json.dumps(schema) + "\nquestion_id,gold\n007,\"{\"\"a\"\": 1}\"\n")
+    for path in (old_jsonl, old_csv):
+        back = read_rows(path)
+        assert back["question_id"].tolist() == ["007"] and back.loc[0, "gold"] == {"a": 1}
+        assert get_meta(back) == {"retrieval": {"k": [3]}}
+
+
+def test_unreadable_bytes_name_the_users_file(tmp_path):
+    path = write_rows(_plain_frame(), tmp_path / "x.jsonl.gz")
+    path.write_bytes(path.read_bytes()[:-12])
+    with pytest.raises(raglab.RowTableError, match=r"x.jsonl.gz' cannot be read as a complete gzip file"):
+        read_rows(path)
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("question_id,answer\nq1,caf\xe9\n".encode("latin-1"))
+    with pytest.raises(raglab.RowTableError, match=r"latin.csv' is not UTF-8 text: byte 0xe9"):
+        read_rows(latin)
+    deep = tmp_path / "deep.csv"
+    deep.write_text("question_id,retrieved\nq1," + "[" * 60_000 + "]" * 60_000 + "\n")
+    back = read_rows(deep)  # too deep to decode: kept as the text it is, for validate to name
+    assert isinstance(back.loc[0, "retrieved"], str)
+
+
+def test_a_garbled_sidecar_is_named_with_the_fix(tmp_path):
+    path = write_rows(_plain_frame(), tmp_path / "x.csv")
+    (tmp_path / "x.csv.raglab.json").write_text("{not json")
+    with pytest.raises(raglab.RowTableError, match=r"x.csv.raglab.json' .* delete it to read 'x.csv'"):
+        read_rows(path)

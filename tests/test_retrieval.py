@@ -11,7 +11,9 @@ import pytest
 
 import raglab
 from raglab import retrieval as rt
+from raglab._errors import RowTableError
 from raglab._meta import update_meta
+from raglab.retrieval import retrieval
 
 
 def span(doc, start, end, **extra):
@@ -148,3 +150,51 @@ def test_read_rows_lists_arrow_then_retrieval(rows, tmp_path, suffix):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         pd.testing.assert_series_equal(again["ndcg@3"], expected["ndcg@3"])
+
+
+# ---- checks that look at everything; k bounded -----------------------------------------------------
+
+
+def test_a_huge_k_allocates_nothing_for_ranks_that_hold_nothing():
+    from raglab.metrics import _common
+
+    rows = pd.DataFrame({"question_id": ["a"], "retrieved": [["d1", "d2"]], "gold": [{"d2": 1, "d3": 1}]})
+    with pytest.warns(UserWarning, match=r"larger than the longest list"):
+        got = retrieval(rows, k=[2, 10**9])
+    assert len(_common._DISCOUNT) < 10_000  # the discount table was not grown to 10**9 entries
+    assert got["ndcg@1000000000"].iloc[0] == got["ndcg@2"].iloc[0] == pytest.approx((1 / np.log2(3)) / (1 + 1 / np.log2(3)))
+    assert got["precision@1000000000"].iloc[0] == 1e-9
+
+
+def test_spans_of_another_length_than_the_ids_are_refused():
+    span = {"doc_id": "a", "start": 0, "end": 5}
+    rows = pd.DataFrame({"question_id": ["q1", "q2"], "retrieved": [["c1", "c2"], ["c3"]],
+                         "retrieved_spans": [[span], [span]], "gold_spans": [[span], [span]]})
+    with pytest.raises(RowTableError, match=r"'retrieved_spans' must give one span per entry of 'retrieved'.*\['q1'\]"):
+        retrieval(rows, k=1)
+
+
+def test_the_id_type_check_looks_past_the_first_rows():
+    n = 5000
+    rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(n)],
+                         "retrieved": [[] for _ in range(n - 1)] + [[7]],
+                         "gold": [{"7": 1} for _ in range(n)]})
+    with pytest.raises(RowTableError, match=r"'retrieved' holds ids as number but 'gold' as text"):
+        retrieval(rows, k=1)
+
+
+def test_grades_that_cannot_be_scored_are_refused():
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]], "gold": [{"d1": float("inf")}]})
+    with pytest.raises(RowTableError, match=r"grades must be finite numbers"):
+        rows.rag.validate(require=["gold"])
+    big = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]], "gold": [{"d1": 1024}]})
+    with pytest.raises(RowTableError, match=r"grade 1024.0; exponential gain .* gain='linear'"):
+        retrieval(big, k=1)
+    assert retrieval(big, k=1, gain="linear")["ndcg@1"].iloc[0] == 1.0
+
+
+@pytest.mark.parametrize("grade", [float("inf"), -float("inf")])
+def test_non_finite_grades_are_refused_by_retrieval_too(grade):
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1", "d2"]], "gold": [{"d1": grade, "d2": 1}]})
+    with pytest.raises(RowTableError, match=r"grade -?inf; grades must be finite numbers"):
+        retrieval(rows, k=2, gain="linear")

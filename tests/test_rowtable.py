@@ -248,3 +248,14 @@ def test_inner_pairing_with_nothing_in_common_says_so():
     cand = pd.DataFrame({"question_id": ["b"], "s": [1.0]})
     with pytest.raises(RowTableError, match="share no question ids"):
         pair_runs(base, cand, how="inner")
+
+
+def test_json_text_read_by_plain_pandas_points_to_read_rows(tmp_path):
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["c1"]], "gold": [["c1"]],
+                         "retrieved_spans": [[{"doc_id": "a", "start": 0, "end": 5}]]})
+    path = raglab.write_rows(rows, tmp_path / "rows.csv")
+    plain = pd.read_csv(path)
+    for column in ("retrieved", "gold", "retrieved_spans"):
+        with pytest.raises(raglab.RowTableError, match=rf"{column}.*JSON text\? read files with raglab.read_rows"):
+            plain[["question_id", column]].rag.validate(require=[column])
+    assert raglab.read_rows(path).rag.validate(require=["retrieved", "gold", "retrieved_spans"]).shape == (1, 4)

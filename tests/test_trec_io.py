@@ -128,3 +128,55 @@ def test_pytrec_eval_reads_what_we_write(rows, tmp_path):
         relevant = {d for d, g in gold.items() if g > 0}
         assert measures[qid]["P_10"] == pytest.approx(precision(ranked, relevant, 10))
         assert measures[qid]["recip_rank"] == pytest.approx(recip_rank(ranked, relevant))
+
+
+# ---- lossless or refused ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("frame", "what"),
+    [
+        (pd.DataFrame({"question_id": ["q1"], "retrieved": [["doc 1"]], "gold": [["doc 1"]]}), r"'doc 1' .* whitespace"),
+        (pd.DataFrame({"question_id": ["q 1"], "retrieved": [["d1"]], "gold": [["d1"]]}), r"'q 1' .* whitespace"),
+    ],
+)
+def test_ids_with_whitespace_are_refused(tmp_path, frame, what):
+    with pytest.raises(raglab.RowTableError, match=what):
+        frame.rag.write_trec(run=tmp_path / "run", qrels=tmp_path / "qrels")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("grade", [0.5, float("inf"), float("nan")])
+def test_grades_a_qrels_file_cannot_hold_are_refused(tmp_path, grade):
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]], "gold": [{"d1": grade}]})
+    with pytest.raises(raglab.RowTableError, match=r"grade .* qrels grades are whole numbers"):
+        rows.rag.write_trec(qrels=tmp_path / "qrels")
+    assert not (tmp_path / "qrels").exists()
+    whole = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]], "gold": [{"d1": 2.0}]})
+    whole.rag.write_trec(qrels=tmp_path / "qrels")
+    assert raglab.read_trec(qrels=tmp_path / "qrels").loc[0, "gold"] == {"d1": 2}
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_topic(tmp_path):
+    (tmp_path / "run").write_bytes(b"\xef\xbb\xbfq1 Q0 d1 1 1.0 r\n")
+    (tmp_path / "qrels").write_bytes(b"\xef\xbb\xbfq1 0 d1 1\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rows = raglab.read_trec(run=tmp_path / "run", qrels=tmp_path / "qrels")
+    assert rows["question_id"].tolist() == ["q1"] and rows.loc[0, "retrieved"] == ["d1"]
+
+
+@pytest.mark.parametrize("score", ["nan", "NaN", "inf", "-inf"])
+def test_non_finite_run_scores_are_refused(tmp_path, score):
+    (tmp_path / "run").write_text(f"q1 Q0 d1 1 {score} r\n")
+    with pytest.raises(raglab.RowTableError, match=r"run' line 1: score must be a finite number"):
+        raglab.read_trec(run=tmp_path / "run")
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]], "retrieved_scores": [[float(score)]]})
+    with pytest.raises(raglab.RowTableError, match="finite numbers"):
+        rows.rag.write_trec(run=tmp_path / "out")
+
+
+def test_trec_names_stay_importable_from_raglab_io():
+    from raglab import io, trec
+
+    assert io.read_trec is trec.read_trec and io.write_trec is trec.write_trec

@@ -32,8 +32,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import email.utils
-import hashlib
 import inspect
 import json
 import logging
@@ -44,10 +42,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
-
-import pydantic
 
 from raglab._optional import import_optional
 from raglab._validation import check_option, warn
@@ -56,10 +51,6 @@ from raglab.judge._base import (
     REASON_EMPTY_ANSWER,
     REASON_EMPTY_CONTEXT,
     REASON_NO_CLAIMS,
-    REASON_NO_CONTEXT,
-    REASON_NO_PASSAGES,
-    REASON_NO_QUESTION,
-    REASON_NO_REFERENCE,
     REASON_NO_REFERENCE_CLAIMS,
     JudgeError,
     MetricOut,
@@ -68,159 +59,37 @@ from raglab.judge._base import (
     is_blank,
 )
 from raglab.judge._cache import CallCache, MemoryCache, open_cache
-from raglab.judge._metrics import JUDGE_METRICS, JudgeMetric, passages_of
+from raglab.judge._metrics import JUDGE_METRICS, JudgeMetric
 from raglab.judge._prompts import PROMPT_VERSION, PROMPTS, prompt_hashes, user_message
+from raglab.judge._replies import (  # noqa: F401  (re-exported: tests and the test server use them)
+    UNBOUND,
+    _call_key,
+    _clean_claims,
+    _valid_entry,
+    check_reply,
+    claim_plan,
+    items_plan,
+    label_plan,
+    normalize_url,
+)
 from raglab.judge._schemas import BATCHED_KINDS, SCHEMAS, json_schema, schema_hash
+from raglab.judge._support import (  # noqa: F401
+    RunStats,
+    _CallFailed,
+    _Fatal,
+    _LoopThread,
+    _release,
+    _Reply,
+    _retry_after,
+    _Secret,
+    _Unbound,
+)
 
 __all__ = ["LLMJudge", "RunStats"]
 
 log = logging.getLogger("raglab.judge")
 
 
-class _Secret:
-    """Holds the API key; prints as ``'***'``."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def get(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "'***'"
-
-    __str__ = __repr__
-
-    def __reduce__(self) -> Any:  # never pickled with the key
-        raise TypeError("the judge's API key is not picklable")
-
-
-class _CallFailed(Exception):
-    """A call gave up after its retries (recorded on the row)."""
-
-
-class _Unbound(_CallFailed):
-    """A batched verification reply did not bind one verdict to each claim (twice): verify per claim."""
-
-    def __init__(self, message: str, *, tokens: tuple[int, int, int] = (0, 0, 0)) -> None:
-        super().__init__(message)
-        self.tokens = tokens
-
-
-class _Fatal(Exception):
-    """The run cannot succeed (bad key, unknown model, no quota)."""
-
-
-@dataclass
-class RunStats:
-    """Counters of one judge run (also stored in ``attrs["raglab"]["judge"]["run"]``)."""
-
-    requests: int = 0  # HTTP requests sent, retries included
-    calls: int = 0  # calls completed by the model in this run
-    cached: int = 0  # calls answered from the cache
-    cache_invalid: int = 0  # cache entries that failed validation on read (re-called)
-    fallbacks: int = 0  # batched verifications redone one claim per call
-    shared: int = 0  # calls reused within the run (same inputs)
-    retries: int = 0
-    failed_calls: int = 0
-    rows_done: int = 0
-    rows_failed: int = 0
-    prompt_tokens: int = 0  # spent in this run (failed attempts included)
-    completion_tokens: int = 0
-    waits: list[float] = field(default_factory=list)  # seconds waited before retries
-    seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "requests": self.requests, "calls": self.calls, "cached": self.cached,
-            "cache_invalid": self.cache_invalid, "fallbacks": self.fallbacks, "shared": self.shared,
-            "retries": self.retries, "failed_calls": self.failed_calls, "rows_failed": self.rows_failed,
-            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-            "seconds": round(self.seconds, 3),
-        }
-
-
-@dataclass
-class _Reply:
-    content: str | None
-    finish: str | None
-    refusal: str | None
-    prompt_tokens: int
-    completion_tokens: int
-
-
-# --------------------------------------------------------------------------------------------------
-# The background event loop
-# --------------------------------------------------------------------------------------------------
-
-
-class _LoopThread:
-    """An asyncio loop running forever in a daemon thread (one per judge)."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run, name="raglab-judge-loop", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-
-    def submit(self, coro: Any) -> concurrent.futures.Future[Any]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def close(self) -> None:
-        if self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=5)
-        if not self._thread.is_alive():
-            self.loop.close()
-
-
-def _release(resources: dict[str, Any]) -> None:
-    """Free what a judge holds (its finalizer; safe to call once from any thread)."""
-    loop: _LoopThread | None = resources.get("loop")
-    client = resources.get("client")
-    if loop is not None and not loop.loop.is_closed():
-        in_loop_thread = threading.current_thread() is loop._thread
-        if client is not None and resources.get("owned_client") and not in_loop_thread:
-            with contextlib.suppress(Exception):
-                loop.submit(client.close()).result(timeout=5)
-        if in_loop_thread:
-            loop.loop.call_soon(loop.loop.stop)
-        else:
-            loop.close()
-    executor = resources.get("executor")
-    if executor is not None:
-        executor.shutdown(wait=False)
-    cache = resources.get("cache")
-    if cache is not None and resources.get("owned_cache"):
-        with contextlib.suppress(Exception):
-            cache.close()
-    resources.update(loop=None, client=None, executor=None, cache=None)
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` / ``retry-after`` (number or HTTP date), or None."""
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / scale
-        except ValueError:
-            parsed = email.utils.parsedate_tz(value)
-            if parsed is None:
-                continue
-            seconds = float(email.utils.mktime_tz(parsed) - time.time())
-        if math.isfinite(seconds):
-            return max(0.0, seconds)
-    return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -686,144 +555,6 @@ class LLMJudge:
             if metric in metrics and (metric == "declined" or not is_blank(row.question)):
                 calls.append((metric, {"question": row.question or "", "answer": row.answer}, True))
         return calls
-
-
-def claim_plan(spec: JudgeMetric, row: RowInputs) -> str | tuple[dict[str, Any], str, dict[str, Any]]:
-    """The calls of a claims metric for ``row``: (claims-call inputs, source kind, verify inputs), or why none."""
-    text = row.answer if spec.claims_of == "answer" else row.reference
-    if is_blank(text):
-        return REASON_EMPTY_ANSWER if spec.claims_of == "answer" else REASON_NO_REFERENCE
-    if spec.against == "context":
-        if row.context is None:
-            return REASON_NO_CONTEXT
-        base: dict[str, Any] = {"context": row.context}
-    else:
-        if is_blank(row.reference):
-            return REASON_NO_REFERENCE
-        base = {"question": row.question or "", "reference": row.reference}
-    return {"question": row.question or "", "answer": text}, spec.against, base
-
-
-def items_plan(spec: JudgeMetric, row: RowInputs) -> str | list[dict[str, Any]]:
-    """The per-passage call inputs of an items metric for ``row``, or why there are none."""
-    if row.context is None:
-        return REASON_NO_CONTEXT
-    if is_blank(row.question):
-        return REASON_NO_QUESTION
-    passages = passages_of(row.context)
-    if not passages:
-        return REASON_NO_PASSAGES
-    return [{"question": row.question or "", "passage": p} for p in passages]
-
-
-def label_plan(spec: JudgeMetric, row: RowInputs) -> str | tuple[float, str] | dict[str, Any]:
-    """The call inputs of a label metric for ``row``; a (score, reason) decided without a call; or why none."""
-    if is_blank(row.answer):
-        if spec.name == "declined":  # an empty answer declines (as raglab.abstention.detect_declined)
-            return 1.0, REASON_EMPTY_ANSWER
-        return REASON_EMPTY_ANSWER
-    if "question" in spec.needs and is_blank(row.question):
-        return REASON_NO_QUESTION
-    return {"question": row.question or "", "answer": row.answer}
-
-
-def normalize_url(url: str) -> str:
-    """``url`` with lower-case scheme and host, no credentials, no default port, no trailing slash.
-
-    Examples
-    --------
-    >>> normalize_url("HTTP://User:pw@LocalHost:80/v1/")
-    'http://localhost/v1'
-    """
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is not None and not ((scheme == "http" and port == 80) or (scheme == "https" and port == 443)):
-        host = f"{host}:{port}"
-    return urlunsplit((scheme, host, parts.path.rstrip("/"), parts.query, ""))
-
-
-def _same_claim(echo: str, claim: str) -> bool:
-    """Whether a reply's copy of a claim is that claim (case, spacing and end punctuation aside)."""
-    def norm(text: str) -> str:
-        return " ".join(str(text).casefold().split()).strip(" .;:!?\"'")
-    return norm(echo) == norm(claim)
-
-
-def check_reply(kind: str, inputs: Mapping[str, Any], data: Any, *, wire: bool) -> tuple[str | None, dict[str, Any] | None, bool]:
-    """Check a parsed reply of call ``kind``: ``(problem, canonical reply, unbound)``.
-
-    ``wire=True`` for a reply as the server sent it (a batched verification is then an object keyed
-    ``claim_1`` ... ``claim_n``); ``wire=False`` for the canonical form kept in the cache
-    (``{"verdicts": [...]}`` in claim order). ``unbound`` is True when the reply is well formed but
-    does not tie exactly one verdict to each claim (missing, extra, repeated or reordered verdicts).
-    """
-    name, model_cls = SCHEMAS[kind]
-    batched = kind in BATCHED_KINDS
-    if batched and wire:
-        claims = list(inputs["claims"])
-        keys = [f"claim_{i}" for i in range(1, len(claims) + 1)]
-        if not isinstance(data, dict):
-            return f"the reply does not fit the {name} schema (reply: not an object)", None, False
-        if set(data) != set(keys):
-            missing = [k for k in keys if k not in data]
-            extra = [k for k in data if k not in keys]
-            return (f"the reply does not bind one verdict to each of the {len(claims)} claims (missing {missing}, "
-                    f"unexpected {extra})"), None, True
-        data = {"verdicts": [data[k] for k in keys]}
-    try:
-        parsed = model_cls.model_validate(data).model_dump()
-    except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
-        return f"the reply does not fit the {name} schema ({where}: {first.get('msg')})", None, False
-    if batched:
-        claims = list(inputs["claims"])
-        verdicts = parsed["verdicts"]
-        if len(verdicts) != len(claims):
-            return f"the reply gave {len(verdicts)} verdicts for {len(claims)} claims", None, True
-        for i, (item, claim) in enumerate(zip(verdicts, claims), start=1):
-            if not _same_claim(item["claim"], claim):
-                return (f"the verdict under claim_{i} is for {item['claim'][:80]!r}, not for claim {i} "
-                        f"({claim[:80]!r})"), None, True
-    return None, parsed, False
-
-
-def _valid_entry(kind: str, inputs: Mapping[str, Any], entry: Any) -> dict[str, Any] | None:
-    """A cache entry checked as a fresh reply would be; None when it cannot be trusted."""
-    if not isinstance(entry, Mapping):
-        return None
-    tokens = [entry.get("prompt_tokens"), entry.get("completion_tokens")]
-    if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in tokens):
-        return None
-    reply = entry.get("reply")
-    if kind in BATCHED_KINDS and isinstance(reply, Mapping) and set(reply) == {UNBOUND}:
-        return {**entry, "reply": {UNBOUND: str(reply[UNBOUND])}}  # a known misbinding: verify per claim
-    problem, parsed, _ = check_reply(kind, inputs, reply, wire=False)
-    if problem is not None:
-        return None
-    return {**entry, "reply": parsed}
-
-
-#: The cached outcome of a batched verification that never bound its verdicts to the claims.
-UNBOUND = "__unbound__"
-
-
-def _call_key(fingerprint: str, kind: str, inputs: Mapping[str, Any], repeat: int) -> str:
-    payload = json.dumps([fingerprint, kind, dict(inputs), int(repeat)], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def _clean_claims(raw: Any) -> list[str]:
-    if not isinstance(raw, list):
-        return []
-    return [c.strip() for c in raw if isinstance(c, str) and c.strip()]
 
 
 class _Run:

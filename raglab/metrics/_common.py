@@ -227,7 +227,9 @@ class Found:
 
     @cached_property
     def max_rank(self) -> int:
-        top = int(max(self.ks))
+        # The deepest rank that holds something (a found unit or an ideal entry), not max(ks): the
+        # discount table and the keys below need no more, so k=10**9 allocates nothing extra.
+        top = 1
         for arr in (self.found_rank, self.prec_rank, self.ideal_pos):
             if arr.size:
                 top = max(top, int(arr.max()))

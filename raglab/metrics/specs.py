@@ -226,7 +226,8 @@ def _precision_bulk(found: Found, k: int | None) -> np.ndarray:
 
 
 def _ndcg(q: Matched, k: int | None, gain: str) -> float:
-    table = _discounts(max([k, len(q.grades), *(rank for rank, _ in q.found)]))
+    # Sized by what can count (the ideal ranking and the gold found), never by k: k=10**9 allocates nothing.
+    table = _discounts(max([1, len(q.grades), *(rank for rank, _ in q.found)]))
     top = [(rank, grade) for rank, grade in q.found if rank <= k]
     dcg = 0.0
     if top:
