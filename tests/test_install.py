@@ -148,7 +148,7 @@ def test_wheel_holds_data_byte_for_byte(installed):
     assert sorted(shipped) == sorted(expected), "the wheel's raglab/datasets/data/ and data/ list different files"
     changed = [name for name in expected if shipped[name] != expected[name]]
     assert not changed, f"differ from data/: {changed}"
-    assert {"raglab/__main__.py", "raglab/py.typed", "raglab/datasets/mtrag.py"} <= names
+    assert {"raglab/__main__.py", "raglab/py.typed", "raglab/datasets/mtrag.py", "raglab_launcher.py"} <= names
 
 
 def test_wheel_metadata_declares_core_and_extras(installed):
@@ -156,7 +156,7 @@ def test_wheel_metadata_declares_core_and_extras(installed):
         info = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
         metadata = Parser().parsestr(wheel.read(info).decode())
         entry_points = wheel.read(info.replace("METADATA", "entry_points.txt")).decode()
-    assert "raglab = raglab.cli:main" in entry_points
+    assert "raglab = raglab_launcher:main" in entry_points  # exits 4 when raglab cannot import
     extras = set(metadata.get_all("Provides-Extra"))
     assert {"judge", "plots", "widgets", "notebooks", "test"} <= extras
     core = [r for r in metadata.get_all("Requires-Dist") if "extra ==" not in r]
