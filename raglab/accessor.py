@@ -94,39 +94,8 @@ class RagAccessor:
     ) -> pd.DataFrame:
         """Score answers with a judge; returns a NEW frame with the score columns (the rows are untouched).
 
-        Parameters
-        ----------
-        judge : raglab.judge.LLMJudge or raglab.judge.LexicalJudge
-            The judge. Its fingerprint (model, temperature, prompts, schemas, claim splitting) is
-            recorded in ``attrs["raglab"]["judge"]``; comparing runs with different fingerprints warns.
-        metrics : str or list of str
-            ``"faithfulness"`` (needs ``answer``, ``context``), ``"relevance"`` (``question``,
-            ``answer``), ``"correctness"`` (``answer``, ``reference``), ``"declined"`` (``answer``),
-            ``"context_relevance"`` (``question``, ``context``), ``"context_recall"`` (``reference``, ``context``).
-        repeats : int
-            Judge each row this many times to measure judge noise (see
-            :func:`raglab.judge.judge_noise`); the main columns hold repeat 0.
-        errors : {"warn", "raise", "ignore"}
-            ``"warn"`` (default; ``"record"`` is its old name): record why a row is unscored in
-            ``judge_error`` and go on, then warn with the counts, or raise
-            :class:`raglab.judge.JudgeError` when more than the judge's ``failure_threshold`` share
-            of the rows (or every row) failed. ``"raise"``: raise at the first failed row.
-            ``"ignore"``: record only.
-        progress : bool
-            Show a progress bar with done, cached and failed counts.
-        ci : float
-            Level of the sampling interval in the judge-noise report.
-        question_id, question, answer, context, reference : str, optional
-            Column names to use instead of the defaults.
-
-        Returns
-        -------
-        DataFrame
-            The rows plus ``faithfulness``, ``faithfulness_claims``, ``faithfulness_verdicts``,
-            ``faithfulness_reasons``, ``relevance``, ``relevance_reason``, ``correctness`` (+ claims,
-            verdicts, reasons), ``declined``, ``declined_reason``, ``judge_error``,
-            ``judge_prompt_tokens`` and ``judge_completion_tokens`` (for the metrics asked).
-            Unscored rows hold NaN with the reason in ``judge_error``.
+        The function is :func:`raglab.judge.judge_table`, which documents the metrics, the output columns
+        and every parameter.
 
         Examples
         --------
@@ -512,6 +481,77 @@ class RagAccessor:
             how=how, units=units, ci=ci, method=method, n_resamples=n_resamples, seed=seed,
             n_permutations=n_permutations, adjust=adjust, allow_evalset_mismatch=allow_evalset_mismatch,
             method_name="rag.gate"
+        )
+
+    # ---- chunk boundaries -------------------------------------------------------------------------
+    def boundaries(
+        self,
+        chunks: pd.DataFrame,
+        *,
+        question_id: str | None = None,
+        gold_spans: str | None = None,
+        retrieved: str | None = None,
+        retrieved_spans: str | None = None,
+    ) -> pd.DataFrame:
+        """Where the gold spans fall relative to chunk boundaries: ``boundary_cut``, ``gold_chunks``, ``gold_reached``.
+
+        The function is :func:`raglab.boundaries.boundaries` (``df.rag.boundaries(chunks)`` is
+        ``raglab.boundaries.boundaries(df, chunks)``), which documents every parameter and convention.
+        """
+        from raglab import boundaries as _boundaries
+
+        return _boundaries.boundaries(
+            self._df, chunks, question_id=question_id, gold_spans=gold_spans, retrieved=retrieved,
+            retrieved_spans=retrieved_spans, method_name="rag.boundaries",
+        )
+
+    def expand_neighbors(
+        self,
+        chunks: pd.DataFrame,
+        window: int = 1,
+        *,
+        question_id: str | None = None,
+        retrieved: str | None = None,
+        retrieved_spans: str | None = None,
+    ) -> pd.DataFrame:
+        """What if each retrieved chunk brought its neighbours: longer ``retrieved`` lists and ``context_chars``.
+
+        The function is :func:`raglab.boundaries.expand_neighbors` (``df.rag.expand_neighbors(chunks)`` is
+        ``raglab.boundaries.expand_neighbors(df, chunks)``), which documents every parameter and convention.
+        """
+        from raglab import boundaries as _boundaries
+
+        return _boundaries.expand_neighbors(
+            self._df, chunks, window, question_id=question_id, retrieved=retrieved,
+            retrieved_spans=retrieved_spans, method_name="rag.expand_neighbors",
+        )
+
+    def boundary_report(
+        self,
+        cand: pd.DataFrame,
+        metrics: str | Sequence[str],
+        chunks: pd.DataFrame,
+        *,
+        on: str = "question_id",
+        gold_spans: str | None = None,
+        retrieved: str | None = None,
+        retrieved_spans: str | None = None,
+        ci: float = 0.95,
+        n_resamples: int = 10_000,
+        seed: int | None = 0,
+        how: str = "exact",
+    ) -> Any:
+        """A metric split by this run's boundary status, for this run and ``cand``, and the rows that explain it.
+
+        The function is :func:`raglab.boundaries.boundary_report` (``df.rag.boundary_report(cand, metrics,
+        chunks)`` is ``raglab.boundaries.boundary_report(df, cand, metrics, chunks)``).
+        """
+        from raglab import boundaries as _boundaries
+
+        return _boundaries.boundary_report(
+            self._df, cand, metrics, chunks, on=on, gold_spans=gold_spans, retrieved=retrieved,
+            retrieved_spans=retrieved_spans, ci=ci, n_resamples=n_resamples, seed=seed, how=how,
+            method_name="rag.boundary_report",
         )
 
     def forest(

@@ -74,7 +74,7 @@ PUBLIC_MODULES = [
     "raglab", "raglab.io", "raglab.stats", "raglab.evalset", "raglab.accessor", "raglab.metrics",
     "raglab.abstention", "raglab.agreement", "raglab.sizing", "raglab.plots", "raglab.widgets", "raglab.judge",
     "raglab.tripwires", "raglab.testing", "raglab.datasets", "raglab.datasets.mtrag", "raglab.cli", "raglab.demo",
-    "raglab.gate", "raglab.runs", "raglab.retrieval", "raglab.metrics.spans",
+    "raglab.gate", "raglab.runs", "raglab.retrieval", "raglab.metrics.spans", "raglab.chunks", "raglab.boundaries",
 ]
 
 

@@ -193,9 +193,45 @@ def judge_table(
 ) -> pd.DataFrame:
     """Score a row table's answers with a judge; returns a NEW frame with the score columns.
 
-    ``rows.rag.judge(judge, ...)`` is ``judge_table(rows, judge, ...)``; see that method for the
-    metrics and output columns. The column keywords override the default role names;
-    ``method_name`` is the name error messages use.
+    ``rows.rag.judge(judge, ...)`` is ``judge_table(rows, judge, ...)``.
+
+    Parameters
+    ----------
+    rows : DataFrame
+        The row table (``question_id`` and the columns the metrics need).
+    judge : raglab.judge.LLMJudge or raglab.judge.LexicalJudge
+        The judge. Its fingerprint (model, temperature, prompts, schemas, claim splitting) is
+        recorded in ``attrs["raglab"]["judge"]``; comparing runs with different fingerprints warns.
+    metrics : str or list of str
+        ``"faithfulness"`` (needs ``answer``, ``context``), ``"relevance"`` (``question``,
+        ``answer``), ``"correctness"`` (``answer``, ``reference``), ``"declined"`` (``answer``),
+        ``"context_relevance"`` (``question``, ``context``), ``"context_recall"`` (``reference``, ``context``).
+    repeats : int
+        Judge each row this many times to measure judge noise (see
+        :func:`raglab.judge.judge_noise`); the main columns hold repeat 0.
+    errors : {"warn", "raise", "ignore"}
+        ``"warn"`` (default; ``"record"`` is its old name): record why a row is unscored in
+        ``judge_error`` and go on, then warn with the counts, or raise
+        :class:`raglab.judge.JudgeError` when more than the judge's ``failure_threshold`` share
+        of the rows (or every row) failed. ``"raise"``: raise at the first failed row.
+        ``"ignore"``: record only.
+    progress : bool
+        Show a progress bar with done, cached and failed counts.
+    ci : float
+        Level of the sampling interval in the judge-noise report.
+    question_id, question, answer, context, reference : str, optional
+        Column names to use instead of the defaults.
+    method_name : str
+        The name error messages use (the accessor passes ``"rag.judge"``).
+
+    Returns
+    -------
+    DataFrame
+        The rows plus ``faithfulness``, ``faithfulness_claims``, ``faithfulness_verdicts``,
+        ``faithfulness_reasons``, ``relevance``, ``relevance_reason``, ``correctness`` (+ claims,
+        verdicts, reasons), ``declined``, ``declined_reason``, one ``<metric>_error`` per metric,
+        ``judge_error`` (those joined), ``judge_prompt_tokens`` and ``judge_completion_tokens``
+        (for the metrics asked). Unscored rows hold NaN with the reason in ``judge_error``.
 
     Examples
     --------

@@ -1,0 +1,620 @@
+"""Chunk boundaries on a row table: cut answers, neighbour expansion, and a metric by boundary status.
+
+``rows.rag.boundaries(chunks)`` is :func:`boundaries`, ``rows.rag.expand_neighbors(chunks)`` is
+:func:`expand_neighbors` and ``rows.rag.boundary_report(cand, ...)`` is :func:`boundary_report`
+(``method_name`` is the name errors and warnings start with; the accessor passes ``"rag.<name>"``).
+``chunks`` is a chunk table (:mod:`raglab.chunks`): ``chunk_id``, ``doc_id``, ``start``, ``end``,
+``position``. Gold is character spans (``gold_spans``), as in :mod:`raglab.metrics.spans`: spans with
+grade > 0 count, a question without any is unanswerable.
+
+Definitions (character sets, end exclusive):
+
+- a gold span is **cut** when no single chunk of the table contains it (``start <= gold start`` and
+  ``gold end <= end`` in the same document); ``boundary_cut`` is 1.0 when some gold span of the
+  question is cut, else 0.0;
+- ``gold_chunks``: the most chunks of the table that one gold span overlaps (by >= 1 character);
+- ``gold_reached``: the gold characters (union of the gold spans) inside the union of the retrieved
+  chunks' spans: ``"complete"`` (all), ``"partial"`` (some) or ``"missed"`` (none);
+- ``context_chars``: the characters of the union of the retrieved spans (overlaps counted once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab import chunks as _chunks
+from raglab._errors import RowTableError
+from raglab._meta import get_meta, set_meta, update_meta
+from raglab._results import ResultBase, jsonable
+from raglab._rowtable import check_unique_ids, resolve_column
+from raglab._validation import check_int, is_missing, warn
+from raglab.metrics.spans import _gold_units, _merge, _span_tuple
+
+__all__ = ["BoundaryReport", "boundaries", "boundary_report", "expand_neighbors"]
+
+STATUS_COLUMN = "boundary_status"
+
+
+# --------------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------------
+
+
+def _chunk_table(chunks: Any, method: str) -> pd.DataFrame:
+    """The chunk table, checked and sorted (ids unique, 0 <= start < end, positions per document)."""
+    if isinstance(chunks, pd.DataFrame):
+        missing = [c for c in ("doc_id", "start", "end") if c not in chunks.columns]
+        if missing:
+            raise RowTableError(
+                f"{method}: `chunks` must be a chunk table with columns {_chunks.COLUMNS}; it lacks {missing} "
+                f"(found {[str(c) for c in chunks.columns]}). Make one with raglab.chunks.fixed(...) or adopt "
+                "yours with raglab.chunks.from_spans(table, doc_id=..., start=..., end=...)."
+            )
+    try:
+        return _chunks.from_spans(chunks, name="chunks")
+    except (TypeError, ValueError) as exc:
+        raise RowTableError(f"{method}: {exc}", method=method) from None
+
+
+def _rows_frame(rows: Any, method: str) -> pd.DataFrame:
+    if not isinstance(rows, pd.DataFrame):
+        raise TypeError(f"{method}: rows must be a DataFrame (the row table), got {type(rows).__name__}")
+    return rows
+
+
+def _who(df: pd.DataFrame, pos: int, qid: str | None) -> str:
+    return f"{qid} {df[qid].iloc[pos]!r}" if qid is not None else f"row {pos}"
+
+
+def _gold_of(df: pd.DataFrame, col: str, method: str, qid: str | None) -> list[list[tuple[Any, int, int, float]]]:
+    out = []
+    for pos, cell in enumerate(df[col].array):
+        try:
+            out.append(_gold_units(cell))
+        except (TypeError, ValueError) as exc:
+            raise RowTableError(
+                f"{method}: column {col!r} ({_who(df, pos, qid)}): {exc}. Gold spans are lists of "
+                "{'doc_id', 'start', 'end'} with 0 <= start < end ([] for an unanswerable question).",
+                column=col, rows=[pos], method=method,
+            ) from None
+    return out
+
+
+def _spans_of(df: pd.DataFrame, col: str, method: str, qid: str | None) -> list[list[tuple[Any, int, int]]]:
+    out = []
+    for pos, cell in enumerate(df[col].array):
+        if not isinstance(cell, (list, tuple, np.ndarray)):
+            hint = " (use [] when nothing was retrieved)" if is_missing(cell) else ""
+            raise RowTableError(
+                f"{method}: column {col!r} ({_who(df, pos, qid)}) must hold a list of spans, got "
+                f"{type(cell).__name__} {cell!r}{hint}", column=col, rows=[pos], method=method)
+        try:
+            out.append([_span_tuple(span, "retrieved") for span in cell])
+        except (TypeError, ValueError) as exc:
+            raise RowTableError(f"{method}: column {col!r} ({_who(df, pos, qid)}): {exc}",
+                                column=col, rows=[pos], method=method) from None
+    return out
+
+
+def _ids_of(df: pd.DataFrame, col: str, known: Mapping[Any, Any], method: str, qid: str | None) -> list[list[Any]]:
+    """Each row's retrieved chunk ids, all of which must be in the chunk table."""
+    out = []
+    for pos, cell in enumerate(df[col].array):
+        if not isinstance(cell, (list, tuple, np.ndarray)):
+            hint = " (use [] when nothing was retrieved)" if is_missing(cell) else ""
+            raise RowTableError(
+                f"{method}: column {col!r} ({_who(df, pos, qid)}) must hold a list of chunk ids, got "
+                f"{type(cell).__name__} {cell!r}{hint}", column=col, rows=[pos], method=method)
+        ids = list(cell)
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise RowTableError(
+                f"{method}: column {col!r} ({_who(df, pos, qid)}) holds chunk id(s) {unknown[:5]} that the chunk "
+                f"table does not have (e.g. it has {list(known)[:3]}). Pass the chunk table these ids come from, "
+                "or the rows' spans as retrieved_spans=... .", column=col, rows=[pos], method=method)
+        out.append(ids)
+    return out
+
+
+def _union_chars(spans: Sequence[tuple[Any, int, int]]) -> int:
+    by_doc: dict[Any, list[tuple[int, int]]] = {}
+    for doc, start, end in spans:
+        if end > start:
+            by_doc.setdefault(doc, []).append((start, end))
+    return sum(e - s for intervals in by_doc.values() for s, e in _merge(intervals))
+
+
+def _reached(gold: list[tuple[Any, int, int, float]], spans: Sequence[tuple[Any, int, int]]) -> str:
+    """"complete", "partial" or "missed": the gold characters inside the union of the spans."""
+    total = covered = 0
+    for doc in {u[0] for u in gold}:
+        g = _merge([(u[1], u[2]) for u in gold if u[0] == doc])
+        c = _merge([(s[1], s[2]) for s in spans if s[0] == doc and s[2] > s[1]])
+        total += sum(e - s for s, e in g)
+        covered += sum(max(0, min(ge, ce) - max(gs, cs)) for gs, ge in g for cs, ce in c)
+    return "complete" if covered == total else "partial" if covered else "missed"
+
+
+def _geometry(table: pd.DataFrame, doc: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each span (doc, start, end): is it inside one chunk, and how many chunks does it overlap."""
+    inside = np.zeros(len(doc), dtype=bool)
+    n_over = np.zeros(len(doc), dtype=np.int64)
+    if not len(doc):
+        return inside, n_over
+    groups = table.groupby("doc_id", sort=False).indices
+    all_starts = table["start"].to_numpy()
+    all_ends = table["end"].to_numpy()
+    span_docs = pd.Series(doc, dtype=object)
+    for d, where in span_docs.groupby(span_docs, sort=False).indices.items():
+        rows = groups.get(d)
+        if rows is None:
+            continue
+        c_start = all_starts[rows]  # the table is sorted by start within a document
+        c_end = all_ends[rows]
+        reach = np.maximum.accumulate(c_end)  # the furthest end among chunks starting at or before
+        g_start, g_end = start[where], end[where]
+        last = np.searchsorted(c_start, g_start, side="right") - 1
+        inside[where] = (last >= 0) & (reach[np.maximum(last, 0)] >= g_end)
+        # Chunks overlapping [g_start, g_end): start < g_end, minus those ending at or before g_start.
+        n_over[where] = np.searchsorted(c_start, g_end, side="left") - np.searchsorted(
+            np.sort(c_end), g_start, side="right")
+    return inside, n_over
+
+
+def _retrieved_spans(df: pd.DataFrame, table: pd.DataFrame, method: str, qid: str | None,
+                     retrieved: str | None, retrieved_spans: str | None) -> tuple[list[list[tuple[Any, int, int]]] | None, str | None]:
+    """The spans that reached the model per row: from ``retrieved_spans``, else ``retrieved`` ids via the table."""
+    span_col = resolve_column(df, "retrieved_spans", retrieved_spans, method=method, required=False)
+    if span_col is not None:
+        return _spans_of(df, span_col, method, qid), span_col
+    id_col = resolve_column(df, "retrieved", retrieved, method=method, required=False)
+    if id_col is None:
+        return None, None
+    lookup = dict(zip(table["chunk_id"].tolist(),
+                      zip(table["doc_id"].tolist(), table["start"].tolist(), table["end"].tolist())))
+    ids = _ids_of(df, id_col, lookup, method, qid)
+    return [[lookup[i] for i in row] for row in ids], id_col
+
+
+def _warn_replaced(df: pd.DataFrame, names: Sequence[str], section: str, method: str) -> None:
+    ours = get_meta(df).get(section, {}).get("columns", [])
+    replaced = [n for n in names if n in df.columns and n not in ours]
+    if replaced:
+        warn(f"{method}: the returned copy replaces existing column(s) {replaced} (the input frame is unchanged).")
+
+
+# --------------------------------------------------------------------------------------------------
+# boundaries
+# --------------------------------------------------------------------------------------------------
+
+
+def boundaries(
+    rows: pd.DataFrame,
+    chunks: pd.DataFrame,
+    *,
+    question_id: str | None = None,
+    gold_spans: str | None = None,
+    retrieved: str | None = None,
+    retrieved_spans: str | None = None,
+    method_name: str = "raglab.boundaries.boundaries",
+) -> pd.DataFrame:
+    """Where each question's gold spans fall relative to the chunk boundaries: a copy of the rows plus columns.
+
+    Columns added (see :mod:`raglab.boundaries` for the definitions):
+
+    - ``boundary_cut``: 1.0 when some gold span lies inside no single chunk of ``chunks``, else 0.0;
+    - ``gold_chunks``: the most chunks one gold span overlaps (1 for an uncut span; 0 for a span in a
+      document the table does not have, which is also cut);
+    - ``gold_reached`` (when the rows have ``retrieved_spans``, or ``retrieved`` ids of ``chunks``):
+      ``"complete"``, ``"partial"`` or ``"missed"``: all, some or none of the gold characters
+      reached the model (the whole list counts; nothing retrieved is ``"missed"``).
+
+    Unanswerable questions (no gold span with grade > 0) get NaN (``None`` for ``gold_reached``).
+    Counts are recorded in ``attrs["raglab"]["boundaries"]``.
+
+    Parameters
+    ----------
+    rows : DataFrame
+        The row table, with ``gold_spans``.
+    chunks : DataFrame
+        The chunk table (:mod:`raglab.chunks`) the question is asked against.
+    question_id, gold_spans, retrieved, retrieved_spans : str, optional
+        Column names to use instead of the defaults. ``retrieved_spans`` is used when present,
+        else ``retrieved`` (ids of ``chunks``).
+    method_name : str
+        The name errors and warnings start with.
+
+    Returns
+    -------
+    DataFrame
+        A new frame (the input is not modified).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab import chunks
+    >>> from raglab.boundaries import boundaries
+    >>> table = chunks.fixed({"d": 300}, size=100)          # d#0 [0, 100), d#1 [100, 200), d#2 [200, 300)
+    >>> rows = pd.DataFrame({
+    ...     "question_id": ["q1", "q2", "q3"],
+    ...     "gold_spans": [[{"doc_id": "d", "start": 10, "end": 40}],
+    ...                    [{"doc_id": "d", "start": 90, "end": 210}], []],
+    ...     "retrieved": [["d#0"], ["d#1", "d#0"], ["d#2"]],
+    ... })
+    >>> out = boundaries(rows, table)
+    >>> out[["boundary_cut", "gold_chunks", "gold_reached"]].values.tolist()
+    [[0.0, 1.0, 'complete'], [1.0, 3.0, 'partial'], [nan, nan, None]]
+    """
+    method = method_name
+    df = _rows_frame(rows, method)
+    table = _chunk_table(chunks, method)
+    qid = resolve_column(df, "question_id", question_id, method=method, required=False)
+    if qid is not None:
+        check_unique_ids(df, qid, method=method)
+    gold_col = resolve_column(df, "gold_spans", gold_spans, method=method)
+    gold = _gold_of(df, gold_col, method, qid)
+    reached_spans, reached_col = _retrieved_spans(df, table, method, qid, retrieved, retrieved_spans)
+
+    lengths = np.fromiter(map(len, gold), dtype=np.int64, count=len(gold))
+    row_of = np.repeat(np.arange(len(df)), lengths)
+    flat = [u for units in gold for u in units]
+    doc = np.array([u[0] for u in flat], dtype=object)
+    start = np.array([u[1] for u in flat], dtype=np.int64)
+    end = np.array([u[2] for u in flat], dtype=np.int64)
+    inside, n_over = _geometry(table, doc, start, end)
+    unknown = sorted({str(d) for d in set(doc.tolist()) - set(table["doc_id"].tolist())})
+    if unknown:
+        warn(f"{method}: gold spans lie in {len(unknown)} document(s) the chunk table does not have (e.g. "
+             f"{unknown[:5]}); they count as cut (inside no chunk, gold_chunks 0). Pass the chunk table of the "
+             "whole corpus.")
+    answerable = lengths > 0
+    cut = np.full(len(df), np.nan)
+    cut[answerable] = 0.0
+    np.maximum.at(cut, row_of[~inside], 1.0)
+    most = np.full(len(df), np.nan)
+    most[answerable] = 0.0
+    np.maximum.at(most, row_of, n_over.astype(float))
+
+    names = ["boundary_cut", "gold_chunks"] + (["gold_reached"] if reached_spans is not None else [])
+    _warn_replaced(df, names, "boundaries", method)
+    out = df.copy(deep=False)
+    out["boundary_cut"] = cut
+    out["gold_chunks"] = most
+    record: dict[str, Any] = {
+        "columns": names,
+        "gold_spans_column": gold_col,
+        "n_chunks": int(len(table)),
+        "n_questions": int(len(df)),
+        "n_unanswerable": int((~answerable).sum()),
+        "n_cut": int(np.nansum(cut)),
+        "n_gold_spans": int(len(flat)),
+        "n_gold_spans_cut": int((~inside).sum()),
+        "cut": "some gold span (grade > 0) lies inside no single chunk",
+    }
+    if reached_spans is not None:
+        reached = pd.Series(
+            [_reached(units, spans) if units else None for units, spans in zip(gold, reached_spans)],
+            index=df.index, dtype=object)
+        out["gold_reached"] = reached
+        record["retrieved_column"] = reached_col
+        record["gold_reached_counts"] = {k: int((reached == k).sum()) for k in ("complete", "partial", "missed")}
+    update_meta(out, "boundaries", record)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# expand_neighbors
+# --------------------------------------------------------------------------------------------------
+
+
+def expand_neighbors(
+    rows: pd.DataFrame,
+    chunks: pd.DataFrame,
+    window: int = 1,
+    *,
+    question_id: str | None = None,
+    retrieved: str | None = None,
+    retrieved_spans: str | None = None,
+    method_name: str = "raglab.boundaries.expand_neighbors",
+) -> pd.DataFrame:
+    """What if each retrieved chunk brought its neighbours: rows with longer ``retrieved`` lists.
+
+    For each retrieved chunk, in rank order, the list gets the chunk, then the chunks within
+    ``window`` positions of it in the same document, in document order (``p - window`` ...
+    ``p - 1``, ``p + 1`` ... ``p + window``; none beyond a document's ends). A chunk already in the
+    list keeps its first place. ``retrieved_spans`` is rewritten to match (the span of each id, from
+    ``chunks``) and ``context_chars`` counts the characters that reach the model (the union of the
+    spans, overlaps counted once). Span gold then re-scores the expanded rows without relabelling
+    (``raglab.retrieval.retrieval(expanded, k=...)``; k counts chunks, so pass the new list length).
+
+    Score columns recorded by an earlier ``retrieval`` call described the old lists: they are dropped
+    from the copy (with a warning). The expansion is recorded in ``attrs["raglab"]["expand_neighbors"]``.
+
+    Parameters
+    ----------
+    rows : DataFrame
+        The row table, with ``retrieved`` (ids of ``chunks``) or, without it, ``retrieved_spans``
+        (each span must be exactly a chunk of ``chunks``).
+    chunks : DataFrame
+        The chunk table (:mod:`raglab.chunks`) the retrieved ids come from.
+    window : int
+        Neighbours on each side (>= 0; 0 keeps the lists and adds ``retrieved_spans`` and
+        ``context_chars``, the baseline's cost).
+    question_id, retrieved, retrieved_spans : str, optional
+        Column names to use instead of the defaults (the output uses the same names).
+    method_name : str
+        The name errors and warnings start with.
+
+    Returns
+    -------
+    DataFrame
+        A new frame (the input is not modified).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab import chunks
+    >>> from raglab.boundaries import expand_neighbors
+    >>> table = chunks.fixed({"a": 500, "b": 200}, size=100)
+    >>> rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["a#2", "b#0", "a#3"]]})
+    >>> out = expand_neighbors(rows, table, window=1)
+    >>> out.loc[0, "retrieved"], int(out.loc[0, "context_chars"])
+    (['a#2', 'a#1', 'a#3', 'b#0', 'b#1', 'a#4'], 600)
+    """
+    method = method_name
+    df = _rows_frame(rows, method)
+    window = check_int(window, "window", 0)
+    table = _chunk_table(chunks, method)
+    qid = resolve_column(df, "question_id", question_id, method=method, required=False)
+    id_col = resolve_column(df, "retrieved", retrieved, method=method, required=False)
+    span_col = resolve_column(df, "retrieved_spans", retrieved_spans, method=method, required=False)
+    ids_list = table["chunk_id"].tolist()
+    docs = table["doc_id"].tolist()
+    starts = table["start"].tolist()
+    ends = table["end"].tolist()
+    positions = table["position"].tolist()
+    index = {cid: i for i, cid in enumerate(ids_list)}
+    if id_col is not None:
+        given = _ids_of(df, id_col, index, method, qid)
+    elif span_col is not None:
+        by_span: dict[tuple[Any, int, int], Any] = {}
+        for cid, d, s, e in zip(ids_list, docs, starts, ends):
+            by_span.setdefault((d, s, e), cid)
+        given = []
+        for pos, spans in enumerate(_spans_of(df, span_col, method, qid)):
+            unknown = [s for s in spans if s not in by_span]
+            if unknown:
+                d, s, e = unknown[0]
+                raise RowTableError(
+                    f"{method}: column {span_col!r} ({_who(df, pos, qid)}) holds span {{'doc_id': {d!r}, 'start': {s}, "
+                    f"'end': {e}}} that is no chunk of the chunk table. Pass the table the spans come from, or the "
+                    "rows' chunk ids as retrieved=... .", column=span_col, rows=[pos], method=method)
+            given.append([by_span[s] for s in spans])
+    else:
+        raise RowTableError(
+            f"{method} needs column 'retrieved' (ids of the chunk table) or 'retrieved_spans'; found "
+            f"{[str(c) for c in df.columns]}. Pass retrieved='your_column' to use another name.", method=method)
+    # (doc, position) -> row of the table; the table's positions are 0.. per document.
+    at = {(d, p): i for i, (d, p) in enumerate(zip(docs, positions))}
+    expanded: list[list[Any]] = []
+    spans_out: list[list[dict[str, Any]]] = []
+    chars: list[int] = []
+    before_chars = 0
+    for ids in given:
+        seen: set[Any] = set()
+        out_ids: list[Any] = []
+        for cid in ids:
+            i = index[cid]
+            d, p = docs[i], positions[i]
+            for q in [p, *range(p - window, p), *range(p + 1, p + window + 1)]:
+                j = at.get((d, q))
+                if j is not None and ids_list[j] not in seen:
+                    seen.add(ids_list[j])
+                    out_ids.append(ids_list[j])
+        expanded.append(out_ids)
+        rows_of = [index[c] for c in out_ids]
+        spans_out.append([{"doc_id": docs[j], "start": starts[j], "end": ends[j]} for j in rows_of])
+        chars.append(_union_chars([(docs[j], starts[j], ends[j]) for j in rows_of]))
+        before_chars += _union_chars([(docs[index[c]], starts[index[c]], ends[index[c]]) for c in ids])
+
+    out = df.copy(deep=False)
+    meta = get_meta(df)
+    stale = [c for c in meta.get("retrieval", {}).get("columns", []) if c in out.columns]
+    if stale:
+        out = out.drop(columns=stale)
+        warn(f"{method}: dropped {stale} from the returned copy: they scored the lists before expansion. Re-score "
+             "with rag.retrieval(k=...) (span gold needs no relabelling).")
+    for section in ("retrieval", "retrieval_counts"):
+        meta.pop(section, None)
+    set_meta(out, meta)
+    out_id_col = id_col or "retrieved"
+    out_span_col = span_col or retrieved_spans or "retrieved_spans"
+    out[out_id_col] = pd.Series(expanded, index=df.index, dtype=object)
+    out[out_span_col] = pd.Series(spans_out, index=df.index, dtype=object)
+    out["context_chars"] = np.array(chars, dtype=np.int64)
+    n_before = sum(map(len, given))
+    n_after = sum(map(len, expanded))
+    update_meta(out, "expand_neighbors", {
+        "window": window,
+        "n_chunks_in_table": int(len(table)),
+        "retrieved_column": out_id_col,
+        "retrieved_spans_column": out_span_col,
+        "order": "each chunk, then its neighbours in document order; first occurrence kept",
+        "context_chars": "characters of the union of the retrieved spans (overlaps counted once)",
+        "mean_chunks_before": n_before / len(df) if len(df) else None,
+        "mean_chunks_after": n_after / len(df) if len(df) else None,
+        "mean_context_chars_before": before_chars / len(df) if len(df) else None,
+        "mean_context_chars_after": sum(chars) / len(df) if len(df) else None,
+    })
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# boundary_report
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(repr=False)
+class BoundaryReport(ResultBase):
+    """A metric by boundary status for two runs (``table``) and the questions that explain it (``rows``).
+
+    ``table`` is :func:`raglab.runs.compare`'s table with a ``split`` column (``"boundary_status"``,
+    then ``"gold_reached"`` when the baseline has retrieved spans); ``rows`` has one row per question
+    and metric whose score changed, largest change first, with its boundary status.
+    """
+
+    table: pd.DataFrame
+    rows: pd.DataFrame
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"table": jsonable(self.table.to_dict(orient="records")),
+                "rows": jsonable(self.rows.to_dict(orient="records")), "settings": jsonable(self.settings)}
+
+    def _title(self) -> str:
+        return (f"Boundary report: {', '.join(self.settings.get('metrics', []))} by boundary status "
+                f"({len(self.rows)} changed question-metric pairs; see .rows)")
+
+    def to_frame(self) -> pd.DataFrame:
+        """The comparison table."""
+        return self.table
+
+
+def boundary_report(
+    base: pd.DataFrame,
+    cand: pd.DataFrame,
+    metrics: str | Sequence[str],
+    chunks: pd.DataFrame,
+    *,
+    on: str = "question_id",
+    gold_spans: str | None = None,
+    retrieved: str | None = None,
+    retrieved_spans: str | None = None,
+    ci: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    how: str = "exact",
+    method_name: str = "raglab.boundaries.boundary_report",
+) -> BoundaryReport:
+    """Any metric split by the baseline's boundary status, for both runs, with paired intervals per status.
+
+    The status comes from :func:`boundaries` on the baseline (``base``) against ``chunks``:
+    ``boundary_status`` is ``"cut"``, ``"not cut"`` or ``"unanswerable"``; when the baseline has
+    retrieved spans (or ids of ``chunks``) the table is also split by ``gold_reached``
+    (``"complete"``, ``"partial"``, ``"missed"``, ``"unanswerable"``; the ``unanswerable`` slice is
+    shown only when a metric scores those questions, and ``overall`` counts every paired question). Each split is
+    :func:`raglab.runs.compare` with the status as the slice (paired bootstrap intervals; pairs with
+    a missing score are dropped per metric). ``rows`` lists the questions whose score changed, largest
+    change first, with their status: the per-question rows that explain the difference.
+
+    Parameters
+    ----------
+    base, cand : DataFrame
+        The baseline run (its ``gold_spans`` decide the status) and the candidate run.
+    metrics : str or list of str
+        Score columns present in both runs (retrieval or judged, e.g. ``["recall@5", "faithfulness"]``).
+    chunks : DataFrame
+        The baseline's chunk table (:mod:`raglab.chunks`).
+    on : str
+        The question id column.
+    gold_spans, retrieved, retrieved_spans : str, optional
+        Column names in ``base`` instead of the defaults.
+    ci, n_resamples, seed, how
+        As in :func:`raglab.runs.compare`.
+    method_name : str
+        The name errors and warnings start with.
+
+    Returns
+    -------
+    BoundaryReport
+        ``.table`` (``split``, ``metric``, ``slice``, ``n``, ``base``, ``cand``, ``diff``, ``low``,
+        ``high``, ... from ``compare``), ``.rows`` (``on``, ``metric``, ``boundary_status``,
+        ``gold_reached`` when known, ``gold_chunks``, ``base``, ``cand``, ``diff``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab import chunks
+    >>> from raglab.boundaries import boundary_report
+    >>> table = chunks.fixed({"d": 1000}, size=100)
+    >>> gold = [[{"doc_id": "d", "start": 100 * i + (50 if i % 2 else 10), "end": 100 * i + (150 if i % 2 else 60)}]
+    ...         for i in range(8)]
+    >>> base = pd.DataFrame({"question_id": [f"q{i}" for i in range(8)], "gold_spans": gold,
+    ...                      "faithfulness": [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0]})
+    >>> cand = base.assign(faithfulness=1.0)
+    >>> report = boundary_report(base, cand, ["faithfulness"], table, n_resamples=200)
+    >>> report.table[["split", "slice", "n", "base", "cand"]].values.tolist()
+    [['boundary_status', 'overall', 8, 0.5, 1.0], ['boundary_status', 'cut', 4, 0.0, 1.0], ['boundary_status', 'not cut', 4, 1.0, 1.0]]
+    >>> report.rows[["question_id", "boundary_status", "diff"]].values.tolist()[:2]
+    [['q1', 'cut', 1.0], ['q3', 'cut', 1.0]]
+    """
+    from raglab import runs  # same floor; imported when used
+
+    method = method_name
+    base = _rows_frame(base, method)
+    cand = _rows_frame(cand, method)
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    if not names:
+        raise ValueError(f"{method}: `metrics` must name at least one score column present in both runs")
+    for side, frame in (("base", base), ("cand", cand)):
+        missing = [m for m in names if m not in frame.columns]
+        if missing:
+            raise RowTableError(
+                f"{method}: metric column(s) {missing} are not in {side} (found {[str(c) for c in frame.columns]}). "
+                "Score both runs first (e.g. rag.retrieval(k=5)), or pass metrics that both have.", method=method)
+    if on not in base.columns:
+        raise RowTableError(f"{method} needs column {on!r} in base to pair the runs; pass on='your_id_column'.",
+                            column=on, method=method)
+    status = boundaries(base, chunks, question_id=on, gold_spans=gold_spans, retrieved=retrieved,
+                        retrieved_spans=retrieved_spans, method_name=method)
+    cut = status["boundary_cut"].to_numpy(dtype=float)
+    labels = np.where(np.isnan(cut), "unanswerable", np.where(cut == 1.0, "cut", "not cut"))
+    frame = base[[on, *names]].copy()
+    frame.attrs = dict(base.attrs)
+    frame[STATUS_COLUMN] = labels
+    splits = [STATUS_COLUMN]
+    if "gold_reached" in status.columns:
+        frame["gold_reached"] = status["gold_reached"].fillna("unanswerable").to_numpy(dtype=object)
+        splits.append("gold_reached")
+    cand_frame = cand[[on, *names]].copy()
+    cand_frame.attrs = dict(cand.attrs)
+    answerable = labels != "unanswerable"
+    if not answerable.any():
+        raise RowTableError(f"{method}: no question of base has gold spans with grade > 0, so there is no boundary "
+                            "status to split by. Check the gold_spans column.", method=method)
+    tables = []
+    for split in splits:
+        t = runs.compare(frame, cand_frame, metrics=names, by=split, on=on, how=how, ci=ci,
+                         n_resamples=n_resamples, seed=seed, method_name=method)
+        t = t[(t["slice"] != "unanswerable") | (t["n"] > 0)]  # kept when a metric scores them (e.g. judged)
+        tables.append(t.assign(split=split))
+    table = pd.concat(tables, ignore_index=True)
+    if len(splits) > 1:  # the overall rows are the same in every split: keep the first
+        table = table[~((table["slice"] == "overall") & (table["split"] != STATUS_COLUMN))]
+    table = table[["split", *[c for c in table.columns if c != "split"]]].reset_index(drop=True)
+
+    merged = frame.merge(cand_frame, on=on, suffixes=("_base", "_cand"), how="inner", validate="one_to_one")
+    merged["gold_chunks"] = status["gold_chunks"].to_numpy(dtype=float)[
+        pd.Index(base[on]).get_indexer(merged[on])]
+    parts = []
+    for m in names:
+        b = pd.to_numeric(merged[f"{m}_base"], errors="coerce").to_numpy(dtype=float)
+        c = pd.to_numeric(merged[f"{m}_cand"], errors="coerce").to_numpy(dtype=float)
+        diff = c - b
+        keep = ~np.isnan(diff) & (diff != 0)
+        part = merged.loc[keep, [on, *splits, "gold_chunks"]].assign(metric=m, base=b[keep], cand=c[keep], diff=diff[keep])
+        parts.append(part)
+    changed = pd.concat(parts, ignore_index=True)
+    order = np.lexsort((changed[on].astype(str).to_numpy(), -changed["diff"].abs().to_numpy()))
+    changed = changed.iloc[order].reset_index(drop=True)
+    changed = changed[[on, "metric", *splits, "gold_chunks", "base", "cand", "diff"]]
+    settings = {"metrics": names, "on": on, "splits": splits, "n_questions": int(len(frame)),
+                "n_cut": int((labels == "cut").sum()), "n_unanswerable": int((~answerable).sum()),
+                "status_from": "baseline", "ci": ci, "n_resamples": n_resamples, "seed": seed}
+    table.attrs["raglab"] = {"boundary_report": jsonable(settings)}
+    return BoundaryReport(table=table, rows=changed, settings=settings)
