@@ -12,7 +12,8 @@ SQuAD 2.0 dev (CC BY-SA 4.0), 11,873 questions over 35 Wikipedia articles, half 
 - :func:`squad_reader`: a reader model's answer-level scores (``em``, ``f1``, ``declined``).
 
 MTRAG human evaluations (Apache-2.0), 159 multi-turn RAG tasks x 3 answerers rated by people and
-two LLM judges: :mod:`raglab.datasets.mtrag` (``load_responses``, ``load_runs``, ...).
+two LLM judges: :mod:`raglab.datasets.mtrag` (``load_responses``, ``load_runs``, ...). ClapNQ (600 questions,
+its passages chunked at 256 and 512 characters and ranked with BM25): :mod:`raglab.datasets.clapnq`.
 
 A handbook written by the raglab developers (Apache-2.0), for judges that need text:
 
@@ -54,7 +55,7 @@ def data_dir() -> Path:
     Examples
     --------
     >>> sorted(p.name for p in data_dir().iterdir() if p.is_dir())
-    ['handbook', 'mtrag', 'squad2']
+    ['clapnq', 'handbook', 'mtrag', 'squad2']
     """
     configured = os.environ.get("RAGLAB_DATA")
     if configured:
@@ -62,7 +63,7 @@ def data_dir() -> Path:
         if not path.is_dir():
             raise FileNotFoundError(
                 f"RAGLAB_DATA is {configured!r}, which is not a folder; point it at a folder laid out as "
-                "raglab's data/ (handbook/, mtrag/, squad2/), or unset it to use the bundled copy."
+                "raglab's data/ (clapnq/, handbook/, mtrag/, squad2/), or unset it to use the bundled copy."
             )
         return path
     for path in (_PACKAGED, _CHECKOUT):
