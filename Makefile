@@ -39,6 +39,7 @@ bench: $(STAMP)
 # Rebuild the bundled data in data/ from ../shared/data (deterministic).
 data: $(STAMP)
 	$(BIN)/python scripts/build_data.py
+	$(BIN)/python scripts/build_clapnq.py
 
 # The wheel in dist/ (it carries data/ as raglab/datasets/data/; tests/test_install.py installs one).
 dist: $(BIN)/python
