@@ -1,7 +1,10 @@
 """ipywidgets explorers for the row table: look at the questions behind a number.
 
 A mean hides which questions moved; these widgets show them one at a time, worst first, with the
-retrieved ids (gold marked), the context, the answer, and the judge's claims and verdicts.
+retrieved ids (gold marked), the context, the answer, and the judge's claims and verdicts. With span
+gold (``gold_spans``) and the retrieved chunks' spans (``retrieved_spans``) the view also gives the gold
+offsets, marks each retrieved chunk that overlaps gold with the gold characters it holds, counts the gold
+characters that reached the model, and says when a question is unanswerable.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import pandas as pd
 
 from raglab._optional import import_optional
 from raglab._rowtable import is_missing, missing_column_error, resolve_column
+from raglab.metrics.spans import _covered, _gold_units, _merge, _span_tuple
 
 __all__ = ["explore", "render_row"]
 
@@ -39,6 +43,56 @@ def _gold_ids(gold: Any) -> set[str]:
     return {str(g) for g in gold}
 
 
+def _offsets(intervals: Sequence[tuple[int, int]]) -> str:
+    return " ".join(f"[{a}, {b})" for a, b in intervals)
+
+
+def _span_gold(cell: Any) -> tuple[list[tuple[Any, int, int, float]], str | None]:
+    """The gold spans (grade > 0) of a cell, or ``([], reason)`` when they cannot be read."""
+    try:
+        return _gold_units(cell), None
+    except (TypeError, ValueError) as exc:
+        return [], str(exc)
+
+
+def _chunk_spans(cell: Any, n: int) -> list[tuple[Any, int, int] | None]:
+    """The retrieved chunks' spans (None for each one that cannot be read)."""
+    if is_missing(cell) or isinstance(cell, (str, dict)):
+        return [None] * n
+    out: list[tuple[Any, int, int] | None] = []
+    for span in list(cell):
+        try:
+            out.append(_span_tuple(span, "retrieved"))
+        except (TypeError, ValueError):
+            out.append(None)
+    return out + [None] * (n - len(out))
+
+
+def _gold_line(units: list[tuple[Any, int, int, float]], problem: str | None,
+               spans: list[tuple[Any, int, int] | None] | None) -> str:
+    if problem is not None:
+        return f"<p><b>Gold spans</b>: <i>cannot be read: {_esc(problem)}</i></p>"
+    if not units:
+        return "<p><b>Gold spans</b>: <i>none: unanswerable</i> (no gold span, so nothing should be answered)</p>"
+    by_doc: dict[Any, list[str]] = {}
+    for doc, start, end, grade in units:
+        by_doc.setdefault(doc, []).append(f"[{start}, {end})" + (f" grade {grade:g}" if grade != 1 else ""))
+    where = "; ".join(f"{_esc(doc)} {' '.join(items)}" for doc, items in by_doc.items())
+    total = reached = 0
+    for doc in by_doc:
+        gold = _merge([(u[1], u[2]) for u in units if u[0] == doc])
+        total += sum(b - a for a, b in gold)
+        if spans is not None:
+            reached += _covered(gold, [(s[1], s[2]) for s in spans if s is not None and s[0] == doc])
+    text = f"<p><b>Gold spans</b>: {where} ({len(units)} span{'s' if len(units) != 1 else ''}, {total} characters)"
+    if spans is not None:
+        status = "complete" if reached == total else "partial" if reached else "missed"
+        colour = {"complete": "#1a7f37", "partial": "#b35900", "missed": "#b42318"}[status]
+        text += (f"; <span style='color:{colour}'>reached the model: {reached} of {total} characters "
+                 f"({status})</span>")
+    return text + "</p>"
+
+
 def _score_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
     return [c for c in df.columns if c not in exclude and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
 
@@ -46,8 +100,13 @@ def _score_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
 def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequence[str] = ()) -> str:
     """HTML for one row of a row table: question, answer, retrieved ids with gold marked, claims.
 
-    ``columns`` maps roles (question_id, question, answer, retrieved, gold, context) to column
-    names (None when absent). Text is HTML-escaped.
+    ``columns`` maps roles (question_id, question, answer, retrieved, gold, gold_spans,
+    retrieved_spans, context) to column names (None when absent). Text is HTML-escaped.
+
+    With ``gold_spans`` the view lists the gold offsets (``doc [start, end)``) or says the question
+    is unanswerable; with ``retrieved_spans`` too, each retrieved chunk shows its offsets and, when it
+    overlaps gold, a ✓ and the gold characters it holds, and the gold line counts the gold
+    characters that reached the model (complete, partial or missed).
 
     Examples
     --------
@@ -57,6 +116,14 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
     ...                                 "retrieved": "retrieved", "gold": "gold"})
     >>> "d2 ✓" in html
     True
+    >>> row = pd.Series({"question_id": "q2", "retrieved": ["d#0", "d#1"],
+    ...                  "retrieved_spans": [{"doc_id": "d", "start": 0, "end": 100},
+    ...                                      {"doc_id": "d", "start": 100, "end": 200}],
+    ...                  "gold_spans": [{"doc_id": "d", "start": 150, "end": 260}]})
+    >>> html = render_row(row, columns={"retrieved": "retrieved", "retrieved_spans": "retrieved_spans",
+    ...                                 "gold_spans": "gold_spans"})
+    >>> "2. d#1 [100, 200) ✓ gold [150, 200)" in html, "50 of 110 characters (partial)" in html
+    (True, True)
     """
     parts = []
     qid = row[columns["question_id"]] if columns.get("question_id") else row.name
@@ -73,28 +140,49 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
             shown = "NaN" if is_missing(value) else (f"{value:.3f}" if isinstance(value, (float, np.floating)) else value)
             cells.append(f"<td style='padding:0 8px'><b>{_esc(name)}</b> {_esc(shown)}</td>")
         parts.append(f"<table><tr>{''.join(cells)}</tr></table>")
-    if columns.get("retrieved"):
+    span_gold, problem = (_span_gold(row[columns["gold_spans"]]) if columns.get("gold_spans") else ([], None))
+    ids_column, spans_column = columns.get("retrieved"), columns.get("retrieved_spans")
+    chunk_spans = None
+    if ids_column or spans_column:
         gold = _gold_ids(row[columns["gold"]]) if columns.get("gold") else set()
-        retrieved = row[columns["retrieved"]]
+        retrieved = row[ids_column] if ids_column else None
+        ids = [] if is_missing(retrieved) else list(retrieved)
+        if spans_column:
+            cell = row[spans_column]
+            if not ids_column:
+                ids = [] if is_missing(cell) else list(cell)
+            chunk_spans = _chunk_spans(cell, len(ids))
         items = []
-        for rank, doc in enumerate([] if is_missing(retrieved) else list(retrieved), start=1):
-            mark = " ✓" if str(doc) in gold else ""
+        for rank, doc in enumerate(ids, start=1):
+            span = chunk_spans[rank - 1] if chunk_spans is not None else None
+            label = str(doc) if ids_column else (f"{span[0]}" if span else "?")
+            if span is not None:
+                label += f" [{span[1]}, {span[2]})"
+            overlap = [] if span is None else _merge([
+                (max(span[1], u[1]), min(span[2], u[2])) for u in span_gold
+                if u[0] == span[0] and max(span[1], u[1]) < min(span[2], u[2])])
+            mark = " ✓" if (ids_column and str(doc) in gold) or overlap else ""
+            if overlap:
+                mark += f" gold {_offsets(overlap)}"
             style = "color:#1a7f37;font-weight:bold" if mark else ""
-            items.append(f"<span style='{style}'>{rank}. {_esc(doc)}{mark}</span>")
-        missed = sorted(gold - {str(d) for d in ([] if is_missing(retrieved) else retrieved)})
+            items.append(f"<span style='{style}'>{rank}. {_esc(label)}{_esc(mark)}</span>")
+        missed = sorted(gold - {str(d) for d in ids}) if ids_column else []
         line = " &nbsp; ".join(items) or "<i>nothing retrieved</i>"
-        if columns.get("gold"):
+        if columns.get("gold") and ids_column:
             line += f" &nbsp; <span style='color:#b42318'>gold not retrieved: {_esc(missed)}</span>" if missed else ""
             if not gold:
                 line += " &nbsp; <i>(no gold: unanswerable)</i>"
         parts.append(f"<p><b>Retrieved</b>: {line}</p>")
+    if columns.get("gold_spans"):
+        parts.append(_gold_line(span_gold, problem, chunk_spans))
     if columns.get("context"):
         context = row[columns["context"]]
         if not is_missing(context):
             passages = [context] if isinstance(context, str) else list(context)
             body = "".join(f"<li>{_esc(_short(str(p)))}</li>" for p in passages)
             parts.append(f"<details><summary><b>Context</b> ({len(passages)} passages)</summary><ol>{body}</ol></details>")
-    claims_column = next((c for c in row.index if str(c).endswith("_claims")), None)
+    claims_column = next((c for c in row.index if str(c).endswith("_claims")
+                          and isinstance(row[c], (list, tuple, np.ndarray))), None)  # not a count of claims
     if claims_column is not None and not is_missing(row[claims_column]):
         stem = str(claims_column)[: -len("_claims")]
         verdicts = row.get(f"{stem}_verdicts")
@@ -124,6 +212,8 @@ def explore(
     retrieved: str | None = None,
     gold: str | None = None,
     context: str | None = None,
+    gold_spans: str | None = None,
+    retrieved_spans: str | None = None,
 ) -> Any:
     """An interactive browser over the rows: filter by slice, sort worst-first, step through.
 
@@ -135,8 +225,10 @@ def explore(
         A slice column to filter on (e.g. ``"qtype"``).
     sort_by : str, optional
         A score column to sort ascending (worst first); the widget lets the user change it.
-    question_id, question, answer, retrieved, gold, context : str, optional
-        Column-name overrides.
+    question_id, question, answer, retrieved, gold, context, gold_spans, retrieved_spans : str, optional
+        Column-name overrides. With ``gold_spans`` the view shows the gold offsets (or says the
+        question is unanswerable); with ``retrieved_spans`` too it marks the retrieved chunks that
+        overlap gold (see :func:`render_row`).
 
     Returns
     -------
@@ -156,6 +248,7 @@ def explore(
     overrides = {
         "question_id": question_id, "question": question, "answer": answer,
         "retrieved": retrieved, "gold": gold, "context": context,
+        "gold_spans": gold_spans, "retrieved_spans": retrieved_spans,
     }
     columns = {role: resolve_column(rows, role, name, method=method, required=False) for role, name in overrides.items()}
     if by is not None and by not in rows.columns:

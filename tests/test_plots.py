@@ -176,3 +176,146 @@ def test_power_curve_marks_the_questions_needed():
         assert x == sizing.questions_needed(mde, **design)
         assert y >= 0.8 and sizing.power(x - 1, mde, **design) < 0.8  # the smallest n reaching the target
     assert ax.get_xscale() == "log"
+
+
+# ---- chunk boundaries ---------------------------------------------------------------------------------
+
+
+def _segments(ax, gid):
+    return [np.asarray(seg) for seg in _artist(ax, gid).get_segments()]
+
+
+def test_boundary_positions_draws_each_gold_span_in_its_chunk():
+    from raglab import chunks, plots
+
+    table = chunks.fixed({"a": 300, "b": 150}, size=100)  # a: [0,100) [100,200) [200,300); b: [0,100) [100,150)
+    rows = pd.DataFrame({"gold_spans": [
+        [{"doc_id": "a", "start": 10, "end": 60}, {"doc_id": "a", "start": 90, "end": 110}],  # inside; cut
+        [{"doc_id": "b", "start": 100, "end": 125}],  # inside the short last chunk: 0 .. 0.5
+        [{"doc_id": "a", "start": 150, "end": 300}],  # cut, 1.5 chunks long
+        [{"doc_id": "a", "start": 0, "end": 100}],  # exactly one chunk: not cut
+        [],
+    ]})
+    ax = plots.boundary_positions(rows, table)
+    assert ax is plt.gca()
+    segs = _segments(ax, "raglab-gold-spans")
+    drawn = sorted((round(s[0][0], 3), round(s[1][0], 3)) for s in segs)
+    assert drawn == [(0.0, 0.5), (0.0, 1.0), (0.1, 0.6), (0.5, 2.0), (0.9, 1.1)]
+    # sorted by start in the chunk, top to bottom; cut spans red, the others blue
+    ys = {(round(s[0][0], 3), round(s[1][0], 3)): s[0][1] for s in segs}
+    assert ys[(0.0, 0.5)] > ys[(0.1, 0.6)] > ys[(0.5, 2.0)] > ys[(0.9, 1.1)]
+    colours = [mcolors.to_hex(c) for c in _artist(ax, "raglab-gold-spans").get_colors()]
+    by_span = dict(zip([(round(s[0][0], 3), round(s[1][0], 3)) for s in segs], colours))
+    from raglab._results import DECISION_COLOURS
+
+    assert {k for k, c in by_span.items() if c == DECISION_COLOURS["block"]} == {(0.5, 2.0), (0.9, 1.1)}
+    assert sorted(seg[0][0] for seg in _segments(ax, "raglab-chunk-edges")) == [0.0, 1.0]
+    assert ax.get_title() == "5 gold spans in 4 questions: 2 cut by a chunk boundary (40%)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["inside one chunk (3)", "cut (2)"]
+
+
+def test_boundary_positions_agrees_with_boundaries_on_clapnq():
+    from raglab import plots
+    from raglab.boundaries import boundaries
+    from raglab.datasets import clapnq
+
+    run, table = clapnq.load_run(256), clapnq.load_chunks(256)
+    fig, (left, right) = plt.subplots(1, 2)
+    ax = plots.boundary_positions(run, table, ax=right, linewidth=0.5)
+    assert ax is right and not left.has_data()
+    meta = boundaries(run, table).attrs["raglab"]["boundaries"]
+    n, n_cut = meta["n_gold_spans"], meta["n_gold_spans_cut"]
+    segs = _segments(ax, "raglab-gold-spans")
+    assert len(segs) == n == 893
+    assert sum(seg[1][0] > 1 for seg in segs) == n_cut  # chunks tile each passage: cut <=> ends past its chunk
+    assert ax.get_title().startswith(f"{n} gold spans in 299 questions: {n_cut} cut")
+    assert (_artist(ax, "raglab-gold-spans").get_linewidths() == 0.5).all()
+    plt.close(fig)
+
+
+def test_boundary_positions_counts_spans_outside_the_table_and_checks_input():
+    from raglab import chunks, plots
+
+    table = chunks.from_spans([{"doc_id": "a", "start": 0, "end": 50}, {"doc_id": "a", "start": 60, "end": 100}])
+    rows = pd.DataFrame({"gold_spans": [[{"doc_id": "a", "start": 52, "end": 58}], [{"doc_id": "z", "start": 0, "end": 5}],
+                                        [{"doc_id": "a", "start": 70, "end": 80}]]})
+    with pytest.warns(UserWarning, match="the chunk table does not have"):
+        ax = plots.boundary_positions(rows, table, ax=plt.figure().gca())
+    assert len(_segments(ax, "raglab-gold-spans")) == 1
+    assert ax.get_title() == ("3 gold spans in 3 questions: 2 cut by a chunk boundary (67%); "
+                              "2 start in no chunk (not drawn)")
+    with pytest.raises(Exception, match="gold_spans"):
+        plots.boundary_positions(pd.DataFrame({"x": [1]}), table)
+
+
+def _boundary_report():
+    from raglab import chunks
+    from raglab.boundaries import boundary_report
+
+    table = chunks.fixed({"d": 4000}, size=100)
+    rng = np.random.default_rng(1)
+    n = 40
+    cut = np.arange(n) % 2 == 1
+    gold = [[{"doc_id": "d", "start": 100 * i + (50 if c else 10), "end": 100 * i + (150 if c else 60)}]
+            for i, c in enumerate(cut)]
+    qid = [f"q{i}" for i in range(n)]
+    base = pd.DataFrame({"question_id": qid, "gold_spans": gold,
+                         "faithfulness": np.where(cut, rng.random(n) < 0.3, rng.random(n) < 0.8).astype(float),
+                         "retrieved": [[f"d#{i}"] for i in range(n)]})
+    cand = base.assign(faithfulness=np.where(rng.random(n) < 0.9, 1.0, 0.0))
+    return boundary_report(base, cand, ["faithfulness"], table, n_resamples=300)
+
+
+def test_boundary_metric_draws_both_runs_and_the_paired_interval():
+    from raglab import plots
+
+    report = _boundary_report()
+    ax = plots.boundary_metric(report, labels=("256 chars", "512 chars"))
+    t = report.table
+    shown = t[(t["split"] == "boundary_status")]
+    assert [x.get_text() for x in ax.get_yticklabels()] == [f"{s} (n={n})" for s, n in zip(shown["slice"], shown["n"])]
+    np.testing.assert_allclose(_artist(ax, "raglab-base").get_offsets()[:, 0], shown["base"])
+    np.testing.assert_allclose(_artist(ax, "raglab-cand").get_offsets()[:, 0], shown["cand"])
+    intervals = _segments(ax, "raglab-intervals")
+    np.testing.assert_allclose([s[0][0] for s in intervals], shown["base"] + shown["low"])
+    np.testing.assert_allclose([s[1][0] for s in intervals], shown["base"] + shown["high"])
+    assert [x.get_text() for x in ax.get_legend().get_texts()] == ["256 chars", "512 chars", "512 chars: paired interval"]
+    assert ax.get_title() == "faithfulness by boundary status: 256 chars vs 512 chars (95% paired intervals)"
+    assert ax.get_xlabel() == "mean faithfulness"
+
+
+def test_boundary_metric_other_split_metric_choice_and_errors():
+    from raglab import plots
+
+    report = _boundary_report()
+    fig, (left, right) = plt.subplots(1, 2)
+    ax = plots.boundary_metric(report.table, split="gold_reached", ax=right, s=90)
+    assert ax is right and not left.has_data()
+    t = report.table
+    labels = [x.get_text() for x in ax.get_yticklabels()]
+    overall = t[t["slice"] == "overall"].iloc[0]
+    reached = t[t["split"] == "gold_reached"]
+    assert labels == [f"overall (n={overall['n']})", *[f"{s} (n={n})" for s, n in zip(reached["slice"], reached["n"])]]
+    assert (_artist(ax, "raglab-cand").get_sizes() == 90).all()
+    plt.close(fig)
+    with pytest.raises(ValueError, match=r"`metric` must be one of \['faithfulness'\], but 'recall@5'"):
+        plots.boundary_metric(report, metric="recall@5")
+    with pytest.raises(ValueError, match=r"`split` must be one of \['boundary_status', 'gold_reached'\]"):
+        plots.boundary_metric(report, split="cut")
+    with pytest.raises(ValueError, match="missing \\['split'"):
+        plots.boundary_metric(t.drop(columns="split"))
+    with pytest.raises(TypeError, match="got list"):
+        plots.boundary_metric([1])
+
+
+def test_boundary_metric_keeps_rows_without_an_interval():
+    from raglab import plots
+
+    table = pd.DataFrame({"split": "boundary_status", "metric": "m", "slice": ["overall", "cut", "unanswerable"],
+                          "n": [10, 9, 1], "base": [0.5, 0.4, 1.0], "cand": [0.7, 0.6, 1.0],
+                          "diff": [0.2, 0.2, 0.0], "low": [0.1, 0.05, np.nan], "high": [0.3, 0.35, np.nan]})
+    ax = plots.boundary_metric(table, ax=plt.figure().gca())
+    assert [x.get_text() for x in ax.get_yticklabels()] == ["overall (n=10)", "cut (n=9)", "unanswerable (n=1)"]
+    assert len(_segments(ax, "raglab-intervals")) == 2
+    assert len(_artist(ax, "raglab-cand").get_offsets()) == 3
+    assert ax.get_title() == "m by boundary status: base vs cand"
