@@ -51,10 +51,12 @@ def test_build_script_reproduces_committed_files(tmp_path):
     shared = shared_path("squad2_dev_explorer").parent
     subprocess.run(
         [sys.executable, str(REPO / "scripts" / "build_data.py"), "--shared", str(shared), "--out", str(tmp_path),
-         "--only", "questions", "--only", "readers"],
+         "--only", "questions", "--only", "readers", "--only", "runs"],
         check=True, capture_output=True, text=True,
     )
-    for relative in ["questions.parquet", *(f"readers/{m}.parquet" for m in datasets.SQUAD_READERS)]:
+    expected = ["questions.parquet", *(f"readers/{m}.parquet" for m in datasets.SQUAD_READERS),
+                *(f"runs/{c}.parquet" for c in datasets.SQUAD_RUNS)]  # the runs too: chunking changes must show
+    for relative in expected:
         assert (tmp_path / relative).read_bytes() == (REPO / "data" / "squad2" / relative).read_bytes(), relative
 
 
