@@ -113,6 +113,28 @@ def _windows(n_units: np.ndarray, size: int, step: int) -> tuple[np.ndarray, np.
     return doc, first, last
 
 
+def _snapped(doc_id: Any, text: str, size: int, overlap: int, snap: str, fraction: float) -> pd.DataFrame:
+    """Windows of at most ``size`` characters that end just after ``snap`` where one is near their end.
+
+    Each start depends on the previous end, so this walks the document window by window.
+    """
+    starts, ends, start, n = [], [], 0, len(text)
+    reach = int(size * (1 - fraction))
+    while start < n:
+        end = min(n, start + size)
+        if end < n:
+            cut = text.rfind(snap, start + reach, end - len(snap) + 1)
+            if cut > start:
+                end = cut + len(snap)
+        starts.append(start)
+        ends.append(end)
+        if end >= n:
+            break
+        start = max(end - overlap, start + 1)
+    positions = np.arange(len(starts))
+    return _table([doc_id] * len(starts), np.array(starts, np.int64), np.array(ends, np.int64), positions)
+
+
 def _unit_spans(text: str, unit: str) -> tuple[np.ndarray, np.ndarray]:
     """Character start and end of each word or token of ``text``."""
     if unit == "tokens":
@@ -138,7 +160,15 @@ def _tiktoken_encoder() -> Any:
     return tiktoken.get_encoding("cl100k_base")  # pragma: no cover
 
 
-def fixed(docs: Mapping[Any, str | int] | pd.Series, size: int, overlap: int = 0, unit: str = "chars") -> pd.DataFrame:
+def fixed(
+    docs: Mapping[Any, str | int] | pd.Series,
+    size: int,
+    overlap: int = 0,
+    unit: str = "chars",
+    *,
+    snap: str | None = None,
+    snap_fraction: float = 0.2,
+) -> pd.DataFrame:
     """Fixed-size windows over each document: a chunk table.
 
     Windows start every ``size - overlap`` units and hold at most ``size`` units; the last window
@@ -160,6 +190,14 @@ def fixed(docs: Mapping[Any, str | int] | pd.Series, size: int, overlap: int = 0
         tiktoken is installed; otherwise the approximation :data:`token_approximation` (a run of
         word characters, or one punctuation character, is a token), recorded in
         ``attrs["raglab"]["chunks"]["tokenizer"]``.
+    snap : str, optional
+        With ``unit="chars"`` and text documents: end each window (but a document's last) just
+        after the last occurrence of ``snap`` (e.g. ``" "``) within its final ``snap_fraction`` of
+        ``size`` characters, so words are not cut; the next window starts there (minus
+        ``overlap``). Without such an occurrence the window is cut at ``size``. Windows still
+        tile the text and never exceed ``size``.
+    snap_fraction : float
+        The share of a window, at its end, searched for ``snap`` (0 < snap_fraction <= 1).
 
     Returns
     -------
@@ -175,6 +213,8 @@ def fixed(docs: Mapping[Any, str | int] | pd.Series, size: int, overlap: int = 0
     [['a#0', 0, 4], ['a#1', 4, 8], ['a#2', 8, 10], ['b#0', 0, 3]]
     >>> fixed({"d": "One two three four five."}, size=2, unit="words")[["start", "end"]].values.tolist()
     [[0, 8], [8, 19], [19, 24]]
+    >>> fixed({"d": "aaa bbb ccc ddd"}, size=6, snap=" ", snap_fraction=0.5)[["start", "end"]].values.tolist()
+    [[0, 4], [4, 8], [8, 12], [12, 15]]
     """
     check_option("unit", unit, ["chars", "words", "tokens"])
     size = check_int(size, "size", 1)
@@ -186,7 +226,19 @@ def fixed(docs: Mapping[Any, str | int] | pd.Series, size: int, overlap: int = 0
     doc_ids = [doc_id for doc_id, _ in items]
     step = size - overlap
     record: dict[str, Any] = {"method": "fixed", "size": size, "overlap": overlap, "unit": unit}
-    if unit == "chars":
+    if snap is not None:
+        if unit != "chars" or not isinstance(snap, str) or not snap:
+            raise ValueError(f"`snap` needs unit='chars' and a non-empty string such as ' ', got snap={snap!r}, "
+                             f"unit={unit!r}")
+        if not 0 < snap_fraction <= 1:
+            raise ValueError(f"`snap_fraction` must be in (0, 1], got {snap_fraction!r}")
+        bare = [doc_id for doc_id, v in items if not isinstance(v, str)]
+        if bare:
+            raise TypeError(f"`snap` needs each document's text; {bare[:5]} give only a length")
+        record.update({"snap": snap, "snap_fraction": snap_fraction})
+        parts = [_snapped(doc_id, text, size, overlap, snap, snap_fraction) for doc_id, text in items]
+        table = pd.concat(parts, ignore_index=True) if parts else _table([], *(np.zeros(0, np.int64),) * 3)
+    elif unit == "chars":
         lengths = np.fromiter((v if not isinstance(v, str) else len(v) for _, v in items), dtype=np.int64,
                               count=len(items))
         doc, first, last = _windows(lengths, size, step)

@@ -41,6 +41,9 @@ import pandas as pd
 import scipy.sparse as sp
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from raglab import chunks  # noqa: E402  (the repository's raglab, also when it is not installed)
+
 OUT = REPO / "data" / "squad2"
 ARTICLE_SEPARATOR = "\n\n"
 TOP_K = 5
@@ -101,20 +104,6 @@ def f1_score(prediction: str, gold: str) -> float:
 
 
 # ---- corpus, chunking, BM25 ------------------------------------------------------------------------
-
-
-def chunk(text: str, size: int) -> list[tuple[int, int]]:
-    """Non-overlapping windows of about ``size`` characters, cut at whitespace when possible."""
-    spans, start, n = [], 0, len(text)
-    while start < n:
-        end = min(n, start + size)
-        if end < n:
-            cut = text.rfind(" ", start + int(size * 0.8), end)
-            if cut > start:
-                end = cut + 1
-        spans.append((start, end))
-        start = end
-    return spans
 
 
 class BM25:
@@ -232,8 +221,11 @@ def build_runs(articles: dict[str, str], questions_df: pd.DataFrame, question_te
     for size in (1000, 500):
         chunk_ids, chunk_spans, chunk_texts = [], [], []
         neighbours: list[tuple[int, int]] = []
+        table = chunks.fixed(articles, size, snap=" ")  # the chunking every corpus shares (raglab.chunks)
+        by_doc = {title: list(zip(part["start"].tolist(), part["end"].tolist()))
+                  for title, part in table.groupby("doc_id", sort=False)}
         for title, text in articles.items():
-            spans = chunk(text, size)
+            spans = by_doc.get(title, [])
             first = len(chunk_ids)
             for i, (s, e) in enumerate(spans):
                 chunk_ids.append(f"{title}#{size}-{i}")

@@ -229,3 +229,39 @@ def test_from_spans_sorts_numbers_and_keeps_ids():
 def test_from_spans_errors(table, match):
     with pytest.raises((TypeError, ValueError), match=match):
         from_spans(table)
+
+
+def _snap_oracle(text: str, size: int, fraction: float) -> list[tuple[int, int]]:
+    # The SQuAD build's original chunker, written independently: end after the last space in the
+    # window's final share, else cut at size; the last window ends at the text's end.
+    spans, start, n = [], 0, len(text)
+    while start < n:
+        end = min(n, start + size)
+        if end < n:
+            cut = text.rfind(" ", start + int(size * (1 - fraction)), end)
+            if cut > start:
+                end = cut + 1
+        spans.append((start, end))
+        start = end
+    return spans
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_snapped_windows_match_the_reference_chunker_and_tile_the_text(seed):
+    rng = np.random.default_rng(seed)
+    words = ["".join(rng.choice(list("abcdefgh"), size=rng.integers(1, 15))) for _ in range(400)]
+    text = " ".join(words) + "\n\n" + " ".join(words[:50])
+    for size in (20, 64, 100):
+        table = chunks.fixed({"d": text}, size, snap=" ")
+        got = list(zip(table["start"].tolist(), table["end"].tolist()))
+        assert got == _snap_oracle(text, size, 0.2)
+        assert got[0][0] == 0 and got[-1][1] == len(text)
+        assert all(e1 == s2 for (_, e1), (s2, _) in zip(got, got[1:]))
+        assert all(0 < e - s <= size for s, e in got)
+
+
+def test_snap_needs_text_and_chars():
+    with pytest.raises(TypeError, match="give only a length"):
+        chunks.fixed({"d": 100}, 10, snap=" ")
+    with pytest.raises(ValueError, match="unit='chars'"):
+        chunks.fixed({"d": "a b c"}, 2, unit="words", snap=" ")
