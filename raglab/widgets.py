@@ -10,6 +10,7 @@ characters that reached the model, and says when a question is unanswerable.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._optional import import_optional
+from raglab._registry import is_id_name, metric_info
 from raglab._rowtable import is_missing, missing_column_error, resolve_column
 from raglab.metrics.spans import _covered, _gold_units, _merge, _span_tuple
 
@@ -25,6 +27,9 @@ __all__ = ["explore", "render_row"]
 _ALL = "(all)"
 _ROW_ORDER = "(row order)"
 _TEXT_LIMIT = 600
+_FIELD_LIMIT = 200
+# Whole words of a column name that say it holds a count or a code, not a score (judge_prompt_tokens, n_claims).
+_COUNT_WORDS = frozenset("tokens token count counts n num number len length calls index idx seed".split())
 
 
 def _esc(value: Any) -> str:
@@ -93,15 +98,74 @@ def _gold_line(units: list[tuple[Any, int, int, float]], problem: str | None,
     return text + "</p>"
 
 
+def _is_count_name(name: Any) -> bool:
+    """Does a column name say it holds a count, a code or an id (``judge_prompt_tokens``, ``n_claims``)?"""
+    return is_id_name(str(name)) or bool(set(re.split(r"[^a-z0-9]+", str(name).lower())) & _COUNT_WORDS)
+
+
+def _is_numeric(series: pd.Series) -> bool:
+    return (pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+            and not pd.api.types.is_complex_dtype(series))
+
+
 def _score_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
-    return [c for c in df.columns if c not in exclude and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    """Numeric columns that are scores: not booleans, ids, token counts or other counts."""
+    return [c for c in df.columns if c not in exclude and _is_numeric(df[c]) and not _is_count_name(c)]
 
 
-def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequence[str] = ()) -> str:
-    """HTML for one row of a row table: question, answer, retrieved ids with gold marked, claims.
+def _is_listlike(value: Any) -> bool:
+    return isinstance(value, (list, tuple, set, dict, np.ndarray))
 
-    ``columns`` maps roles (question_id, question, answer, retrieved, gold, gold_spans,
-    retrieved_spans, context) to column names (None when absent). Text is HTML-escaped.
+
+def _field_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
+    """The other columns worth showing per row: text, booleans, counts (not lists such as claims)."""
+    out = []
+    for c in df.columns:
+        if c in exclude:
+            continue
+        values = df[c].dropna()
+        if len(values) and _is_listlike(values.iloc[0]):
+            continue
+        out.append(c)
+    return out
+
+
+def _format_value(value: Any) -> str:
+    if _is_listlike(value):
+        return _short(str(list(value) if isinstance(value, np.ndarray) else value), _FIELD_LIMIT)
+    if is_missing(value):
+        return "missing"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.3f}"
+    return _short(str(value), _FIELD_LIMIT)
+
+
+def _sort_options(scores: Sequence[str]) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """Dropdown options (label, column) for worst-first sorting, and the columns left out with why.
+
+    Worst first is lowest first for higher-is-better scores and highest first for lower-is-better ones;
+    a score with no direction (the pooled ``declined`` flag) has no worst, so it is not offered.
+    """
+    options, left_out = [(_ROW_ORDER, _ROW_ORDER)], {}
+    for name in scores:
+        info = metric_info(str(name))
+        if not info.has_direction:
+            left_out[name] = info.higher_is_better.reason
+            continue
+        order = "lowest first" if info.higher_is_better else "highest first"
+        options.append((f"{name} ({order})", name))
+    return options, left_out
+
+
+def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequence[str] = (),
+               fields: Sequence[str] = ()) -> str:
+    """HTML for one row of a row table: question, answer, reference, retrieved ids with gold marked, claims.
+
+    ``columns`` maps roles (question_id, question, answer, reference, retrieved, gold, gold_spans,
+    retrieved_spans, context) to column names (None when absent). ``scores`` are shown as numbers and
+    ``fields`` (text, booleans, counts) as they are, booleans as yes/no. Text is HTML-escaped.
 
     With ``gold_spans`` the view lists the gold offsets (``doc [start, end)``) or says the question
     is unanswerable; with ``retrieved_spans`` too, each retrieved chunk shows its offsets and, when it
@@ -133,12 +197,20 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
     if columns.get("answer"):
         answer = row[columns["answer"]]
         parts.append(f"<p><b>Answer</b>: {_esc('' if is_missing(answer) else _short(str(answer)))}</p>")
+    if columns.get("reference"):
+        reference = row[columns["reference"]]
+        shown = "<i>none</i>" if is_missing(reference) else _esc(_short(str(reference)))
+        parts.append(f"<p><b>Reference</b>: {shown}</p>")
     if scores:
         cells = []
         for name in scores:
             value = row[name]
             shown = "NaN" if is_missing(value) else (f"{value:.3f}" if isinstance(value, (float, np.floating)) else value)
             cells.append(f"<td style='padding:0 8px'><b>{_esc(name)}</b> {_esc(shown)}</td>")
+        parts.append(f"<table><tr>{''.join(cells)}</tr></table>")
+    if fields:
+        cells = [f"<td style='padding:0 8px'><b>{_esc(name)}</b> {_esc(_format_value(row[name]))}</td>"
+                 for name in fields]
         parts.append(f"<table><tr>{''.join(cells)}</tr></table>")
     span_gold, problem = (_span_gold(row[columns["gold_spans"]]) if columns.get("gold_spans") else ([], None))
     ids_column, spans_column = columns.get("retrieved"), columns.get("retrieved_spans")
@@ -201,6 +273,35 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
     return "\n".join(parts)
 
 
+_EXPLORER_CLASS: list[type] = []
+
+
+def _explorer_class(w: Any) -> type:
+    """An ``ipywidgets.VBox`` that also carries a static ``text/html`` rendering of the row it shows.
+
+    Live front ends draw the widget; static viewers of a saved notebook (GitHub, nbviewer) show the
+    HTML instead of ``VBox(children=...)``. Named ``VBox`` because it is one (a subclass), built once.
+    """
+    if not _EXPLORER_CLASS:
+
+        def _repr_mimebundle_(self: Any, **kwargs: Any) -> Any:
+            data = w.VBox._repr_mimebundle_(self, **kwargs) or {"text/plain": repr(self)}
+            data["text/html"] = self.static_html()
+            return data
+
+        def static_html(self: Any) -> str:
+            """The row the explorer shows now (the first one until it is moved), as plain HTML."""
+            return (f"<div class='raglab-explore'><p><i>raglab explorer ({_esc(self._raglab_status.value)}); "
+                    "a static copy of the row shown, run the notebook to browse.</i></p>"
+                    f"{self._raglab_view.value}</div>")
+
+        _EXPLORER_CLASS.append(type("VBox", (w.VBox,), {
+            "__module__": __name__, "__doc__": _explorer_class.__doc__,
+            "_repr_mimebundle_": _repr_mimebundle_, "static_html": static_html,
+        }))
+    return _EXPLORER_CLASS[0]
+
+
 def explore(
     rows: pd.DataFrame,
     *,
@@ -209,6 +310,7 @@ def explore(
     question_id: str | None = None,
     question: str | None = None,
     answer: str | None = None,
+    reference: str | None = None,
     retrieved: str | None = None,
     gold: str | None = None,
     context: str | None = None,
@@ -224,16 +326,21 @@ def explore(
     by : str, optional
         A slice column to filter on (e.g. ``"qtype"``).
     sort_by : str, optional
-        A score column to sort ascending (worst first); the widget lets the user change it.
-    question_id, question, answer, retrieved, gold, context, gold_spans, retrieved_spans : str, optional
+        A score column to sort worst first: lowest first when higher is better, highest first when
+        lower is better (:func:`raglab._registry.metric_info`); the widget lets the user change it.
+        Scores with no direction (the pooled ``declined`` flag) have no worst and are not offered.
+        Ids and counts (``judge_prompt_tokens``, ``n_claims``) are shown but are not scores.
+    question_id, question, answer, reference, retrieved, gold, context, gold_spans, retrieved_spans : str, optional
         Column-name overrides. With ``gold_spans`` the view shows the gold offsets (or says the
         question is unanswerable); with ``retrieved_spans`` too it marks the retrieved chunks that
-        overlap gold (see :func:`render_row`).
+        overlap gold (see :func:`render_row`). Every other column (text, booleans, counts) is shown
+        with each row.
 
     Returns
     -------
     ipywidgets.VBox
-        With ``.children`` (controls and the HTML view); display it in a notebook.
+        With ``.children`` (controls, navigation with a 1-based row slider, and the HTML view);
+        display it in a notebook. A saved notebook shows the first row as static HTML.
 
     Examples
     --------
@@ -246,21 +353,28 @@ def explore(
 
     method = "rag.explore"
     overrides = {
-        "question_id": question_id, "question": question, "answer": answer,
+        "question_id": question_id, "question": question, "answer": answer, "reference": reference,
         "retrieved": retrieved, "gold": gold, "context": context,
         "gold_spans": gold_spans, "retrieved_spans": retrieved_spans,
     }
     columns = {role: resolve_column(rows, role, name, method=method, required=False) for role, name in overrides.items()}
     if by is not None and by not in rows.columns:
         raise missing_column_error(rows, by, role=None, method=method, keyword="by")
-    scores = _score_columns(rows, [c for c in columns.values() if c] + ([by] if by else []))
-    if sort_by is not None and sort_by not in scores:
-        raise ValueError(f"{method}: `sort_by` must be a numeric score column, one of {scores}, but {sort_by!r} was passed.")
+    used = [c for c in columns.values() if c]
+    scores = _score_columns(rows, used + ([by] if by else []))
+    options, left_out = _sort_options(scores)
+    if sort_by is not None:
+        if sort_by in left_out:
+            raise ValueError(f"{method}: {sort_by!r} has no worst first: {left_out[sort_by]} "
+                             "Sort by a score with a direction, or leave sort_by out.")
+        if sort_by not in scores:
+            raise ValueError(f"{method}: `sort_by` must be a numeric score column, one of {scores}, but {sort_by!r} was passed.")
+    fields = _field_columns(rows, used + scores)
 
     slice_box = w.Dropdown(options=[_ALL, *sorted(map(str, rows[by].dropna().unique()))] if by else [_ALL],
                            description=by or "slice", disabled=by is None)
-    sort_box = w.Dropdown(options=[_ROW_ORDER, *scores], value=sort_by or _ROW_ORDER, description="worst first")
-    position = w.IntSlider(min=0, max=max(0, len(rows) - 1), value=0, description="row", continuous_update=False)
+    sort_box = w.Dropdown(options=options, value=sort_by or _ROW_ORDER, description="worst first")
+    position = w.IntSlider(min=1, max=max(1, len(rows)), value=1, description="row", continuous_update=False)
     previous, following = w.Button(description="◀ previous"), w.Button(description="next ▶")
     status = w.HTML()
     view = w.HTML()
@@ -270,25 +384,40 @@ def explore(
         if by is not None and slice_box.value != _ALL:
             frame = frame[frame[by].astype(str) == slice_box.value]
         if sort_box.value != _ROW_ORDER:
-            frame = frame.sort_values(sort_box.value, kind="stable", na_position="last")
+            ascending = bool(metric_info(str(sort_box.value)).higher_is_better)
+            frame = frame.sort_values(sort_box.value, ascending=ascending, kind="stable", na_position="last")
         return frame
+
+    def note() -> str:
+        if sort_box.value == _ROW_ORDER:
+            text = "in row order"
+        else:
+            info = metric_info(str(sort_box.value))
+            worst = "lowest" if info.higher_is_better else "highest"
+            guessed = "" if info.known else ", direction guessed from the name"
+            text = f"sorted by {_esc(sort_box.value)}, worst ({worst}) first{guessed}"
+        if left_out:
+            text += "; not offered for worst first: " + "; ".join(
+                f"{_esc(name)} (no direction: {_esc(why)})" for name, why in left_out.items())
+        return f"<p style='color:#666;margin:2px 0'><i>{text}</i></p>"
 
     def refresh(*_: Any) -> None:
         frame = current()
-        position.max = max(0, len(frame) - 1)
+        position.max = max(1, len(frame))
+        position.disabled = len(frame) <= 1
         if len(frame) == 0:
-            status.value, view.value = "no rows", ""
+            status.value, view.value = "no rows", note()
             return
-        index = min(position.value, len(frame) - 1)
+        index = min(position.value, len(frame)) - 1
         status.value = f"{index + 1} of {len(frame)}" + (f" ({by} = {slice_box.value})" if by and slice_box.value != _ALL else "")
-        view.value = render_row(frame.iloc[index], columns=columns, scores=scores)
+        view.value = note() + render_row(frame.iloc[index], columns=columns, scores=scores, fields=fields)
 
     def step(delta: int) -> None:
-        position.value = int(np.clip(position.value + delta, 0, position.max))
+        position.value = int(np.clip(position.value + delta, 1, position.max))
         refresh()
 
     def reset(*_: Any) -> None:
-        position.value = 0
+        position.value = 1
         refresh()
 
     slice_box.observe(reset, names="value")
@@ -297,4 +426,6 @@ def explore(
     previous.on_click(lambda _: step(-1))
     following.on_click(lambda _: step(1))
     refresh()
-    return w.VBox([w.HBox([slice_box, sort_box]), w.HBox([previous, following, position, status]), view])
+    box = _explorer_class(w)([w.HBox([slice_box, sort_box]), w.HBox([previous, following, position, status]), view])
+    box._raglab_status, box._raglab_view = status, view
+    return box

@@ -29,12 +29,118 @@ def test_explorer_filters_sorts_and_steps():
     assert second_bad["question"] in view.value
     previous.click()
     previous.click()  # clipped at the first row
-    assert position.value == 0
+    assert position.value == 1 and status.value.startswith("1 of")
     slice_box.value = "yesno"
     n_yesno = int((rows["qtype"] == "yesno").sum())
     assert status.value == f"1 of {n_yesno} (qtype = yesno)"
     sort_box.value = "(row order)"
     assert rows[rows["qtype"] == "yesno"].iloc[0]["question"] in view.value
+
+
+def test_slider_is_one_based_and_agrees_with_the_status():
+    rows = datasets.handbook()
+    box = widgets.explore(rows)
+    *_, following, position, status, view = parts(box)
+    assert (position.min, position.max, position.value) == (1, len(rows), 1)
+    assert status.value == f"1 of {len(rows)}" and rows.iloc[0]["question"] in view.value
+    following.click()
+    assert position.value == 2 and status.value == f"2 of {len(rows)}" and rows.iloc[1]["question"] in view.value
+    position.value = len(rows)  # the last row is reachable and the slider shows its number
+    assert status.value == f"{len(rows)} of {len(rows)}" and rows.iloc[-1]["question"] in view.value
+    following.click()  # clipped at the last row
+    assert position.value == len(rows)
+
+
+def _scored_rows():
+    return pd.DataFrame({
+        "question_id": ["q1", "q2", "q3", "q4"],
+        "question": ["Q one?", "Q two?", "Q three?", "Q four?"],
+        "answer": ["a1", "a2", "a3", "a4"],
+        "reference": ["ref one", "ref two", None, "ref four"],
+        "article": ["Normans", "Oxygen", "Normans", "Oxygen"],
+        "answerable": [True, False, True, True],
+        "faithfulness": [0.9, 0.1, 0.5, float("nan")],
+        "latency_ms": [120.0, 900.0, 40.0, 300.0],
+        "declined_rate": [0.0, 1.0, 0.0, 0.5],
+        "judge_prompt_tokens": [812, 640, 700, 555],
+        "judge_completion_tokens": [50.0, 60.0, 70.0, 80.0],
+        "n_claims": [3, 1, 2, 4],
+        "article_id": [7, 8, 7, 8],
+    })
+
+
+def _order(box):
+    """The question ids in the order the explorer steps through them."""
+    *_, following, position, status, view = parts(box)
+    seen = []
+    for _ in range(position.max):
+        seen.append(next(q for q in ["q1", "q2", "q3", "q4"] if f">{q}</h4>" in view.value))
+        following.click()
+    return seen
+
+
+def test_worst_first_follows_the_metric_direction():
+    rows = _scored_rows()
+    # higher is better: lowest first, NaN last
+    assert _order(widgets.explore(rows, sort_by="faithfulness")) == ["q2", "q3", "q1", "q4"]
+    # lower is better: highest (slowest) first
+    box = widgets.explore(rows, sort_by="latency_ms")
+    assert "sorted by latency_ms, worst (highest) first" in box.children[2].value
+    assert _order(box) == ["q2", "q4", "q1", "q3"]
+    # the dropdown says which way each score sorts, and changing it re-sorts from the first row
+    _, sort_box, *_ = parts(box)
+    labels = dict((v, k) for k, v in sort_box.options)
+    assert labels["faithfulness"] == "faithfulness (lowest first)" and labels["latency_ms"] == "latency_ms (highest first)"
+    sort_box.value = "faithfulness"
+    assert ">q2</h4>" in box.children[2].value and "worst (lowest) first" in box.children[2].value
+
+
+def test_counts_ids_and_directionless_scores_are_not_offered_for_sorting():
+    rows = _scored_rows()
+    box = widgets.explore(rows)
+    _, sort_box, *_, view = parts(box)
+    assert [v for _, v in sort_box.options] == ["(row order)", "faithfulness", "latency_ms"]
+    # a score with no direction is shown but not offered, and the view says why
+    assert "not offered for worst first: declined_rate (no direction:" in view.value
+    assert "<b>declined_rate</b> 0.000" in view.value
+    with pytest.raises(ValueError, match="'declined_rate' has no worst first: declining an unanswerable"):
+        widgets.explore(rows, sort_by="declined_rate")
+    with pytest.raises(ValueError, match="`sort_by` must be a numeric score column"):
+        widgets.explore(rows, sort_by="judge_prompt_tokens")
+    # token counts, counts and ids are still shown with the row, as they are
+    for text in ["<b>judge_prompt_tokens</b> 812", "<b>n_claims</b> 3", "<b>article_id</b> 7",
+                 "<b>judge_completion_tokens</b> 50.000"]:
+        assert text in view.value
+
+
+def test_reference_text_and_boolean_columns_are_shown():
+    rows = _scored_rows()
+    box = widgets.explore(rows, by="article")
+    *_, following, _, _, view = parts(box)
+    assert "<b>Reference</b>: ref one" in view.value and "<b>Answer</b>: a1" in view.value
+    assert "<b>answerable</b> yes" in view.value and "<b>article</b> Normans" in view.value  # the slice too
+    following.click()
+    assert "<b>answerable</b> no" in view.value
+    following.click()
+    assert "<b>Reference</b>: <i>none</i>" in view.value
+    # the handbook's reference answer is shown
+    handbook = datasets.handbook()
+    box = widgets.explore(handbook)
+    assert f"<b>Reference</b>: {handbook.iloc[0]['reference']}" in box.children[2].value
+
+
+def test_saved_notebook_shows_the_first_row_as_html():
+    from IPython.core.formatters import DisplayFormatter
+
+    rows = _scored_rows()
+    box = widgets.explore(rows, sort_by="latency_ms")
+    data, _ = DisplayFormatter().format(box)
+    assert "application/vnd.jupyter.widget-view+json" in data  # live front ends still get the widget
+    assert "VBox(children" not in data["text/html"]
+    assert ">q2</h4>" in data["text/html"] and "Q two?" in data["text/html"] and "1 of 4" in data["text/html"]
+    assert "sorted by latency_ms, worst (highest) first" in data["text/html"]
+    widgets.explore(datasets.handbook())  # same class for every explorer
+    assert type(widgets.explore(rows)) is type(box)
 
 
 def test_gold_marks_and_unanswerable_note():
