@@ -183,6 +183,35 @@ def forest(
 # ---- judge validation and sizing plots (added by the lead) ----------------------------------------
 
 
+_MISS_EDGE = DECISION_COLOURS["block"]  # the miss-rate cell's outline: false passes are the costly error
+
+
+def _tick_names(labels: Sequence[Any], positive: Any) -> list[str]:
+    """Tick texts for confusion labels: "pass"/"fail" for a binary True/False or 1/0 table, else the labels."""
+    labels = list(labels)
+    binary = positive is not None and len(labels) == 2 and positive in labels
+    if binary and all(isinstance(v, (bool, np.bool_)) or v in (0, 1) for v in labels):
+        return ["pass" if v == positive else "fail" for v in labels]
+    return [str(v) for v in labels]
+
+
+def _heatmap_note(report: Any, table: pd.DataFrame, counts: np.ndarray) -> str:
+    """The line under a confusion heatmap: n, kappa with its interval, and the outlined miss rate."""
+    n = int(getattr(report, "n", counts.sum()))
+    parts = [f"n = {n:,}"]
+    kappa = getattr(report, "kappa", None)
+    if kappa is not None and np.isfinite(kappa):
+        interval = getattr(report, "kappa_interval", None)
+        low, high = getattr(interval, "low", np.nan), getattr(interval, "high", np.nan)
+        bounds = f" [{low:.2f}, {high:.2f}]" if np.isfinite(low) and np.isfinite(high) else ""
+        parts.append(f"kappa = {kappa:.2f}{bounds}")
+    text = ", ".join(parts)
+    miss = getattr(report, "miss_rate", None)
+    if miss is not None and np.isfinite(miss):
+        text += f"\nmiss rate {miss:.2f} (outlined: people fail, judge passes)"
+    return text
+
+
 def confusion_heatmap(
     report: Any,
     *,
@@ -192,6 +221,12 @@ def confusion_heatmap(
     **kwargs: Any,
 ) -> Axes:
     """Heatmap of a judge-vs-people confusion table (people in rows, judge in columns).
+
+    Binary True/False (or 1/0) labels read "pass"/"fail"; other labels are shown as they are. The
+    judge's name is on the x axis, ``n`` and kappa (with its interval) under the plot, and for a
+    binary report the miss-rate cell (people fail, judge passes) has a thick red outline. Shares
+    (``normalize="rows"`` or ``"all"``) are coloured on one fixed 0-1 scale, so panels drawn side by
+    side compare by colour; counts are coloured from 0 to the largest count (pass ``vmax=`` to share).
 
     Parameters
     ----------
@@ -216,10 +251,13 @@ def confusion_heatmap(
     >>> from raglab import agreement, plots
     >>> rep = agreement.report([1] * 150 + [0] * 50, [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28, positive=1)
     >>> ax = plots.confusion_heatmap(rep, normalize="rows")
-    >>> ax.get_ylabel()
-    'people'
+    >>> ax.get_ylabel(), [t.get_text() for t in ax.get_xticklabels()]
+    ('people', ['pass', 'fail'])
     """
     sns = import_optional("seaborn", extra="plots", purpose="raglab.plots.confusion_heatmap")
+    plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.confusion_heatmap")
+    from matplotlib.offsetbox import AnchoredText
+    from matplotlib.patches import Rectangle
 
     table = getattr(report, "confusion", report)
     if not isinstance(table, pd.DataFrame) or table.shape[0] != table.shape[1]:
@@ -239,17 +277,59 @@ def confusion_heatmap(
          for row_v, row_c in zip(values, counts)]
     )
     if ax is None:
-        plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.confusion_heatmap")
-
         ax = plt.gca()
+    positive = getattr(report, "positive", None)
     options_heatmap = {"annot": annotations, "fmt": "", "cmap": cmap, "cbar": False, "square": True,
-                       "vmin": 0, "linewidths": 0.5}
+                       "vmin": 0, "linewidths": 0.5, "linecolor": plt.rcParams["axes.facecolor"],
+                       "xticklabels": _tick_names(table.columns, positive),
+                       "yticklabels": _tick_names(table.index, positive)}
+    if normalize:
+        options_heatmap["vmax"] = 1  # one scale for every panel of shares
     options_heatmap.update(kwargs)
     sns.heatmap(shown, ax=ax, **options_heatmap)
+    ax.tick_params(axis="y", labelrotation=0)
+    ax.tick_params(axis="x", labelrotation=0)
+    judge_name = str(getattr(report, "judge_name", "judge"))
     ax.set_ylabel("people")
-    ax.set_xlabel("judge")
-    ax.set_title({None: "counts", "rows": "share of each human label", "all": "share of all items"}[normalize])
+    ax.set_xlabel("judge" if judge_name == "judge" else f"judge: {judge_name}")
+    what = {None: "counts", "rows": "share of each human label", "all": "share of all items"}[normalize]
+    ax.set_title(what if judge_name == "judge" else f"{judge_name}: {what}")
+    labels = list(table.index)
+    if positive is not None and len(labels) == 2 and positive in labels and positive in list(table.columns):
+        row = labels.index(next(v for v in labels if v != positive))  # people: fail
+        column = list(table.columns).index(positive)  # judge: pass
+        ax.add_patch(Rectangle((column, row), 1, 1, fill=False, edgecolor=_MISS_EDGE, linewidth=3,
+                               clip_on=False, zorder=3, gid="raglab-miss-cell"))
+    if hasattr(report, "confusion"):
+        note = AnchoredText(_heatmap_note(report, table, counts), loc="upper center", frameon=False,
+                            bbox_to_anchor=(0.5, 0), bbox_transform=ax.transAxes, borderpad=4.2,
+                            prop={"fontsize": "small", "color": plt.rcParams["text.color"]})
+        note.set_gid("raglab-heatmap-note")
+        ax.add_artist(note)
     return ax
+
+
+def _log_ticks(low: float, high: float) -> list[int]:
+    """Round numbers for a log axis from low to high: 1-2-5 steps, fewer when the range is wide."""
+    for steps in ((1, 2, 5), (1, 3), (1,)):
+        ticks = [int(s * 10**e) for e in range(0, 9) for s in steps if low <= s * 10**e <= high]
+        if len(ticks) <= 9:
+            return ticks
+    return ticks  # pragma: no cover - only for ranges wider than nine decades
+
+
+def _design_text(design: Mapping[str, Any], target: float) -> str:
+    """The design of a power curve in words, for the legend's title."""
+    parts = ["paired" if design.get("paired") else "two independent runs"]
+    for key, name in (("discordance", "discordance"), ("p", "p"), ("sd_diff", "sd of differences"),
+                      ("attenuation", "attenuation"), ("sensitivity", "sensitivity"), ("specificity", "specificity")):
+        if design.get(key) is not None:
+            parts.append(f"{name} {design[key]:.3g}")
+    if design.get("slice_fraction", 1.0) != 1.0:
+        parts.append(f"slice {design['slice_fraction']:.0%}")
+    alpha = design.get("alpha", 0.05)
+    alternative = design.get("alternative", "two-sided")
+    return ", ".join(parts) + f"\nalpha {alpha:g} ({alternative}), power target {target:g}"
 
 
 def power_curve(
@@ -262,12 +342,16 @@ def power_curve(
 ) -> Axes:
     """Power against the number of questions, one line per smallest change of interest.
 
+    The legend sits outside the plot, to its right, under a title stating the design (paired or not,
+    discordance or ``p``, alpha, the power target); the log x axis is labelled at round numbers
+    (50, 100, 200, 500, ...). Colours come from the active matplotlib style.
+
     Parameters
     ----------
     mde : float or sequence of float
         Smallest true change(s) to detect.
     n : sequence of int, optional
-        Numbers of questions on the x axis (default: 50 to the largest needed, log-spaced).
+        Numbers of questions on the x axis (default: 20 to 1.6 times the largest needed, log-spaced).
     target : float
         The power asked for: a dashed line, and each curve is marked where it crosses it.
     ax : matplotlib Axes, optional
@@ -285,8 +369,13 @@ def power_curve(
     >>> ax = plots.power_curve([0.02, 0.05], paired=True, discordance=0.1)
     >>> len(ax.get_lines()) >= 2
     True
+    >>> ax.get_legend().get_title().get_text().splitlines()[0]
+    'paired, discordance 0.1'
     """
     from raglab import sizing
+
+    plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.power_curve")
+    from matplotlib.ticker import FixedLocator, NullFormatter, StrMethodFormatter
 
     effects = [float(mde)] if np.isscalar(mde) else [float(m) for m in mde]
     needed = [sizing.questions_needed(m, power=target, **design) for m in effects]
@@ -294,19 +383,23 @@ def power_curve(
         top = max(max(needed) * 1.6, 100)
         n = np.unique(np.geomspace(20, top, 80).astype(int))
     if ax is None:
-        plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.power_curve")
-
         ax = plt.gca()
     for m, required in zip(effects, needed):
         values = [sizing.power(int(k), m, **design) for k in n]
         (line,) = ax.plot(n, values, label=f"change of {m:g}: {required:,} questions")
         ax.plot([required], [sizing.power(required, m, **design)], "o", color=line.get_color())
-    ax.axhline(target, color="0.4", linestyle="--", linewidth=1)
+    ax.axhline(target, color=plt.rcParams["text.color"], alpha=0.5, linestyle="--", linewidth=1)
     ax.set_xscale("log")
+    ticks = _log_ticks(float(np.min(n)), float(np.max(n)))
+    if len(ticks) >= 2:
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("questions" + (" per run" if not design.get("paired") else ""))
     ax.set_ylabel("power")
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize="small",
+              title=_design_text(design, target), title_fontsize="small")
     return ax
 
 

@@ -178,6 +178,116 @@ def test_power_curve_marks_the_questions_needed():
     assert ax.get_xscale() == "log"
 
 
+def _heatmap_note(ax):
+    from matplotlib.offsetbox import AnchoredText
+
+    (note,) = [a for a in ax.artists if isinstance(a, AnchoredText) and a.get_gid() == "raglab-heatmap-note"]
+    return note.txt._text.get_text()
+
+
+def test_confusion_heatmap_reads_pass_fail_with_judge_n_kappa_and_miss_cell():
+    from matplotlib.patches import Rectangle
+
+    from raglab import agreement, plots
+
+    human = [1] * 150 + [0] * 50
+    judge = [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28
+    rep = agreement.report(human, judge, positive=1, warn=False, names=("people", "rl_f"))
+    ax = plots.confusion_heatmap(rep, normalize="rows", ax=plt.figure().gca())
+    # rows and columns follow rep.confusion (positive first here): ticks read pass/fail, not 1/0
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["pass", "fail"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["pass", "fail"]
+    assert all(t.get_rotation() == 0 for t in ax.get_yticklabels())
+    assert ax.get_xlabel() == "judge: rl_f" and ax.get_title() == "rl_f: share of each human label"
+    note = _heatmap_note(ax)
+    assert note.startswith(f"n = 200, kappa = {rep.kappa:.2f} [{rep.kappa_low:.2f}, {rep.kappa_high:.2f}]")
+    assert f"miss rate {rep.miss_rate:.2f}" in note
+    # the miss-rate cell (people fail = row 1, judge pass = column 0) is outlined, thicker than the grid
+    (cell,) = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_gid() == "raglab-miss-cell"]
+    assert cell.get_xy() == (0, 1) and (cell.get_width(), cell.get_height()) == (1, 1)
+    assert cell.get_linewidth() >= 3 > 4 * ax.collections[0].get_linewidth()[0]
+    assert ax.texts[2].get_text() == f"{22 / 50:.2f}\n(22)"  # the outlined cell holds the miss rate
+
+
+def test_confusion_heatmap_boolean_and_text_labels():
+    from raglab import agreement, plots
+
+    rep = agreement.report([True, True, False, False], [True, False, True, False], positive=True, warn=False)
+    ax = plots.confusion_heatmap(rep, ax=plt.figure().gca())
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["pass", "fail"]
+    assert ax.get_xlabel() == "judge" and ax.get_title() == "counts"
+    rep = agreement.report(["ok", "bad", "meh", "ok"], ["ok", "bad", "ok", "meh"], warn=False)
+    ax = plots.confusion_heatmap(rep, ax=plt.figure().gca())
+    assert [t.get_text() for t in ax.get_yticklabels()] == [str(v) for v in rep.confusion.index]
+    assert not [p for p in ax.patches if p.get_gid() == "raglab-miss-cell"]  # no pass label: no miss rate
+    assert "miss rate" not in _heatmap_note(ax) and _heatmap_note(ax).startswith("n = 4, kappa = ")
+    ax = plots.confusion_heatmap(pd.DataFrame([[3, 1], [2, 4]], index=["a", "b"], columns=["a", "b"]),
+                                 ax=plt.figure().gca())
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"] and not ax.artists
+
+
+def test_confusion_heatmap_panels_share_one_colour_scale():
+    from raglab import agreement, plots
+
+    _, _, wide = _seed_report()
+    narrow = agreement.report([1] * 10 + [0] * 10, [1] * 9 + [0] + [1] * 2 + [0] * 8, positive=1, warn=False)
+    for normalize in ("rows", "all"):
+        fig, axes = plt.subplots(1, 2)
+        plots.confusion_heatmap(wide, normalize=normalize, ax=axes[0])
+        plots.confusion_heatmap(narrow, normalize=normalize, ax=axes[1])
+        assert [ax.collections[0].get_clim() for ax in axes] == [(0, 1), (0, 1)]
+    ax = plots.confusion_heatmap(narrow, vmax=200, ax=plt.figure().gca())  # counts: share by passing vmax
+    assert ax.collections[0].get_clim() == (0, 200)
+
+
+def _display_points(ax, line):
+    return ax.transData.transform(np.column_stack(line.get_data()))
+
+
+@pytest.mark.parametrize("style", ["default", "dark_background"])
+def test_power_curve_legend_clear_of_curves_round_ticks_and_design(style):
+    from raglab import plots, sizing
+
+    with plt.style.context(style):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        plots.power_curve([0.02, 0.03, 0.05], paired=True, discordance=0.12, ax=ax)
+        fig.canvas.draw()
+        legend = ax.get_legend()
+        box = legend.get_window_extent()
+        for line in ax.get_lines():
+            points = _display_points(ax, line)
+            inside = (box.x0 <= points[:, 0]) & (points[:, 0] <= box.x1) & (box.y0 <= points[:, 1]) & (points[:, 1] <= box.y1)
+            assert not inside.any(), line.get_label()
+        assert box.x0 > ax.get_window_extent().x1  # outside, to the right
+        title = legend.get_title().get_text()
+        assert title == "paired, discordance 0.12\nalpha 0.05 (two-sided), power target 0.8"
+        labels = [t.get_text() for t in legend.get_texts()]
+        assert labels[0] == f"change of 0.02: {sizing.questions_needed(0.02, paired=True, discordance=0.12):,} questions"
+        low, high = ax.get_xlim()
+        ticks = [t for t in ax.get_xticks() if low <= t <= high]
+        assert ticks == [20, 50, 100, 200, 500, 1000, 2000]
+        shown = [t.get_text() for t in ax.get_xticklabels() if low <= t.get_position()[0] <= high]
+        assert shown == ["20", "50", "100", "200", "500", "1,000", "2,000"]
+        assert not any(t.get_text() for t in ax.xaxis.get_minorticklabels())
+        # curves take the style's colour cycle; the target line is in the style's text colour
+        cycle = [c["color"] for c in plt.rcParams["axes.prop_cycle"]][:3]
+        curves = [line for line in ax.get_lines() if line.get_marker() in ("None", "", None) and len(line.get_xdata()) > 2]
+        assert [mcolors.to_hex(line.get_color()) for line in curves] == [mcolors.to_hex(c) for c in cycle]
+        (target,) = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+        assert mcolors.to_rgb(target.get_color()) == mcolors.to_rgb(plt.rcParams["text.color"])
+        assert list(target.get_ydata()) == [0.8, 0.8]
+        plt.close(fig)
+
+
+def test_power_curve_unpaired_design_and_wide_range_ticks():
+    from raglab import plots
+
+    ax = plots.power_curve(0.05, p=0.7, alpha=0.01, target=0.9, n=[10, 100, 1_000, 100_000], ax=plt.figure().gca())
+    assert ax.get_legend().get_title().get_text() == "two independent runs, p 0.7\nalpha 0.01 (two-sided), power target 0.9"
+    assert ax.get_xlabel() == "questions per run"
+    assert list(ax.get_xticks()) == [10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000]
+
+
 # ---- chunk boundaries ---------------------------------------------------------------------------------
 
 
