@@ -10,14 +10,10 @@ import sys
 
 
 def _run() -> int:
-    try:
-        from raglab.cli import entry
-    except (ImportError, MemoryError, SyntaxError) as exc:
-        sys.stderr.write(
-            f"raglab: cannot start: {type(exc).__name__}: {exc}. The installation or environment is broken "
-            "(reinstall raglab, or raise the memory limit); exit 4 is not a gate decision.\n"
-        )
-        return 4
+    # Importing the package already ran raglab/__init__.py, which turns a broken install into exit 4
+    # when started as `python -m raglab`; the console script does the same in raglab_launcher.
+    from raglab.cli import entry
+
     return entry()
 
 

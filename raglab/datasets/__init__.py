@@ -30,6 +30,7 @@ Examples
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -73,6 +74,27 @@ def data_dir() -> Path:
         f"raglab's bundled data is neither in the installed package ({str(_PACKAGED)!r}) nor in a source "
         f"checkout ({str(_CHECKOUT)!r}). Reinstall raglab from a wheel or sdist, or set RAGLAB_DATA to the folder."
     )
+
+
+def _dataset_folder(name: str, files: tuple[str, ...], path: str | os.PathLike[str] | None, *, label: str, script: str, source: str) -> Path:
+    """The folder of one bundled dataset (``path`` or ``data_dir()/name``), refusing one that lacks its files.
+
+    One place for every loader's "where are my files" check and message.
+    """
+    folder = Path(path) if path is not None else data_dir() / name
+    missing = [f for f in files if not (folder / f).exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"{label} files {missing} not found in {folder}. They ship with raglab (data/{name} in a source checkout, "
+            f"raglab/datasets/data/{name} when installed); rebuild them with `python scripts/{script}` (needs "
+            f"../shared/data/{source}), or pass path= / set RAGLAB_DATA to the folder holding {name}/"
+        )
+    return folder
+
+
+def _read_manifest(folder: Path) -> dict:
+    """A dataset folder's ``manifest.json``."""
+    return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
 
 
 def squad_questions() -> pd.DataFrame:

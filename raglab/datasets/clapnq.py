@@ -31,7 +31,6 @@ Examples
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
@@ -39,7 +38,7 @@ import pandas as pd
 
 from raglab._meta import get_meta, set_meta
 from raglab._validation import check_option
-from raglab.datasets import data_dir as bundled_data_dir
+from raglab.datasets import _dataset_folder, _read_manifest
 from raglab.io import read_rows
 
 __all__ = ["NAME", "SIZES", "data_dir", "load_chunks", "load_documents", "load_questions", "load_run", "load_runs"]
@@ -60,23 +59,11 @@ def data_dir(path: str | os.PathLike[str] | None = None) -> Path:
     >>> data_dir().name
     'clapnq'
     """
-    folder = Path(path) if path is not None else bundled_data_dir() / "clapnq"
-    missing = [name for name in _FILES if not (folder / name).exists()]
-    if missing:
-        raise FileNotFoundError(
-            f"ClapNQ files {missing} not found in {folder}. They ship with raglab (data/clapnq in a source checkout, "
-            "raglab/datasets/data/clapnq when installed); rebuild them with `python scripts/build_clapnq.py` (needs "
-            "../shared/data/clapnq_dev), or pass path= / set RAGLAB_DATA to the folder holding clapnq/"
-        )
-    return folder
-
-
-def _manifest(folder: Path) -> dict:
-    return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    return _dataset_folder("clapnq", _FILES, path, label="ClapNQ", script="build_clapnq.py", source="clapnq_dev")
 
 
 def _stamp(folder: Path) -> dict:
-    manifest = _manifest(folder)
+    manifest = _read_manifest(folder)
     return {"name": NAME, "source": manifest["source"], "commit": manifest["commit"], "licence": manifest["licence"]}
 
 
@@ -183,7 +170,7 @@ def load_run(
     questions = load_questions(path=folder)
     if with_questions:
         run = run.merge(questions, on="question_id", how="left", validate="one_to_one")
-    manifest = _manifest(folder)
+    manifest = _read_manifest(folder)
     evalset = {
         "name": NAME,
         "version": manifest["commit"][:12],

@@ -22,7 +22,6 @@ Examples
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
@@ -32,7 +31,7 @@ import pandas as pd
 from raglab._meta import set_meta
 from raglab._validation import check_option
 from raglab.agreement import majority_vote
-from raglab.datasets import data_dir as bundled_data_dir
+from raglab.datasets import _dataset_folder, _read_manifest
 
 __all__ = [
     "HUMAN_METRICS",
@@ -66,19 +65,7 @@ def data_dir(path: str | os.PathLike[str] | None = None) -> Path:
     >>> data_dir().name
     'mtrag'
     """
-    folder = Path(path) if path is not None else bundled_data_dir() / "mtrag"
-    missing = [name for name in _FILES if not (folder / name).exists()]
-    if missing:
-        raise FileNotFoundError(
-            f"MTRAG files {missing} not found in {folder}. They ship with raglab (data/mtrag in a source checkout, "
-            "raglab/datasets/data/mtrag when installed); rebuild them with `python scripts/build_mtrag.py` (needs "
-            "../shared/data/mtrag_human_eval), or pass path= / set RAGLAB_DATA to the folder holding mtrag/"
-        )
-    return folder
-
-
-def _manifest(folder: Path) -> dict:
-    return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    return _dataset_folder("mtrag", _FILES, path, label="MTRAG", script="build_mtrag.py", source="mtrag_human_eval")
 
 
 def _read(folder: Path, name: str) -> pd.DataFrame:
@@ -199,7 +186,7 @@ def load_responses(
 
 
 def _stamp(folder: Path) -> dict:
-    manifest = _manifest(folder)
+    manifest = _read_manifest(folder)
     return {"source": manifest["source"], "commit": manifest["commit"], "licence": manifest["licence"]}
 
 
@@ -222,7 +209,7 @@ def load_runs(
     """
     folder = data_dir(path)
     rows = load_responses(metric, path=folder)
-    manifest = _manifest(folder)
+    manifest = _read_manifest(folder)
     task_ids = list(dict.fromkeys(rows["task_id"]))
     evalset = {
         "name": "mtrag-human-eval",
