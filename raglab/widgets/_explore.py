@@ -1,11 +1,4 @@
-"""ipywidgets explorers for the row table: look at the questions behind a number.
-
-A mean hides which questions moved; these widgets show them one at a time, worst first, with the
-retrieved ids (gold marked), the context, the answer, and the judge's claims and verdicts. With span
-gold (``gold_spans``) and the retrieved chunks' spans (``retrieved_spans``) the view also gives the gold
-offsets, marks each retrieved chunk that overlaps gold with the gold characters it holds, counts the gold
-characters that reached the model, and says when a question is unanswerable.
-"""
+"""The single-run explorer: one question at a time, worst first."""
 
 from __future__ import annotations
 
@@ -296,7 +289,7 @@ def _explorer_class(w: Any) -> type:
                     f"{self._raglab_view.value}</div>")
 
         _EXPLORER_CLASS.append(type("VBox", (w.VBox,), {
-            "__module__": __name__, "__doc__": _explorer_class.__doc__,
+            "__module__": "raglab.widgets", "__doc__": _explorer_class.__doc__,
             "_repr_mimebundle_": _repr_mimebundle_, "static_html": static_html,
         }))
     return _EXPLORER_CLASS[0]

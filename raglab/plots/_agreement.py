@@ -1,0 +1,142 @@
+"""The judge-vs-human confusion heatmap."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from raglab._optional import import_optional
+from raglab._results import DECISION_COLOURS
+from raglab._validation import check_option
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
+
+
+_MISS_EDGE = DECISION_COLOURS["block"]  # the miss-rate cell's outline: false passes are the costly error
+
+
+def _tick_names(labels: Sequence[Any], positive: Any) -> list[str]:
+    """Tick texts for confusion labels: "pass"/"fail" for a binary True/False or 1/0 table, else the labels."""
+    labels = list(labels)
+    binary = positive is not None and len(labels) == 2 and positive in labels
+    if binary and all(isinstance(v, (bool, np.bool_)) or v in (0, 1) for v in labels):
+        return ["pass" if v == positive else "fail" for v in labels]
+    return [str(v) for v in labels]
+
+
+def _heatmap_note(report: Any, table: pd.DataFrame, counts: np.ndarray) -> str:
+    """The line under a confusion heatmap: n, kappa with its interval, and the outlined miss rate."""
+    n = int(getattr(report, "n", counts.sum()))
+    parts = [f"n = {n:,}"]
+    kappa = getattr(report, "kappa", None)
+    if kappa is not None and np.isfinite(kappa):
+        interval = getattr(report, "kappa_interval", None)
+        low, high = getattr(interval, "low", np.nan), getattr(interval, "high", np.nan)
+        bounds = f" [{low:.2f}, {high:.2f}]" if np.isfinite(low) and np.isfinite(high) else ""
+        parts.append(f"kappa = {kappa:.2f}{bounds}")
+    text = ", ".join(parts)
+    miss = getattr(report, "miss_rate", None)
+    if miss is not None and np.isfinite(miss):
+        text += f"\nmiss rate {miss:.2f} (outlined: people fail, judge passes)"
+    return text
+
+
+def confusion_heatmap(
+    report: Any,
+    *,
+    normalize: str | None = None,
+    ax: Axes | None = None,
+    cmap: str = "Blues",
+    **kwargs: Any,
+) -> Axes:
+    """Heatmap of a judge-vs-people confusion table (people in rows, judge in columns).
+
+    Binary True/False (or 1/0) labels read "pass"/"fail"; other labels are shown as they are. The
+    judge's name is on the x axis, ``n`` and kappa (with its interval) under the plot, and for a
+    binary report the miss-rate cell (people fail, judge passes) has a thick red outline. Shares
+    (``normalize="rows"`` or ``"all"``) are coloured on one fixed 0-1 scale, so panels drawn side by
+    side compare by colour; counts are coloured from 0 to the largest count (pass ``vmax=`` to share).
+
+    Parameters
+    ----------
+    report : AgreementReport or DataFrame
+        A :class:`raglab.agreement.AgreementReport` (its ``confusion``) or a labelled square table.
+    normalize : {None, "rows", "all"}
+        Show counts (default), shares of each human label (``"rows"``: the per-class recall is on
+        the diagonal and the miss rate off it), or shares of all items.
+    ax : matplotlib Axes, optional
+        Draw here; default the current Axes.
+    cmap : str
+        Colour map.
+    **kwargs
+        Passed to :func:`seaborn.heatmap`.
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Examples
+    --------
+    >>> from raglab import agreement, plots
+    >>> rep = agreement.report([1] * 150 + [0] * 50, [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28, positive=1)
+    >>> ax = plots.confusion_heatmap(rep, normalize="rows")
+    >>> ax.get_ylabel(), [t.get_text() for t in ax.get_xticklabels()]
+    ('people', ['pass', 'fail'])
+    """
+    sns = import_optional("seaborn", extra="plots", purpose="raglab.plots.confusion_heatmap")
+    plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.confusion_heatmap")
+    from matplotlib.offsetbox import AnchoredText
+    from matplotlib.patches import Rectangle
+
+    table = getattr(report, "confusion", report)
+    if not isinstance(table, pd.DataFrame) or table.shape[0] != table.shape[1]:
+        raise TypeError("confusion_heatmap needs an AgreementReport or a square DataFrame of counts")
+    check_option("normalize", normalize, [None, "rows", "all"])
+    counts = table.to_numpy(dtype=float)
+    if normalize == "rows":
+        sums = counts.sum(axis=1, keepdims=True)
+        values = np.divide(counts, sums, out=np.full_like(counts, np.nan), where=sums > 0)
+    elif normalize == "all":
+        values = counts / counts.sum() if counts.sum() else counts
+    else:
+        values = counts
+    shown = pd.DataFrame(values, index=table.index, columns=table.columns)
+    annotations = np.array(
+        [[f"{v:.2f}\n({int(c)})" if normalize else f"{int(c)}" for v, c in zip(row_v, row_c)]
+         for row_v, row_c in zip(values, counts)]
+    )
+    if ax is None:
+        ax = plt.gca()
+    positive = getattr(report, "positive", None)
+    options_heatmap = {"annot": annotations, "fmt": "", "cmap": cmap, "cbar": False, "square": True,
+                       "vmin": 0, "linewidths": 0.5, "linecolor": plt.rcParams["axes.facecolor"],
+                       "xticklabels": _tick_names(table.columns, positive),
+                       "yticklabels": _tick_names(table.index, positive)}
+    if normalize:
+        options_heatmap["vmax"] = 1  # one scale for every panel of shares
+    options_heatmap.update(kwargs)
+    sns.heatmap(shown, ax=ax, **options_heatmap)
+    ax.tick_params(axis="y", labelrotation=0)
+    ax.tick_params(axis="x", labelrotation=0)
+    judge_name = str(getattr(report, "judge_name", "judge"))
+    ax.set_ylabel("people")
+    ax.set_xlabel("judge" if judge_name == "judge" else f"judge: {judge_name}")
+    what = {None: "counts", "rows": "share of each human label", "all": "share of all items"}[normalize]
+    ax.set_title(what if judge_name == "judge" else f"{judge_name}: {what}")
+    labels = list(table.index)
+    if positive is not None and len(labels) == 2 and positive in labels and positive in list(table.columns):
+        row = labels.index(next(v for v in labels if v != positive))  # people: fail
+        column = list(table.columns).index(positive)  # judge: pass
+        ax.add_patch(Rectangle((column, row), 1, 1, fill=False, edgecolor=_MISS_EDGE, linewidth=3,
+                               clip_on=False, zorder=3, gid="raglab-miss-cell"))
+    if hasattr(report, "confusion"):
+        note = AnchoredText(_heatmap_note(report, table, counts), loc="upper center", frameon=False,
+                            bbox_to_anchor=(0.5, 0), bbox_transform=ax.transAxes, borderpad=4.2,
+                            prop={"fontsize": "small", "color": plt.rcParams["text.color"]})
+        note.set_gid("raglab-heatmap-note")
+        ax.add_artist(note)
+    return ax

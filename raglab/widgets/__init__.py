@@ -1,0 +1,12 @@
+"""ipywidgets explorers for the row table: look at the questions behind a number.
+
+A mean hides which questions moved; these widgets show them one at a time, worst first, with the
+retrieved ids (gold marked), the context, the answer, and the judge's claims and verdicts. With span
+gold (``gold_spans``) and the retrieved chunks' spans (``retrieved_spans``) the view also gives the gold
+offsets, marks each retrieved chunk that overlaps gold with the gold characters it holds, counts the gold
+characters that reached the model, and says when a question is unanswerable.
+"""
+
+from raglab.widgets._explore import explore, render_row
+
+__all__ = ["explore", "render_row"]
