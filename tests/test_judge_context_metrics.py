@@ -107,3 +107,29 @@ def test_a_missing_reference_column_is_named(rows):
 
     with pytest.raises(MissingColumnError, match="reference"):
         rows.drop(columns="reference").rag.judge(LexicalJudge(), metrics=["context_recall"], progress=False)
+
+
+def test_context_metrics_need_no_answer_column(rows):
+    # judging retrieval alone: a table with questions, contexts and references but no answers yet
+    no_answers = rows.drop(columns="answer")
+    check_oracle(no_answers.rag.judge(LexicalJudge(), metrics=METRIC_NAMES, progress=False))
+    with LocalOpenAIServer() as server:
+        judge = LLMJudge("local", base_url=server.base_url, api_key="k", cache=None)
+        check_oracle(no_answers.rag.judge(judge, metrics=METRIC_NAMES, progress=False))
+        assert judge.estimate(no_answers, metrics=METRIC_NAMES).calls == server.requests_received
+    from raglab._errors import MissingColumnError
+
+    with pytest.raises(MissingColumnError, match="'answer'"):
+        no_answers.rag.judge(LexicalJudge(), metrics=["faithfulness", *METRIC_NAMES], progress=False)
+
+
+def test_judge_rows_takes_the_inputs_its_metrics_read():
+    from raglab.judge import judge_rows
+
+    out = judge_rows(LexicalJudge(), questions=["Who wrote Hamlet?"], contexts=[["Hamlet was written by Shakespeare."]],
+                     metrics="context_relevance", progress=False)
+    assert out["context_relevance"].tolist() == [1.0]
+    with pytest.raises(ValueError, match="needs `answers`"):
+        judge_rows(LexicalJudge(), contexts=[["x"]], metrics="faithfulness", progress=False)
+    with pytest.raises(TypeError, match="needs the inputs"):
+        judge_rows(LexicalJudge(), metrics="faithfulness", progress=False)

@@ -56,7 +56,7 @@ def _as_list(values: Sequence[Any] | pd.Series | None, n: int | None, name: str)
 def judge_rows(
     judge: Any,
     *,
-    answers: Sequence[str | None] | pd.Series,
+    answers: Sequence[str | None] | pd.Series | None = None,
     questions: Sequence[str | None] | pd.Series | None = None,
     contexts: Sequence[Any] | pd.Series | None = None,
     references: Sequence[str | None] | pd.Series | None = None,
@@ -118,23 +118,21 @@ def judge_rows(
     progress = check_progress(progress)
     if not 0 < ci < 1:
         raise ValueError(f"`ci` must be between 0 and 1, but {ci!r} was passed.")
-    answer_list = _as_list(answers, None, "answers")
-    if answer_list is None:
-        raise TypeError("judge_rows needs `answers`")
-    n = len(answer_list)
-    columns = {
-        "question": _as_list(questions, n, "questions"),
-        "context": _as_list(contexts, n, "contexts"),
-        "reference": _as_list(references, n, "references"),
-    }
+    given = {"answer": answers, "question": questions, "context": contexts, "reference": references}
+    first = next((name for name, value in given.items() if value is not None), None)
+    if first is None:
+        raise TypeError("judge_rows needs the inputs its metrics read: answers, questions, contexts or references")
+    # context metrics judge retrieval alone, so a table without answers is fine for them
+    n = len(_as_list(given[first], None, f"{first}s") or [])
+    columns = {role: _as_list(value, n, f"{role}s") for role, value in given.items()}
     for metric in chosen:
         for needed in METRICS[metric]:
-            if needed != "answer" and columns[needed] is None:
+            if columns[needed] is None:
                 raise ValueError(f"judge_rows: metric {metric!r} needs `{needed}s`; pass {needed}s=[...]")
     rows = [
         RowInputs(
             question=text_or_none(columns["question"][i]) if columns["question"] is not None else None,
-            answer=text_or_none(answer_list[i]),
+            answer=text_or_none(columns["answer"][i]) if columns["answer"] is not None else None,
             context=context_or_none(columns["context"][i]) if columns["context"] is not None else None,
             reference=text_or_none(columns["reference"][i]) if columns["reference"] is not None else None,
         )
@@ -160,7 +158,7 @@ def _output_columns(metric: str) -> list[str]:
 
 def _row_inputs(df: pd.DataFrame, chosen: Sequence[str], columns: Mapping[str, str | None], method: str
                 ) -> tuple[dict[str, str], dict[str, list[Any] | None]]:
-    needed = {"answer"}
+    needed: set[str] = set()
     for metric in chosen:
         needed.update(METRICS[metric])
     resolved = validate_rows(df, method=method, require=sorted(needed | {"question_id"}),
@@ -282,7 +280,7 @@ def judge_frame(
     ids = df[resolved["question_id"]].tolist()
     out = judge_rows(
         judge,
-        answers=data["answer"] or [],
+        answers=data["answer"],
         questions=data["question"],
         contexts=data["context"],
         references=data["reference"],
