@@ -380,6 +380,20 @@ class RagAccessor:
 
         return widgets.explore(self._df, by=by, sort_by=sort_by, **columns)
 
+    def explore_pair(self, cand: pd.DataFrame, *, by: str | None = None, metric: str | None = None, **options: Any) -> Any:
+        """This run (the baseline) and ``cand`` side by side per question; see :func:`raglab.widgets.explore_pair`.
+
+        Examples
+        --------
+        >>> from raglab import datasets
+        >>> rows = datasets.handbook()
+        >>> type(rows.rag.explore_pair(rows.assign(human_faithful=1.0), metric="human_faithful")).__name__
+        'VBox'
+        """
+        from raglab import widgets
+
+        return widgets.explore_pair(self._df, cand, by=by, metric=metric, **options)
+
     def summary(
         self,
         metrics: str | Sequence[str] | None = None,

@@ -32,7 +32,7 @@ from raglab._results import jsonable
 from raglab._rowtable import missing_column_error, pair_runs, resolve_column
 from raglab.gate import gate_comparison
 
-__all__ = ["agreement", "compare", "gate", "size", "summary", "validate"]
+__all__ = ["agreement", "compare", "flip_directions", "flips", "gate", "size", "summary", "validate"]
 
 
 def validate(
@@ -524,3 +524,180 @@ def size(
         attenuation=attenuation, sensitivity=sensitivity, specificity=specificity, judge=judge,
         pilot_labels=pilot_labels, slice_fraction=slice_fraction, alternative=alternative,
     )
+
+
+
+def _pass_fail(
+    values: Any, metric: str, *, threshold: float | None, higher: bool, side: str, method_name: str
+) -> Any:
+    """1.0 pass, 0.0 fail, NaN missing: 0/1 values as they are (flipped when lower is better), else a threshold."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    if threshold is None:
+        seen = values[~np.isnan(values)]
+        odd = seen[(seen != 0.0) & (seen != 1.0)]
+        if odd.size:
+            rule = ">=" if higher else "<="
+            raise ValueError(
+                f"{method_name}: metric {metric!r} is not pass/fail (0/1 or True/False): the {side} run holds "
+                f"values such as {[float(f'{v:.3g}') for v in sorted(set(odd.tolist()))[:3]]}. Pass threshold=... to say what passes "
+                f"(a question passes when {metric} {rule} threshold, since "
+                f"{'higher' if higher else 'lower'} is better)."
+            )
+        return values if higher else np.where(np.isnan(values), np.nan, 1.0 - values)
+    passed = values >= threshold if higher else values <= threshold
+    return np.where(np.isnan(values), np.nan, passed.astype(float))
+
+
+def _paired_flips(
+    base: pd.DataFrame,
+    cand: pd.DataFrame,
+    metric: str,
+    *,
+    threshold: float | None = None,
+    higher_is_better: bool | None = None,
+    on: str = "question_id",
+    how: str = "exact",
+    allow_evalset_mismatch: bool = False,
+    method_name: str = "raglab.runs.flips",
+) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """Pair the runs and classify each question: the pairs, base and cand pass/fail (1/0/NaN), and the rule."""
+    import math
+
+    from raglab._registry import NoDirectionError, metric_info
+
+    if not isinstance(metric, str):
+        raise TypeError(f"{method_name}: `metric` must be one score column name, got {metric!r}")
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                  or not math.isfinite(threshold)):
+        raise ValueError(f"{method_name}: `threshold` must be a finite number or None, got {threshold!r}")
+    if higher_is_better is None:
+        direction = metric_info(metric).higher_is_better
+        try:
+            higher = bool(direction)
+        except NoDirectionError as exc:
+            raise NoDirectionError(f"{method_name}: {exc} Here: pass higher_is_better=True or False.") from None
+    elif isinstance(higher_is_better, bool):
+        higher = higher_is_better
+    else:
+        raise TypeError(f"{method_name}: `higher_is_better` must be True, False or None, got {higher_is_better!r}")
+    pairs = pair_runs(base, cand, on=on, how=how, method=method_name, allow_evalset_mismatch=allow_evalset_mismatch)
+    outcome = []
+    for side, frame in (("baseline", pairs.base), ("candidate", pairs.cand)):
+        if metric not in frame.columns:
+            raise missing_column_error(frame, metric, role=None, method=f"{method_name} ({side})", keyword="metric")
+        values = _score_frame(frame, [metric], method_name, id_column=on, side=side)[metric].to_numpy()
+        outcome.append(_pass_fail(values, metric, threshold=threshold, higher=higher, side=side, method_name=method_name))
+    if threshold is None:
+        rule = f"{metric} = {1 if higher else 0}"
+    else:
+        rule = f"{metric} {'>=' if higher else '<='} {threshold:g}"
+    return pairs, outcome[0], outcome[1], {"metric": metric, "threshold": threshold, "higher_is_better": higher,
+                                           "pass": rule}
+
+
+def flip_directions(base_pass: Any, cand_pass: Any) -> Any:
+    """Each question's flip: ``"pass->fail"``, ``"fail->pass"``, ``"unchanged"`` or ``"missing"``.
+
+    Examples
+    --------
+    >>> flip_directions([1, 1, 0, 0, float("nan")], [0, 1, 1, 0, 1]).tolist()
+    ['pass->fail', 'unchanged', 'fail->pass', 'unchanged', 'missing']
+    """
+    import numpy as np
+
+    b, c = np.asarray(base_pass, dtype=float), np.asarray(cand_pass, dtype=float)
+    return np.select([np.isnan(b) | np.isnan(c), (b == 1) & (c == 0), (b == 0) & (c == 1)],
+                     ["missing", "pass->fail", "fail->pass"], "unchanged").astype(object)
+
+
+def flips(
+    base: pd.DataFrame,
+    cand: pd.DataFrame,
+    metric: str,
+    *,
+    by: str | Sequence[str] | None = None,
+    threshold: float | None = None,
+    higher_is_better: bool | None = None,
+    per: float | None = None,
+    on: str = "question_id",
+    how: str = "exact",
+    allow_evalset_mismatch: bool = False,
+    method_name: str = "raglab.runs.flips",
+) -> pd.DataFrame:
+    """Questions that flipped between two runs: pass->fail (losses) and fail->pass (wins) per slice.
+
+    A mean can stay put while many questions change sides; this counts them. Runs are paired by
+    question id as in :func:`compare` (different question sets raise, unless ``how="inner"``).
+
+    Parameters
+    ----------
+    base, cand : DataFrame
+        The baseline and candidate runs.
+    metric : str
+        One score column present in both runs. Pass/fail columns (0/1 or True/False) are used as
+        they are (for a lower-is-better one such as ``hallucination``, 0 passes); any other needs
+        ``threshold=``.
+    by : str or list of str, optional
+        Slice column(s), from the baseline (the candidate's, if present, must agree).
+    threshold : float, optional
+        A question passes when ``metric >= threshold`` (``<=`` when lower is better).
+    higher_is_better : bool, optional
+        The direction (default: from the metric's name, :func:`raglab._registry.metric_info`).
+    per : float, optional
+        Also give rates per ``per`` questions (e.g. ``per=100``): ``wins_per``, ``losses_per``, ``net_per``.
+    on, how, allow_evalset_mismatch
+        As in :func:`compare`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row for ``overall`` then one per slice (sorted): ``slice, n, n_excluded, losses, wins,
+        net, both_pass, both_fail`` (``net = wins - losses``; ``n`` counts questions scored in both
+        runs, ``n_excluded`` those missing a score on either side), plus the ``*_per`` rates with
+        ``per``. ``attrs["raglab"]["flips"]`` keeps the metric, the pass rule and the unpaired ids.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab import runs
+    >>> base = pd.DataFrame({"question_id": list("abcdef"), "qtype": list("xxxyyy"), "em": [1, 1, 0, 0, 1, 0]})
+    >>> cand = base.assign(em=[0, 1, 1, 1, 1, None])
+    >>> runs.flips(base, cand, "em", by="qtype").to_string(index=False)
+    '  slice  n  n_excluded  losses  wins  net  both_pass  both_fail\\noverall  5           1       1     2    1          2          0\\n      x  3           0       1     1    0          1          0\\n      y  2           1       0     1    1          1          0'
+    """
+    import numpy as np
+
+    from raglab.stats._engine import OVERALL, _slice_codes
+
+    pairs, b, c, rule = _paired_flips(base, cand, metric, threshold=threshold, higher_is_better=higher_is_better,
+                                      on=on, how=how, allow_evalset_mismatch=allow_evalset_mismatch,
+                                      method_name=method_name)
+    if per is not None and (isinstance(per, bool) or not isinstance(per, (int, float)) or not per > 0):
+        raise ValueError(f"{method_name}: `per` must be a positive number (e.g. 100) or None, got {per!r}")
+    by_columns = _by_columns(by)
+    slices = _paired_labels(pairs, by_columns, on, method_name, kind="slice") if by_columns else None
+    codes, labels = _slice_codes(slices, pairs.n)
+    valid = ~(np.isnan(b) | np.isnan(c))
+    counts = np.column_stack([valid, ~valid, valid & (b == 1) & (c == 0), valid & (b == 0) & (c == 1),
+                              valid & (b == 1) & (c == 1), valid & (b == 0) & (c == 0)]).astype(np.int64)
+    per_slice = np.zeros((len(labels), counts.shape[1]), dtype=np.int64)
+    if labels:
+        np.add.at(per_slice, codes, counts)
+    table = pd.DataFrame(np.vstack([counts.sum(axis=0, keepdims=True), per_slice]),
+                         columns=["n", "n_excluded", "losses", "wins", "both_pass", "both_fail"])
+    table.insert(0, "slice", [OVERALL, *labels])
+    table.insert(5, "net", table["wins"] - table["losses"])
+    if per is not None:
+        scale = np.where(table["n"] > 0, float(per) / table["n"].where(table["n"] > 0, 1), np.nan)
+        for column in ("wins", "losses", "net"):
+            table[f"{column}_per"] = table[column] * scale
+    meta = get_meta(base)
+    meta["flips"] = {
+        **rule, "per": per, "on": on, "how": how, "by": by_columns or None, "n_paired": pairs.n,
+        "n_base_only": len(pairs.base_only), "n_cand_only": len(pairs.cand_only),
+        "base_only": [str(i) for i in pairs.base_only[:50]], "cand_only": [str(i) for i in pairs.cand_only[:50]],
+    }
+    set_meta(table, jsonable(meta))
+    return table

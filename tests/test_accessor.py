@@ -130,6 +130,15 @@ def _check_explore():
     assert [type(c).__name__ for c in a.children] == [type(c).__name__ for c in b.children]
 
 
+def _check_explore_pair():
+    rows = datasets.handbook()
+    cand = rows.assign(human_faithful=1.0, answer=rows["answer"] + " (candidate)")
+    kw = {"by": "qtype", "metric": "human_faithful", "flip": "fail->pass"}
+    a, b = rows.rag.explore_pair(cand, **kw), widgets.explore_pair(rows, cand, **kw)
+    assert type(a) is type(b) and [type(c).__name__ for c in a.children] == [type(c).__name__ for c in b.children]
+    assert a.static_html() == b.static_html()
+
+
 def _check_summary():
     base, _ = _runs()
     kw = {"by": "qtype", "n_resamples": 500}
@@ -215,6 +224,7 @@ PARITY = {
     "depth_gap": _check_depth_gap,
     "abstention": _check_abstention,
     "explore": _check_explore,
+    "explore_pair": _check_explore_pair,
     "summary": _check_summary,
     "compare": _check_compare,
     "gate": _check_gate,

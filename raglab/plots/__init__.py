@@ -7,6 +7,7 @@ artist and returns the matplotlib Axes.
 from raglab.plots._agreement import confusion_heatmap
 from raglab.plots._boundaries import boundary_metric, boundary_positions
 from raglab.plots._forest import forest
+from raglab.plots._postmortem import wins_losses
 from raglab.plots._power import power_curve
 
-__all__ = ["boundary_metric", "boundary_positions", "confusion_heatmap", "forest", "power_curve"]
+__all__ = ["boundary_metric", "boundary_positions", "confusion_heatmap", "forest", "power_curve", "wins_losses"]

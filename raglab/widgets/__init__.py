@@ -4,9 +4,12 @@ A mean hides which questions moved; these widgets show them one at a time, worst
 retrieved ids (gold marked), the context, the answer, and the judge's claims and verdicts. With span
 gold (``gold_spans``) and the retrieved chunks' spans (``retrieved_spans``) the view also gives the gold
 offsets, marks each retrieved chunk that overlaps gold with the gold characters it holds, counts the gold
-characters that reached the model, and says when a question is unanswerable.
+characters that reached the model, and says when a question is unanswerable. ``explore_pair`` puts a
+baseline and a candidate run side by side per question, filtered by slice and by how a metric flipped
+(pass->fail, fail->pass).
 """
 
 from raglab.widgets._explore import explore, render_row
+from raglab.widgets._pair import explore_pair, render_pair
 
-__all__ = ["explore", "render_row"]
+__all__ = ["explore", "explore_pair", "render_pair", "render_row"]

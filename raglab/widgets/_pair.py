@@ -1,0 +1,222 @@
+"""The pair explorer: a baseline and a candidate run side by side, one question at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab._optional import import_optional
+from raglab._rowtable import is_missing, missing_column_error, pair_runs, resolve_column
+from raglab.widgets._explore import _esc, _explorer_class, _field_columns, _score_columns, _short, render_row
+
+__all__ = ["explore_pair"]
+
+_ALL = "(all)"
+FLIP_OPTIONS = ("all", "pass->fail", "fail->pass", "unchanged")
+_FLIP_STYLE = {"pass->fail": ("#cf222e", "pass → fail"), "fail->pass": ("#1a7f37", "fail → pass"),
+               "unchanged": ("#666", "unchanged"), "missing": ("#666", "missing on one side")}
+_ROLES = ("question", "answer", "reference", "retrieved", "gold", "context")
+
+
+def _flip_line(metric: str, rule: str, direction: str, before: Any, after: Any) -> str:
+    colour, text = _FLIP_STYLE[direction]
+    shown = ["missing" if is_missing(v) else (f"{v:.3g}" if isinstance(v, (float, np.floating)) else str(v))
+             for v in (before, after)]
+    return (f"<p><b>{_esc(metric)}</b>: {_esc(shown[0])} → {_esc(shown[1])} "
+            f"<span style='color:{colour};font-weight:bold'>{_esc(text)}</span> "
+            f"<span style='color:#666'><i>(pass: {_esc(rule)})</i></span></p>")
+
+
+def render_pair(base_row: pd.Series, cand_row: pd.Series, *, columns: tuple[dict[str, str | None], dict[str, str | None]],
+                scores: tuple[Sequence[str], Sequence[str]] = ((), ()), fields: tuple[Sequence[str], Sequence[str]] = ((), ()),
+                labels: tuple[str, str] = ("baseline", "candidate"), header: str = "") -> str:
+    """HTML for one question of two runs: the shared question and reference, then the two rows side by side.
+
+    Each side is :func:`raglab.widgets.render_row` (answer, scores, retrieved ids with gold marked,
+    judge claims and reasons), headed by its run's label.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> cols = {"question_id": "question_id", "question": "question", "answer": "answer",
+    ...         "retrieved": "retrieved", "gold": "gold"}
+    >>> a = pd.Series({"question_id": "q1", "question": "Who?", "answer": "Ada", "retrieved": ["d1"], "gold": ["d1"]})
+    >>> b = a.copy(); b["answer"], b["retrieved"] = "Bob", ["d2"]
+    >>> html = render_pair(a, b, columns=(cols, cols))
+    >>> "Ada" in html and "Bob" in html and "d1 ✓" in html
+    True
+    """
+    first = columns[0]
+    qid = base_row[first["question_id"]] if first.get("question_id") else base_row.name
+    parts = [f"<h4 style='margin:4px 0'>{_esc(qid)}</h4>"]
+    if first.get("question"):
+        parts.append(f"<p><b>Question</b>: {_esc(base_row[first['question']])}</p>")
+    if first.get("reference"):
+        reference = base_row[first["reference"]]
+        parts.append(f"<p><b>Reference</b>: {'<i>none</i>' if is_missing(reference) else _esc(_short(str(reference)))}</p>")
+    parts.append(header)
+    cells = []
+    for row, cols, side_scores, side_fields, label in zip((base_row, cand_row), columns, scores, fields, labels):
+        side = {role: name for role, name in cols.items() if role not in ("question_id", "question", "reference")}
+        body = render_row(row.rename(label), columns=side, scores=side_scores, fields=side_fields)
+        cells.append(f"<td style='vertical-align:top;width:50%;padding:0 8px'>{body}</td>")
+    parts.append(f"<table style='width:100%;table-layout:fixed'><tr>{''.join(cells)}</tr></table>")
+    return "\n".join(parts)
+
+
+def explore_pair(
+    base: pd.DataFrame,
+    cand: pd.DataFrame,
+    *,
+    by: str | None = None,
+    metric: str | None = None,
+    threshold: float | None = None,
+    higher_is_better: bool | None = None,
+    flip: str = "all",
+    how: str = "exact",
+    labels: tuple[str, str] = ("baseline", "candidate"),
+    question_id: str | None = None,
+    question: str | None = None,
+    answer: str | None = None,
+    reference: str | None = None,
+    retrieved: str | None = None,
+    gold: str | None = None,
+    context: str | None = None,
+) -> Any:
+    """Browse two runs side by side per question, filtered by slice and by how ``metric`` flipped.
+
+    Rows are paired by question id (as :func:`raglab.runs.compare` pairs them). Each question shows
+    the question and reference once, then for each run its answer, scores, retrieved ids with gold
+    marked (✓, and the gold it missed), other fields (e.g. judge reasons) and judge claims.
+
+    Parameters
+    ----------
+    base, cand : DataFrame
+        The baseline and candidate row tables.
+    by : str, optional
+        A slice column (from either run; they must agree) to filter on.
+    metric : str, optional
+        A score column in both runs: enables the flip filter (all / pass->fail / fail->pass /
+        unchanged) and shows the metric's change per question. Pass/fail columns (0/1) as they
+        are, others with ``threshold=``; see :func:`raglab.runs.flips`.
+    threshold, higher_is_better
+        As in :func:`raglab.runs.flips`.
+    flip : {"all", "pass->fail", "fail->pass", "unchanged"}
+        The flip filter to start with.
+    how : {"exact", "inner"}
+        Require the same questions (default) or show the shared ones.
+    labels : (str, str)
+        The two runs' names in the view.
+    question_id, question, answer, reference, retrieved, gold, context : str, optional
+        Column-name overrides (the same in both runs).
+
+    Returns
+    -------
+    ipywidgets.VBox
+        Controls (slice, flip), navigation (previous, next, a 1-based slider and "i of n"), and the
+        HTML view; a saved notebook shows the first question as static HTML.
+
+    Examples
+    --------
+    >>> from raglab import datasets, widgets
+    >>> rows = datasets.handbook()
+    >>> cand = rows.assign(human_faithful=1.0)
+    >>> box = widgets.explore_pair(rows, cand, by="qtype", metric="human_faithful", flip="fail->pass")
+    >>> box.children[1].children[3].value
+    '1 of 9 (fail->pass)'
+    """
+    w = import_optional("ipywidgets", extra="widgets", purpose="raglab.widgets.explore_pair")
+    from raglab._columns import _paired_labels
+    from raglab._validation import check_option
+    from raglab.runs import _paired_flips, flip_directions
+
+    method = "rag.explore_pair"
+    check_option("flip", flip, FLIP_OPTIONS)
+    if by is not None and not isinstance(by, str):
+        raise TypeError(f"{method}: `by` must be one column name, got {by!r}")
+    if len(labels) != 2:
+        raise ValueError(f"{method}: `labels` must name the two runs, e.g. ('baseline', 'candidate'); got {labels!r}")
+    on = resolve_column(base, "question_id", question_id, method=f"{method} (baseline)")
+    overrides = {"question": question, "answer": answer, "reference": reference, "retrieved": retrieved,
+                 "gold": gold, "context": context}
+    if metric is not None:
+        pairs, b, c, rule = _paired_flips(base, cand, metric, threshold=threshold, higher_is_better=higher_is_better,
+                                          on=on, how=how, method_name=method)
+        directions = flip_directions(b, c)
+    else:
+        if flip != "all":
+            raise ValueError(f"{method}: flip={flip!r} needs metric='a score column' to say what passes")
+        pairs = pair_runs(base, cand, on=on, how=how, method=method)
+        directions, rule = np.full(pairs.n, "unchanged", dtype=object), {}
+    sides = []
+    for name, frame in (("baseline", pairs.base), ("candidate", pairs.cand)):
+        cols = {"question_id": on, **{role: resolve_column(frame, role, override, method=f"{method} ({name})",
+                                                           required=False) for role, override in overrides.items()}}
+        used = [c for c in cols.values() if c] + ([by] if by else [])
+        scores = _score_columns(frame, used)
+        sides.append((cols, scores, _field_columns(frame, used + scores)))
+    if by is not None:
+        if by not in pairs.base.columns and by not in pairs.cand.columns:
+            raise missing_column_error(pairs.base, by, role=None, method=method, keyword="by")
+        raw = _paired_labels(pairs, [by], on, method, kind="slice")
+        slices = raw.astype(object).where(raw.notna(), "(missing)").astype(str).to_numpy()
+    else:
+        slices = np.full(pairs.n, _ALL, dtype=object)
+
+    slice_box = w.Dropdown(options=[_ALL, *sorted(set(slices) - {_ALL})] if by else [_ALL],
+                           description=by or "slice", disabled=by is None)
+    flip_box = w.Dropdown(options=list(FLIP_OPTIONS), value=flip, description="flip", disabled=metric is None)
+    position = w.IntSlider(min=1, max=max(1, pairs.n), value=1, description="question", continuous_update=False)
+    previous, following = w.Button(description="◀ previous"), w.Button(description="next ▶")
+    status, view = w.HTML(), w.HTML()
+    columns = (sides[0][0], sides[1][0])
+    scores = (sides[0][1], sides[1][1])
+    fields = (sides[0][2], sides[1][2])
+
+    def current() -> np.ndarray:
+        keep = np.ones(pairs.n, dtype=bool)
+        if by is not None and slice_box.value != _ALL:
+            keep &= slices == slice_box.value
+        if flip_box.value != "all":
+            keep &= directions == flip_box.value
+        return np.flatnonzero(keep)
+
+    def refresh(*_: Any) -> None:
+        chosen = current()
+        position.max = max(1, len(chosen))
+        position.disabled = len(chosen) <= 1
+        filters = [f"{by} = {slice_box.value}"] if by and slice_box.value != _ALL else []
+        filters += [flip_box.value] if flip_box.value != "all" else []
+        suffix = f" ({', '.join(filters)})" if filters else ""
+        if len(chosen) == 0:
+            status.value = f"no questions{suffix}"
+            view.value = "<p><i>No question matches these filters.</i></p>"
+            return
+        index = min(position.value, len(chosen)) - 1
+        i = int(chosen[index])
+        status.value = f"{index + 1} of {len(chosen)}{suffix}"
+        header = (_flip_line(metric, rule["pass"], directions[i], pairs.base[metric].iloc[i], pairs.cand[metric].iloc[i])
+                  if metric is not None else "")
+        view.value = render_pair(pairs.base.iloc[i], pairs.cand.iloc[i], columns=columns, scores=scores,
+                                 fields=fields, labels=(str(labels[0]), str(labels[1])), header=header)
+
+    def step(delta: int) -> None:
+        position.value = int(np.clip(position.value + delta, 1, position.max))
+        refresh()
+
+    def reset(*_: Any) -> None:
+        position.value = 1
+        refresh()
+
+    slice_box.observe(reset, names="value")
+    flip_box.observe(reset, names="value")
+    position.observe(refresh, names="value")
+    previous.on_click(lambda _: step(-1))
+    following.on_click(lambda _: step(1))
+    refresh()
+    box = _explorer_class(w)([w.HBox([slice_box, flip_box]), w.HBox([previous, following, position, status]), view])
+    box._raglab_status, box._raglab_view = status, view
+    return box
