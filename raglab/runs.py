@@ -177,7 +177,6 @@ def summary(
     return table
 
 
-
 def compare(
     base: pd.DataFrame,
     cand: pd.DataFrame,
@@ -289,7 +288,6 @@ def compare(
     return table
 
 
-
 def gate(
     base: pd.DataFrame,
     cand: pd.DataFrame,
@@ -367,7 +365,6 @@ def gate(
         method_name=method_name,
     )
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
-
 
 
 def agreement(
@@ -451,7 +448,6 @@ def agreement(
     )
 
 
-
 def size(
     base: pd.DataFrame,
     cand: pd.DataFrame,
@@ -524,7 +520,6 @@ def size(
         attenuation=attenuation, sensitivity=sensitivity, specificity=specificity, judge=judge,
         pilot_labels=pilot_labels, slice_fraction=slice_fraction, alternative=alternative,
     )
-
 
 
 def _pass_fail(
@@ -664,8 +659,11 @@ def flips(
     >>> from raglab import runs
     >>> base = pd.DataFrame({"question_id": list("abcdef"), "qtype": list("xxxyyy"), "em": [1, 1, 0, 0, 1, 0]})
     >>> cand = base.assign(em=[0, 1, 1, 1, 1, None])
-    >>> runs.flips(base, cand, "em", by="qtype").to_string(index=False)
-    '  slice  n  n_excluded  losses  wins  net  both_pass  both_fail\\noverall  5           1       1     2    1          2          0\\n      x  3           0       1     1    0          1          0\\n      y  2           1       0     1    1          1          0'
+    >>> print(runs.flips(base, cand, "em", by="qtype").to_string(index=False))
+      slice  n  n_excluded  losses  wins  net  both_pass  both_fail
+    overall  5           1       1     2    1          2          0
+          x  3           0       1     1    0          1          0
+          y  2           1       0     1    1          1          0
     """
     import numpy as np
 
