@@ -568,18 +568,12 @@ class RagAccessor:
             method_name="rag.boundary_report",
         )
 
-    def forest(
-        self,
-        *,
-        ax: Axes | None = None,
-        margin: float | Mapping[str, float] | None = None,
-        scale: str = "auto",
-        **kwargs: Any,
-    ) -> Axes:
-        """Interval forest of a compare or gate table (one row per metric x slice); see :func:`raglab.plots.forest`.
+    def forest(self, *, ax: Axes | None = None, margin: float | Mapping[str, float] | None = None, scale: str = "raw",
+               sort: str | None = None, panels: Mapping[str, str] | None = None, **kwargs: Any) -> Axes:
+        """The release card of a compare or gate table (one row per metric x slice); see :func:`raglab.plots.forest`.
 
-        ``scale="margin"`` draws improvement / margin (every margin at -1, right is better), the
-        default for several metrics that all have margins; ``scale="raw"`` keeps each metric's units.
+        Raw units with one panel per unit group (``scale="margin"``: one axis in units of the margin);
+        ``sort=`` orders the slices under each metric; ``ax=None`` makes a new figure sized to the rows.
 
         Examples
         --------
@@ -591,4 +585,4 @@ class RagAccessor:
         """
         from raglab import plots
 
-        return plots.forest(self._df, ax=ax, margin=margin, scale=scale, **kwargs)
+        return plots.forest(self._df, ax=ax, margin=margin, scale=scale, sort=sort, panels=panels, **kwargs)

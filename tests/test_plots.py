@@ -1,27 +1,49 @@
-"""The interval forest (Agg backend): returns the Axes, one row per table row, margins, colours."""
+"""The plots (Agg backend): what is on the Axes (rows, texts, markers, panels), not only that they draw."""
 
 from __future__ import annotations
+
+import re
 
 import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.markers import MarkerStyle
 
 import raglab  # noqa: F401  (registers df.rag)
 from raglab import stats
+from raglab._results import DECISION_COLOURS
 from raglab.plots import forest
 
+_MARGINS = {"hit@5": 0.02, "recall@5": 0.02, "latency_ms": 5.0}
 
-def _table(gated=False):
+
+def _runs(metrics=("hit@5", "recall@5", "latency_ms")):
+    """Three metrics over four slices of 100 questions: slice b drops sharply in hit@5 and recall@5."""
     rng = np.random.default_rng(0)
-    n = 300
-    slices = rng.choice(["a", "b", "c"], n)
-    base = {"hit@5": (rng.random(n) < 0.7).astype(float), "latency_ms": rng.gamma(3, 100, n)}
-    cand = {"hit@5": np.where(rng.random(n) < 0.9, base["hit@5"], 0.0), "latency_ms": base["latency_ms"] * 0.9}
-    if gated:
-        return stats.gate(base, cand, margin={"hit@5": 0.02, "latency_ms": 5.0}, slices=slices, n_resamples=500).table
-    return stats.compare(base, cand, slices=slices, n_resamples=500)
+    n = 400
+    slices = np.repeat(["a", "b", "c", "d"], 100)
+    hit = (rng.random(n) < 0.7).astype(float)
+    rec = np.clip(hit * rng.random(n) + 0.2, 0, 1)
+    lat = rng.gamma(3, 100, n)
+    worse = (slices == "b") & (rng.random(n) < 0.5)
+    base = {"hit@5": hit, "recall@5": rec, "latency_ms": lat}
+    cand = {"hit@5": np.where(worse, 0.0, np.where(rng.random(n) < 0.1, 1.0, hit)),
+            "recall@5": np.where(worse, 0.0, np.minimum(rec + 0.05, 1)), "latency_ms": lat * 0.9}
+    pick = list(metrics)
+    return {m: base[m] for m in pick}, {m: cand[m] for m in pick}, slices
+
+
+def _gate(metrics=("hit@5", "recall@5", "latency_ms"), adjust="holm"):
+    base, cand, slices = _runs(metrics)
+    return stats.gate(base, cand, margin={m: _MARGINS[m] for m in metrics}, slices=slices, adjust=adjust,
+                      higher_is_better={m: m != "latency_ms" for m in metrics}, n_resamples=300, n_permutations=1000)
+
+
+def _compare(metrics=("hit@5", "latency_ms"), **kw):
+    base, cand, slices = _runs(metrics)
+    return stats.compare(base, cand, slices=slices, n_resamples=300, n_permutations=1000, **kw)
 
 
 def _artist(ax, gid):
@@ -30,98 +52,246 @@ def _artist(ax, gid):
     return found[0]
 
 
-def test_one_row_per_table_row_and_returns_the_axes():
-    table = _table()
+def _labels(ax):
+    return [t.get_text() for t in ax.get_yticklabels()]
+
+
+def _column(ax, number):
+    """The texts of a right-hand column, top to bottom."""
+    texts = [t for t in ax.texts if t.get_gid() == f"raglab-column-{number}"]
+    return sorted(texts, key=lambda t: -t.get_position()[1])
+
+
+def _footnote(ax):
+    return "\n".join(t.get_text() for ax_ in ax.figure.axes for t in ax_.texts if t.get_gid() == "raglab-footnote")
+
+
+def _rows(table, metrics):
+    """Row indices of a table in the forest's order (overall first under each metric)."""
+    out = []
+    for m in metrics:
+        part = table[table["metric"] == m]
+        out += list(part.index[part["slice"] == "overall"]) + list(part.index[part["slice"] != "overall"])
+    return out
+
+
+def _numbers(text):
+    values = re.findall(r"[+\N{MINUS SIGN}-]\d+(?:\.(\d+))?", text)
+    numbers = [float(v.replace("\N{MINUS SIGN}", "-")) for v in re.findall(r"[+\N{MINUS SIGN}-]\d+(?:\.\d+)?", text)]
+    return numbers, len(values[0]) if values else 0
+
+
+def test_release_card_rows_headings_and_text_columns():
+    result = _gate(("hit@5", "recall@5"))
+    table = result.table
+    ax = forest(result)
+    assert len(ax.figure.axes) == 1  # both proportions: one panel, in raw units
+    assert _labels(ax) == ["hit@5", "overall", "a", "b", "c", "d", "recall@5", "overall", "a", "b", "c", "d"]
+    headings = [t.get_text() for t in ax.get_yticklabels() if t.get_gid() == "raglab-heading"]
+    assert headings == ["hit@5", "recall@5"]
+    order = _rows(table, ["hit@5", "recall@5"])
+    assert len(_artist(ax, "raglab-estimates").get_offsets()) == len(table) == 10
+    np.testing.assert_allclose(_artist(ax, "raglab-estimates").get_offsets()[:, 0], table.loc[order, "diff"])
+    n_texts, diff_texts, decision_texts = (_column(ax, i) for i in range(3))
+    assert [t.get_text() for t in n_texts] == [f"{n:,}" for n in table.loc[order, "n"]]
+    for text, (_, row) in zip(diff_texts, table.loc[order].iterrows()):
+        numbers, decimals = _numbers(text.get_text())
+        assert decimals >= 2
+        assert numbers == pytest.approx([row["diff"], row["low"], row["high"]], abs=0.51 * 10**-decimals)
+    assert [t.get_text().rstrip("\N{DAGGER}") for t in decision_texts] == list(table.loc[order, "decision"])
+    for text, decision in zip(decision_texts, table.loc[order, "decision"]):
+        assert mcolors.to_hex(text.get_color()) == DECISION_COLOURS[decision]
+    headers = sorted((t for t in ax.texts if str(t.get_gid()).endswith("-header")), key=lambda t: t.get_gid())
+    assert [t.get_text() for t in headers] == ["n", "diff [95% interval]", "decision"]
+
+
+def test_overall_rows_are_bold_diamonds_and_the_title_says_decision_and_level():
+    result = _gate(("hit@5", "recall@5"))
+    ax = forest(result)
+    title = ax.get_title()
+    assert title.startswith(f"Release gate: {result.decision.upper()} (")
+    assert "95% paired intervals" in title and "Tango" in title and "bootstrap" in title
+    points = _artist(ax, "raglab-estimates")
+    diamond = MarkerStyle("D")
+    diamond = diamond.get_path().transformed(diamond.get_transform()).vertices
+    labels = ax.get_yticklabels()
+    rows = [t for t in labels if t.get_gid() != "raglab-heading"]
+    assert len(points.get_paths()) == len(rows)
+    for label, path, size, n_text in zip(rows, points.get_paths(), points.get_sizes(), _column(ax, 0)):
+        overall = label.get_text() == "overall"
+        assert (path.vertices.shape == diamond.shape and np.allclose(path.vertices, diamond)) == overall
+        assert (label.get_fontweight() == "bold") == overall
+        assert (n_text.get_fontweight() == "bold") == overall
+        assert size == (58 if overall else 42)
+    assert all(t.get_fontweight() == "bold" for t in labels if t.get_gid() == "raglab-heading")
+
+
+def test_holm_survivors_are_marked_only_when_holm_was_applied():
+    result = _gate(("hit@5", "recall@5"))
+    assert result.counts["block"] >= 2
+    ax = forest(result)
+    marked = [t.get_text() for t in _column(ax, 2) if t.get_text().endswith("\N{DAGGER}")]
+    assert marked == ["block\N{DAGGER}"] * result.counts["block"]
+    assert "\N{DAGGER} blocks after Holm over 10 rows (adjusted one-sided p < 0.025)" in _footnote(ax)
+    # the gate's table alone says the same through its p_worse_adjusted column
+    assert _footnote(forest(result.table)) == _footnote(ax)
+
+    per_row = _gate(("hit@5", "recall@5"), adjust=None)
+    assert per_row.counts["block"] >= 2
+    ax = forest(per_row)
+    every = [t.get_text() for a in ax.figure.axes for t in a.texts] + [_footnote(ax), ax.get_title()]
+    assert not any("\N{DAGGER}" in text for text in every)
+    assert "no multiplicity adjustment" in _footnote(ax)
+
+    adjusted = _compare(adjust="holm")
+    ax = forest(adjusted)
+    significant = adjusted.loc[_rows(adjusted, ["hit@5", "latency_ms"]), "p_adjusted"].to_numpy() < 0.05
+    panels = ax.figure.axes
+    marks = [t.get_text() == "\N{DAGGER}" for a in panels for t in _column(a, 2)]
+    assert marks == list(significant) and any(marks)
+    assert "significant after Holm over 10 rows" in _footnote(ax)
+
+
+def test_no_interval_rows_are_hollow_and_empty_slices_are_dropped():
+    base = pd.DataFrame({"question_id": list("abcdef"), "t": ["x", "x", "y", "y", "z", "z"],
+                         "s": [0.1, 0.2, np.nan, np.nan, 0.3, np.nan]})
+    table = base.rag.compare(base.assign(s=[0.3, 0.1, 0.5, 0.6, 0.2, 0.4]), metrics=["s"], by="t", n_resamples=100)
+    assert list(table["n"]) == [3, 2, 0, 1]
     ax = forest(table)
-    assert ax is plt.gca()
-    assert len(_artist(ax, "raglab-intervals").get_segments()) == len(table) == 8
-    assert len(_artist(ax, "raglab-estimates").get_offsets()) == len(table)
-    assert [t.get_text() for t in ax.get_yticklabels()][:2] == ["hit@5 [overall]", "hit@5 [a]"]
-    assert ax.get_xlabel() == "difference (candidate - baseline)"
-    np.testing.assert_allclose(_artist(ax, "raglab-estimates").get_offsets()[:, 0], table["diff"])
+    assert _labels(ax) == ["s", "overall", "x", "z"]  # y (n = 0) is gone
+    faces = _artist(ax, "raglab-estimates").get_facecolors()
+    assert [bool(f[3] == 0) for f in faces] == [False, False, True]  # z has one question: hollow
+    assert _column(ax, 1)[-1].get_text() == "\N{MINUS SIGN}0.10 (no interval)"
+    assert len(_artist(ax, "raglab-intervals").get_segments()) == 2
+    note = _footnote(ax)
+    assert "1 row with n = 0 not shown: s [y]." in note and "hollow: no interval" in note
+    assert "dashed" not in note  # no margin, so no margin line to explain
+    assert "candidate - baseline" in ax.get_title().lower() and "95%" in ax.get_title()
+
+
+def test_own_figure_per_call_sized_to_the_rows():
+    fig, mine = plt.subplots()
+    small = forest(_gate(("hit@5",)))
+    large = forest(_gate(("hit@5", "recall@5")))
+    assert not mine.has_data() and not mine.texts
+    assert len({id(fig), id(small.figure), id(large.figure)}) == 3
+    assert small.figure.get_figheight() < large.figure.get_figheight()
+    assert large.figure.get_figheight() > 4.8  # more room than matplotlib's default for 12 rows
 
 
 def test_draws_on_the_given_axes():
     fig, (left, right) = plt.subplots(1, 2)
-    out = forest(_table(), ax=right)
-    assert out is right and not left.has_data()
+    out = forest(_compare(("hit@5",)), ax=right)
+    assert out is right and not left.has_data() and len(fig.axes) == 2
 
 
-def test_margin_lines_per_metric_and_direction():
-    table = _table(gated=True)
-    ax = forest(table, scale="raw")
-    lines = _artist(ax, "raglab-margins").get_segments()
-    xs = sorted(seg[0][0] for seg in lines)
-    # hit@5 is higher-is-better (line at -0.02); latency is lower-is-better (line at +5).
-    assert xs == pytest.approx([-0.02, 5.0])
+def test_mixed_units_get_one_panel_each_and_margin_units_only_when_asked():
+    result = _gate()
+    ax = forest(result)
+    panels = ax.figure.axes
+    assert len(panels) == 2 and panels[0] is ax
+    assert _labels(panels[0])[0] == "hit@5" and _labels(panels[1]) == ["latency_ms (lower is better)", "overall",
+                                                                       "a", "b", "c", "d"]
+    assert panels[0].get_xlabel() == "difference (candidate - baseline): scores in [0, 1]"
+    assert panels[1].get_xlabel() == "difference (candidate - baseline) in latency_ms"
+    # margins on the bad side: -0.02 for the proportions, +5 ms for latency (lower is better)
+    assert sorted(s[0][0] for s in _artist(panels[0], "raglab-margins").get_segments()) == pytest.approx([-0.02] * 2)
+    assert [s[0][0] for s in _artist(panels[1], "raglab-margins").get_segments()] == pytest.approx([5.0])
     zero = [line for line in ax.get_lines() if list(line.get_xdata()) == [0, 0]]
     assert zero, "no reference line at zero"
-    assert ax.get_xlabel() == "difference (candidate - baseline)"
+    assert "Release gate" in ax.get_title() and not panels[1].get_title()
+    assert _footnote(ax) and all(t.get_gid() != "raglab-footnote" for t in panels[0].texts)
 
-
-def test_margin_scale_puts_every_margin_at_minus_one_and_better_to_the_right():
-    table = _table(gated=True)
-    ax = forest(table)  # auto: two metrics in different units, both with margins
-    assert ax.get_xlabel().startswith("improvement / margin")
-    xs = [seg[0][0] for seg in _artist(ax, "raglab-margins").get_segments()]
-    assert xs == pytest.approx([-1.0, -1.0])
-    sign = np.where(table["higher_is_better"], 1.0, -1.0)
-    expected = table["diff"].to_numpy() * sign / table["margin"].to_numpy()
-    np.testing.assert_allclose(_artist(ax, "raglab-estimates").get_offsets()[:, 0], expected)
-    # latency fell (good): drawn right of zero; each interval drawn low < high after the flip
-    latency = (table["metric"] == "latency_ms").to_numpy()
-    assert (expected[latency] > 0).all()
-    for segment in _artist(ax, "raglab-intervals").get_segments():
+    with pytest.raises(ValueError, match=r"2 different units .*Pass ax=None .*scale='margin'"):
+        forest(result, ax=plt.subplots()[1])
+    one = forest(result, ax=plt.subplots()[1], scale="margin")
+    assert one.get_xlabel().startswith("improvement / margin")
+    assert [s[0][0] for s in _artist(one, "raglab-margins").get_segments()] == pytest.approx([-1.0] * 3)
+    table = result.table
+    order = _rows(table, ["hit@5", "recall@5", "latency_ms"])
+    sign = np.where(table.loc[order, "higher_is_better"], 1.0, -1.0)
+    expected = table.loc[order, "diff"].to_numpy() * sign / table.loc[order, "margin"].to_numpy()
+    np.testing.assert_allclose(_artist(one, "raglab-estimates").get_offsets()[:, 0], expected)
+    assert (expected[-5:] > 0).all()  # latency fell: better, drawn right of zero
+    for segment in _artist(one, "raglab-intervals").get_segments():
         assert segment[0][0] <= segment[1][0]
+    # the text columns stay in each metric's own units
+    assert _numbers(_column(one, 1)[-5].get_text())[0][0] == pytest.approx(table.loc[order[-5], "diff"], abs=0.5)
     with pytest.raises(ValueError, match=r"needs a positive margin for every metric; none for \['latency_ms'\]"):
-        forest(_table(), margin={"hit@5": 0.02}, scale="margin")
-    with pytest.raises(ValueError, match=r"`scale` must be one of \['auto', 'raw', 'margin'\]"):
-        forest(table, scale="log")
+        forest(_compare(), margin={"hit@5": 0.02}, scale="margin")
+    grouped = forest(result, panels={"latency_ms": "scores in [0, 1]"})
+    assert len(grouped.figure.axes) == 1
+
+
+def test_raw_units_for_proportions_with_one_margin():
+    result = _gate(("hit@5", "recall@5"))
+    for ax in (forest(result), forest(result.table, scale="auto")):
+        assert ax.get_xlabel() == "difference (candidate - baseline)"
+        assert sorted(s[0][0] for s in _artist(ax, "raglab-margins").get_segments()) == pytest.approx([-0.02, -0.02])
+        np.testing.assert_allclose(sorted(_artist(ax, "raglab-estimates").get_offsets()[:, 0]),
+                                   sorted(result.table["diff"]))
+
+
+@pytest.mark.parametrize("sort", [None, "diff", "low", "decision"])
+def test_sort_orders_slices_under_each_metric(sort):
+    result = _gate(("hit@5", "latency_ms"))
+    ax = forest(result, sort=sort)
+    for panel, metric in zip(ax.figure.axes, ["hit@5", "latency_ms"]):
+        part = result.table[(result.table["metric"] == metric) & (result.table["slice"] != "overall")]
+        better = 1.0 if metric == "hit@5" else -1.0
+        worst = part["low"] if better > 0 else -part["high"]
+        keys = {None: pd.Series(range(len(part)), index=part.index), "diff": part["diff"] * better, "low": worst,
+                "decision": part["decision"].map({"block": 0, "review": 1, "pass": 2}) * 10 + worst.rank() / 100}
+        expected = ["overall"] + list(part.loc[keys[sort].sort_values(kind="mergesort").index, "slice"])
+        assert _labels(panel)[1:] == expected
+    if sort == "decision":
+        assert _labels(ax)[1:3] == ["overall", "b"]  # the blocked slice comes first
+    with pytest.raises(ValueError, match=r"`sort` must be one of \[None, 'diff', 'low', 'decision'\]"):
+        forest(result, sort="best")
+    with pytest.raises(ValueError, match="sort='decision' needs a gate table"):
+        forest(_compare(), sort="decision")
 
 
 def test_explicit_margin_overrides_and_validates():
-    table = _table()
+    table = _compare(("hit@5",))
     ax = forest(table, margin={"hit@5": 0.05})
-    xs = [seg[0][0] for seg in _artist(ax, "raglab-margins").get_segments()]
-    assert xs == pytest.approx([-0.05])
+    assert [s[0][0] for s in _artist(ax, "raglab-margins").get_segments()] == pytest.approx([-0.05])
     with pytest.raises(ValueError, match=r"names metrics that are not in the table: \['ndcg'\]"):
         forest(table, margin={"ndcg": 0.1})
+    with pytest.raises(ValueError, match=r"`scale` must be one of \['raw', 'margin', 'auto'\]"):
+        forest(table, scale="log")
 
 
-def test_colours_follow_the_decisions():
-    table = _table(gated=True)
-    ax = forest(table)
+def test_colours_follow_the_decisions_and_text_follows_the_style():
+    result = _gate(("hit@5", "recall@5"))
+    order = _rows(result.table, ["hit@5", "recall@5"])
+    with plt.style.context("dark_background"):
+        ax = forest(result)
+        ink = plt.rcParams["text.color"]
+    assert stats._COLOURS is DECISION_COLOURS  # the one palette of tables and plots
     colours = _artist(ax, "raglab-intervals").get_colors()
-    from raglab._results import DECISION_COLOURS
-
-    expected = DECISION_COLOURS  # the one palette of tables and plots
-    assert stats._COLOURS is DECISION_COLOURS
-    for colour, decision in zip(colours, table["decision"]):
-        assert mcolors.to_hex(colour) == expected[decision]
-    assert {t.get_text() for t in ax.get_legend().get_texts()} >= set(table["decision"])
+    for colour, decision in zip(colours, result.table.loc[order, "decision"]):
+        assert mcolors.to_hex(colour) == DECISION_COLOURS[decision]
+    assert mcolors.to_hex(ink) == "#ffffff"
+    assert all(mcolors.to_hex(t.get_color()) == "#ffffff" for t in _column(ax, 0) + _column(ax, 1))
+    assert mcolors.to_hex(ax.title.get_color()) == "#ffffff"
 
 
 def test_kwargs_reach_the_points():
-    ax = forest(_table(), marker="s", s=80)
-    sizes = _artist(ax, "raglab-estimates").get_sizes()
-    assert (sizes == 80).all()
+    ax = forest(_compare(("hit@5",)), marker="s", s=80)
+    assert (_artist(ax, "raglab-estimates").get_sizes() == 80).all()
 
 
 def test_accessor_and_bad_tables():
-    table = _table()
+    table = _compare(("hit@5",))
     ax = table.rag.forest(margin=0.02)
     assert len(_artist(ax, "raglab-intervals").get_segments()) == len(table)
     with pytest.raises(ValueError, match=r"needs a compare or gate table .* missing \['diff', 'low', 'high'\]"):
         forest(pd.DataFrame({"metric": ["a"], "slice": ["overall"]}))
     with pytest.raises(TypeError, match="got list"):
         forest([1, 2])
-
-
-def test_rows_without_an_interval_keep_their_label():
-    base = pd.DataFrame({"question_id": list("abcd"), "t": ["x", "x", "y", "y"], "s": [0.1, 0.2, np.nan, np.nan]})
-    table = base.rag.compare(base.assign(s=[0.3, 0.1, 0.5, 0.6]), metrics=["s"], by="t", n_resamples=100)
-    ax = forest(table)
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["s [overall]", "s [x]", "s [y]"]
+    empty = forest(table.iloc[:0])
+    assert [t.get_text() for t in empty.texts] == ["no rows to draw (0 with n = 0)"]
 
 
 # ---- confusion heatmap and power curves -------------------------------------------------------------

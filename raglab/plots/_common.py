@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from raglab._registry import metric_info
 from raglab._results import DECISION_COLOURS
 
-if TYPE_CHECKING:  # pragma: no cover
-    pass
-
 _DECISION_COLOURS = DECISION_COLOURS  # one palette for tables and plots
 _PLAIN = "#1f4e79"
 _NEEDED = ("metric", "slice", "diff", "low", "high")
+_SHARED_UNITS = "scores in [0, 1]"  # the panel of the bounded metrics (rates, recall, ndcg...)
+_MINUS = "\N{MINUS SIGN}"  # as wide as "+" in matplotlib's default font, so the numbers line up
 
 
 def _margins(table: pd.DataFrame, margin: float | Mapping[str, float] | None) -> dict[str, float]:
@@ -35,6 +36,80 @@ def _margins(table: pd.DataFrame, margin: float | Mapping[str, float] | None) ->
 def _directions(table: pd.DataFrame) -> dict[str, bool]:
     if "higher_is_better" in table.columns:
         return {m: bool(v) for m, v in table.groupby("metric", sort=False)["higher_is_better"].first().items()}
-    return {m: metric_info(str(m)).higher_is_better for m in dict.fromkeys(table["metric"])}
+    return {m: metric_info(str(m)).higher_is_better is not False for m in dict.fromkeys(table["metric"])}
 
 
+def _unit_groups(table: pd.DataFrame, panels: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Each metric's unit group (one panel per group), in table order.
+
+    Metrics the registry knows as bounded in [0, 1] (recall, hit, ndcg, em, faithfulness...) share
+    :data:`_SHARED_UNITS`, and so do unknown metrics whose name has no lower-is-better word and whose
+    baseline and candidate means lie in [0, 1]. Every other metric (latency, cost, a token count)
+    is a group of its own. ``panels={metric: group}`` overrides the rule for the metrics it names.
+    """
+    metrics = [str(m) for m in dict.fromkeys(table["metric"])]
+    panels = dict(panels or {})
+    unknown = sorted(set(map(str, panels)) - set(metrics))
+    if unknown:
+        raise ValueError(f"`panels` names metrics that are not in the table: {unknown}; the table has {metrics}")
+    groups = {}
+    for name in metrics:
+        if name in panels:
+            groups[name] = str(panels[name])
+            continue
+        info = metric_info(name)
+        if info.known:
+            groups[name] = _SHARED_UNITS if info.bounded else name
+            continue
+        rows = table[table["metric"].astype(str) == name]
+        means = pd.concat([rows[c] for c in ("base", "cand") if c in rows.columns])
+        means = pd.to_numeric(means, errors="coerce").dropna()
+        in_unit = len(means) > 0 and bool(((means >= 0) & (means <= 1)).all())
+        groups[name] = _SHARED_UNITS if in_unit and info.higher_is_better is True else name
+    return groups
+
+
+def _decimals(widths: Any) -> int:
+    """Decimals that show an interval of this (median) width to about two significant digits."""
+    widths = np.asarray(widths, dtype=float)
+    widths = widths[np.isfinite(widths) & (widths > 0)]
+    if not len(widths):
+        return 3
+    return int(min(4, max(0, 1 - math.floor(math.log10(float(np.median(widths)))))))
+
+
+def _signed(value: float, decimals: int) -> str:
+    """``+0.016`` / ``−0.011`` (a true minus sign, as matplotlib's axes use)."""
+    return f"{value:+.{decimals}f}".replace("-", _MINUS)
+
+
+def _interval_text(diff: float, low: float, high: float, decimals: int) -> str:
+    """The right-hand column of a forest row: ``diff [low, high]`` or ``diff (no interval)``."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return f"{_signed(diff, decimals)} (no interval)" if np.isfinite(diff) else "no interval"
+    return f"{_signed(diff, decimals)} [{_signed(low, decimals)}, {_signed(high, decimals)}]"
+
+
+def _holm_marks(table: pd.DataFrame, level: float, gate_adjust: Any = "unknown") -> tuple[np.ndarray, str]:
+    """Which rows survive a Holm adjustment (marked with a dagger) and the footnote that says so.
+
+    A gate table with ``p_worse_adjusted`` (``adjust="holm"``): its blocks, which needed it. A compare
+    table with ``p_adjusted``: rows whose adjusted two-sided p-value is below ``1 - level``.
+    """
+    marks = np.zeros(len(table), dtype=bool)
+    alpha = 1.0 - level
+    if "decision" in table.columns:
+        holm = "p_worse_adjusted" in table.columns if gate_adjust == "unknown" else gate_adjust == "holm"
+        if not holm:
+            return marks, "Blocks are per row: no multiplicity adjustment (adjust=None)."
+        family = int(np.isfinite(pd.to_numeric(table.get("p_worse"), errors="coerce")).sum())
+        marks = (table["decision"].astype(str) == "block").to_numpy()
+        if not marks.any():
+            return marks, f"No row blocks after Holm over {family} rows (adjusted one-sided p < {alpha / 2:g} needed)."
+        return marks, f"\N{DAGGER} blocks after Holm over {family} rows (adjusted one-sided p < {alpha / 2:g})."
+    if "p_adjusted" in table.columns:
+        adjusted = pd.to_numeric(table["p_adjusted"], errors="coerce").to_numpy(dtype=float)
+        family = int(np.isfinite(pd.to_numeric(table["p_value"], errors="coerce")).sum())
+        marks = np.isfinite(adjusted) & (adjusted < alpha)
+        return marks, f"\N{DAGGER} significant after Holm over {family} rows (adjusted p < {alpha:g})."
+    return marks, ""

@@ -1,4 +1,4 @@
-"""The interval forest of a compare or gate table."""
+"""The interval forest of a compare or gate table, drawn as a release card."""
 
 from __future__ import annotations
 
@@ -7,147 +7,342 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 from raglab._optional import import_optional
 from raglab._validation import check_option
+from raglab.plots._common import (
+    _DECISION_COLOURS,
+    _NEEDED,
+    _SHARED_UNITS,
+    _decimals,
+    _directions,
+    _holm_marks,
+    _interval_text,
+    _margins,
+    _unit_groups,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-from raglab.plots._common import _DECISION_COLOURS, _NEEDED, _PLAIN, _directions, _margins
+    from raglab.gate import GateResult
+
+_SCALES = ["raw", "margin", "auto"]  # "auto" is "raw", kept for older calls
+_SORTS = [None, "diff", "low", "decision"]
+_RANK = {"block": 0, "review": 1, "pass": 2}
+_ROW_INCHES, _PANEL_INCHES = 0.24, 0.95  # figure height: per row (and heading), per panel (axis, header)
 
 
 def forest(
-    table: pd.DataFrame,
+    table: pd.DataFrame | GateResult,
     *,
     ax: Axes | None = None,
     margin: float | Mapping[str, float] | None = None,
-    scale: str = "auto",
+    scale: str = "raw",
+    sort: str | None = None,
+    panels: Mapping[str, str] | None = None,
     **kwargs: Any,
 ) -> Axes:
-    """Interval forest of a compare or gate table: one row per metric x slice.
+    """The interval forest of a compare or gate table, drawn as a release card.
 
-    Each row shows the estimated difference (a point) and its interval (a line), with a reference
-    line at zero and, per metric, a dashed line at the non-inferiority margin (``-margin``, or
-    ``+margin`` for a lower-is-better metric). Rows are coloured by the gate decision when the table
-    has one (pass green, review amber, block red). Rows without an interval keep their label.
+    One row per metric x slice, grouped under a heading per metric (the ``overall`` row first, in
+    bold with a diamond). Each row shows the difference (candidate - baseline) as a point, its
+    interval as a thin line and the interval's central half as a thick line (arviz's forest style;
+    the thick part scales each side of the interval by z(0.75) / z((1 + level) / 2), a visual aid and
+    not a second interval), a reference line at zero and, per metric, a dashed line at the margin on
+    the bad side (``-margin``, or ``+margin`` for a lower-is-better metric). To the right, three
+    text columns: ``n``, ``diff [low, high]`` in the metric's units and, for a gate, the
+    ``decision`` in words (so colour is not the only cue). Points and lines take the decision's
+    colour (pass green, review amber, block red). Rows without an interval are drawn hollow and
+    read "no interval"; rows with ``n = 0`` are left out and counted in the footnote. Rows that
+    survive a Holm adjustment (a Holm gate's blocks; a compare table's rows with ``p_adjusted``
+    below ``1 - level``) carry a dagger, explained in the footnote. The title gives the overall
+    decision with the row counts, the interval level and the interval methods.
 
-    Metrics in different units (a rate and a latency in ms) do not share an axis well, so with
-    ``scale="margin"`` each row is drawn as *improvement / margin*: the sign is flipped for
-    lower-is-better metrics, so right is always better, zero is no change and every margin sits at
-    -1 (a row passes when its interval stays right of -1).
+    Units. By default every metric is drawn in its own units, and metrics in different units get
+    different panels, stacked with the same row layout: metrics the registry knows as bounded in
+    [0, 1] (recall, hit, ndcg, em, faithfulness...) and unknown higher-is-better metrics whose
+    baseline and candidate means lie in [0, 1] share one panel; every other metric (latency, cost,
+    a character count) gets a panel of its own. ``panels={metric: name}`` puts metrics with the same
+    name on one panel. ``scale="margin"`` instead draws every row on one axis as *improvement /
+    margin*: right is better for every metric and every margin sits at -1.
 
     Parameters
     ----------
-    table : DataFrame
-        The output of ``rows.rag.compare`` / ``raglab.stats.compare`` or a gate's ``.table``
-        (columns ``metric, slice, diff, low, high``; ``margin``, ``higher_is_better`` and
-        ``decision`` are used when present).
+    table : DataFrame or GateResult
+        ``raglab.stats.compare`` / ``rows.rag.compare``'s table, a gate's ``.table``, or the
+        :class:`~raglab.stats.GateResult` itself (columns ``metric, slice, diff, low, high``;
+        ``n``, ``margin``, ``higher_is_better``, ``decision``, ``level``, ``method`` and the Holm
+        columns are used when present).
     ax : matplotlib Axes, optional
-        Where to draw (default: the current Axes).
+        Where to draw. By default a new figure sized to the rows (never the current Axes, so a
+        second forest does not overlay the first). On a given Axes the text columns sit right of
+        it: leave them room (``layout="constrained"`` does). A table that needs several panels
+        cannot be drawn on one given Axes: that raises a ``ValueError`` (pass ``ax=None``,
+        ``scale="margin"`` or one unit group's rows).
     margin : float or dict, optional
         Margins to mark (one for all metrics or ``{metric: margin}``); default: the table's
         ``margin`` column, if any.
-    scale : {"auto", "raw", "margin"}
-        ``"raw"``: differences in each metric's units. ``"margin"``: improvement / margin (needs a
-        positive margin for every metric). ``"auto"``: ``"margin"`` when the table holds several
-        metrics that all have a positive margin, otherwise ``"raw"``.
+    scale : {"raw", "margin", "auto"}
+        ``"raw"``: each metric's units, one panel per unit group. ``"margin"``: improvement /
+        margin on one axis (needs a positive margin for every metric). ``"auto"`` is ``"raw"``
+        (kept for older calls). The text columns are always in the metric's units.
+    sort : {None, "diff", "low", "decision"}
+        Order of the slices under each metric (the ``overall`` row stays first). ``None``: the
+        table's order. ``"diff"``: largest drop first (by improvement, so the direction counts).
+        ``"low"``: the interval's worst end first (closest to failing the margin). ``"decision"``:
+        block, review, pass, then by the worst end (needs a gate table).
+    panels : dict, optional
+        ``{metric: panel name}``: overrides the unit groups for the metrics it names.
     **kwargs
         Passed to ``Axes.scatter`` for the points (e.g. ``s=``, ``marker=``).
 
     Returns
     -------
     matplotlib.axes.Axes
+        The (first) panel. With several panels, all of them are ``ax.figure.axes``, top to bottom.
 
     Examples
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> from raglab.stats import compare
+    >>> from raglab.stats import gate
     >>> from raglab.plots import forest
-    >>> table = compare({"hit@5": [1, 0, 1, 1] * 25}, {"hit@5": [1, 1, 1, 1] * 25}, n_resamples=500)
-    >>> ax = forest(table, margin=0.02)
+    >>> result = gate({"hit@5": [1, 0, 1, 1] * 25}, {"hit@5": [1, 1, 1, 1] * 25}, margin=0.02,
+    ...               slices=["a", "b"] * 50)
+    >>> ax = forest(result)
     >>> [t.get_text() for t in ax.get_yticklabels()]
-    ['hit@5 [overall]']
+    ['hit@5', 'overall', 'a', 'b']
+    >>> ax.get_title().splitlines()[0]
+    'Release gate: REVIEW (2 pass, 1 review, 0 block)'
     """
     plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.forest")
-    Line2D = import_optional("matplotlib.lines", extra="plots", purpose="raglab.plots.forest").Line2D
-
+    overall_decision, adjust = None, "unknown"
+    if hasattr(table, "table") and hasattr(table, "decision") and not isinstance(table, pd.DataFrame):
+        overall_decision, adjust = str(table.decision), getattr(table, "settings", {}).get("adjust", "unknown")
+        table = table.table
     if not isinstance(table, pd.DataFrame):
-        raise TypeError(f"forest needs a compare or gate table (a DataFrame), got {type(table).__name__}")
+        raise TypeError(f"forest needs a compare or gate table (a DataFrame) or a GateResult, got {type(table).__name__}")
     missing = [c for c in _NEEDED if c not in table.columns]
     if missing:
         raise ValueError(
             f"forest needs a compare or gate table with columns {list(_NEEDED)}; missing {missing} "
             f"(found {[str(c) for c in table.columns]}). Make one with rows.rag.compare(cand, ...)."
         )
-    if ax is None:
-        ax = plt.gca()
-    if table.empty:
+    check_option("scale", scale, _SCALES)
+    check_option("sort", sort, _SORTS)
+    gated = "decision" in table.columns
+    if sort == "decision" and not gated:
+        raise ValueError("sort='decision' needs a gate table (with a `decision` column); use sort='low' or 'diff'")
+
+    table = table.reset_index(drop=True)
+    level = float(table["level"].iloc[0]) if "level" in table.columns and len(table) else 0.95
+    marks, holm_note = _holm_marks(table, level, adjust)
+    counts = pd.to_numeric(table["n"], errors="coerce").fillna(0) if "n" in table.columns else None
+    empty = (counts <= 0).to_numpy() if counts is not None else np.zeros(len(table), bool)
+    dropped = [f"{m} [{s}]" for m, s in zip(table["metric"][empty], table["slice"][empty])]
+    title = _title(table, overall_decision, level)
+    table, marks = table[~empty].reset_index(drop=True), marks[~empty]
+
+    if table.empty:  # nothing to draw (an empty table, or only n = 0 rows): say so on the Axes
+        ax = ax if ax is not None else plt.figure(figsize=(6.4, 2.0), layout="constrained").add_subplot()
+        ax.text(0.5, 0.5, f"no rows to draw ({len(dropped)} with n = 0)", ha="center", va="center",
+                transform=ax.transAxes, gid="raglab-empty")
+        ax.set_title(title, fontsize="medium")
         return ax
-
-    check_option("scale", scale, ["auto", "raw", "margin"])
-    metrics = table["metric"].astype(str).to_numpy()
-    # One row per table row, top to bottom, with a small gap between metrics.
-    gaps = np.concatenate([[0.0], (metrics[1:] != metrics[:-1]).astype(float) * 0.6])
-    y = -(np.arange(len(table)) + np.cumsum(gaps))
-    diff, low, high = (table[c].to_numpy(dtype=float) for c in ("diff", "low", "high"))
-    if "decision" in table.columns:
-        colours = [_DECISION_COLOURS.get(str(d), _PLAIN) for d in table["decision"]]
-    else:
-        colours = [_PLAIN] * len(table)
-
     margins, directions = _margins(table, margin), _directions(table)
-    names = list(dict.fromkeys(metrics))
-    scalable = all(np.isfinite(margins.get(n, np.nan)) and margins.get(n, 0) > 0 for n in names)
-    if scale == "margin" and not scalable:
-        missing = [n for n in names if not margins.get(n, 0) > 0]
-        raise ValueError(f"scale='margin' needs a positive margin for every metric; none for {missing}")
-    relative = scale == "margin" or (scale == "auto" and scalable and len(names) > 1)
-    if relative:  # improvement / margin: right is better, every margin at -1
-        factor = np.array([(1.0 if directions.get(n, True) else -1.0) / margins[n] for n in metrics])
-        diff = diff * factor
-        low, high = np.fmin(low * factor, high * factor), np.fmax(low * factor, high * factor)
+    names = [str(m) for m in dict.fromkeys(table["metric"])]
+    if scale == "margin":
+        bad = [n for n in names if not (np.isfinite(margins.get(n, np.nan)) and margins.get(n, 0) > 0)]
+        if bad:
+            raise ValueError(f"scale='margin' needs a positive margin for every metric; none for {bad}")
+        groups = dict.fromkeys(names, "improvement / margin")
+    else:
+        groups = _unit_groups(table, panels)
+    order = list(dict.fromkeys(groups[n] for n in names))
+    if ax is not None and len(order) > 1:
+        raise ValueError(
+            f"forest: the table's metrics are in {len(order)} different units ({', '.join(order)}), drawn as one "
+            "panel each, which one Axes cannot hold. Pass ax=None (forest makes a figure with a panel per "
+            "unit group), scale='margin' (one axis in units of the margin), or one group's rows."
+        )
+    layouts = [_layout(table, [n for n in names if groups[n] == g], directions, sort) for g in order]
 
-    ax.axvline(0.0, color="0.25", linewidth=1.0, zorder=1)
-    margin_x, margin_lo, margin_hi = [], [], []
+    if ax is None:
+        slots = [len(lay) for lay in layouts]
+        height = 0.9 + 0.2 * 3 + sum(_PANEL_INCHES + _ROW_INCHES * s for s in slots)
+        fig = plt.figure(figsize=(10.0, max(3.0, height)), layout="constrained")
+        grid = fig.add_gridspec(len(order), 1, height_ratios=[s + _PANEL_INCHES / _ROW_INCHES for s in slots])
+        axes = [fig.add_subplot(grid[i, 0]) for i in range(len(order))]
+    else:
+        axes = [ax]
+    drawn: set[str] = set()
+    for panel, group, layout in zip(axes, order, layouts):
+        xlabel = "difference (candidate - baseline)"
+        if scale == "margin":
+            xlabel = "improvement / margin (0 = no change, -1 = the margin; right is better)"
+        elif len(order) > 1:
+            xlabel += f": {group}" if group == _SHARED_UNITS else f" in {group}"
+        drawn |= _draw(panel, table, layout, marks, margins, directions, scale, level, xlabel, kwargs)
+    legend = {"overall": "\N{BLACK DIAMOND} overall (every slice)", "hollow": "hollow: no interval",
+              "margin": "dashed: the margin, on the bad side"}
+    notes = ["; ".join(text for key, text in legend.items() if key in drawn) + "."] if drawn else []
+    if holm_note:
+        notes.append(holm_note)
+    if dropped:
+        shown = ", ".join(dropped[:4]) + (", ..." if len(dropped) > 4 else "")
+        notes.append(f"{len(dropped)} row{'s' if len(dropped) > 1 else ''} with n = 0 not shown: {shown}.")
+    last = axes[-1]
+    last.annotate("\n".join(notes), xy=(0, 0), xycoords=("axes fraction", last.xaxis.label), xytext=(0, -4),
+                  textcoords="offset points", ha="left", va="top", fontsize="small", gid="raglab-footnote",
+                  annotation_clip=False)
+    main = axes[0]
+    if not main.get_title():  # a caller's ax.set_title(...) wins
+        main.set_title(title, fontsize="medium", pad=20)
+    return main
+
+
+def _title(table: pd.DataFrame, decision: str | None, level: float) -> str:
+    methods = "; ".join(dict.fromkeys(table["method"].dropna().astype(str))) if "method" in table.columns else ""
+    how = f"{level:.0%} paired intervals" + (f" ({methods})" if methods else "")
+    if "decision" not in table.columns:
+        return f"Candidate - baseline: {how}"
+    values = table["decision"].astype(str).tolist()
+    if decision is None:
+        decision = max(values, key=lambda d: -_RANK.get(d, 1)) if values else "review"
+    counts = ", ".join(f"{values.count(d)} {d}" for d in ("pass", "review", "block"))
+    return f"Release gate: {decision.upper()} ({counts})\n{how}"
+
+
+def _layout(table: pd.DataFrame, names: list[str], directions: dict[str, bool], sort: str | None) -> list[Any]:
+    """Slots top to bottom: a metric name (its heading) or a row index of ``table``."""
+    slots: list[Any] = []
     for name in names:
+        rows = table[table["metric"].astype(str) == name]
+        sign = 1.0 if directions.get(name, True) else -1.0
+        overall = rows[rows["slice"].astype(str) == "overall"]
+        rest = rows.drop(overall.index)
+        if sort is not None and len(rest):
+            improvement = rest["diff"].astype(float) * sign
+            worst = rest["low"].astype(float) if sign > 0 else -rest["high"].astype(float)
+            keys = pd.DataFrame({"diff": improvement, "low": worst}, index=rest.index)
+            by = ["diff"] if sort == "diff" else ["low"]
+            if sort == "decision":
+                keys["rank"] = rest["decision"].astype(str).map(_RANK).fillna(1)
+                by = ["rank", "low"]
+            rest = rest.loc[keys.sort_values(by, kind="mergesort", na_position="last").index]
+        slots.append(name)
+        slots.extend(list(overall.index) + list(rest.index))
+    return slots
+
+
+def _draw(
+    ax: Axes, table: pd.DataFrame, layout: list[Any], marks: np.ndarray, margins: dict[str, float],
+    directions: dict[str, bool], scale: str, level: float, xlabel: str, kwargs: dict[str, Any],
+) -> set[str]:
+    """One panel: headings, rows, reference and margin lines, points, intervals and text columns.
+
+    Returns what the footnote should explain (``"overall"``, ``"hollow"``, ``"margin"``).
+    """
+    mpl = import_optional("matplotlib", extra="plots", purpose="raglab.plots.forest")
+    from matplotlib.markers import MarkerStyle
+    from matplotlib.transforms import offset_copy
+
+    rc = mpl.rcParams
+    ink, paper = rc["text.color"], rc["axes.facecolor"]
+    muted = mpl.colors.to_rgba(ink, 0.55)
+    y_of = {slot: -float(i) for i, slot in enumerate(layout)}
+    rows = [s for s in layout if not isinstance(s, str)]
+    sub = table.loc[rows]
+    y = np.array([y_of[r] for r in rows])
+    metrics = sub["metric"].astype(str).to_numpy()
+    diff, low, high = (sub[c].to_numpy(dtype=float) for c in ("diff", "low", "high"))
+    if scale == "margin":  # improvement / margin: right is better, every margin at -1
+        factor = np.array([(1.0 if directions.get(m, True) else -1.0) / margins[m] for m in metrics])
+        diff, low, high = diff * factor, np.fmin(low * factor, high * factor), np.fmax(low * factor, high * factor)
+    decisions = sub["decision"].astype(str).tolist() if "decision" in sub.columns else [None] * len(sub)
+    colours = [_DECISION_COLOURS.get(d, rc["axes.prop_cycle"].by_key()["color"][0]) for d in decisions]
+    overall = (sub["slice"].astype(str) == "overall").to_numpy()
+    finite = np.isfinite(low) & np.isfinite(high)
+
+    ax.axvline(0.0, color=rc["axes.edgecolor"], linewidth=1.0, zorder=1, gid="raglab-zero")
+    margin_x, margin_lo, margin_hi = [], [], []
+    for name in dict.fromkeys(metrics):
         value = margins.get(name)
         if value is None or value == 0 or not np.isfinite(value):
             continue
-        rows = y[metrics == name]
-        margin_x.append(-1.0 if relative else (-value if directions.get(name, True) else value))
-        margin_lo.append(rows.min() - 0.4)
-        margin_hi.append(rows.max() + 0.4)
+        ys = y[metrics == name]
+        margin_x.append(-1.0 if scale == "margin" else (-value if directions.get(name, True) else value))
+        margin_lo.append(ys.min() - 0.45)
+        margin_hi.append(ys.max() + 0.45)
     if margin_x:
-        ax.vlines(margin_x, margin_lo, margin_hi, colors="0.45", linestyles="dashed", linewidth=1.0,
+        ax.vlines(margin_x, margin_lo, margin_hi, colors=[muted], linestyles="dashed", linewidth=1.0,
                   zorder=1, gid="raglab-margins", label="margin")
-    ax.hlines(y, low, high, colors=colours, linewidth=2.6, zorder=2, gid="raglab-intervals")
-    point_style = {"s": 36, "zorder": 3, "edgecolors": "white", "linewidths": 0.8, **kwargs}
-    point_style.setdefault("c", colours)
-    ax.scatter(diff, y, gid="raglab-estimates", **point_style)
+    inner = norm.ppf(0.75) / norm.ppf((1.0 + level) / 2.0)
+    picked = [c for c, f in zip(colours, finite) if f]
+    ax.hlines(y[finite], low[finite], high[finite], colors=picked, linewidth=1.3, zorder=2, gid="raglab-intervals")
+    ax.hlines(y[finite], (diff - (diff - low) * inner)[finite], (diff + (high - diff) * inner)[finite],
+              colors=picked, linewidth=3.6, zorder=2, gid="raglab-intervals-inner")
+    x = np.where(np.isfinite(diff), diff, 0.0)
+    style = {"s": 42, "zorder": 3, "linewidths": 1.2, **kwargs}
+    if not {"c", "color", "facecolors", "facecolor"} & set(kwargs):
+        style["facecolors"] = [c if f else "none" for c, f in zip(colours, finite)]
+        style.setdefault("edgecolors", [paper if f else c for c, f in zip(colours, finite)])
+    points = ax.scatter(x, y, gid="raglab-estimates", **style)
+    if "marker" not in kwargs:
+        shapes = [MarkerStyle("D" if o else "o") for o in overall]
+        points.set_paths([m.get_path().transformed(m.get_transform()) for m in shapes])
+        if "s" not in kwargs:
+            points.set_sizes(np.where(overall, 58.0, 42.0))
 
-    ax.set_yticks(y)
-    ax.set_yticklabels([f"{m} [{s}]" for m, s in zip(metrics, table["slice"].astype(str))])
-    ax.set_ylim(y.min() - 0.8, 0.8)
-    ax.set_xlabel(
-        "improvement / margin (0 = no change, -1 = the margin; right is better)"
-        if relative
-        else "difference (candidate - baseline)"
-    )
-    level = table["level"].iloc[0] if "level" in table.columns else None
-    if level is not None and np.isfinite(level) and not ax.get_title():
-        # The centre title, so that a caller's ax.set_title(...) replaces it instead of overlapping it.
-        ax.set_title(f"{level:.0%} paired intervals", fontsize="medium")
-    if "decision" in table.columns:
-        present = [d for d in _DECISION_COLOURS if d in set(table["decision"])]
-        handles = [Line2D([], [], color=_DECISION_COLOURS[d], linewidth=2.6, label=d) for d in present]
-        if margin_x:
-            handles.append(Line2D([], [], color="0.45", linestyle="dashed", label="margin"))
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
-    ax.grid(axis="x", color="0.9", linewidth=0.8)
+    ticks = [y_of[s] for s in layout]
+    labels = [(s if directions.get(s, True) else f"{s} (lower is better)") if isinstance(s, str)
+              else str(table.at[s, "slice"]) for s in layout]
+    ax.set_yticks(ticks, labels)
+    ax.tick_params(axis="y", length=0)
+    for slot, label in zip(layout, ax.get_yticklabels()):
+        if isinstance(slot, str):
+            label.set_fontweight("bold")
+            label.set_gid("raglab-heading")
+        elif table.at[slot, "slice"] == "overall":
+            label.set_fontweight("bold")
+    for slot in layout[1:]:
+        if isinstance(slot, str):
+            ax.axhline(y_of[slot] + 0.5, color=rc["grid.color"], linewidth=0.8, alpha=0.6, zorder=0)
+    ax.set_ylim(-(len(layout) - 1) - 0.7, 0.7)
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x", color=rc["grid.color"], alpha=0.5, linewidth=0.8)
+    ax.grid(axis="y", visible=False)
     ax.set_axisbelow(True)
-    return ax
 
-
-# ---- judge validation and sizing plots (added by the lead) ----------------------------------------
+    # The right-hand columns, placed in points right of the axes so that they keep their place.
+    decimals = {m: _decimals(g["high"].astype(float) - g["low"].astype(float)) for m, g in table.groupby("metric")}
+    raw = table.loc[rows]
+    columns = [("n", [f"{int(v):,}" for v in raw["n"]] if "n" in raw.columns else [""] * len(raw), "right")]
+    columns.append((f"diff [{level:.0%} interval]", [
+        _interval_text(d, lo, hi, decimals[m])
+        for m, d, lo, hi in zip(raw["metric"], raw["diff"].astype(float), raw["low"].astype(float), raw["high"].astype(float))
+    ], "left"))
+    if "decision" in raw.columns:
+        columns.append(("decision", [d + ("\N{DAGGER}" if k else "") for d, k in zip(decisions, marks[rows])], "left"))
+    elif marks[rows].any():
+        columns.append(("", ["\N{DAGGER}" if k else "" for k in marks[rows]], "left"))
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    offset = 10.0
+    for c, (header, texts, align) in enumerate(columns):
+        base = ax.get_yaxis_transform()
+        made = [ax.text(1.0, yy, t, ha=align, va="center", fontsize="small", clip_on=False, gid=f"raglab-column-{c}",
+                        color=(_DECISION_COLOURS.get(d, ink) if header == "decision" else ink),
+                        fontweight="bold" if o else "normal")
+                for yy, t, o, d in zip(y, texts, overall, decisions)]
+        head = ax.text(1.0, 1.0, header, ha=align, va="bottom", fontsize="small", fontweight="bold",
+                       transform=ax.transAxes, clip_on=False, gid=f"raglab-column-{c}-header", color=ink)
+        width = max(t.get_window_extent(renderer).width for t in [*made, head]) * 72.0 / fig.dpi
+        at = offset + (width if align == "right" else 0.0)
+        for t in made:
+            t.set_transform(offset_copy(base, fig=fig, x=at, units="points"))
+        head.set_transform(offset_copy(ax.transAxes, fig=fig, x=at, y=2.0, units="points"))
+        offset += width + 12.0
+    return {key for key, seen in [("overall", overall.any()), ("hollow", not finite.all()), ("margin", margin_x)] if seen}
