@@ -54,9 +54,7 @@ class RagAccessor:
         answer: str | None = None,
         reference: str | None = None,
     ) -> pd.DataFrame:
-        """Check the row table and return it unchanged (so it chains).
-
-        The function is :func:`raglab.runs.validate` (``df.rag.validate(...)`` is ``raglab.runs.validate(df, ...)``).
+        """Check the row table and return it unchanged (so it chains); see :func:`raglab.runs.validate`.
 
         Examples
         --------
@@ -201,6 +199,18 @@ class RagAccessor:
             human_threshold=human_threshold, judge_threshold=judge_threshold, ties=ties, units=units, ci=ci,
             method=method, n_resamples=n_resamples, seed=seed, warn=warn, method_name="rag.agreement"
         )
+
+    def threshold_sweep(self, human: str, judge: str, thresholds: Any = None, **options: Any) -> pd.DataFrame:
+        """A judge's scores against human labels at every threshold; see :func:`raglab.runs.threshold_sweep`.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> rows = pd.DataFrame({"label": [1, 1, 0, 0], "score": [0.9, 0.6, 0.7, 0.1]})
+        >>> rows.rag.threshold_sweep("label", "score")["sensitivity"].tolist()
+        [1.0, 1.0, 0.5, 0.5]
+        """
+        return runs.threshold_sweep(self._df, human, judge, thresholds, method_name="rag.threshold_sweep", **options)
 
     def size(
         self,

@@ -32,7 +32,9 @@ from raglab._results import jsonable
 from raglab._rowtable import missing_column_error, pair_runs, resolve_column
 from raglab.gate import gate_comparison
 
-__all__ = ["agreement", "compare", "flip_directions", "flips", "gate", "size", "summary", "validate"]
+__all__ = [
+    "agreement", "compare", "flip_directions", "flips", "gate", "size", "summary", "threshold_sweep", "validate",
+]
 
 
 def validate(
@@ -445,6 +447,39 @@ def agreement(
         df[raters], df[judge], positive=positive, ties=ties, rating_threshold=human_threshold,
         judge_threshold=judge_threshold, labels=labels, ci=ci, method=method, n_resamples=n_resamples,
         seed=seed, ids=None, warn=warn, rows=rows, names=(f"majority of {raters}", judge), units=unit_labels,
+    )
+
+
+def threshold_sweep(
+    rows: pd.DataFrame,
+    human: str,
+    judge: str,
+    thresholds: Any = None,
+    *,
+    positive: Any = None,
+    human_threshold: float | None = None,
+    max_thresholds: int = 200,
+    ci: float = 0.95,
+    method_name: str = "raglab.runs.threshold_sweep",
+) -> pd.DataFrame:
+    """A scoring judge column against human labels at every threshold; see :func:`raglab.agreement.threshold_sweep`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab import runs
+    >>> rows = pd.DataFrame({"label": [1, 1, 0, 0], "score": [0.9, 0.6, 0.7, 0.1]})
+    >>> runs.threshold_sweep(rows, "label", "score")["kappa"].round(2).tolist()
+    [0.0, 0.5, 0.0, 0.5]
+    """
+    from raglab import agreement as _agreement
+
+    for column in (human, judge):
+        if column not in rows.columns:
+            raise missing_column_error(rows, column, role=None, method=method_name)
+    return _agreement.threshold_sweep(
+        rows[human], rows[judge], thresholds, positive=positive, human_threshold=human_threshold,
+        max_thresholds=max_thresholds, ci=ci, names=(human, judge), rows=rows,
     )
 
 

@@ -98,6 +98,22 @@ def _check_agreement():
     _same_frame(a.to_frame(), b.to_frame())
 
 
+def _check_threshold_sweep():
+    from raglab import agreement as agreement_module
+    from raglab.datasets import mtrag
+
+    rows = mtrag.load_responses("faithfulness")
+    human = rows[mtrag.rater_columns(rows)].median(axis=1)
+    rows = rows.assign(human_median=human)
+    a = rows.rag.threshold_sweep("human_median", "rl_f", human_threshold=3)
+    b = runs.threshold_sweep(rows, "human_median", "rl_f", human_threshold=3)
+    c = agreement_module.threshold_sweep(rows["human_median"], rows["rl_f"], human_threshold=3)
+    _same_frame(a, b)
+    pd.testing.assert_frame_equal(a.reset_index(drop=True), c.reset_index(drop=True))
+    with pytest.raises(Exception, match="rag.threshold_sweep"):
+        rows.rag.threshold_sweep("nope", "rl_f")
+
+
 def _check_size():
     base, cand = _runs()
     a = base.rag.size(cand, metric="hit@5", mde=0.05)
@@ -220,6 +236,7 @@ PARITY = {
     "write_trec": _check_write_trec,
     "agreement": _check_agreement,
     "size": _check_size,
+    "threshold_sweep": _check_threshold_sweep,
     "retrieval": _check_retrieval,
     "depth_gap": _check_depth_gap,
     "abstention": _check_abstention,

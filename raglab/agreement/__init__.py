@@ -8,6 +8,9 @@ judge passed), sensitivity and specificity, the *attenuation* ``J = sensitivity 
 (a true change ``d`` in the pass rate moves the judge's mean by about ``J * d``) and the
 Rogan-Gladen corrected pass rate.
 
+A judge that returns a score: :func:`threshold_sweep` gives sensitivity, specificity, miss rate
+and kappa at every threshold at once (each row is the report with ``judge_threshold=t``).
+
 Several human raters: :func:`fleiss_kappa`, :func:`krippendorff_alpha` (nominal, ordinal, interval
 or ratio; missing ratings allowed) and :func:`judge_vs_majority`.
 
@@ -42,7 +45,8 @@ The functions live in :mod:`~raglab.agreement.kappa` (Cohen's kappa and its inte
 :mod:`~raglab.agreement.reporting` (:func:`report`, :func:`judge_vs_majority`),
 :mod:`~raglab.agreement.result` (:class:`AgreementReport`), :mod:`~raglab.agreement.correction`
 (Rogan-Gladen), :mod:`~raglab.agreement.clusters` (cluster bootstrap, design effects) and
-:mod:`~raglab.agreement.labels` (label coding and the label-mismatch checks); import them from
+:mod:`~raglab.agreement.labels` (label coding and the label-mismatch checks),
+:mod:`~raglab.agreement.thresholds` (:func:`threshold_sweep`); import them from
 ``raglab.agreement``.
 
 Examples
@@ -73,6 +77,7 @@ from raglab.agreement.labels import LabelMismatchError
 from raglab.agreement.raters import fleiss_kappa, krippendorff_alpha, majority_vote
 from raglab.agreement.reporting import judge_vs_majority, report
 from raglab.agreement.result import AgreementReport
+from raglab.agreement.thresholds import threshold_sweep
 
 # Until the accessor and raglab.runs call the public functions (which take names=, rows=, units=),
 # the old private entry points are the same functions under their old names.
@@ -96,4 +101,5 @@ __all__ = [
     "majority_vote",
     "report",
     "rogan_gladen",
+    "threshold_sweep",
 ]

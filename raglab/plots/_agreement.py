@@ -19,6 +19,38 @@ if TYPE_CHECKING:  # pragma: no cover
 _MISS_EDGE = DECISION_COLOURS["block"]  # the miss-rate cell's outline: false passes are the costly error
 
 
+_DARK_TEXT, _LIGHT_TEXT = "#262626", "#ffffff"  # seaborn's ".15" and "w"
+
+
+def _luminance(rgb: Sequence[float]) -> float:
+    """WCAG relative luminance of an sRGB colour (components in 0-1)."""
+    channels = np.asarray(rgb[:3], dtype=float)
+    linear = np.where(channels <= 0.03928, channels / 12.92, ((channels + 0.055) / 1.055) ** 2.4)
+    return float(linear @ np.array([0.2126, 0.7152, 0.0722]))
+
+
+def _readable_on(cell: Sequence[float]) -> str:
+    """Dark or white text, whichever contrasts more with the cell (WCAG contrast ratio).
+
+    seaborn switches to white text at luminance 0.408, which leaves mid-blue cells of "Blues" at
+    about 2.9:1 against white; choosing by contrast keeps every annotation above 4.5:1 there.
+    """
+    lum = _luminance(cell)
+    dark = (lum + 0.05) / (_luminance((0.149, 0.149, 0.149)) + 0.05)
+    light = 1.05 / (lum + 0.05)
+    return _DARK_TEXT if dark >= light else _LIGHT_TEXT
+
+
+def _recolour_annotations(ax: Any, mesh: Any, n_columns: int) -> None:
+    """Give each cell's annotation the text colour that reads best on that cell."""
+    colours = mesh.get_facecolors()
+    for text in ax.texts:
+        x, y = text.get_position()
+        index = int(np.floor(y)) * n_columns + int(np.floor(x))
+        if 0 <= index < len(colours):
+            text.set_color(_readable_on(colours[index]))
+
+
 def _tick_names(labels: Sequence[Any], positive: Any) -> list[str]:
     """Tick texts for confusion labels: "pass"/"fail" for a binary True/False or 1/0 table, else the labels."""
     labels = list(labels)
@@ -59,7 +91,8 @@ def confusion_heatmap(
     judge's name is on the x axis, ``n`` and kappa (with its interval) under the plot, and for a
     binary report the miss-rate cell (people fail, judge passes) has a thick red outline. Shares
     (``normalize="rows"`` or ``"all"``) are coloured on one fixed 0-1 scale, so panels drawn side by
-    side compare by colour; counts are coloured from 0 to the largest count (pass ``vmax=`` to share).
+    side compare by colour; counts are coloured from 0 to the largest count (pass ``vmax=`` to share). Each
+    cell's number is dark or white, whichever contrasts more with that cell (readable on any style).
 
     Parameters
     ----------
@@ -120,6 +153,9 @@ def confusion_heatmap(
         options_heatmap["vmax"] = 1  # one scale for every panel of shares
     options_heatmap.update(kwargs)
     sns.heatmap(shown, ax=ax, **options_heatmap)
+    annot = options_heatmap.get("annot")
+    if annot is not None and annot is not False and "color" not in dict(options_heatmap.get("annot_kws") or {}):
+        _recolour_annotations(ax, ax.collections[-1], table.shape[1])
     ax.tick_params(axis="y", labelrotation=0)
     ax.tick_params(axis="x", labelrotation=0)
     judge_name = str(getattr(report, "judge_name", "judge"))
