@@ -5,7 +5,14 @@
 3. Runs the release gate of a chunking change against the baseline and prints the gate table.
 4. Validates a judge against people (MTRAG) and runs raglab's claim-level judge on the handbook,
    against the local OpenAI-compatible test server (no key, no network).
-5. Executes every notebook in ``notebooks/`` top to bottom (``--no-notebooks`` skips this).
+5. Executes every notebook in ``notebooks/`` top to bottom into HTML pages (``--no-notebooks`` skips this).
+
+Everything it writes goes under ``--out`` (default ``build``), a path relative to the current
+working directory; ``make demo`` runs from the repository root, so there it is ``<repo>/build``:
+
+* ``build/release_card.png``: the release card (:func:`raglab.plots.forest`) of the main gate;
+* ``build/gate.json``: that gate's decision log;
+* ``build/notebooks/<name>.html``: each notebook, executed, with its figures.
 """
 
 from __future__ import annotations
@@ -18,23 +25,83 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from raglab import datasets
 from raglab._optional import import_optional
 from raglab.evalset import EvalSet
+from raglab.stats import GateResult
 
 __all__ = ["main"]
 
 _RULE = "=" * 100
+
+# What to do after each gate decision, printed at the end of the demo.
+NEXT_STEPS = {
+    "pass": [
+        "Ship it: every metric and slice is within its margin.",
+        "Keep the decision log (gate.json) with the release: it records every interval, margin and the eval-set stamp.",
+        "Keep the lexical tripwire (raglab.tripwires) on production answers to catch what the eval set did not.",
+    ],
+    "review": [
+        "A person decides; nothing is shown to be worse. Read the `reason` column of the REVIEW rows: "
+        "'inconclusive' means the interval crosses both -margin and 0, 'only n paired questions' means too few.",
+        "For slices too small to decide, add questions of that kind: notebooks/01_sizing_the_eval_set.ipynb "
+        "(raglab.sizing.questions_for_gate gives the n for a margin), freeze the larger eval set and re-run the gate.",
+        "Look at the questions themselves in a notebook: base.rag.explore_pair(cand, by=<slice column>, "
+        "metric=<metric>, flip='pass->fail').",
+        "Record the person's decision next to gate.json (who accepted which REVIEW rows, and why).",
+    ],
+    "block": [
+        "Do not ship: at least one metric got worse beyond chance (Holm-adjusted over all rows).",
+        "Open the post-mortem notebook, notebooks/05_regression_post_mortem.ipynb: compare by slice, "
+        "raglab.plots.wins_losses(base, cand, metric, by=...) and base.rag.explore_pair(cand, flip='pass->fail') "
+        "show where and on which questions it got worse.",
+        "If the blocking metric is a cost the product accepts (e.g. prompt characters, notebook 03), change its "
+        "margin deliberately and re-run the gate; do not drop the metric.",
+    ],
+}
+
+# Every judge the demo names, in the words printed before its numbers.
+JUDGES = {
+    "rl_f": "MTRAG's RAGAS faithfulness judge (an LLM judge from RAGAS, Es et al. 2024): a score in [0, 1] "
+            "that MTRAG's authors computed for every answer and ship in their human-evaluation file; "
+            "raglab only reads it",
+    "rb_llm": "MTRAG's RB-LLM judge (an LLM judge inspired by RADBench, Kuo et al. 2024): a score in [0, 1], "
+              "also computed by MTRAG's authors and only read here",
+    "lexical tripwire": "raglab's LexicalJudge: no model; an answer sentence counts as supported when at least "
+                        "60% of its content words occur in the context (cheap enough for every production request, "
+                        "but blind to meaning)",
+    "local-rules": "raglab's claim-level LLMJudge (split the answer into claims, verify each against the context) "
+                   "sent through the real openai client to raglab.testing.LocalOpenAIServer on 127.0.0.1, "
+                   "which answers with word-overlap rules instead of a model: the plumbing (requests, cache, "
+                   "fingerprint) is real, the verdicts are not a model's; point base_url at a real endpoint to use one",
+}
 
 
 def _section(title: str) -> None:
     print(f"\n{_RULE}\n{title}\n{_RULE}")
 
 
-def _retrieval_and_gate(evalset: EvalSet) -> str:
+def _release_card(result: GateResult, out: Path) -> None:
+    """Save the main gate's release card (its forest) and decision log under ``out``."""
+    plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab demo (the release card)")
+    from raglab import plots
+
+    out.mkdir(parents=True, exist_ok=True)
+    ax = plots.forest(result)
+    path = out / "release_card.png"
+    ax.figure.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(ax.figure)
+    log = out / "gate.json"
+    result.to_json(log)
+    print(f"\nrelease card (the forest of this gate): {path.resolve()}")
+    print(f"decision log:                           {log.resolve()}")
+
+
+def _retrieval_and_gate(evalset: EvalSet, out: Path) -> GateResult:
     _section("Retrieval on SQuAD 2.0 dev: gold as character spans, 5 chunks reach the model")
     scored = {}
     for config in datasets.SQUAD_RUNS:
@@ -58,13 +125,14 @@ def _retrieval_and_gate(evalset: EvalSet) -> str:
         by="qtype",
     )
     print(result)
+    _release_card(result, out)
     regression = scored["chunk1000_bm25"].rag.gate(
         scored["chunk500_rerank"], metrics=["recall@5", "coverage@5", "hit@1"], margin=0.02
     )
     print(f"\nThe same gate on chunk500_rerank (without neighbour expansion): {regression.decision.upper()}")
     print(regression.table[["metric", "slice", "n", "diff", "low", "high", "decision"]].to_string(
         index=False, float_format=lambda v: f"{v:+.3f}"))
-    return result.decision
+    return result
 
 
 def _judges() -> None:
@@ -73,6 +141,10 @@ def _judges() -> None:
     from raglab.testing import LocalOpenAIServer
 
     _section("Validating judges against people: MTRAG, 476 answers, faithfulness (pass = rating >= 3)")
+    print("People: 2-3 of 7 annotators rated each answer 1-4 (No / Mostly No / Mostly Yes / Yes); an answer passes "
+          "when most of its raters gave 3 or 4.\nA judge passes an answer when its score is at least 0.5.")
+    for name in ("rl_f", "rb_llm"):
+        print(f"  {name}: {JUDGES[name]}.")
     rows = mtrag.load_responses("faithfulness")
     raters = mtrag.rater_columns(rows)
     lines = []
@@ -84,6 +156,8 @@ def _judges() -> None:
     print(pd.DataFrame(lines).to_string(index=False))
 
     _section("raglab's judges on the handbook (36 answers with a person's labels)")
+    for name in ("lexical tripwire", "local-rules"):
+        print(f"  {name}: {JUDGES[name]}.")
     handbook = datasets.handbook()
     lexical = handbook.rag.judge(LexicalJudge(), metrics=["faithfulness"])
     lexical["lexical_pass"] = (lexical["faithfulness"] == 1).where(lexical["faithfulness"].notna())
@@ -104,29 +178,71 @@ def _judges() -> None:
     print(f"judge fingerprint {judged.rag.meta['judge']['fingerprint'][:16]}... (model, temperature, prompts, schemas)")
 
 
-def _notebooks(folder: Path) -> bool:
-    nbclient = import_optional("nbclient", extra="notebooks", purpose="raglab demo (running the notebooks)")
-    nbformat = import_optional("nbformat", extra="notebooks", purpose="raglab demo (running the notebooks)")
+def _static(notebook: Any) -> Any:
+    """The notebook as a page shows it: widgets by their static HTML copy.
 
-    _section(f"Notebooks in {folder}")
-    paths = sorted(folder.glob("*.ipynb"))
+    A widget's controls call back into the kernel, so in a page they would be dead, and drawing them
+    needs JavaScript from a CDN; raglab's explorers also carry a text/html copy of the first row.
+    """
+    widget = "application/vnd.jupyter.widget-view+json"
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if widget in data and "text/html" in data:
+                del data[widget]
+    notebook.metadata.pop("widgets", None)
+    return notebook
+
+
+def _notebooks(folder: Path, out: Path) -> bool:
+    """Execute every notebook in ``folder`` and write it as ``out/<name>.html``; False when one failed."""
+    purpose = "raglab demo (running the notebooks)"
+    nbclient = import_optional("nbclient", extra="notebooks", purpose=purpose)
+    nbformat = import_optional("nbformat", extra="notebooks", purpose=purpose)
+    nbconvert = import_optional("nbconvert", extra="notebooks", purpose=purpose)
+
+    _section(f"Notebooks in {folder}, executed into {out}")
+    out.mkdir(parents=True, exist_ok=True)
+    exporter = nbconvert.HTMLExporter()
+    # The kernels draw with the inline backend (figures embedded in the pages), whatever this process uses.
+    env = {**os.environ, "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
     ok = True
-    out_dir = Path(tempfile.mkdtemp(prefix="raglab-notebooks-"))
-    for path in paths:
+    for path in sorted(folder.glob("*.ipynb")):
         notebook = nbformat.read(path, as_version=4)
         start = time.perf_counter()
         try:
             nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
                                     extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                                    resources={"metadata": {"path": str(folder)}}).execute()
+                                    resources={"metadata": {"path": str(folder)}}).execute(env=env)
             status = "ran"
         except Exception as exc:  # report and go on: one notebook must not hide the others
             status = f"FAILED: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:160]}"
             ok = False
-        nbformat.write(notebook, out_dir / path.name)
-        print(f"  {path.name:45s} {status} ({time.perf_counter() - start:.1f} s)")
-    print(f"executed copies (with outputs) in {out_dir}")
+        page = out / f"{path.stem}.html"
+        body, _ = exporter.from_notebook_node(_static(notebook))
+        page.write_text(body, encoding="utf-8")
+        print(f"  {path.name:45s} {status} ({time.perf_counter() - start:.1f} s) -> {page.resolve()}")
     return ok
+
+
+def _next_steps(result: GateResult) -> None:
+    """What to do after each gate decision, the one just reached first (with its REVIEW or BLOCK rows)."""
+    decision = result.decision
+    flagged = result.table[result.table["decision"] != "pass"]
+    if len(flagged):
+        print(f"The rows that are not PASS ({len(flagged)}), with the gate's reason:")
+        for row in flagged.itertuples(index=False):
+            print(f"  {row.decision.upper():6s} {row.metric} [{row.slice}] n={row.n}: {row.reason}")
+    if decision == "review":
+        row = flagged.iloc[0]
+        print("To read those questions (in a notebook):\n"
+              "  base, cand = (datasets.squad_run(c).rag.retrieval(k=[1, 5]) for c in ('chunk1000_bm25', 'chunk500_rerank_expand'))\n"
+              f"  base.rag.explore_pair(cand, by='qtype', metric='{row.metric}', flip='pass->fail')")
+    order = [decision] + [d for d in NEXT_STEPS if d != decision]
+    for d in order:
+        print(f"\nIf the gate says {d.upper()}{' (as it does here)' if d == decision else ''}:")
+        for step in NEXT_STEPS[d]:
+            print(f"  - {step}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,7 +255,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="raglab demo", description=__doc__.splitlines()[0])
     parser.add_argument("--no-notebooks", action="store_true", help="skip executing the notebooks")
+    parser.add_argument("--out", default="build", type=Path,
+                        help="folder for the release card, the decision log and notebooks/*.html "
+                             "(default: build, relative to the current directory)")
     args = parser.parse_args(argv)
+    out: Path = args.out
     pd.set_option("display.width", 160)
     os.environ.setdefault("MPLBACKEND", "Agg")
     warnings.filterwarnings("ignore", category=UserWarning, module="raglab")
@@ -153,17 +273,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     answerable = int(questions["answerable"].sum())
     print(f"{len(questions)} questions: {answerable} answerable, {len(questions) - answerable} unanswerable")
 
-    decision = _retrieval_and_gate(evalset)
+    result = _retrieval_and_gate(evalset, out)
     _judges()
     notebooks_ok = True
     if not args.no_notebooks:
         # the notebooks are in a source checkout, next to raglab/ (an installed wheel has none)
         folder = Path(__file__).resolve().parents[1] / "notebooks"
         if folder.is_dir():
-            notebooks_ok = _notebooks(folder)
+            notebooks_ok = _notebooks(folder, out / "notebooks")
         else:
             print(f"\nNo notebooks folder at {folder}: they ship with the source checkout, not the wheel.")
-    _section(f"Done. Gate decision for the chunking change: {decision.upper()}")
+    _section(f"Done. Gate decision for the chunking change: {result.decision.upper()}")
+    _next_steps(result)
+    print(f"\nWritten under {out.resolve()}: release_card.png, gate.json"
+          + ("" if args.no_notebooks else ", notebooks/*.html"))
     return 0 if notebooks_ok else 1
 
 
