@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     # Subcommands register here: each sets `run=<function(args) -> exit code>`.
     demo = sub.add_parser("demo", help="run the main job on the bundled data")
     demo.add_argument("--no-notebooks", action="store_true", help="skip executing the notebooks")
+    demo.add_argument("--out", default="build", metavar="DIR",
+                      help="folder for the release card, the decision log and the executed notebooks (default: build)")
     demo.set_defaults(run=_run_demo)
     _add_size(sub)
     _add_gate(sub)
@@ -221,7 +223,7 @@ def _run_size_gate(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
 def _run_demo(args: argparse.Namespace) -> int:
     from raglab.demo import main as demo_main
 
-    return demo_main(["--no-notebooks"] if args.no_notebooks else [])
+    return demo_main(["--out", str(args.out), *(["--no-notebooks"] if args.no_notebooks else [])])
 
 # --------------------------------------------------------------------------------------------------
 # raglab gate BASE CANDIDATE --metric M --margin 0.02

@@ -29,7 +29,12 @@ def test_demo_prints_the_gate_table_and_writes_the_release_card(tmp_path: Path):
 
     card, log = tmp_path / "build" / "release_card.png", tmp_path / "build" / "gate.json"
     assert card.read_bytes()[:8] == _PNG and card.stat().st_size > 20_000
-    assert json.loads(log.read_text())["decision"] == "review"
+    record = json.loads(log.read_text())
+    assert record["decision"] == "review"
+    # the README shows this card (docs/release_card.png, copied from build/): its caption must match
+    counts = ", ".join(f"{record['counts'][d]} {d}" for d in ("pass", "review", "block"))
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert f"![Release card: {record['decision'].upper()} ({counts})](docs/release_card.png)" in readme
     assert str(card.resolve()) in out and str(log.resolve()) in out  # the paths are printed
 
     # every judge it names is explained
@@ -47,9 +52,9 @@ def test_demo_prints_the_gate_table_and_writes_the_release_card(tmp_path: Path):
 
 @pytest.mark.slow
 def test_demo_out_option(tmp_path: Path):
-    from raglab.demo import main
+    from raglab.cli import main  # `raglab demo --out DIR` passes the folder on
 
-    assert main(["--no-notebooks", "--out", str(tmp_path / "elsewhere")]) == 0
+    assert main(["demo", "--no-notebooks", "--out", str(tmp_path / "elsewhere")]) == 0
     assert (tmp_path / "elsewhere" / "release_card.png").read_bytes()[:8] == _PNG
     assert not (tmp_path / "build").exists()
 
