@@ -153,7 +153,7 @@ def test_wins_losses_draws_the_counts(readers):
     np.testing.assert_allclose(offsets[:, 0], table["net"])
     np.testing.assert_allclose(offsets[:, 1], np.arange(len(table)))
     labels = ax.get_yticklabels()
-    assert [t.get_text() for t in labels] == [f"{s}  n={n}" for s, n in zip(table["slice"], table["n"])]
+    assert [t.get_text() for t in labels] == [f"{s}  n={n:,}" for s, n in zip(table["slice"], table["n"])]
     assert labels[0].get_fontweight() == "bold" and labels[1].get_fontweight() == "normal"
     assert ax.get_ylim()[0] > ax.get_ylim()[1]  # the overall row (y = 0) on top
     assert _texts(ax, "raglab-loss-count") == [str(v) for v in table["losses"]]

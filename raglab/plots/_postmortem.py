@@ -73,7 +73,7 @@ def wins_losses(
     >>> from raglab.plots import wins_losses
     >>> ax = wins_losses(datasets.squad_reader("bert"), datasets.squad_reader("bidaf"), "em", by="qtype")
     >>> [t.get_text() for t in ax.get_yticklabels()][:2]
-    ['overall  n=11873', 'how  n=1266']
+    ['overall  n=11,873', 'how  n=1,266']
     """
     plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.wins_losses")
     from raglab.runs import flips
@@ -114,7 +114,7 @@ def wins_losses(
                 transform=ax.get_yaxis_transform(), ha="left", va="center", color=ink, fontsize="small",
                 fontweight=weight, gid="raglab-net-text")
     ax.set_xlim(-1.3 * reach, 1.3 * reach)
-    ax.set_yticks(y, [f"{s}  n={n}" for s, n in zip(table["slice"], table["n"])])
+    ax.set_yticks(y, [f"{s}  n={n:,}" for s, n in zip(table["slice"], table["n"])])
     ax.get_yticklabels()[0].set_fontweight("bold")
     ax.set_ylim(len(table) - 0.5, -0.5)
     if len(table) > 1:
