@@ -92,7 +92,7 @@ def test_sweep_matches_sklearn_at_every_threshold_on_mtrag(judge):
     assert len(distinct) - len(expected) == {"rl_f": 0, "rb_llm": 2}[judge]
     assert (sweep["n"] == keep.sum()).all() and (sweep["n_excluded"] == len(rows) - keep.sum()).all()
     assert sweep["n_excluded"].iloc[0] == 47  # answers whose raters tie on the majority
-    assert _check_against_sklearn(sweep, human_pass, scores) == sweep.shape[0] > 20
+    assert _check_against_sklearn(sweep, human_pass, scores) == sweep.shape[0] >= 19
 
 
 def test_sweep_on_the_mean_rating_needs_a_human_threshold_and_matches_sklearn():
