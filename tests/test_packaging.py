@@ -51,10 +51,13 @@ def test_environment_yml_names_the_same_packages_as_pyproject():
     assert found == expected, f"only in pyproject: {expected - found}; only in environment.yml: {found - expected}"
 
 
-def test_ci_runs_only_make_test():
+def test_ci_runs_make_test_after_installing_chromium():
+    """CI runs what the README tells a user (`make test`), after one machine step: Chromium for the browser test."""
     script = (REPO / ".ci" / "run").read_text()
-    commands = [line for line in script.splitlines() if line.strip() and not line.lstrip().startswith(("#", "set ", "cd "))]
-    assert commands == ["make test"]
+    top_level = [line for line in script.splitlines()
+                 if line.strip() and not line.startswith((" ", "\t", "#", "set ", "cd ", "}", "install_chromium() {"))]
+    assert top_level == ["install_chromium", "make test"]
+    assert "apt-get install -y --no-install-recommends chromium" in script
 
 
 def test_readme_starts_with_the_two_commands():
