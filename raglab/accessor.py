@@ -591,7 +591,7 @@ class RagAccessor:
         >>> base = pd.DataFrame({"question_id": [f"q{i}" for i in range(40)], "hit@5": [1, 0] * 20})
         >>> table = base.rag.compare(base.assign(**{"hit@5": 1}), metrics=["hit@5"], n_resamples=200)
         >>> table.rag.forest(margin=0.02).get_xlabel()
-        'difference (candidate - baseline)'
+        'difference (candidate - baseline)   (better →)'
         """
         from raglab import plots
 

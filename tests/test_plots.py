@@ -76,8 +76,9 @@ def _rows(table, metrics):
 
 
 def _numbers(text):
-    values = re.findall(r"[+\N{MINUS SIGN}-]\d+(?:\.(\d+))?", text)
-    numbers = [float(v.replace("\N{MINUS SIGN}", "-")) for v in re.findall(r"[+\N{MINUS SIGN}-]\d+(?:\.\d+)?", text)]
+    values = re.findall(r"[+\N{MINUS SIGN}-][\d,]+(?:\.(\d+))?", text)
+    found = re.findall(r"[+\N{MINUS SIGN}-][\d,]+(?:\.\d+)?", text)
+    numbers = [float(v.replace("\N{MINUS SIGN}", "-").replace(",", "")) for v in found]
     return numbers, len(values[0]) if values else 0
 
 
@@ -192,8 +193,8 @@ def test_mixed_units_get_one_panel_each_and_margin_units_only_when_asked():
     assert len(panels) == 2 and panels[0] is ax
     assert _labels(panels[0])[0] == "hit@5" and _labels(panels[1]) == ["latency_ms (lower is better)", "overall",
                                                                        "a", "b", "c", "d"]
-    assert panels[0].get_xlabel() == "difference (candidate - baseline): scores in [0, 1]"
-    assert panels[1].get_xlabel() == "difference (candidate - baseline) in latency_ms"
+    assert panels[0].get_xlabel() == "difference (candidate - baseline): scores in [0, 1]   (better \N{RIGHTWARDS ARROW})"
+    assert panels[1].get_xlabel() == "difference (candidate - baseline) in latency_ms   (\N{LEFTWARDS ARROW} better)"
     # margins on the bad side: -0.02 for the proportions, +5 ms for latency (lower is better)
     assert sorted(s[0][0] for s in _artist(panels[0], "raglab-margins").get_segments()) == pytest.approx([-0.02] * 2)
     assert [s[0][0] for s in _artist(panels[1], "raglab-margins").get_segments()] == pytest.approx([5.0])
@@ -226,7 +227,7 @@ def test_mixed_units_get_one_panel_each_and_margin_units_only_when_asked():
 def test_raw_units_for_proportions_with_one_margin():
     result = _gate(("hit@5", "recall@5"))
     for ax in (forest(result), forest(result.table, scale="auto")):
-        assert ax.get_xlabel() == "difference (candidate - baseline)"
+        assert ax.get_xlabel() == "difference (candidate - baseline)   (better \N{RIGHTWARDS ARROW})"
         assert sorted(s[0][0] for s in _artist(ax, "raglab-margins").get_segments()) == pytest.approx([-0.02, -0.02])
         np.testing.assert_allclose(sorted(_artist(ax, "raglab-estimates").get_offsets()[:, 0]),
                                    sorted(result.table["diff"]))
@@ -262,19 +263,153 @@ def test_explicit_margin_overrides_and_validates():
         forest(table, scale="log")
 
 
-def test_colours_follow_the_decisions_and_text_follows_the_style():
+def _contrast(a, b):
+    """WCAG contrast ratio of two colours (1 to 21; 4.5 is the bar for normal text)."""
+    def luminance(colour):
+        linear = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in mcolors.to_rgb(colour)]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.parametrize("style", ["default", "dark_background"])
+def test_colours_follow_the_decisions_and_every_text_reads_on_the_style(style):
     result = _gate(("hit@5", "recall@5"))
     order = _rows(result.table, ["hit@5", "recall@5"])
-    with plt.style.context("dark_background"):
+    before = dict(DECISION_COLOURS)
+    with plt.style.context(style):
         ax = forest(result)
-        ink = plt.rcParams["text.color"]
-    assert stats._COLOURS is DECISION_COLOURS  # the one palette of tables and plots
+        ink, paper = plt.rcParams["text.color"], plt.rcParams["figure.facecolor"]
+    assert stats._COLOURS is DECISION_COLOURS and before == DECISION_COLOURS  # one palette, left as it is
+    assert mcolors.to_hex(ax.figure.get_facecolor()) == mcolors.to_hex(paper)
+    # on white the palette is used as it is; on black, lighter variants of the same hues
+    palette = {d: mcolors.to_hex(c) for d, c in DECISION_COLOURS.items()}
+    if style == "dark_background":
+        palette = {"pass": "#258541", "review": "#b55e08", "block": "#d53d47"}
     colours = _artist(ax, "raglab-intervals").get_colors()
     for colour, decision in zip(colours, result.table.loc[order, "decision"]):
-        assert mcolors.to_hex(colour) == DECISION_COLOURS[decision]
-    assert mcolors.to_hex(ink) == "#ffffff"
-    assert all(mcolors.to_hex(t.get_color()) == "#ffffff" for t in _column(ax, 0) + _column(ax, 1))
-    assert mcolors.to_hex(ax.title.get_color()) == "#ffffff"
+        assert mcolors.to_hex(colour) == palette[decision]
+    for decision, colour in palette.items():
+        assert _contrast(colour, paper) >= 4.5, decision
+        hue = mcolors.rgb_to_hsv(mcolors.to_rgb(colour))[0]
+        assert hue == pytest.approx(mcolors.rgb_to_hsv(mcolors.to_rgb(DECISION_COLOURS[decision]))[0], abs=0.02)
+    decisions = _column(ax, 2)
+    assert len(decisions) == len(order)
+    for text, decision in zip(decisions, result.table.loc[order, "decision"]):
+        assert mcolors.to_hex(text.get_color()) == palette[decision]
+    # every text column (n, interval, decision), its header, the title, labels and footnote: 4.5:1 on the figure
+    texts = [t for t in ax.texts if str(t.get_gid()).startswith("raglab-column-")]
+    assert {t.get_gid() for t in texts} == {f"raglab-column-{c}{h}" for c in range(3) for h in ("", "-header")}
+    texts += [ax.title, ax.xaxis.label, *ax.get_yticklabels(), *ax.get_xticklabels()]
+    for text in texts:
+        assert _contrast(text.get_color(), paper) >= 4.5, (text.get_text(), text.get_color())
+    assert mcolors.to_hex(_column(ax, 0)[0].get_color()) == mcolors.to_hex(ink)
+    assert mcolors.to_hex(ax.title.get_color()) == mcolors.to_hex(ink)
+
+
+def _drawn_texts(fig):
+    """Every text drawn on a figure: titles, labels, tick labels in view, the columns and the footnote."""
+    from matplotlib.text import Text
+
+    hidden = set()
+    for ax in fig.axes:
+        for axis, (low, high) in ((ax.xaxis, sorted(ax.get_xlim())), (ax.yaxis, sorted(ax.get_ylim()))):
+            for tick, loc in zip(axis.get_major_ticks(), axis.get_majorticklocs()):
+                if not low - 1e-9 <= loc <= high + 1e-9:
+                    hidden |= {id(tick.label1), id(tick.label2)}
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and id(t) not in hidden]
+
+
+def _cards():
+    mixed = _gate()  # two panels: proportions and latency_ms
+    cost = pd.DataFrame({"metric": "prompt_chars", "slice": ["overall", "a"], "diff": [2371.4, 2360.2],
+                         "low": [2367.0, 2343.1], "high": [2375.2, 2376.9], "n": [11873, 758],
+                         "higher_is_better": False})  # a compare table of a cost, in characters
+    return mixed, cost
+
+
+@pytest.mark.parametrize("where", ["own", "subplots", "subplots-right"])
+def test_everything_lies_inside_the_figure(where, tmp_path):
+    mixed, cost = _cards()
+    for table in (mixed, cost, _gate(("hit@5", "recall@5"))):
+        if where == "own":
+            ax = forest(table)
+        else:
+            if hasattr(table, "table") and table.table["metric"].nunique() == 3:
+                table = table.table[table.table["metric"] != "latency_ms"]  # one unit group for one Axes
+            wide = {"figsize": (14, 6)} if where == "subplots-right" else {}  # the right half of a wide figure
+            fig, axes = plt.subplots(1, 2 if where == "subplots-right" else 1, **wide)
+            given = axes[-1] if where == "subplots-right" else axes
+            ax = forest(table, ax=given)
+            assert ax is given and ax.figure.get_layout_engine() is None
+        fig = ax.figure
+        fig.canvas.draw()
+        page = fig.bbox
+        texts = _drawn_texts(fig)
+        gids = {t.get_gid() for t in texts}
+        assert {"raglab-footnote", "raglab-column-0", "raglab-column-1", "raglab-column-0-header"} <= gids
+        for text in texts:
+            box = text.get_window_extent()
+            assert page.x0 - 0.5 <= box.x0 and box.x1 <= page.x1 + 0.5, (text.get_text(), box, page)
+            assert page.y0 - 0.5 <= box.y0 and box.y1 <= page.y1 + 0.5, (text.get_text(), box, page)
+        # and nothing is cut when saved as it is: the saved image's outer pixels are all background
+        path = tmp_path / f"{where}.png"
+        fig.savefig(path, bbox_inches=None, dpi=150)
+        image = plt.imread(path)[..., :3]
+        assert abs(image.shape[0] - fig.get_figheight() * 150) <= 1 and abs(image.shape[1] - fig.get_figwidth() * 150) <= 1
+        edge = np.concatenate([image[:2].reshape(-1, 3), image[-2:].reshape(-1, 3),
+                               image[:, :2].reshape(-1, 3), image[:, -2:].reshape(-1, 3)])
+        np.testing.assert_allclose(edge, np.broadcast_to(mcolors.to_rgb(fig.get_facecolor()), edge.shape), atol=0.02)
+        plt.close(fig)
+
+
+def test_a_figure_too_small_for_the_card_warns():
+    fig, ax = plt.subplots(figsize=(2.0, 1.5))
+    with pytest.warns(UserWarning, match=r"too small for the rows and text columns; pass ax=None"):
+        forest(_gate(("hit@5", "recall@5")), ax=ax)
+
+
+def test_text_columns_line_up_across_panels():
+    ax = forest(_gate())
+    fig = ax.figure
+    fig.canvas.draw()
+    top, bottom = fig.axes
+    assert top.get_position().x1 == pytest.approx(bottom.get_position().x1)
+    for c, align in enumerate(["right", "left", "left"]):
+        edges = []
+        for panel in (top, bottom):
+            cells = _column(panel, c) + [t for t in panel.texts if t.get_gid() == f"raglab-column-{c}-header"]
+            assert {t.get_ha() for t in cells} == {align}
+            edges += [getattr(t.get_window_extent(), "x1" if align == "right" else "x0") for t in cells]
+        assert max(edges) - min(edges) < 0.5, (c, edges)
+
+
+def test_large_numbers_have_thousands_separators_and_small_ones_keep_their_decimals():
+    from raglab.plots._common import _interval_text, _signed
+
+    assert _interval_text(2371.4, 2367.0, 2375.2, 0) == "+2,371 [+2,367, +2,375]"
+    assert _interval_text(-1234.56, -2000.0, -469.1, 1) == "\N{MINUS SIGN}1,234.6 [\N{MINUS SIGN}2,000.0, \N{MINUS SIGN}469.1]"
+    assert _signed(0.0164, 3) == "+0.016" and _signed(-0.0005, 4) == "\N{MINUS SIGN}0.0005"
+    _, cost = _cards()
+    ax = forest(cost)
+    assert [t.get_text() for t in _column(ax, 1)] == ["+2,371 [+2,367, +2,375]", "+2,360 [+2,343, +2,377]"]
+    assert [t.get_text() for t in _column(ax, 0)] == ["11,873", "758"]
+
+
+def test_the_x_axis_says_which_way_is_better_without_margins():
+    table = _compare(("hit@5", "latency_ms"))
+    assert "margin" not in table.columns
+    ax = forest(table)
+    top, bottom = ax.figure.axes
+    assert top.get_xlabel().endswith("(better \N{RIGHTWARDS ARROW})")
+    assert bottom.get_xlabel().endswith("(\N{LEFTWARDS ARROW} better)")
+    assert _labels(bottom)[0] == "latency_ms (lower is better)" and not _labels(top)[0].endswith("better)")
+    assert not [a for a in ax.figure.axes if [c for c in a.get_children() if c.get_gid() == "raglab-margins"]]
+    one = forest(table, panels={"latency_ms": "scores in [0, 1]"})
+    assert one.get_xlabel().endswith(
+        "(better \N{RIGHTWARDS ARROW}; \N{LEFTWARDS ARROW} for metrics marked lower is better)")
+    assert forest(table, scale="margin", margin=0.02).get_xlabel().startswith("improvement / margin")
+    assert "right is better" in forest(table, scale="margin", margin=0.02).get_xlabel()
 
 
 def test_kwargs_reach_the_points():
@@ -349,10 +484,10 @@ def test_power_curve_marks_the_questions_needed():
 
 
 def _heatmap_note(ax):
-    from matplotlib.offsetbox import AnchoredText
+    from matplotlib.offsetbox import AnnotationBbox
 
-    (note,) = [a for a in ax.artists if isinstance(a, AnchoredText) and a.get_gid() == "raglab-heatmap-note"]
-    return note.txt._text.get_text()
+    (note,) = [a for a in ax.artists if isinstance(a, AnnotationBbox) and a.get_gid() == "raglab-heatmap-note"]
+    return note.offsetbox.get_text()  # a TextArea under the x label, anchored to it
 
 
 def test_confusion_heatmap_reads_pass_fail_with_judge_n_kappa_and_miss_cell():

@@ -434,3 +434,144 @@ def test_power_curve_texts_and_lines_readable_on_dark_background():
     assert len(curves) == 2 and all(_contrast(line.get_color(), background) >= 3 for line in curves)
     (target,) = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
     assert _contrast(_over((*mcolors.to_rgb(target.get_color()), target.get_alpha()), background), background) >= 3
+
+
+# --------------------------------------------------------------------------------------------------
+# own figures with ax=None, every text inside the figure on a plain savefig, steps
+# --------------------------------------------------------------------------------------------------
+
+
+def _report():
+    return agreement.report([1] * 150 + [0] * 50, [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28, positive=1,
+                            names=("people", "rl_f"), warn=False)
+
+
+def _heatmap_note(ax):
+    (note,) = [a for a in ax.artists if a.get_gid() == "raglab-heatmap-note"]
+    return note.offsetbox.get_text()
+
+
+def assert_texts_inside_figure(fig, at_least=5):
+    """After a draw (no bbox_inches), every visible non-empty text lies inside the figure: a plain
+    ``fig.savefig`` keeps it."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = fig.bbox
+    hidden = set()  # tick labels outside the view limits are "visible" but never drawn
+    for ax in fig.axes:
+        for axis, i in ((ax.xaxis, 0), (ax.yaxis, 1)):
+            low, high = sorted(axis.get_view_interval())
+            for label in axis.get_ticklabels() + axis.get_ticklabels(minor=True):
+                where = label.get_position()[i]
+                if not low - 1e-9 * abs(high - low) <= where <= high + 1e-9 * abs(high - low):
+                    hidden.add(label)
+    texts = [t for t in _texts(fig) if t not in hidden]
+    assert len(texts) >= at_least
+    for text in texts:
+        extent = text.get_window_extent(renderer)
+        assert (extent.x0 >= box.x0 - 0.5 and extent.y0 >= box.y0 - 0.5 and extent.x1 <= box.x1 + 0.5
+                and extent.y1 <= box.y1 + 0.5), (text.get_text(), extent, box)
+
+
+_OWN_FIGURE = {
+    "confusion_heatmap": lambda ax=None: plots.confusion_heatmap(_report(), normalize="rows", ax=ax),
+    "power_curve": lambda ax=None: plots.power_curve([0.02, 0.05], paired=True, discordance=0.1, ax=ax),
+}
+
+
+@pytest.mark.parametrize("name", list(_OWN_FIGURE))
+def test_ax_none_makes_a_new_figure_each_time_and_leaves_the_current_axes_alone(name):
+    draw = _OWN_FIGURE[name]
+    fig, current = plt.subplots()
+    current.plot([0, 1], [0, 1])
+    before = (len(current.get_lines()), len(current.texts), len(current.collections), current.get_legend())
+    first, second = draw(), draw()
+    assert first.figure is not second.figure and fig not in (first.figure, second.figure)
+    assert first.figure.get_layout_engine() is not None  # constrained layout
+    assert (len(current.get_lines()), len(current.texts), len(current.collections), current.get_legend()) == before
+    assert fig.axes == [current]
+    # with ax given, it still draws there
+    fig, (left, right) = plt.subplots(1, 2)
+    assert draw(ax=right) is right and not left.has_data() and right.has_data()
+
+
+@pytest.mark.parametrize("style", ["default", "dark_background"])
+def test_heatmap_note_and_power_legend_are_inside_the_default_figure(style):
+    with plt.style.context(style):
+        ax = plots.confusion_heatmap(_report())
+        note = _heatmap_note(ax)
+        assert note.startswith("n = 200, kappa = 0.56") and "miss rate 0.44" in note
+        assert_texts_inside_figure(ax.figure)
+        renderer = ax.figure.canvas.get_renderer()
+        # the note sits under the x label, clear of it
+        (text,) = [t for t in _texts(ax.figure) if t.get_text() == note]
+        assert text.get_window_extent(renderer).y1 <= ax.xaxis.label.get_window_extent(renderer).y0
+        ax = plots.power_curve([0.02, 0.03, 0.05], paired=True, discordance=0.12)
+        assert_texts_inside_figure(ax.figure, at_least=10)
+        legend = ax.get_legend().get_window_extent(renderer=ax.figure.canvas.get_renderer())
+        assert legend.x0 > ax.get_window_extent().x1 and legend.x1 <= ax.figure.bbox.x1
+
+
+@pytest.mark.parametrize("style", ["default", "dark_background"])
+def test_judge_thresholds_texts_are_inside_the_default_figure(style):
+    with plt.style.context(style):
+        ax = judge_thresholds(_mtrag_sweep())
+        assert_texts_inside_figure(ax.figure, at_least=15)
+
+
+def _is_step(vertices: np.ndarray) -> bool:
+    """Consecutive vertices share x or y: only horizontal and vertical segments."""
+    dx, dy = np.diff(vertices[:, 0]), np.diff(vertices[:, 1])
+    return bool(np.all((dx == 0) | (dy == 0)))
+
+
+def test_view_draws_steps_that_hold_each_value_up_to_its_threshold():
+    # pass when score >= t: with scores 0.2, 0.5, 0.9 any t in (0.2, 0.5] passes what t = 0.5 passes
+    human, scores = [1, 0, 1, 0, 1], [0.9, 0.2, 0.5, 0.5, 0.2]
+    sweep = threshold_sweep(human, scores)
+    np.testing.assert_array_equal(sweep["threshold"], [0.2, 0.5, 0.9])
+    for t in (0.3, 0.45):  # between the thresholds: the value of the next one up
+        between = threshold_sweep(human, scores, [t])
+        assert between["sensitivity"].iloc[0] == sweep["sensitivity"].iloc[1]
+        assert between["specificity"].iloc[0] == sweep["specificity"].iloc[1]
+    ax = judge_thresholds(sweep)
+    for column in ("sensitivity", "specificity", "kappa"):
+        line = _by_gid(ax, f"raglab-{column}")
+        assert line.get_drawstyle() == "steps-pre"
+        vertices = line.get_path().vertices
+        assert len(vertices) == 2 * len(sweep) - 1 and _is_step(vertices), column
+        # each horizontal run (t_{i-1}, t_i] is at the value of t_i: (0.2, 0.5] at 0.5's, (0.5, 0.9] at 0.9's
+        runs = {(a[0], b[0]): a[1] for a, b in zip(vertices[:-1], vertices[1:]) if a[0] != b[0] and a[1] == b[1]}
+        values, t = sweep[column].to_numpy(dtype=float), sweep["threshold"].to_numpy()
+        assert list(runs) == [(t[0], t[1]), (t[1], t[2])], column
+        assert list(runs.values()) == pytest.approx(list(values[1:]), nan_ok=True), column
+    # the bands step with the curves
+    band = _by_gid(ax, "raglab-sensitivity-band")
+    assert _is_step(band.get_paths()[0].vertices[:-1])
+    # on the MTRAG sweep too
+    ax = judge_thresholds(_mtrag_sweep("rb_llm"))
+    assert all(_is_step(_by_gid(ax, f"raglab-{c}").get_path().vertices) for c in ("sensitivity", "kappa"))
+
+
+def test_boundary_plots_make_their_own_figure():
+    from raglab import chunks, plots
+
+    rows = pd.DataFrame({"question_id": ["q1", "q2"],
+                         "gold_spans": [[{"doc_id": "d", "start": 5, "end": 15}], [{"doc_id": "d", "start": 30, "end": 35}]]})
+    table = chunks.fixed({"d": 60}, size=10, overlap=0, unit="chars")
+    first = plt.figure()
+    first_ax = first.gca()
+    ax = plots.boundary_positions(rows, table)
+    assert ax.figure is not first and not first_ax.has_data()
+    assert ax.figure.get_layout_engine() is not None
+
+
+def test_boundary_metric_makes_its_own_figure():
+    from raglab import plots
+
+    table = pd.DataFrame({"split": "boundary_status", "metric": "m", "slice": ["overall", "cut"], "n": [10, 9],
+                          "base": [0.5, 0.4], "cand": [0.7, 0.6], "diff": [0.2, 0.2], "low": [0.1, 0.05],
+                          "high": [0.3, 0.35]})
+    first_ax = plt.figure().gca()
+    one, two = plots.boundary_metric(table), plots.boundary_metric(table)
+    assert one.figure is not two.figure and not first_ax.has_data()

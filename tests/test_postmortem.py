@@ -156,9 +156,12 @@ def test_wins_losses_draws_the_counts(readers):
     assert [t.get_text() for t in labels] == [f"{s}  n={n:,}" for s, n in zip(table["slice"], table["n"])]
     assert labels[0].get_fontweight() == "bold" and labels[1].get_fontweight() == "normal"
     assert ax.get_ylim()[0] > ax.get_ylim()[1]  # the overall row (y = 0) on top
-    assert _texts(ax, "raglab-loss-count") == [str(v) for v in table["losses"]]
-    assert _texts(ax, "raglab-win-count") == [str(v) for v in table["wins"]]
-    assert _texts(ax, "raglab-net-text")[0] == f"net {table['net'].iloc[0]:+d}"
+    # thousands separators, as in the y labels ("n=11,873"), and a true minus sign
+    assert _texts(ax, "raglab-loss-count") == [f"{v:,}" for v in table["losses"]]
+    assert _texts(ax, "raglab-win-count") == [f"{v:,}" for v in table["wins"]]
+    assert _texts(ax, "raglab-loss-count")[0] == "2,348" and _texts(ax, "raglab-win-count")[0] == "800"
+    assert _texts(ax, "raglab-net-text") == [f"net {v:+,d}".replace("-", "\N{MINUS SIGN}") for v in table["net"]]
+    assert _texts(ax, "raglab-net-text")[0] == "net \N{MINUS SIGN}1,548"
     assert "pass→fail" in ax.get_xlabel() and "em = 1" in ax.get_title()
 
 
@@ -185,6 +188,104 @@ def test_wins_losses_reads_on_a_dark_style_and_drops_empty_slices(readers):
         assert all(mcolors.same_color(t.get_color(), "white") for t in texts)
     assert not any(t.get_text().startswith("why") for t in ax.get_yticklabels())
     assert "left out" in ax.get_title()
+
+
+def _tick_slices(ax):
+    return [t.get_text().split("  n=")[0] for t in ax.get_yticklabels()]
+
+
+@pytest.mark.parametrize("sort", [None, "net", "losses", "wins", "n"])
+def test_wins_losses_sort_orders_the_slices_under_the_overall_row(readers, sort):
+    base, cand = readers
+    table = runs.flips(base, cand, "em", by="qtype")
+    ax = plots.wins_losses(base, cand, "em", by="qtype", sort=sort)
+    slices = table.iloc[1:]
+    expected = {None: slices,
+                "net": slices.sort_values("net", kind="stable"),  # worst net first
+                "losses": slices.sort_values("losses", ascending=False, kind="stable"),
+                "wins": slices.sort_values("wins", ascending=False, kind="stable"),
+                "n": slices.sort_values("n", ascending=False, kind="stable")}[sort]
+    assert _tick_slices(ax) == ["overall"] + list(expected["slice"])
+    if sort == "net":
+        nets = [int(t.replace("net ", "").replace("\N{MINUS SIGN}", "-").replace(",", ""))
+                for t in _texts(ax, "raglab-net-text")]
+        assert nets[1:] == sorted(nets[1:]) and nets[0] == table["net"].iloc[0]
+    # bars, counts and diamonds follow the labels
+    order = [0] + [int(i) for i in expected.index]
+    np.testing.assert_allclose([p.get_width() for p in _patches(ax, "raglab-losses")], -table["losses"].iloc[order])
+    np.testing.assert_allclose(_net(ax).get_offsets()[:, 0], table["net"].iloc[order])
+    assert _texts(ax, "raglab-win-count") == [f"{v:,}" for v in table["wins"].iloc[order]]
+
+
+def test_wins_losses_sort_per_100_and_bad_option(readers):
+    base, cand = readers
+    table = runs.flips(base, cand, "em", by="qtype", per=100)
+    ax = plots.wins_losses(base, cand, "em", by="qtype", per=100, sort="net")
+    assert _tick_slices(ax)[1:] == list(table.iloc[1:].sort_values("net_per", kind="stable")["slice"])
+    with pytest.raises(ValueError, match=r"The value for `sort` must be one of \[None, 'net', 'losses', 'wins', 'n'\], "
+                                         r"but 'worst' was passed"):
+        plots.wins_losses(base, cand, "em", by="qtype", sort="worst")
+
+
+def _inside_figure(fig):
+    """Every drawn text inside the figure after a plain draw (no bbox_inches)."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer, box = fig.canvas.get_renderer(), fig.bbox
+    hidden = set()  # tick labels outside the view limits are "visible" but never drawn
+    for ax in fig.axes:
+        for axis, i in ((ax.xaxis, 0), (ax.yaxis, 1)):
+            low, high = sorted(axis.get_view_interval())
+            hidden |= {t for t in axis.get_ticklabels() if not low <= t.get_position()[i] <= high}
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and t not in hidden]
+    outside = []
+    for text in texts:
+        e = text.get_window_extent(renderer)
+        if not (e.x0 >= box.x0 - 0.5 and e.y0 >= box.y0 - 0.5 and e.x1 <= box.x1 + 0.5 and e.y1 <= box.y1 + 0.5):
+            outside.append(text.get_text())
+    return texts, outside
+
+
+@pytest.mark.parametrize("style", ["default", "dark_background"])
+def test_wins_losses_texts_inside_the_figure(readers, style):
+    base, cand = readers
+    with plt.style.context(style):
+        ax = plots.wins_losses(base, cand, "em", by="qtype")
+        texts, outside = _inside_figure(ax.figure)
+    assert len(texts) > 30 and not outside
+
+
+def test_wins_losses_with_35_slices_scales_to_the_slices(readers):
+    base, cand = readers
+    table = runs.flips(base, cand, "em", by="article")
+    assert len(table) == 36
+    ax = plots.wins_losses(base, cand, "em", by="article", sort="net")
+    fig = ax.figure
+    assert fig.get_size_inches()[1] >= 0.3 * 36 and fig.get_size_inches()[0] > 8  # long article names
+    texts, outside = _inside_figure(fig)
+    assert not outside
+    renderer = fig.canvas.get_renderer()
+    # the overall row (the sum of 35 slices) would squeeze them into slivers: the axis is scaled to
+    # the slices and the overall bars run off it, their counts written inside the axes
+    slices = table.iloc[1:]
+    reach = max(slices["losses"].max(), slices["wins"].max(), slices["net"].abs().max())
+    low, high = ax.get_xlim()
+    assert high == pytest.approx(-low) and reach < high < 2 * reach < table["losses"].iloc[0]
+    np.testing.assert_allclose([p.get_width() for p in _patches(ax, "raglab-losses")][0], -table["losses"].iloc[0])
+    frame = ax.get_window_extent(renderer)
+    for gid, value in (("raglab-loss-count", table["losses"].iloc[0]), ("raglab-win-count", table["wins"].iloc[0])):
+        first = [t for t in ax.texts if t.get_gid() == gid][0]  # row order: the overall row first
+        assert first.get_text().strip() == f"{value:,}"
+        extent = first.get_window_extent(renderer)
+        assert frame.x0 - 1e-6 <= extent.x0 and extent.x1 <= frame.x1 + 1e-6  # inside the axes, not over the labels
+    assert "overall row not to scale" in ax.get_xlabel()
+    # every slice's bars are wider than a sliver (the smallest loss count is 29 of about 110)
+    widths = np.abs([p.get_width() for p in _patches(ax, "raglab-losses")][1:])
+    assert widths.min() / (high - low) > 0.05
+    # no count label of a slice runs into the y tick labels
+    labels_right = max(t.get_window_extent(renderer).x1 for t in ax.get_yticklabels())
+    assert all(t.get_window_extent(renderer).x0 >= labels_right - 1e-6 for t in ax.texts)
 
 
 # ---- explore_pair -----------------------------------------------------------------------------------

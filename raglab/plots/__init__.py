@@ -1,7 +1,10 @@
 """Plots of raglab tables: compute first, then draw.
 
-Every function takes ``ax=None`` (draws on ``plt.gca()`` then), forwards ``**kwargs`` to the main
-artist and returns the matplotlib Axes.
+Every function takes ``ax=``, forwards ``**kwargs`` to its main artist and returns the matplotlib
+Axes; given an Axes it draws there. With ``ax=None`` (the default) each makes its own new figure
+(constrained layout, sized to what it draws) instead of drawing on ``plt.gca()``, so one plot never
+lands on another's Axes, and every text (legends outside the plot, notes under it) lies inside that
+figure, so a plain ``fig.savefig(...)`` keeps it.
 """
 
 from raglab.plots._agreement import confusion_heatmap

@@ -102,7 +102,7 @@ def confusion_heatmap(
         Show counts (default), shares of each human label (``"rows"``: the per-class recall is on
         the diagonal and the miss rate off it), or shares of all items.
     ax : matplotlib Axes, optional
-        Draw here; default the current Axes.
+        Draw here; default a new figure (constrained layout) sized to the table and the note.
     cmap : str
         Colour map.
     **kwargs
@@ -122,7 +122,7 @@ def confusion_heatmap(
     """
     sns = import_optional("seaborn", extra="plots", purpose="raglab.plots.confusion_heatmap")
     plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.confusion_heatmap")
-    from matplotlib.offsetbox import AnchoredText
+    from matplotlib.offsetbox import AnnotationBbox, TextArea
     from matplotlib.patches import Rectangle
 
     table = getattr(report, "confusion", report)
@@ -143,7 +143,8 @@ def confusion_heatmap(
          for row_v, row_c in zip(values, counts)]
     )
     if ax is None:
-        ax = plt.gca()
+        side = 1.15 * table.shape[1] + 3.2  # room for the labels and the note under the cells
+        _, ax = plt.subplots(figsize=(max(5.2, side), max(4.4, 1.15 * table.shape[0] + 2.6)), layout="constrained")
     positive = getattr(report, "positive", None)
     options_heatmap = {"annot": annotations, "fmt": "", "cmap": cmap, "cbar": False, "square": True,
                        "vmin": 0, "linewidths": 0.5, "linecolor": plt.rcParams["axes.facecolor"],
@@ -170,9 +171,11 @@ def confusion_heatmap(
         ax.add_patch(Rectangle((column, row), 1, 1, fill=False, edgecolor=_MISS_EDGE, linewidth=3,
                                clip_on=False, zorder=3, gid="raglab-miss-cell"))
     if hasattr(report, "confusion"):
-        note = AnchoredText(_heatmap_note(report, table, counts), loc="upper center", frameon=False,
-                            bbox_to_anchor=(0.5, 0), bbox_transform=ax.transAxes, borderpad=4.2,
-                            prop={"fontsize": "small", "color": plt.rcParams["text.color"]})
+        # under the x label, anchored to it: constrained layout and bbox_inches="tight" both make room for it
+        text = TextArea(_heatmap_note(report, table, counts), textprops={
+            "fontsize": "small", "color": plt.rcParams["text.color"], "ha": "center", "multialignment": "center"})
+        note = AnnotationBbox(text, (0.5, 0), xycoords=ax.xaxis.label, xybox=(0, -4), boxcoords="offset points",
+                              box_alignment=(0.5, 1), frameon=False, pad=0, annotation_clip=False)
         note.set_gid("raglab-heatmap-note")
         ax.add_artist(note)
     return ax

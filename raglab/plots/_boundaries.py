@@ -116,8 +116,8 @@ def boundary_positions(
     plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.boundary_positions")
 
     spans = _gold_in_chunks(rows, chunks, gold_spans, "raglab.plots.boundary_positions")
-    if ax is None:
-        ax = plt.gca()
+    if ax is None:  # its own figure: never draw over another plot
+        _, ax = plt.subplots(figsize=(7.0, 4.0 + 0.02 * min(len(spans), 200)), layout="constrained")
     n, n_cut = len(spans), int(spans["cut"].sum())
     n_questions = int(spans["n_questions"].iloc[0]) if n else 0
     drawn = spans[np.isfinite(spans["rel_start"])].sort_values(["rel_start", "rel_end"], kind="stable")
@@ -225,8 +225,8 @@ def boundary_metric(
     overall = of_metric[of_metric["slice"].astype(str) == "overall"].head(1)
     shown = pd.concat([overall, of_metric[(of_metric["split"] == split) & (of_metric["slice"] != "overall")]],
                       ignore_index=True)
-    if ax is None:
-        ax = plt.gca()
+    if ax is None:  # its own figure, sized to the rows
+        _, ax = plt.subplots(figsize=(7.0, 1.5 + 0.32 * len(shown)), layout="constrained")
     y = -np.arange(len(shown), dtype=float)
     base, cand = shown["base"].to_numpy(dtype=float), shown["cand"].to_numpy(dtype=float)
     low, high = base + shown["low"].to_numpy(dtype=float), base + shown["high"].to_numpy(dtype=float)

@@ -62,8 +62,8 @@ def _unit_groups(table: pd.DataFrame, panels: Mapping[str, str] | None = None) -
             groups[name] = _SHARED_UNITS if info.bounded else name
             continue
         rows = table[table["metric"].astype(str) == name]
-        means = pd.concat([rows[c] for c in ("base", "cand") if c in rows.columns])
-        means = pd.to_numeric(means, errors="coerce").dropna()
+        parts = [rows[c] for c in ("base", "cand") if c in rows.columns]  # a hand-made table may have neither
+        means = pd.to_numeric(pd.concat(parts), errors="coerce").dropna() if parts else pd.Series(dtype=float)
         in_unit = len(means) > 0 and bool(((means >= 0) & (means <= 1)).all())
         groups[name] = _SHARED_UNITS if in_unit and info.higher_is_better is True else name
     return groups
@@ -79,8 +79,62 @@ def _decimals(widths: Any) -> int:
 
 
 def _signed(value: float, decimals: int) -> str:
-    """``+0.016`` / ``−0.011`` (a true minus sign, as matplotlib's axes use)."""
-    return f"{value:+.{decimals}f}".replace("-", _MINUS)
+    """``+0.016`` / ``−0.011`` / ``+2,371`` (a true minus sign, as matplotlib's axes use).
+
+    >>> _signed(0.0164, 3), _signed(-2371.4, 0), _signed(12345.678, 1)
+    ('+0.016', '−2,371', '+12,345.7')
+    """
+    return f"{value:+,.{decimals}f}".replace("-", _MINUS)
+
+
+def _luminance(colour: Any) -> float:
+    """WCAG relative luminance of a colour (0 black to 1 white)."""
+    from matplotlib.colors import to_rgb
+
+    linear = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in to_rgb(colour)]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(a: Any, b: Any) -> float:
+    """WCAG contrast ratio of two colours (1 to 21; 4.5 is the bar for normal text).
+
+    >>> round(_contrast("white", "black"), 1), round(_contrast("#1a7f37", "white"), 2)
+    (21.0, 5.08)
+    """
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def _readable(colour: Any, background: Any, ratio: float = 4.5) -> str:
+    """``colour`` (as hex), blended toward white on a dark ``background`` (toward black on a light one)
+    just enough for a WCAG contrast of ``ratio``; unchanged when it already has it.
+
+    >>> _readable("#1a7f37", "white"), _readable("#cf222e", "black")
+    ('#1a7f37', '#d53d47')
+    """
+    from matplotlib.colors import to_hex, to_rgb
+
+    if _contrast(colour, background) >= ratio:
+        return to_hex(colour)
+    rgb = np.array(to_rgb(colour))
+    target = np.ones(3) if _luminance(background) < 0.18 else np.zeros(3)  # 0.18: equal contrast with both
+    for step in range(1, 101):
+        mixed = to_hex(rgb + (target - rgb) * step / 100)
+        if _contrast(mixed, background) >= ratio:
+            return mixed
+    return to_hex(target)
+
+
+def _background(ax: Any, where: str = "figure") -> Any:
+    """The colour behind an Axes' text: the figure's (text outside the axes) or the axes' own, falling back
+    to the other one, then white, when transparent."""
+    from matplotlib.colors import to_rgba
+
+    layers = [ax.figure.get_facecolor(), ax.get_facecolor()]
+    for colour in layers if where == "figure" else layers[::-1]:
+        if to_rgba(colour)[3] > 0:
+            return to_rgba(colour)[:3]
+    return (1.0, 1.0, 1.0)
 
 
 def _interval_text(diff: float, low: float, high: float, decimals: int) -> str:

@@ -15,11 +15,13 @@ from raglab.plots._common import (
     _DECISION_COLOURS,
     _NEEDED,
     _SHARED_UNITS,
+    _background,
     _decimals,
     _directions,
     _holm_marks,
     _interval_text,
     _margins,
+    _readable,
     _unit_groups,
 )
 
@@ -54,10 +56,13 @@ def forest(
     the bad side (``-margin``, or ``+margin`` for a lower-is-better metric). To the right, three
     text columns: ``n``, ``diff [low, high]`` in the metric's units and, for a gate, the
     ``decision`` in words (so colour is not the only cue). Points and lines take the decision's
-    colour (pass green, review amber, block red). Rows without an interval are drawn hollow and
-    read "no interval"; rows with ``n = 0`` are left out and counted in the footnote. Rows that
-    survive a Holm adjustment (a Holm gate's blocks; a compare table's rows with ``p_adjusted``
-    below ``1 - level``) carry a dagger, explained in the footnote. The title gives the overall
+    colour (pass green, review amber, block red; on a dark style, lighter variants of the same hues
+    that keep a WCAG contrast of 4.5:1). Numbers carry thousands separators (``+2,371``), and the
+    columns line up across panels. Each panel's x label says which way is better (``better →``, or
+    ``← better`` for lower-is-better metrics), with or without margins. Rows without an interval
+    are drawn hollow and read "no interval"; rows with ``n = 0`` are left out and counted in the
+    footnote. Rows that survive a Holm adjustment (a Holm gate's blocks; a compare table's rows with
+    ``p_adjusted`` below ``1 - level``) carry a dagger, explained in the footnote. The title gives the overall
     decision with the row counts, the interval level and the interval methods.
 
     Units. By default every metric is drawn in its own units, and metrics in different units get
@@ -78,7 +83,10 @@ def forest(
     ax : matplotlib Axes, optional
         Where to draw. By default a new figure sized to the rows (never the current Axes, so a
         second forest does not overlay the first). On a given Axes the text columns sit right of
-        it: leave them room (``layout="constrained"`` does). A table that needs several panels
+        it; on a figure without a layout engine (a plain ``plt.subplots()``) forest shrinks that Axes
+        until its labels, text columns, title and footnote lie inside the figure (and warns when the
+        figure is too small for them); with ``layout="constrained"`` the layout makes the room. The
+        title and footnote are wrapped to the figure's width. A table that needs several panels
         cannot be drawn on one given Axes: that raises a ``ValueError`` (pass ``ax=None``,
         ``scale="margin"`` or one unit group's rows).
     margin : float or dict, optional
@@ -169,7 +177,8 @@ def forest(
         )
     layouts = [_layout(table, [n for n in names if groups[n] == g], directions, sort) for g in order]
 
-    if ax is None:
+    own = ax is None
+    if own:
         slots = [len(lay) for lay in layouts]
         height = 0.9 + 0.2 * 3 + sum(_PANEL_INCHES + _ROW_INCHES * s for s in slots)
         fig = plt.figure(figsize=(10.0, max(3.0, height)), layout="constrained")
@@ -178,13 +187,19 @@ def forest(
     else:
         axes = [ax]
     drawn: set[str] = set()
+    columns = []
     for panel, group, layout in zip(axes, order, layouts):
         xlabel = "difference (candidate - baseline)"
         if scale == "margin":
             xlabel = "improvement / margin (0 = no change, -1 = the margin; right is better)"
-        elif len(order) > 1:
-            xlabel += f": {group}" if group == _SHARED_UNITS else f" in {group}"
-        drawn |= _draw(panel, table, layout, marks, margins, directions, scale, level, xlabel, kwargs)
+        else:
+            if len(order) > 1:
+                xlabel += f": {group}" if group == _SHARED_UNITS else f" in {group}"
+            xlabel += "   " + _better([directions.get(s, True) for s in layout if isinstance(s, str)])
+        seen, texts = _draw(panel, table, layout, marks, margins, directions, scale, level, xlabel, kwargs)
+        drawn |= seen
+        columns.append(texts)
+    _place_columns(axes, columns)
     legend = {"overall": "\N{BLACK DIAMOND} overall (every slice)", "hollow": "hollow: no interval",
               "margin": "dashed: the margin, on the bad side"}
     notes = ["; ".join(text for key, text in legend.items() if key in drawn) + "."] if drawn else []
@@ -194,13 +209,107 @@ def forest(
         shown = ", ".join(dropped[:4]) + (", ..." if len(dropped) > 4 else "")
         notes.append(f"{len(dropped)} row{'s' if len(dropped) > 1 else ''} with n = 0 not shown: {shown}.")
     last = axes[-1]
-    last.annotate("\n".join(notes), xy=(0, 0), xycoords=("axes fraction", last.xaxis.label), xytext=(0, -4),
-                  textcoords="offset points", ha="left", va="top", fontsize="small", gid="raglab-footnote",
-                  annotation_clip=False)
+    footnote = last.annotate("\n".join(notes), xy=(0, 0), xycoords=("axes fraction", last.xaxis.label),
+                             xytext=(0, -4), textcoords="offset points", ha="left", va="top", fontsize="small",
+                             gid="raglab-footnote", annotation_clip=False)
     main = axes[0]
-    if not main.get_title():  # a caller's ax.set_title(...) wins
+    ours = not main.get_title()  # a caller's ax.set_title(...) wins
+    if ours:
         main.set_title(title, fontsize="medium", pad=20)
+    _fit_inside(main, footnote, wrap_title=ours)
     return main
+
+
+def _better(higher: list[bool]) -> str:
+    """The x label's hint of which way is better for a panel's metrics."""
+    if all(higher):
+        return "(better \N{RIGHTWARDS ARROW})"
+    if not any(higher):
+        return "(\N{LEFTWARDS ARROW} better)"
+    return "(better \N{RIGHTWARDS ARROW}; \N{LEFTWARDS ARROW} for metrics marked lower is better)"
+
+
+def _place_columns(axes: list[Axes], columns: list[list[Any]]) -> None:
+    """Put the right-hand text columns of every panel at the same distances (in points) right of the axes.
+
+    The panels of one figure share their left and right edges (one gridspec column under constrained
+    layout), so the columns line up across panels; each column is as wide as its widest text in any panel.
+    """
+    from matplotlib.transforms import offset_copy
+
+    fig = axes[0].figure
+    renderer = fig.canvas.get_renderer()
+    widths: dict[int, float] = {}
+    for panel in columns:
+        for c, (head, made, _align) in enumerate(panel):
+            width = max(t.get_window_extent(renderer).width for t in [head, *made]) * 72.0 / fig.dpi
+            widths[c] = max(widths.get(c, 0.0), width)
+    for ax, panel in zip(axes, columns):
+        offset = 10.0
+        for c, (head, made, align) in enumerate(panel):
+            at = offset + (widths[c] if align == "right" else 0.0)
+            for t in made:
+                t.set_transform(offset_copy(ax.get_yaxis_transform(), fig=fig, x=at, units="points"))
+            head.set_transform(offset_copy(ax.transAxes, fig=fig, x=at, y=2.0, units="points"))
+            offset += widths[c] + 12.0
+
+
+def _fit_inside(ax: Axes, footnote: Any, *, wrap_title: bool, pad: float = 4.0) -> None:
+    """Keep the card inside its figure: wrap the title and the footnote to the width the figure leaves them
+    and, on a figure without a layout engine (a caller's ``plt.subplots()``), shrink the Axes until its
+    labels, title, text columns and footnote lie ``pad`` points inside the figure's edges. (A layout
+    engine, like the constrained layout of forest's own figures, makes that room when it draws.)"""
+    import warnings
+
+    fig = ax.figure
+    engine = fig.get_layout_engine()
+    title, note = ax.title.get_text(), footnote.get_text()
+    for _ in range(6):
+        fig.draw_without_rendering()  # runs the layout engine, if any, and places the ticks
+        renderer, page = fig.canvas.get_renderer(), fig.bbox
+        room = pad * fig.dpi / 72.0
+        if wrap_title:
+            centre = (ax.bbox.x0 + ax.bbox.x1) / 2.0  # the title is centred on the Axes
+            _wrap(ax.title, title, 2.0 * (min(centre - page.x0, page.x1 - centre) - room), renderer)
+        _wrap(footnote, note, page.x1 - room - footnote.get_window_extent(renderer).x0, renderer)
+        if engine is not None:
+            return
+        box = ax.get_tightbbox(renderer)
+        left, right = max(0.0, page.x0 + room - box.x0), max(0.0, box.x1 - page.x1 + room)
+        bottom, top = max(0.0, page.y0 + room - box.y0), max(0.0, box.y1 - page.y1 + room)
+        if max(left, right, bottom, top) < 0.5:
+            return
+        pos = ax.get_position()
+        x0, x1 = pos.x0 + left / page.width, pos.x1 - right / page.width
+        y0, y1 = pos.y0 + bottom / page.height, pos.y1 - top / page.height
+        if x1 - x0 < 0.05 or y1 - y0 < 0.05:
+            warnings.warn(
+                f"forest: the figure ({fig.get_figwidth():g} x {fig.get_figheight():g} in) is too small for the "
+                "rows and text columns; pass ax=None (forest sizes its own figure) or a larger figure",
+                UserWarning, stacklevel=3,
+            )
+            return
+        ax.set_position([x0, y0, x1 - x0, y1 - y0])
+
+
+def _wrap(text: Any, full: str, width: float, renderer: Any) -> None:
+    """Set ``text`` to ``full``, its lines broken between words where they are wider than ``width`` pixels."""
+    text.set_text(full)
+    if width <= 0 or text.get_window_extent(renderer).width <= width:
+        return
+    lines = []
+    for line in full.split("\n"):
+        current = ""
+        for word in line.split(" "):
+            trial = f"{current} {word}" if current else word
+            text.set_text(trial)
+            if current and text.get_window_extent(renderer).width > width:
+                lines.append(current)
+                current = word
+            else:
+                current = trial
+        lines.append(current)
+    text.set_text("\n".join(lines))
 
 
 def _title(table: pd.DataFrame, decision: str | None, level: float) -> str:
@@ -240,14 +349,14 @@ def _layout(table: pd.DataFrame, names: list[str], directions: dict[str, bool], 
 def _draw(
     ax: Axes, table: pd.DataFrame, layout: list[Any], marks: np.ndarray, margins: dict[str, float],
     directions: dict[str, bool], scale: str, level: float, xlabel: str, kwargs: dict[str, Any],
-) -> set[str]:
+) -> tuple[set[str], list[Any]]:
     """One panel: headings, rows, reference and margin lines, points, intervals and text columns.
 
-    Returns what the footnote should explain (``"overall"``, ``"hollow"``, ``"margin"``).
+    Returns what the footnote should explain (``"overall"``, ``"hollow"``, ``"margin"``) and the text
+    columns, as ``(header, cells, alignment)``, for :func:`_place_columns` to position.
     """
     mpl = import_optional("matplotlib", extra="plots", purpose="raglab.plots.forest")
     from matplotlib.markers import MarkerStyle
-    from matplotlib.transforms import offset_copy
 
     rc = mpl.rcParams
     ink, paper = rc["text.color"], rc["axes.facecolor"]
@@ -262,7 +371,12 @@ def _draw(
         factor = np.array([(1.0 if directions.get(m, True) else -1.0) / margins[m] for m in metrics])
         diff, low, high = diff * factor, np.fmin(low * factor, high * factor), np.fmax(low * factor, high * factor)
     decisions = sub["decision"].astype(str).tolist() if "decision" in sub.columns else [None] * len(sub)
-    colours = [_DECISION_COLOURS.get(d, rc["axes.prop_cycle"].by_key()["color"][0]) for d in decisions]
+    # the decision colours, lightened on a dark background until they read (WCAG 4.5:1); tables keep the originals
+    marks_on, text_on = _background(ax, "axes"), _background(ax, "figure")
+    palette = {d: _readable(c, marks_on) for d, c in _DECISION_COLOURS.items()}
+    words = {d: _readable(c, text_on) for d, c in _DECISION_COLOURS.items()}
+    ink = _readable(ink, text_on)
+    colours = [palette.get(d, rc["axes.prop_cycle"].by_key()["color"][0]) for d in decisions]
     overall = (sub["slice"].astype(str) == "overall").to_numpy()
     finite = np.isfinite(low) & np.isfinite(high)
 
@@ -328,21 +442,13 @@ def _draw(
         columns.append(("decision", [d + ("\N{DAGGER}" if k else "") for d, k in zip(decisions, marks[rows])], "left"))
     elif marks[rows].any():
         columns.append(("", ["\N{DAGGER}" if k else "" for k in marks[rows]], "left"))
-    fig = ax.figure
-    renderer = fig.canvas.get_renderer()
-    offset = 10.0
+    made = []  # placed by _place_columns, once every panel's columns are known
     for c, (header, texts, align) in enumerate(columns):
-        base = ax.get_yaxis_transform()
-        made = [ax.text(1.0, yy, t, ha=align, va="center", fontsize="small", clip_on=False, gid=f"raglab-column-{c}",
-                        color=(_DECISION_COLOURS.get(d, ink) if header == "decision" else ink),
-                        fontweight="bold" if o else "normal")
-                for yy, t, o, d in zip(y, texts, overall, decisions)]
+        cells = [ax.text(1.0, yy, t, ha=align, va="center", fontsize="small", clip_on=False, gid=f"raglab-column-{c}",
+                         color=(words.get(d, ink) if header == "decision" else ink), fontweight="bold" if o else "normal")
+                 for yy, t, o, d in zip(y, texts, overall, decisions)]
         head = ax.text(1.0, 1.0, header, ha=align, va="bottom", fontsize="small", fontweight="bold",
                        transform=ax.transAxes, clip_on=False, gid=f"raglab-column-{c}-header", color=ink)
-        width = max(t.get_window_extent(renderer).width for t in [*made, head]) * 72.0 / fig.dpi
-        at = offset + (width if align == "right" else 0.0)
-        for t in made:
-            t.set_transform(offset_copy(base, fig=fig, x=at, units="points"))
-        head.set_transform(offset_copy(ax.transAxes, fig=fig, x=at, y=2.0, units="points"))
-        offset += width + 12.0
-    return {key for key, seen in [("overall", overall.any()), ("hollow", not finite.all()), ("margin", margin_x)] if seen}
+        made.append((head, cells, align))
+    seen = {key for key, seen in [("overall", overall.any()), ("hollow", not finite.all()), ("margin", margin_x)] if seen}
+    return seen, made

@@ -9,14 +9,35 @@ import numpy as np
 import pandas as pd
 
 from raglab._optional import import_optional
-from raglab.plots._common import _DECISION_COLOURS
+from raglab._validation import check_option
+from raglab.plots._common import _DECISION_COLOURS, _MINUS
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
 
+_SORTS = (None, "net", "losses", "wins", "n")
+
+
 def _count(value: float, per: float | None) -> str:
-    return f"{int(value)}" if per is None else f"{value:.1f}"
+    """A count with thousands separators (``1,295``), or a rate per ``per`` questions (``12.5``)."""
+    return f"{int(value):,}" if per is None else f"{value:,.1f}"
+
+
+def _net_text(value: float, per: float | None) -> str:
+    """``net +1,295`` / ``net −1,548`` (a true minus sign, as on the axes and the forest)."""
+    number = f"{int(value):+,d}" if per is None else f"{value:+,.1f}"
+    return "net " + number.replace("-", _MINUS)
+
+
+def _sorted(table: pd.DataFrame, sort: str | None, suffix: str) -> pd.DataFrame:
+    """The overall row first, then the slices in table order or by ``sort`` (ties keep table order)."""
+    if sort is None or len(table) < 3:
+        return table
+    column, ascending = {"net": (f"net{suffix}", True), "losses": (f"losses{suffix}", False),
+                         "wins": (f"wins{suffix}", False), "n": ("n", False)}[sort]
+    rest = table.iloc[1:].sort_values(column, ascending=ascending, kind="stable", na_position="last")
+    return pd.concat([table.iloc[:1], rest], ignore_index=True)
 
 
 def wins_losses(
@@ -28,6 +49,7 @@ def wins_losses(
     threshold: float | None = None,
     higher_is_better: bool | None = None,
     per: float | None = None,
+    sort: str | None = None,
     on: str = "question_id",
     how: str = "exact",
     ax: Axes | None = None,
@@ -37,8 +59,11 @@ def wins_losses(
 
     Pass->fail questions (losses) extend to the left in the block colour, fail->pass questions
     (wins) to the right in the pass colour; a diamond marks the net change (wins - losses) and the
-    counts are written at the bar ends. The overall row comes first, in bold; slices with no
-    scored question are left out. The counts are :func:`raglab.runs.flips`.
+    counts are written at the bar ends (``1,295``) and the net in a column on the right. The overall
+    row comes first, in bold; slices with no scored question are left out. The counts are
+    :func:`raglab.runs.flips`. When the overall row is much longer than every slice (it is their
+    sum), the axis is scaled to the slices: the overall bars run off its edges with their counts
+    written inside them, and the x label says so (``per=`` rates are always to scale).
 
     Parameters
     ----------
@@ -56,6 +81,9 @@ def wins_losses(
     per : float, optional
         Draw rates per ``per`` questions of each row (e.g. ``per=100``) instead of counts, so that
         slices of different sizes compare.
+    sort : {None, "net", "losses", "wins", "n"}
+        Order of the slices under the overall row: the table's order (default), worst net change
+        first, most losses first, most wins first, or largest slice first (rates with ``per=``).
     ax : matplotlib Axes, optional
         Where to draw (default: a new figure sized to the rows).
     **kwargs
@@ -78,18 +106,23 @@ def wins_losses(
     plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.wins_losses")
     from raglab.runs import flips
 
+    check_option("sort", sort, _SORTS)
+
     table = flips(base, cand, metric, by=by, threshold=threshold, higher_is_better=higher_is_better, per=per,
                   on=on, how=how, method_name="raglab.plots.wins_losses")
     rule = table.attrs["raglab"]["flips"]["pass"]
     table = table[(table["n"] > 0) | (table.index == 0)].reset_index(drop=True)
     suffix = "" if per is None else "_per"
+    table = _sorted(table, sort, suffix)
     losses = table[f"losses{suffix}"].to_numpy(dtype=float)
     wins = table[f"wins{suffix}"].to_numpy(dtype=float)
     net = table[f"net{suffix}"].to_numpy(dtype=float)
     y = np.arange(len(table), dtype=float)
 
+    labels = [f"{s}  n={n:,}" for s, n in zip(table["slice"], table["n"])]
     if ax is None:
-        _, ax = plt.subplots(figsize=(8.0, 1.6 + 0.42 * len(table)), layout="constrained")
+        width = max(8.0, 5.6 + 0.075 * max(len(label) for label in labels))  # room for long slice names
+        _, ax = plt.subplots(figsize=(width, 1.6 + 0.36 * len(table)), layout="constrained")
     ink = plt.rcParams["text.color"]
     style = {"height": 0.62, **kwargs}
     left = ax.barh(y, -np.nan_to_num(losses), color=_DECISION_COLOURS["block"], label="pass→fail", **style)
@@ -102,25 +135,38 @@ def wins_losses(
                zorder=3, gid="raglab-net", label="net (wins - losses)")
     ax.axvline(0, color=ink, linewidth=0.8, zorder=2)
 
-    reach = float(np.nanmax(np.abs(np.concatenate([losses, wins, net, [1e-9]]))))
-    pad = 0.03 * reach
+    def _reach(rows: slice) -> float:
+        return float(np.nanmax(np.abs(np.concatenate([losses[rows], wins[rows], net[rows], [1e-9]]))))
+
+    reach = _reach(slice(None))
+    # counts: the overall row (the sum of the slices) would squeeze every slice into a sliver, so
+    # when it is much longer the axis is scaled to the slices and the overall bars run off its edge
+    cut = per is None and len(table) > 1 and reach > 2.5 * _reach(slice(1, None))
+    if cut:
+        reach = _reach(slice(1, None))
+    limit = 1.45 * reach
     for i in range(len(table)):
         weight = "bold" if i == 0 else "normal"
-        ax.text(-losses[i] - pad, y[i], _count(losses[i], per), ha="right", va="center", color=ink,
-                fontsize="small", fontweight=weight, gid="raglab-loss-count")
-        ax.text(wins[i] + pad, y[i], _count(wins[i], per), ha="left", va="center", color=ink,
-                fontsize="small", fontweight=weight, gid="raglab-win-count")
-        ax.text(1.01, y[i], f"net {net[i]:+.1f}" if per is not None else f"net {int(net[i]):+d}",
+        for value, side, gid in ((losses[i], -1, "raglab-loss-count"), (wins[i], 1, "raglab-win-count")):
+            if cut and i == 0 and value > limit:  # inside the bar, at the axis edge, in white
+                ax.text(side * limit, y[i], f" {_count(value, per)} ", ha="left" if side < 0 else "right",
+                        va="center", color="white", fontsize="small", fontweight=weight, gid=gid, zorder=4)
+                continue
+            ax.annotate(_count(value, per), (side * (0 if np.isnan(value) else value), y[i]),
+                        xytext=(side * 3, 0), textcoords="offset points", ha="left" if side > 0 else "right",
+                        va="center", color=ink, fontsize="small", fontweight=weight, gid=gid)
+        ax.text(1.01, y[i], _net_text(net[i], per),
                 transform=ax.get_yaxis_transform(), ha="left", va="center", color=ink, fontsize="small",
                 fontweight=weight, gid="raglab-net-text")
-    ax.set_xlim(-1.3 * reach, 1.3 * reach)
-    ax.set_yticks(y, [f"{s}  n={n:,}" for s, n in zip(table["slice"], table["n"])])
+    ax.set_xlim(-limit, limit)
+    ax.set_yticks(y, labels)
     ax.get_yticklabels()[0].set_fontweight("bold")
     ax.set_ylim(len(table) - 0.5, -0.5)
     if len(table) > 1:
         ax.axhline(0.5, color=ink, linewidth=0.5, alpha=0.4)
     unit = "questions" if per is None else f"per {per:g} questions of the row"
-    ax.set_xlabel(f"{unit}: ← pass→fail (losses)    fail→pass (wins) →")
+    ax.set_xlabel(f"{unit}: ← pass→fail (losses)    fail→pass (wins) →"
+                  + ("\noverall row not to scale: its bars run off the axis (counts written in them)" if cut else ""))
     if by is not None:
         ax.set_ylabel(by if isinstance(by, str) else ", ".join(by))
     excluded = int(table["n_excluded"].iloc[0])
@@ -128,5 +174,5 @@ def wins_losses(
     ax.set_title(f"Questions that flipped on {metric} (pass: {rule}){note}", color=ink, fontsize="medium", pad=22)
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize="small", frameon=False,
               labelcolor=ink, handlelength=1.2, borderaxespad=0.2)
-    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{abs(v):g}"))
+    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{abs(v):,g}"))
     return ax

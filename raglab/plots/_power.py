@@ -59,6 +59,7 @@ def power_curve(
     target : float
         The power asked for: a dashed line, and each curve is marked where it crosses it.
     ax : matplotlib Axes, optional
+        Draw here; default a new figure (constrained layout, so the legend outside the plot is kept).
     **design
         The design, as in :func:`raglab.sizing.power`: ``p=``, ``paired=``, ``discordance=``,
         ``sd_diff=``, ``alpha=``, ``attenuation=``, ``slice_fraction=``.
@@ -87,7 +88,7 @@ def power_curve(
         top = max(max(needed) * 1.6, 100)
         n = np.unique(np.geomspace(20, top, 80).astype(int))
     if ax is None:
-        ax = plt.gca()
+        _, ax = plt.subplots(figsize=(8.5, 4.2), layout="constrained")  # the legend outside, to the right
     for m, required in zip(effects, needed):
         values = [sizing.power(int(k), m, **design) for k in n]
         (line,) = ax.plot(n, values, label=f"change of {m:g}: {required:,} questions")

@@ -80,10 +80,16 @@ def judge_thresholds(
 ) -> Axes:
     """Sensitivity, specificity and kappa against the judge's score threshold, one threshold marked.
 
-    Reads the table of :func:`raglab.agreement.threshold_sweep`. Three curves -- sensitivity,
+    Reads the table of :func:`raglab.agreement.threshold_sweep`. Three step curves -- sensitivity,
     specificity (with their Wilson bands) and Cohen's kappa -- in the active style's colour
     cycle; a vertical line at the marked threshold with its values written beside it; the legend
     outside the plot, to its right, under a title naming the judge, the people and ``n``.
+
+    The rates only change at the judge's distinct scores, so curves and bands are drawn as steps:
+    the judge passes a score ``>= t``, so the value at a threshold holds from the previous threshold
+    (exclusive) up to it (``drawstyle="steps-pre"``). With the sweep's default thresholds (every
+    distinct score) this is exact; on a coarser grid (``max_thresholds=`` or given thresholds) the
+    rates may change between grid points, and the step shows the value at the next one up.
 
     Parameters
     ----------
@@ -144,7 +150,9 @@ def judge_thresholds(
     colours = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0", "C1", "C2"])
     text_colour = plt.rcParams["text.color"]
     x = sweep["threshold"].to_numpy(dtype=float)
-    options = {"linewidth": 1.8, "marker": "o" if len(x) <= 40 else None, "markersize": 3}
+    # a step function of t: with "pass when score >= t" the rates at t_i hold for every t in
+    # (t_{i-1}, t_i] (no score lies between two thresholds of the sweep), hence "steps-pre"
+    options = {"linewidth": 1.8, "marker": "o" if len(x) <= 40 else None, "markersize": 3, "drawstyle": "steps-pre"}
     options.update(kwargs)
     for i, (column, label) in enumerate(_CURVES):
         y = sweep[column].to_numpy(dtype=float)
@@ -155,7 +163,8 @@ def judge_thresholds(
         low, high = f"{column}_low", f"{column}_high"
         if intervals and low in sweep.columns and high in sweep.columns:
             band = ax.fill_between(x, sweep[low].to_numpy(dtype=float), sweep[high].to_numpy(dtype=float),
-                                   color=line.get_color(), alpha=0.15, linewidth=0, label="_nolegend_")
+                                   color=line.get_color(), alpha=0.15, linewidth=0, label="_nolegend_",
+                                   step="pre")
             band.set_gid(f"raglab-{column}-band")
     chosen = sweep.iloc[row]
     value = float(chosen["threshold"])
