@@ -301,7 +301,8 @@ def test_low_kappa_warns_with_the_thresholds():
     with pytest.warns(LowAgreementWarning, match=r"0\.6.*substantial.*0\.4.*should not be trusted"):
         rep = report(human, judge, positive=1)
     assert rep.interpretation == "should not be trusted"
-    assert rep.warnings and "WARNING" in repr(rep)
+    # Issued as a Python warning, so the display counts it instead of printing it a second time.
+    assert rep.warnings and "WARNINGS" in repr(rep) and rep.warnings[0] not in repr(rep)
 
 
 def test_no_warning_above_the_threshold():
@@ -451,12 +452,16 @@ def test_scores_without_a_threshold_are_refused():
 
 
 @pytest.mark.parametrize("human", [[1, 1, 1, 1], [0, 0, 0, 0]])
+@pytest.mark.filterwarnings("ignore:kappa = 0.000 is below:raglab.agreement.LowAgreementWarning")
 def test_one_human_label_reports_without_crashing(human):
     frame = pd.DataFrame({"h": human, "j": [1, 0, 1, 1]})
     with pytest.warns(LowAgreementWarning, match="people gave every item the"):
         report = frame.rag.agreement("h", "j", positive=1)
     text = repr(report)
-    assert "n/a" in text and "WARNING: people gave every item" in text
+    assert "n/a" in text and "2 issued as Python warnings" in text
+    assert report.warnings[0].startswith("people gave every item")
+    shown = repr(frame.rag.agreement("h", "j", positive=1, warn=False))
+    assert "WARNING: people gave every item" in shown
     assert "<table>" in report._repr_html_()
 
 
@@ -849,3 +854,68 @@ def test_small_n_kappa_coverage_by_simulation():
                 hits[method] += iv.low <= true_kappa <= iv.high
     assert hits["auto"] / count >= 0.88
     assert hits["analytic"] / count <= 0.75
+
+
+# --------------------------------------------------------------------------------------------------
+# A weak judge's warning is shown once: as a Python warning (warn=True) or in the display (warn=False)
+# --------------------------------------------------------------------------------------------------
+
+WEAK_HUMAN = [1] * 60 + [0] * 40
+WEAK_JUDGE = [1] * 45 + [0] * 15 + [1] * 25 + [0] * 15
+
+
+def test_warned_report_counts_its_warnings_instead_of_repeating_them():
+    frame = pd.DataFrame({"h": WEAK_HUMAN, "j": WEAK_JUDGE})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rep = frame.rag.agreement("h", "j", positive=1)
+    low = [w for w in caught if issubclass(w.category, LowAgreementWarning)]
+    assert len(low) == 1 and str(low[0].message) == rep.warnings[0]
+    text, page = repr(rep), rep._repr_html_()
+    assert "this judge should not be trusted" not in text and "this judge should not be trusted" not in page
+    assert "1 issued as Python warning when this report was made; their text is in report.warnings" in text
+    assert "1 issued as Python warning" in page
+    assert "should not be trusted" in text  # the kappa line still says it, so a later display is not silent
+    assert rep.to_dict()["warnings"] == rep.warnings
+
+
+def test_unwarned_report_prints_its_warnings_in_full():
+    frame = pd.DataFrame({"h": WEAK_HUMAN, "j": WEAK_JUDGE})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rep = frame.rag.agreement("h", "j", positive=1, warn=False)
+    assert f"WARNING: {rep.warnings[0]}" in repr(rep)
+    assert "this judge should not be trusted" in rep._repr_html_()
+    assert "issued as Python warning" not in repr(rep)
+
+
+def test_low_agreement_warning_can_stop_a_script():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LowAgreementWarning)
+        with pytest.raises(LowAgreementWarning, match="should not be trusted"):
+            report(WEAK_HUMAN, WEAK_JUDGE, positive=1)
+
+
+NOTEBOOK_CELL = """
+import pandas as pd
+import raglab
+rows = pd.DataFrame({"h": [1] * 60 + [0] * 40, "j": [1] * 45 + [0] * 15 + [1] * 25 + [0] * 15})
+rows.rag.agreement("h", "j", positive=1)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("warn", [True, False])
+def test_a_notebook_shows_the_low_agreement_warning_once(warn):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    source = NOTEBOOK_CELL if warn else NOTEBOOK_CELL.replace("positive=1)", "positive=1, warn=False)")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    outputs = notebook.cells[0].outputs
+    assert not [o for o in outputs if o.output_type == "error"]
+    warned = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    result = next(o for o in outputs if o.output_type == "execute_result")["data"]
+    assert ("LowAgreementWarning" in warned) is warn
+    for shown in (warned + result["text/plain"], warned + result["text/html"]):
+        assert shown.count("this judge should not be trusted") == 1

@@ -9,12 +9,15 @@ and the browser are stopped also when the test fails.
 It needs Chromium on PATH (``chromium`` or ``chromium-browser``; on Debian/Ubuntu
 ``apt-get install -y --no-install-recommends chromium``, which ``.ci/run`` does when run as root) and the
 ``playwright`` and ``jupyterlab`` packages (the ``test`` extra). Playwright's own browser download
-(``playwright install``) is not used. Without them the test is skipped with the reason.
+(``playwright install``) is not used. Without them the test is skipped with the reason, unless
+``RAGLAB_REQUIRE_BROWSER=1`` is set (``.ci/run`` sets it): then ``test_the_browser_test_can_run`` fails
+with the reason, so CI cannot pass without having driven the widgets.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -45,16 +48,31 @@ PAGE_TIMEOUT_MS = 90_000
 STEP_TIMEOUT_MS = 30_000
 ACTION_TIMEOUT_MS = 10_000  # one click or read; a failed action is retried
 
-if CHROMIUM is None:
-    pytest.skip(
-        "needs Chromium on PATH (`chromium` or `chromium-browser`) to drive JupyterLab; install it with "
-        "`apt-get install -y --no-install-recommends chromium` (CI's .ci/run does this as root). "
-        "Playwright's own download (`playwright install`) is not used.",
-        allow_module_level=True,
-    )
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="needs playwright (`pip install -e '.[test]'`) to drive Chromium")
-pytest.importorskip("jupyterlab", reason="needs jupyterlab (`pip install -e '.[test]'`) to serve the notebook")
+# Set (to anything but "" or "0") where the browser test must run, as in CI: a missing requirement then
+# fails test_the_browser_test_can_run instead of skipping the module.
+REQUIRE_VARIABLE = "RAGLAB_REQUIRE_BROWSER"
+REQUIRED = os.environ.get(REQUIRE_VARIABLE, "").strip() not in ("", "0")
+
+
+def _missing_requirement() -> str | None:
+    """Why the browser test cannot run here, or None."""
+    if CHROMIUM is None:
+        return ("needs Chromium on PATH (`chromium` or `chromium-browser`) to drive JupyterLab; install it with "
+                "`apt-get install -y --no-install-recommends chromium` (CI's .ci/run does this as root). "
+                "Playwright's own download (`playwright install`) is not used.")
+    for module, reason in (("playwright", "needs playwright (`pip install -e '.[test]'`) to drive Chromium"),
+                           ("jupyterlab", "needs jupyterlab (`pip install -e '.[test]'`) to serve the notebook")):
+        if importlib.util.find_spec(module) is None:
+            return reason
+    return None
+
+
+MISSING = _missing_requirement()
+if MISSING is not None and not REQUIRED:
+    pytest.skip(f"{MISSING} (set {REQUIRE_VARIABLE}=1 to make this a failure)", allow_module_level=True)
+if MISSING is None:
+    from playwright import sync_api
+needs_browser = pytest.mark.skipif(MISSING is not None, reason=f"{MISSING}")
 
 # JupyterLab user settings for the test: every cell attached to the page (no virtual scrolling, so
 # every output can be located), and no news or update prompts over the notebook (and no network calls).
@@ -365,6 +383,16 @@ def _output_text(cell: Any) -> str:
     return cell.locator(".jp-OutputArea-output").first.inner_text()
 
 
+def _body(cell: Any) -> Any:
+    """The explorer's row view: the last HTML widget (after the slice, sort and position rows)."""
+    return cell.locator(".jp-OutputArea-output").first.locator(".widget-html-content").last
+
+
+def _question(cell: Any) -> str:
+    """The question id the row view shows (its first heading)."""
+    return _body(cell).locator("h4").first.inner_text().strip()
+
+
 def _dropdown(nb: Notebook, cell: Any, label: str) -> Any:
     box = cell.locator(".widget-dropdown").filter(has=nb.page.locator("label", has_text=label))
     if box.count() != 1:
@@ -372,11 +400,19 @@ def _dropdown(nb: Notebook, cell: Any, label: str) -> Any:
     return box.locator("select")
 
 
-def _changes(nb: Notebook, cell: Any, what: str, action: Callable[[], None], shot: str) -> str:
-    """Do ``action`` on the explorer in ``cell`` and wait until its rendered text changes."""
-    before = _output_text(cell)
+def _changes(nb: Notebook, cell: Any, what: str, action: Callable[[], None], shot: str, *,
+             moves: bool = False) -> str:
+    """Do ``action`` on the explorer in ``cell`` and wait until its rendered text changes.
+
+    With ``moves`` (next, previous, the slider) the row view itself must change to another question,
+    not only the position line.
+    """
+    before, question = _output_text(cell), _question(cell)
     nb.act(what, action)
     nb.wait(f"the explorer's text to change after {what}", lambda: _output_text(cell) != before)
+    if moves:
+        nb.wait(f"the row view to show another question than {question!r} after {what}",
+                lambda: _question(cell) != question)
     nb.shot(shot, cell.locator(".jp-OutputArea-output").first)
     return _output_text(cell)
 
@@ -386,63 +422,144 @@ def _status(cell: Any) -> str:
     return cell.locator(".widget-hbox .widget-html-content").first.inner_text().strip()
 
 
+def _handbook() -> Any:
+    from raglab import datasets
+
+    return datasets.handbook()
+
+
+def test_the_browser_test_can_run() -> None:
+    """Passes where the browser test runs; fails (instead of skipping) when it cannot and it is required."""
+    if MISSING is not None:
+        pytest.fail(f"{REQUIRE_VARIABLE}={os.environ.get(REQUIRE_VARIABLE)!r} asks for the browser test, but it "
+                    f"cannot run here: {MISSING}", pytrace=False)
+
+
+def test_a_required_browser_test_fails_without_chromium(tmp_path: Path) -> None:
+    """With RAGLAB_REQUIRE_BROWSER=1 and no Chromium on PATH the run fails; without the variable it skips."""
+    env = {key: value for key, value in os.environ.items() if key != REQUIRE_VARIABLE}
+    env["PATH"] = str(tmp_path)  # an empty folder: no chromium on PATH
+    command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+               __file__, "-k", "test_the_browser_test_can_run"]
+    skipped = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert skipped.returncode in (0, 5), skipped.stdout + skipped.stderr  # 5: the module skipped, nothing ran
+    assert "skipped" in skipped.stdout and "needs Chromium on PATH" in skipped.stdout, skipped.stdout
+    assert f"set {REQUIRE_VARIABLE}=1 to make this a failure" in skipped.stdout, skipped.stdout
+    required = subprocess.run(command, cwd=REPO, env={**env, REQUIRE_VARIABLE: "1"},
+                              capture_output=True, text=True, timeout=120)
+    assert required.returncode == 1, required.stdout + required.stderr
+    assert "1 failed" in required.stdout and "needs Chromium on PATH" in required.stdout, required.stdout
+
+
+@needs_browser
 def test_explore_responds_to_every_control(notebook: Notebook) -> None:
     nb = notebook
+    fact = _handbook().query("qtype == 'fact'")["question_id"].tolist()
     cell = nb.cell('rows.rag.explore(by="qtype")')
     nb.shot("explore-0-first-row", cell.locator(".jp-OutputArea-output").first)
     assert _status(cell) == "1 of 36", nb.page_text()
-    assert "h01" in _output_text(cell), nb.page_text()
+    assert _question(cell) == "h01", nb.page_text()
 
     _changes(nb, cell, "choosing the slice qtype = fact",
              lambda: _dropdown(nb, cell, "qtype").select_option("fact"), "explore-1-slice")
     assert _status(cell) == "1 of 11 (qtype = fact)", nb.page_text()
+    assert len(fact) == 11 and _question(cell) == fact[0], nb.page_text()
 
-    _changes(nb, cell, "clicking next", lambda: cell.get_by_role("button", name="next").click(), "explore-2-next")
+    _changes(nb, cell, "clicking next", lambda: cell.get_by_role("button", name="next").click(), "explore-2-next",
+             moves=True)
     assert _status(cell) == "2 of 11 (qtype = fact)", nb.page_text()
+    assert _question(cell) == fact[1], nb.page_text()
 
     text = _changes(nb, cell, "sorting worst first by human_faithful",
                     lambda: _dropdown(nb, cell, "worst first").select_option("human_faithful (lowest first)"),
                     "explore-3-sort")
     assert _status(cell) == "1 of 11 (qtype = fact)", nb.page_text()
     assert "sorted by human_faithful, worst (lowest) first" in text, nb.page_text()
+    seen = [_question(cell)]
 
     handle = cell.locator(".widget-slider .noUi-handle")
     _changes(nb, cell, "pressing the right arrow on the slider",
-             lambda: (handle.focus(), handle.press("ArrowRight")), "explore-4-slider")
+             lambda: (handle.focus(), handle.press("ArrowRight")), "explore-4-slider", moves=True)
     assert _status(cell) == "2 of 11 (qtype = fact)", nb.page_text()
-    _changes(nb, cell, "pressing End on the slider", lambda: handle.press("End"), "explore-5-slider-end")
+    seen.append(_question(cell))
+    _changes(nb, cell, "pressing End on the slider", lambda: handle.press("End"), "explore-5-slider-end", moves=True)
     assert _status(cell) == "11 of 11 (qtype = fact)", nb.page_text()
+    seen.append(_question(cell))
+    assert len(set(seen)) == 3 and set(seen) <= set(fact), (seen, nb.page_text())
 
 
+def _sides(nb: Notebook, cell: Any) -> tuple[str, str]:
+    """The baseline's and the candidate's half of the pair view (the outer table's two cells)."""
+    sides = _body(cell).locator(":scope > table > tbody > tr > td")
+    if sides.count() != 2:
+        nb.fail(f"expected the pair view to hold two sides, found {sides.count()}")
+    return sides.nth(0).inner_text(), sides.nth(1).inner_text()
+
+
+def _retrieved(side: str) -> str:
+    """The side's retrieved line (ids with ✓ on gold, and the gold it missed)."""
+    match = re.search(r"Retrieved: *(.*)", side)
+    assert match, side
+    return match.group(1).strip()
+
+
+def _check_sides(nb: Notebook, cell: Any, question: str) -> None:
+    """The view shows ``question``; the baseline retrieved its gold (✓), the candidate lost it to p99."""
+    assert _question(cell) == question, nb.page_text()
+    base, cand = _sides(nb, cell)
+    assert base.startswith("baseline") and cand.startswith("candidate"), (base, cand)
+    assert "(candidate)" in cand and "(candidate)" not in base, (base, cand)
+    base_ids, cand_ids = _retrieved(base), _retrieved(cand)
+    assert base_ids != cand_ids, (base_ids, cand_ids)
+    assert "✓" in base_ids and "p99" not in base_ids and "gold not retrieved" not in base_ids, base_ids
+    assert "1. p99" in cand_ids and "✓" not in cand_ids and "gold not retrieved" in cand_ids, cand_ids
+
+
+@needs_browser
 def test_explore_pair_responds_to_every_control(notebook: Notebook) -> None:
     # The notebook's candidate flips every 5th question's human_faithful: 5 pass->fail (2 of them yesno),
-    # 3 fail->pass (2 yesno); 3 questions have no label.
+    # 3 fail->pass (2 yesno); 3 questions have no label. Those questions' candidate also retrieved p99
+    # in place of the gold passage.
     nb = notebook
+    rows = _handbook()
+    flipped = rows.iloc[::5]
+    pass_fail = flipped.loc[flipped["human_faithful"] == 1.0]
+    fail_pass = flipped.loc[flipped["human_faithful"] == 0.0]
+    assert len(pass_fail) == 5 and len(fail_pass) == 3
+    pass_fail_ids = pass_fail["question_id"].tolist()
     cell = nb.cell('rows.rag.explore_pair(cand, by="qtype", metric="human_faithful")')
     nb.shot("pair-0-first-question", cell.locator(".jp-OutputArea-output").first)
     assert _status(cell) == "1 of 36", nb.page_text()
-    assert "baseline" in _output_text(cell) and "candidate" in _output_text(cell), nb.page_text()
+    _check_sides(nb, cell, "h01")
 
     text = _changes(nb, cell, "choosing flip = pass->fail",
                     lambda: _dropdown(nb, cell, "flip").select_option("pass->fail"), "pair-1-flip")
     assert _status(cell) == "1 of 5 (pass->fail)", nb.page_text()
-    assert "pass → fail" in text and "(candidate)" in text, nb.page_text()
+    assert "pass → fail" in text, nb.page_text()
+    _check_sides(nb, cell, pass_fail_ids[0])
 
-    _changes(nb, cell, "clicking next", lambda: cell.get_by_role("button", name="next").click(), "pair-2-next")
+    _changes(nb, cell, "clicking next", lambda: cell.get_by_role("button", name="next").click(), "pair-2-next",
+             moves=True)
     assert _status(cell) == "2 of 5 (pass->fail)", nb.page_text()
+    _check_sides(nb, cell, pass_fail_ids[1])
     _changes(nb, cell, "clicking previous", lambda: cell.get_by_role("button", name="previous").click(),
-             "pair-3-previous")
+             "pair-3-previous", moves=True)
     assert _status(cell) == "1 of 5 (pass->fail)", nb.page_text()
+    _check_sides(nb, cell, pass_fail_ids[0])
 
     handle = cell.locator(".widget-slider .noUi-handle")
-    _changes(nb, cell, "pressing End on the slider", lambda: (handle.focus(), handle.press("End")), "pair-4-slider")
+    _changes(nb, cell, "pressing End on the slider", lambda: (handle.focus(), handle.press("End")), "pair-4-slider",
+             moves=True)
     assert _status(cell) == "5 of 5 (pass->fail)", nb.page_text()
+    _check_sides(nb, cell, pass_fail_ids[-1])
 
     _changes(nb, cell, "choosing the slice qtype = yesno",
              lambda: _dropdown(nb, cell, "qtype").select_option("yesno"), "pair-5-slice")
     assert _status(cell) == "1 of 2 (qtype = yesno, pass->fail)", nb.page_text()
+    _check_sides(nb, cell, pass_fail.loc[pass_fail["qtype"] == "yesno", "question_id"].iloc[0])
 
     text = _changes(nb, cell, "choosing flip = fail->pass",
                     lambda: _dropdown(nb, cell, "flip").select_option("fail->pass"), "pair-6-flip")
     assert _status(cell) == "1 of 2 (qtype = yesno, fail->pass)", nb.page_text()
     assert "fail → pass" in text, nb.page_text()
+    _check_sides(nb, cell, fail_pass.loc[fail_pass["qtype"] == "yesno", "question_id"].iloc[0])

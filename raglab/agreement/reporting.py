@@ -123,9 +123,12 @@ def report(
         column, index kept) where judge and people differ, and error messages name the two sides
         as columns of it (``df[name]``, with ``names``) under ``rag.agreement``.
     warn : bool
-        Issue the report's warnings (:class:`LowAgreementWarning` when kappa < 0.4,
-        :class:`FragileIntervalWarning` for an interval that cannot be trusted); they are kept in
-        ``report.warnings`` either way.
+        Issue the report's warnings as Python warnings (:class:`LowAgreementWarning` when kappa <
+        0.4, :class:`FragileIntervalWarning` for an interval that cannot be trusted): the
+        programmatic signal (``warnings.simplefilter("error", LowAgreementWarning)`` makes a weak
+        judge stop a script). They are kept in ``report.warnings`` either way. Each is shown once
+        in a notebook: with ``warn=True`` the report's display only counts them (their text was
+        just printed as the warning); with ``warn=False`` the display prints them in full.
 
     Returns
     -------
@@ -537,6 +540,7 @@ def _report(
         warnings=low_agreement + messages,
         _counts=counts,
         _se_sp_draws=se_sp_draws,
+        _warned=bool(warn and (low_agreement or messages)),
         **binary,
     )
 

@@ -92,7 +92,11 @@ class AgreementReport(ResultBase):
         squared ratio of the interval widths). ``n / design_effect`` is the number of independent
         items the clustered ones are worth. NaN where a statistic rests on too few clusters.
     warnings : list of str
-        Warnings raised when the report was made (e.g. kappa below 0.4).
+        Why the report should be read with care (e.g. kappa below 0.4). Made with ``warn=True``
+        (the default) they were issued as Python warnings (:class:`LowAgreementWarning`,
+        :class:`FragileIntervalWarning`) when the report was made, so the report's text and HTML
+        display only count them and point here (a notebook shows each once); with ``warn=False``
+        they are printed in full in the report's display instead.
     """
 
     n: int
@@ -125,6 +129,7 @@ class AgreementReport(ResultBase):
     warnings: list[str] = field(default_factory=list)
     _counts: dict[str, int] = field(default_factory=dict)
     _se_sp_draws: np.ndarray | None = None  # cluster-bootstrap (sensitivity, specificity) pairs, B x 2
+    _warned: bool = False  # the warnings were issued as Python warnings (warn=True): the display only counts them
 
     @property
     def kappa_low(self) -> float:
@@ -349,8 +354,16 @@ class AgreementReport(ResultBase):
     def __repr__(self) -> str:
         lines = [self._title()]
         lines += [f"  {key:<20} {value}" for key, value in self._lines()]
-        lines += [f"  WARNING: {w}" for w in self.warnings]
+        if self._warned and self.warnings:
+            lines.append(f"  {'WARNINGS':<20} {self._warned_text()}")
+        else:
+            lines += [f"  WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+    def _warned_text(self) -> str:
+        n = len(self.warnings)
+        return (f"{n} issued as Python warning{'s' if n > 1 else ''} when this report was made; "
+                "their text is in report.warnings")
 
     def _repr_html_(self) -> str:
         e = html.escape
@@ -358,6 +371,9 @@ class AgreementReport(ResultBase):
         rows = "".join(f"<tr><th style='text-align:left'>{e(k)}</th><td style='text-align:left'>{e(v)}</td></tr>"
                        for k, v in self._lines())
         colour = DECISION_COLOURS["block"]
-        warn = "".join(f"<p style='color:{colour}'><b>Warning:</b> {e(w)}</p>" for w in self.warnings)
+        if self._warned and self.warnings:
+            warn = f"<p style='color:{colour}'><b>Warnings:</b> {e(self._warned_text())}</p>"
+        else:
+            warn = "".join(f"<p style='color:{colour}'><b>Warning:</b> {e(w)}</p>" for w in self.warnings)
         confusion = self.confusion.to_html()
         return f"<div><b>{title}</b><table>{rows}</table>{warn}<p>Confusion (people in rows, judge in columns)</p>{confusion}</div>"

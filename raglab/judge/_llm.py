@@ -38,6 +38,7 @@ import logging
 import math
 import os
 import random
+import sys
 import threading
 import time
 import weakref
@@ -435,22 +436,20 @@ class LLMJudge:
         run = _Run(self, cache, stats, errors=errors, labels=labels)
         started = time.perf_counter()
         future = loop.submit(run.all(rows, metrics, repeats))
-        bar = tqdm(total=len(rows) * repeats, desc=f"judging ({self.model})", unit="row", disable=not progress,
-                   dynamic_ncols=True, leave=True)
-        shown = 0
+        total = len(rows) * repeats
+        bar, shown_at = _open_bar(tqdm, total=total, desc=f"judging ({self.model})", unit="row",
+                                  disable=not progress, dynamic_ncols=True, leave=True)
+        finished = False
         try:
             while True:
                 try:
                     results = future.result(timeout=0.1)
+                    finished = True
                     break
                 except concurrent.futures.TimeoutError:
                     pass
                 finally:
-                    if stats.rows_done > shown:
-                        bar.update(stats.rows_done - shown)
-                        shown = stats.rows_done
-                    bar.set_postfix({"calls": stats.calls, "cached": stats.cached, "failed": stats.rows_failed,
-                                     "retries": stats.retries}, refresh=False)
+                    _advance_bar(bar, total if finished else stats.rows_done, stats)
         except KeyboardInterrupt:
             future.cancel()
             with contextlib.suppress(BaseException):
@@ -462,7 +461,7 @@ class LLMJudge:
             raise JudgeError(self._scrub(str(exc))) from None
         finally:
             stats.seconds = time.perf_counter() - started
-            bar.close()
+            _close_bar(bar, shown_at)
         self._report_failures(results, stats, errors, labels)
         return results
 
@@ -555,6 +554,40 @@ class LLMJudge:
             if metric in metrics and (metric == "declined" or not is_blank(row.question)):
                 calls.append((metric, {"question": row.question or "", "answer": row.answer}, True))
         return calls
+
+
+def _open_bar(tqdm: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """A tqdm bar and, for a notebook widget, the display handle :func:`_close_bar` refreshes.
+
+    tqdm's notebook widget is displayed once, when it is made, so the text a saved notebook keeps for
+    it (what static viewers and HTML exports show) would stay "0% 0/36" for good. Displayed here
+    with a display id instead, the output is replaced by the final bar when it closes.
+    """
+    notebook = sys.modules.get("tqdm.notebook")
+    widget = (not kwargs.get("disable") and notebook is not None and isinstance(tqdm, type)
+              and issubclass(tqdm, notebook.tqdm_notebook))
+    if not widget:
+        return tqdm(**kwargs), None
+    from IPython.display import display
+
+    bar = tqdm(display=False, **kwargs)
+    return bar, display(bar.container, display_id=True)
+
+
+def _advance_bar(bar: Any, done: int, stats: RunStats) -> None:
+    """Move the bar to ``done`` rows (cached rows count: they are done too) and show the run's counts."""
+    if done > bar.n:
+        bar.update(done - bar.n)
+    bar.set_postfix({"calls": stats.calls, "cached": stats.cached, "failed": stats.rows_failed,
+                     "retries": stats.retries}, refresh=False)
+
+
+def _close_bar(bar: Any, shown_at: Any) -> None:
+    """Close the bar; in a notebook, replace its displayed output with the final state."""
+    bar.close()
+    if shown_at is not None:
+        with contextlib.suppress(Exception):  # the kernel may be gone; the bar is closed either way
+            shown_at.update(bar.container)
 
 
 class _Run:
