@@ -35,7 +35,7 @@ from raglab._rowtable import check_unique_ids, resolve_column
 from raglab._validation import check_int, is_missing, warn
 from raglab.metrics.spans import _gold_units, _merge, _span_tuple
 
-__all__ = ["BoundaryReport", "boundaries", "boundary_report", "expand_neighbors"]
+__all__ = ["BoundaryReport", "boundaries", "boundary_report", "expand_neighbors", "prompt_chars"]
 
 STATUS_COLUMN = "boundary_status"
 
@@ -618,3 +618,44 @@ def boundary_report(
                 "status_from": "baseline", "ci": ci, "n_resamples": n_resamples, "seed": seed}
     table.attrs["raglab"] = {"boundary_report": jsonable(settings)}
     return BoundaryReport(table=table, rows=changed, settings=settings)
+
+
+def prompt_chars(
+    rows: pd.DataFrame,
+    *,
+    retrieved_spans: str | None = None,
+    question_id: str | None = None,
+    method_name: str = "raglab.boundaries.prompt_chars",
+) -> pd.Series:
+    """Characters sent to the model per question: the summed lengths of its retrieved spans, as sent.
+
+    A span shared by two retrieved units (a neighbour added twice by expansion) counts twice, because
+    it is in the prompt twice; ``expand_neighbors``' ``context_chars`` counts the union instead. Use it
+    as a cost metric in a gate (lower is better), with its margin stated.
+
+    Parameters
+    ----------
+    rows : DataFrame
+        The row table with ``retrieved_spans`` (per question, a list of ``{doc_id, start, end}``).
+    retrieved_spans, question_id : str, optional
+        Other names for those columns.
+
+    Returns
+    -------
+    Series
+        Integer characters per row, named ``prompt_chars``, on the rows' index.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"retrieved_spans": [[{"doc_id": "a", "start": 0, "end": 10},
+    ...                                           {"doc_id": "a", "start": 5, "end": 20}], []]})
+    >>> prompt_chars(rows).tolist()
+    [25, 0]
+    """
+    df = _rows_frame(rows, method_name)
+    qid = resolve_column(df, "question_id", question_id, method=method_name, required=False)
+    column = resolve_column(df, "retrieved_spans", retrieved_spans, method=method_name)
+    spans = _spans_of(df, column, method_name, qid)
+    lengths = np.fromiter((sum(end - start for _, start, end in row) for row in spans), dtype=np.int64, count=len(spans))
+    return pd.Series(lengths, index=df.index, name="prompt_chars")

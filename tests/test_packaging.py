@@ -103,7 +103,7 @@ def test_readme_quickstart_runs(monkeypatch):
     namespace: dict = {}
     exec(compile(code, "README quickstart", "exec"), namespace)
     assert namespace["result"].decision in ("pass", "review", "block")
-    assert set(namespace["table"]["metric"]) == {"recall@5", "hit@1"}
+    assert set(namespace["table"]["metric"]) == {"recall@5", "coverage@5"}
 
 
 @pytest.mark.parametrize("module", PUBLIC_MODULES)
