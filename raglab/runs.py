@@ -404,8 +404,13 @@ def agreement(
         the report shows the design effect. By default the cluster column recorded by the run's
         eval set, if any; ``False`` treats items as independent. See
         :func:`raglab.agreement.report`.
-    positive, labels, weights, distance, human_threshold, judge_threshold, ci, method, n_resamples, seed, warn
+    positive, labels, weights, distance, human_threshold, judge_threshold, ci, method, n_resamples, seed
         As in :func:`raglab.agreement.report`.
+    warn : bool
+        Issue the report's warnings as Python warnings (e.g. :class:`raglab.agreement.LowAgreementWarning`
+        when kappa < 0.4), as in :func:`raglab.agreement.report`; the report's display then only counts
+        them, so a notebook shows each once. With ``warn=False`` the display prints them in full.
+        ``report.warnings`` holds them either way.
 
     Returns
     -------
