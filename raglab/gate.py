@@ -248,7 +248,7 @@ class GateResult(ResultBase):
     Examples
     --------
     >>> from raglab.stats import gate
-    >>> result = gate([1, 1, 0, 1] * 50, [1, 0, 0, 1] * 50, margin=0.02)
+    >>> result = gate([1, 1, 0, 1] * 50, [1, 0, 0, 1] * 50, margin=0.02, higher_is_better=True)
     >>> result.decision, result.counts
     ('block', {'pass': 0, 'review': 0, 'block': 1})
     """
