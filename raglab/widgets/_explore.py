@@ -295,6 +295,35 @@ def _explorer_class(w: Any) -> type:
     return _EXPLORER_CLASS[0]
 
 
+def _navigation(w: Any, n: int, noun: str) -> tuple[Any, Any, Any, Any, Any]:
+    """The controls every explorer shares: a 1-based slider, previous/next, a status line and the view."""
+    position = w.IntSlider(min=1, max=max(1, n), value=1, description=noun, continuous_update=False)
+    previous, following = w.Button(description="◀ previous"), w.Button(description="next ▶")
+    return position, previous, following, w.HTML(), w.HTML()
+
+
+def _browser(w: Any, filters: Sequence[Any], position: Any, previous: Any, following: Any, status: Any, view: Any,
+             refresh: Any) -> Any:
+    """Wire the shared controls (a filter change goes back to the first row) and lay the explorer out."""
+    def step(delta: int) -> None:
+        position.value = int(np.clip(position.value + delta, 1, position.max))
+        refresh()
+
+    def reset(*_: Any) -> None:
+        position.value = 1
+        refresh()
+
+    for control in filters:
+        control.observe(reset, names="value")
+    position.observe(refresh, names="value")
+    previous.on_click(lambda _: step(-1))
+    following.on_click(lambda _: step(1))
+    refresh()
+    box = _explorer_class(w)([w.HBox(list(filters)), w.HBox([previous, following, position, status]), view])
+    box._raglab_status, box._raglab_view = status, view
+    return box
+
+
 def explore(
     rows: pd.DataFrame,
     *,
@@ -367,10 +396,7 @@ def explore(
     slice_box = w.Dropdown(options=[_ALL, *sorted(map(str, rows[by].dropna().unique()))] if by else [_ALL],
                            description=by or "slice", disabled=by is None)
     sort_box = w.Dropdown(options=options, value=sort_by or _ROW_ORDER, description="worst first")
-    position = w.IntSlider(min=1, max=max(1, len(rows)), value=1, description="row", continuous_update=False)
-    previous, following = w.Button(description="◀ previous"), w.Button(description="next ▶")
-    status = w.HTML()
-    view = w.HTML()
+    position, previous, following, status, view = _navigation(w, len(rows), "row")
 
     def current() -> pd.DataFrame:
         frame = rows
@@ -405,20 +431,4 @@ def explore(
         status.value = f"{index + 1} of {len(frame)}" + (f" ({by} = {slice_box.value})" if by and slice_box.value != _ALL else "")
         view.value = note() + render_row(frame.iloc[index], columns=columns, scores=scores, fields=fields)
 
-    def step(delta: int) -> None:
-        position.value = int(np.clip(position.value + delta, 1, position.max))
-        refresh()
-
-    def reset(*_: Any) -> None:
-        position.value = 1
-        refresh()
-
-    slice_box.observe(reset, names="value")
-    sort_box.observe(reset, names="value")
-    position.observe(refresh, names="value")
-    previous.on_click(lambda _: step(-1))
-    following.on_click(lambda _: step(1))
-    refresh()
-    box = _explorer_class(w)([w.HBox([slice_box, sort_box]), w.HBox([previous, following, position, status]), view])
-    box._raglab_status, box._raglab_view = status, view
-    return box
+    return _browser(w, [slice_box, sort_box], position, previous, following, status, view, refresh)

@@ -10,7 +10,15 @@ import pandas as pd
 
 from raglab._optional import import_optional
 from raglab._rowtable import is_missing, missing_column_error, pair_runs, resolve_column
-from raglab.widgets._explore import _esc, _explorer_class, _field_columns, _score_columns, _short, render_row
+from raglab.widgets._explore import (
+    _browser,
+    _esc,
+    _field_columns,
+    _navigation,
+    _score_columns,
+    _short,
+    render_row,
+)
 
 __all__ = ["explore_pair"]
 
@@ -169,9 +177,7 @@ def explore_pair(
     slice_box = w.Dropdown(options=[_ALL, *sorted(set(slices) - {_ALL})] if by else [_ALL],
                            description=by or "slice", disabled=by is None)
     flip_box = w.Dropdown(options=list(FLIP_OPTIONS), value=flip, description="flip", disabled=metric is None)
-    position = w.IntSlider(min=1, max=max(1, pairs.n), value=1, description="question", continuous_update=False)
-    previous, following = w.Button(description="◀ previous"), w.Button(description="next ▶")
-    status, view = w.HTML(), w.HTML()
+    position, previous, following, status, view = _navigation(w, pairs.n, "question")
     columns = (sides[0][0], sides[1][0])
     scores = (sides[0][1], sides[1][1])
     fields = (sides[0][2], sides[1][2])
@@ -203,20 +209,4 @@ def explore_pair(
         view.value = render_pair(pairs.base.iloc[i], pairs.cand.iloc[i], columns=columns, scores=scores,
                                  fields=fields, labels=(str(labels[0]), str(labels[1])), header=header)
 
-    def step(delta: int) -> None:
-        position.value = int(np.clip(position.value + delta, 1, position.max))
-        refresh()
-
-    def reset(*_: Any) -> None:
-        position.value = 1
-        refresh()
-
-    slice_box.observe(reset, names="value")
-    flip_box.observe(reset, names="value")
-    position.observe(refresh, names="value")
-    previous.on_click(lambda _: step(-1))
-    following.on_click(lambda _: step(1))
-    refresh()
-    box = _explorer_class(w)([w.HBox([slice_box, flip_box]), w.HBox([previous, following, position, status]), view])
-    box._raglab_status, box._raglab_view = status, view
-    return box
+    return _browser(w, [slice_box, flip_box], position, previous, following, status, view, refresh)
