@@ -11,6 +11,7 @@ import pandas as pd
 from raglab._optional import import_optional
 from raglab._results import DECISION_COLOURS
 from raglab._validation import check_option
+from raglab.plots._common import _contrast
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -22,23 +23,14 @@ _MISS_EDGE = DECISION_COLOURS["block"]  # the miss-rate cell's outline: false pa
 _DARK_TEXT, _LIGHT_TEXT = "#262626", "#ffffff"  # seaborn's ".15" and "w"
 
 
-def _luminance(rgb: Sequence[float]) -> float:
-    """WCAG relative luminance of an sRGB colour (components in 0-1)."""
-    channels = np.asarray(rgb[:3], dtype=float)
-    linear = np.where(channels <= 0.03928, channels / 12.92, ((channels + 0.055) / 1.055) ** 2.4)
-    return float(linear @ np.array([0.2126, 0.7152, 0.0722]))
-
-
 def _readable_on(cell: Sequence[float]) -> str:
     """Dark or white text, whichever contrasts more with the cell (WCAG contrast ratio).
 
     seaborn switches to white text at luminance 0.408, which leaves mid-blue cells of "Blues" at
     about 2.9:1 against white; choosing by contrast keeps every annotation above 4.5:1 there.
     """
-    lum = _luminance(cell)
-    dark = (lum + 0.05) / (_luminance((0.149, 0.149, 0.149)) + 0.05)
-    light = 1.05 / (lum + 0.05)
-    return _DARK_TEXT if dark >= light else _LIGHT_TEXT
+    rgb = tuple(cell[:3])
+    return _DARK_TEXT if _contrast(_DARK_TEXT, rgb) >= _contrast(_LIGHT_TEXT, rgb) else _LIGHT_TEXT
 
 
 def _recolour_annotations(ax: Any, mesh: Any, n_columns: int) -> None:

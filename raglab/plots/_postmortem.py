@@ -10,7 +10,7 @@ import pandas as pd
 
 from raglab._optional import import_optional
 from raglab._validation import check_option
-from raglab.plots._common import _DECISION_COLOURS, _MINUS
+from raglab.plots._common import _DECISION_COLOURS, _signed
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -26,8 +26,7 @@ def _count(value: float, per: float | None) -> str:
 
 def _net_text(value: float, per: float | None) -> str:
     """``net +1,295`` / ``net −1,548`` (a true minus sign, as on the axes and the forest)."""
-    number = f"{int(value):+,d}" if per is None else f"{value:+,.1f}"
-    return "net " + number.replace("-", _MINUS)
+    return "net " + _signed(value, 0 if per is None else 1)
 
 
 def _sorted(table: pd.DataFrame, sort: str | None, suffix: str) -> pd.DataFrame:
