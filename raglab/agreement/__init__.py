@@ -79,11 +79,6 @@ from raglab.agreement.reporting import judge_vs_majority, report
 from raglab.agreement.result import AgreementReport
 from raglab.agreement.thresholds import threshold_sweep
 
-# Until the accessor and raglab.runs call the public functions (which take names=, rows=, units=),
-# the old private entry points are the same functions under their old names.
-_report = report
-_judge_vs_majority = judge_vs_majority
-
 __all__ = [
     "AgreementReport",
     "FragileIntervalWarning",

@@ -318,9 +318,12 @@ def _check_comparable(
 
 def _looks_like_scores(values: np.ndarray) -> bool:
     """Floats with a fractional part are scores, not category labels."""
+    if values.dtype.kind in "biu":
+        return False
+    if values.dtype.kind == "f":  # vectorised: this runs on every label column a report reads
+        finite = values[np.isfinite(values)]
+        return bool((finite != np.trunc(finite)).any())
     floats = [v for v in values if isinstance(v, (float, np.floating)) and np.isfinite(v)]
-    if values.dtype.kind == "f":
-        floats = values[np.isfinite(values)].tolist()
     return any(v != int(v) for v in floats)
 
 

@@ -235,15 +235,29 @@ def _item_index(ids: Any, human: Any, judge: Any, n: int) -> pd.Index:
     return pd.RangeIndex(n)
 
 
-def _refuse_scores(x: np.ndarray, y: np.ndarray, human_threshold: Any, judge_threshold: Any) -> None:
+def _check_rows(rows: Any, n: int) -> None:
+    """``rows``, when given, is the DataFrame the ``n`` labels come from (used to name columns in errors)."""
+    if rows is None:
+        return
+    if not isinstance(rows, pd.DataFrame):
+        raise TypeError(f"`rows` must be the DataFrame the labels come from, got {type(rows).__name__}")
+    if len(rows) != n:
+        raise ValueError(f"`rows` must hold one row per item: got {len(rows)} rows for {n} items")
+
+
+def _refuse_side(values: np.ndarray, threshold: Any, who: str) -> None:
     """Fractional scores without a threshold are not labels: refuse them, naming the keyword."""
-    for values, threshold, who in ((x, human_threshold, "human"), (y, judge_threshold, "judge")):
-        if threshold is None and _looks_like_scores(values):
-            example = next(float(v) for v in values if isinstance(v, (float, np.floating)) and np.isfinite(v) and v != int(v))
-            raise ValueError(
-                f"the {who} column holds scores (e.g. {example!r}), not labels; pass {who}_threshold= to turn "
-                f"them into pass/fail (score >= threshold), e.g. {who}_threshold=0.5"
-            )
+    if threshold is None and _looks_like_scores(values):
+        example = next(float(v) for v in values if isinstance(v, (float, np.floating)) and np.isfinite(v) and v != int(v))
+        raise ValueError(
+            f"the {who} column holds scores (e.g. {example!r}), not labels; pass {who}_threshold= to turn "
+            f"them into pass/fail (score >= threshold), e.g. {who}_threshold=0.5"
+        )
+
+
+def _refuse_scores(x: np.ndarray, y: np.ndarray, human_threshold: Any, judge_threshold: Any) -> None:
+    _refuse_side(x, human_threshold, "human")
+    _refuse_side(y, judge_threshold, "judge")
 
 
 def _pass_label(labs: list[Any], positive: Any, labels: Any) -> tuple[list[Any], Any]:
@@ -307,11 +321,7 @@ def _prepare_labels(
     """Pair the two sides, apply thresholds, refuse labels that can never match, and code them."""
     x, y = _pair(human, judge, ("human", "judge"))
     index = _item_index(ids, human, judge, len(x))
-    if rows is not None:
-        if not isinstance(rows, pd.DataFrame):
-            raise TypeError(f"`rows` must be the DataFrame the labels come from, got {type(rows).__name__}")
-        if len(rows) != len(x):
-            raise ValueError(f"`rows` must hold one row per item: got {len(rows)} rows for {len(x)} items")
+    _check_rows(rows, len(x))
     clusters, units_name = (None, None) if units is None else _unit_codes(units, len(x))
     _refuse_scores(x, y, human_threshold, judge_threshold)
     x = _binarize(x, human_threshold, "human")

@@ -27,7 +27,8 @@ from raglab._results import jsonable
 from raglab._validation import check_int, check_level
 from raglab.agreement._common import _z
 from raglab.agreement.labels import _as_labels, _binarize, _check_comparable, _label_codes, _missing, _pair
-from raglab.agreement.reporting import _check_names, _naming, _pass_label, _refuse_scores
+from raglab.agreement.reporting import _check_names, _check_rows, _naming, _pass_label, _refuse_side
+from raglab.stats.intervals import _wilson_arrays
 
 __all__ = ["SWEEP_COLUMNS", "threshold_sweep"]
 
@@ -94,17 +95,13 @@ def _default_thresholds(scores: np.ndarray, max_thresholds: int) -> np.ndarray:
 def _wilson(successes: np.ndarray, n: int, z: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Wilson score intervals for ``successes / n`` (one n, many successes); NaN when n is 0.
 
-    The same formula as :func:`raglab.stats.proportion_interval` (``method="wilson"``), on arrays.
+    The formula of :func:`raglab.stats.proportion_interval` (``method="wilson"``), on arrays.
     """
     if n == 0:
         nan = np.full(successes.shape, np.nan)
         return nan, nan.copy(), nan.copy()
     p = successes / n
-    denom = 1 + z**2 / n
-    centre = (p + z**2 / (2 * n)) / denom
-    half = z * np.sqrt(np.maximum(p * (1 - p), 0.0) / n + z**2 / (4 * n**2)) / denom
-    low = np.where(p <= 0, 0.0, np.maximum(0.0, centre - half))
-    high = np.where(p >= 1, 1.0, np.minimum(1.0, centre + half))
+    low, high = _wilson_arrays(p, n, z)
     return p, low, high
 
 
@@ -208,14 +205,10 @@ def threshold_sweep(
     level = check_level(ci)
     max_thresholds = check_int(max_thresholds, "max_thresholds", 2)
     x, raw_y = _pair(human, judge, ("human", "judge"))
-    if rows is not None:
-        if not isinstance(rows, pd.DataFrame):
-            raise TypeError(f"`rows` must be the DataFrame the labels come from, got {type(rows).__name__}")
-        if len(rows) != len(x):
-            raise ValueError(f"`rows` must hold one row per item: got {len(rows)} rows for {len(x)} items")
+    _check_rows(rows, len(x))
     scores = _scores(_as_labels(raw_y, "judge"), sides[1].name, where)
     # The human side exactly as report(..., judge_threshold=t) reads it: refusals, threshold, pass label.
-    _refuse_scores(x, np.zeros(0), human_threshold, 0.5)
+    _refuse_side(x, human_threshold, "human")
     x = _binarize(x, human_threshold, "human")
     if positive is None:
         positive = True  # as the report does whenever a threshold makes pass/fail labels

@@ -119,7 +119,8 @@ def confusion_heatmap(
 
     table = getattr(report, "confusion", report)
     if not isinstance(table, pd.DataFrame) or table.shape[0] != table.shape[1]:
-        raise TypeError("confusion_heatmap needs an AgreementReport or a square DataFrame of counts")
+        raise TypeError("confusion_heatmap needs an AgreementReport or a square DataFrame of counts; got "
+                        f"{type(table).__name__}" + (f" of shape {table.shape}" if isinstance(table, pd.DataFrame) else ""))
     check_option("normalize", normalize, [None, "rows", "all"])
     counts = table.to_numpy(dtype=float)
     if normalize == "rows":

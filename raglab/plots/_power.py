@@ -106,6 +106,3 @@ def power_curve(
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize="small",
               title=_design_text(design, target), title_fontsize="small")
     return ax
-
-
-# ---- chunk boundaries ---------------------------------------------------------------------------------

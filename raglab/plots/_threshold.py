@@ -185,7 +185,10 @@ def judge_thresholds(
     ax.set_ylim(*ylim)
     if span == 0:
         ax.set_xlim(value - 0.5, value + 0.5)
-    ax.set_xlabel(f"threshold on {judge_name} (the judge passes a score >= threshold)")
+    chosen_here = isinstance(threshold, str)  # picked on these labels: its numbers flatter the judge
+    ax.set_xlabel(f"threshold on {judge_name} (the judge passes a score >= threshold)"
+                  + ("\na threshold picked on these labels looks better than it will be: confirm it on fresh ones"
+                     if chosen_here else ""))
     ax.set_ylabel("rate or kappa")
     ax.set_title(f"{judge_name} against {human_name}: agreement by threshold")
     n, excluded = int(sweep["n"].iloc[0]), int(sweep["n_excluded"].iloc[0]) if "n_excluded" in sweep else 0

@@ -187,12 +187,20 @@ def _bounded_t(values: np.ndarray, mean: float, low: float, high: float, level: 
     return mean, low, high, "t"
 
 
-def _wilson_bounds(p: float, n: int, z: float) -> tuple[float, float]:
+def _wilson_arrays(p: Any, n: int, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score bounds for proportion(s) ``p`` of one ``n`` (scalars or arrays)."""
+    p = np.asarray(p, dtype=float)
     denom = 1 + z**2 / n
     centre = (p + z**2 / (2 * n)) / denom
-    half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z**2 / (4 * n**2)) / denom
+    half = z * np.sqrt(np.maximum(p * (1 - p), 0.0) / n + z**2 / (4 * n**2)) / denom
     # At 0 or 1 the bound is exactly 0 or 1; rounding would leave 1e-19.
-    return (0.0 if p <= 0 else max(0.0, centre - half)), (1.0 if p >= 1 else min(1.0, centre + half))
+    return (np.where(p <= 0, 0.0, np.maximum(0.0, centre - half)),
+            np.where(p >= 1, 1.0, np.minimum(1.0, centre + half)))
+
+
+def _wilson_bounds(p: float, n: int, z: float) -> tuple[float, float]:
+    low, high = _wilson_arrays(p, n, z)
+    return float(low), float(high)
 
 
 def paired_bootstrap(

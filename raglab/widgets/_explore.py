@@ -19,6 +19,8 @@ __all__ = ["explore", "render_row"]
 
 _ALL = "(all)"
 _ROW_ORDER = "(row order)"
+# The explorers' marks: gold found, partly, missed (one place for both explorers).
+_GOOD, _PARTIAL, _BAD = "#1a7f37", "#b35900", "#b42318"
 _TEXT_LIMIT = 600
 _FIELD_LIMIT = 200
 # Whole words of a column name that say it holds a count or a code, not a score (judge_prompt_tokens, n_claims).
@@ -85,7 +87,7 @@ def _gold_line(units: list[tuple[Any, int, int, float]], problem: str | None,
     text = f"<p><b>Gold spans</b>: {where} ({len(units)} span{'s' if len(units) != 1 else ''}, {total} characters)"
     if spans is not None:
         status = "complete" if reached == total else "partial" if reached else "missed"
-        colour = {"complete": "#1a7f37", "partial": "#b35900", "missed": "#b42318"}[status]
+        colour = {"complete": _GOOD, "partial": _PARTIAL, "missed": _BAD}[status]
         text += (f"; <span style='color:{colour}'>reached the model: {reached} of {total} characters "
                  f"({status})</span>")
     return text + "</p>"
@@ -229,12 +231,12 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
             mark = " ✓" if (ids_column and str(doc) in gold) or overlap else ""
             if overlap:
                 mark += f" gold {_offsets(overlap)}"
-            style = "color:#1a7f37;font-weight:bold" if mark else ""
+            style = f"color:{_GOOD};font-weight:bold" if mark else ""
             items.append(f"<span style='{style}'>{rank}. {_esc(label)}{_esc(mark)}</span>")
         missed = sorted(gold - {str(d) for d in ids}) if ids_column else []
         line = " &nbsp; ".join(items) or "<i>nothing retrieved</i>"
         if columns.get("gold") and ids_column:
-            line += f" &nbsp; <span style='color:#b42318'>gold not retrieved: {_esc(missed)}</span>" if missed else ""
+            line += f" &nbsp; <span style='color:{_BAD}'>gold not retrieved: {_esc(missed)}</span>" if missed else ""
             if not gold:
                 line += " &nbsp; <i>(no gold: unanswerable)</i>"
         parts.append(f"<p><b>Retrieved</b>: {line}</p>")
@@ -259,7 +261,7 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
         for i, claim in enumerate(claims):
             verdict = verdicts[i] if i < len(verdicts) else None
             mark = {True: "✓ supported", False: "✗ unsupported"}.get(verdict, "?")
-            colour = {True: "#1a7f37", False: "#b42318"}.get(verdict, "#666")
+            colour = {True: _GOOD, False: _BAD}.get(verdict, "#666")
             reason = f" <i>{_esc(reasons[i])}</i>" if i < len(reasons) and reasons[i] else ""
             body.append(f"<li><span style='color:{colour}'>{mark}</span>: {_esc(claim)}{reason}</li>")
         parts.append(f"<p><b>{_esc(stem)} claims</b></p><ul>{''.join(body)}</ul>")

@@ -11,9 +11,12 @@ import pandas as pd
 from raglab._optional import import_optional
 from raglab._rowtable import is_missing, missing_column_error, pair_runs, resolve_column
 from raglab.widgets._explore import (
+    _BAD,
+    _GOOD,
     _browser,
     _esc,
     _field_columns,
+    _format_value,
     _navigation,
     _score_columns,
     _short,
@@ -24,15 +27,13 @@ __all__ = ["explore_pair"]
 
 _ALL = "(all)"
 FLIP_OPTIONS = ("all", "pass->fail", "fail->pass", "unchanged")
-_FLIP_STYLE = {"pass->fail": ("#cf222e", "pass → fail"), "fail->pass": ("#1a7f37", "fail → pass"),
+_FLIP_STYLE = {"pass->fail": (_BAD, "pass → fail"), "fail->pass": (_GOOD, "fail → pass"),
                "unchanged": ("#666", "unchanged"), "missing": ("#666", "missing on one side")}
-_ROLES = ("question", "answer", "reference", "retrieved", "gold", "context")
 
 
 def _flip_line(metric: str, rule: str, direction: str, before: Any, after: Any) -> str:
     colour, text = _FLIP_STYLE[direction]
-    shown = ["missing" if is_missing(v) else (f"{v:.3g}" if isinstance(v, (float, np.floating)) else str(v))
-             for v in (before, after)]
+    shown = ["missing" if is_missing(v) else _format_value(v) for v in (before, after)]  # as the panels show them
     return (f"<p><b>{_esc(metric)}</b>: {_esc(shown[0])} → {_esc(shown[1])} "
             f"<span style='color:{colour};font-weight:bold'>{_esc(text)}</span> "
             f"<span style='color:#666'><i>(pass: {_esc(rule)})</i></span></p>")
