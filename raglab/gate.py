@@ -13,6 +13,7 @@ Everything here is also importable from :mod:`raglab.stats` (``raglab.stats.gate
 
 from __future__ import annotations
 
+import copy
 import html
 import json
 import math
@@ -139,8 +140,9 @@ def _decide(
     unit = "clusters" if clustered else "questions"
     if not (np.isfinite(low) and np.isfinite(high)):
         return "review", f"no interval (n={n} {unit}; at least 2, or {MIN_CLUSTERS} clusters, are needed)"
-    if not clustered and n < MIN_QUESTIONS:
-        return "review", f"only {n} paired questions: too few to decide (the gate needs at least {MIN_QUESTIONS})"
+    minimum = MIN_CLUSTERS if clustered else MIN_QUESTIONS
+    if n < minimum:
+        return "review", f"only {n} paired {unit}: too few to decide (the gate needs at least {minimum})"
     if high - low <= GATE_TOLERANCE * max(1.0, abs(low), abs(high), margin):
         return "review", "zero-width interval: every paired difference is the same, so there is no evidence about sampling error"
     if resampled and n_changed is not None and n_changed < MIN_CHANGED:
@@ -195,15 +197,15 @@ def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust:
     names = list(dict.fromkeys(table["metric"]))
     margins, directions = _margins(margin, names), _directions(higher_is_better, names)
     out = table.copy()
-    out.attrs = json.loads(json.dumps(table.attrs))
+    out.attrs = copy.deepcopy(table.attrs)
     position = out.columns.get_loc("high") + 1
     out.insert(position, "margin", out["metric"].map(margins).astype(float))
     out.insert(position + 1, "higher_is_better", out["metric"].map(directions).astype(bool))
     hib = out["higher_is_better"].to_numpy(dtype=bool)
     if "p_decrease" in out.columns:
         p_worse = np.where(hib, out["p_decrease"].to_numpy(dtype=float), out["p_increase"].to_numpy(dtype=float))
-    else:  # a table from an older raglab: no one-sided p-values, so per-row blocks on the interval alone
-        p_worse = np.zeros(len(out))
+    else:  # a table without one-sided p-values (an older raglab): no row can show it survives Holm, so none blocks
+        p_worse = np.full(len(out), np.nan)
     adjusted = holm(p_worse) if adjust == "holm" else p_worse
     family = int(np.isfinite(p_worse).sum()) if adjust == "holm" else 1
     level = float(out["level"].iloc[0]) if "level" in out.columns and len(out) else 0.95
@@ -273,7 +275,7 @@ class GateResult(ResultBase):
     def to_frame(self) -> pd.DataFrame:
         """The table (a copy): compare columns plus ``margin``, ``higher_is_better``, ``decision``."""
         frame = self.table.copy()
-        frame.attrs = json.loads(json.dumps(self.table.attrs))
+        frame.attrs = copy.deepcopy(self.table.attrs)
         return frame
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from raglab import stats
 from raglab._meta import update_meta
 from raglab._results import ResultBase
 from raglab.gate import _decide, _worst
-from raglab.stats import GateResult, gate, gate_comparison
+from raglab.stats import GateResult, compare, gate, gate_comparison
 
 
 def _seed_example():
@@ -314,3 +314,25 @@ def test_gate_needs_named_metrics():
         base.rag.gate(base, margin=0.02, metrics=[])
     with pytest.raises(TypeError, match="metrics"):
         base.rag.gate(base, margin=0.02)
+
+
+def test_too_few_clusters_review_even_with_a_narrow_interval():
+    # GATE_RULE: fewer than 10 clusters is review, whatever interval a hand-built table carries
+    decision, reason = _decide(0.01, 0.02, 0.02, True, n=3, clustered=True)
+    assert decision == "review" and "only 3 paired clusters" in reason
+    assert _decide(0.01, 0.02, 0.02, True, n=10, clustered=True)[0] == "pass"
+
+
+def test_a_table_without_one_sided_p_values_never_blocks():
+    table = compare({"m": [1.0, 0.9, 0.8, 1.0] * 30}, {"m": [0.5, 0.4, 0.3, 0.6] * 30}, n_resamples=500)
+    assert gate_comparison(table, margin=0.02, higher_is_better=True).decision == "block"
+    old = table.drop(columns=["p_decrease", "p_increase"])
+    result = gate_comparison(old, margin=0.02, higher_is_better=True)
+    assert result.decision == "review" and "no test p-value is available" in result.table["reason"].iloc[0]
+
+
+def test_numpy_values_in_the_table_attrs_are_kept():
+    table = compare({"m": [1.0, 0.9, 0.8, 1.0] * 30}, {"m": [1.0, 0.9, 0.8, 1.0] * 30}, n_resamples=500)
+    table.attrs["note"] = np.int64(3)
+    result = gate_comparison(table, margin=0.02, higher_is_better=True)
+    assert result.table.attrs["note"] == 3 and json.loads(result.to_json())["decision"] in ("pass", "review")

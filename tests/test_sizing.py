@@ -758,3 +758,15 @@ def test_cli_size_for_the_gate(capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[0] == f"{questions_for_gate(0.02, ci=0.9, power=0.9, **ISSUE)} questions"
     assert "0.248 on the judge's labels" in out
+
+
+def test_questions_for_gate_never_sizes_below_what_the_gate_decides_on():
+    from raglab.gate import MIN_QUESTIONS
+    from raglab.stats import gate
+
+    n = questions_for_gate(0.3, discordance=0.1)
+    assert n == MIN_QUESTIONS
+    # at one question fewer the gate cannot decide at all
+    few = gate([1.0, 0.0, 1.0] * 3, [1.0, 1.0, 0.0] * 3, margin=0.3, higher_is_better=True)
+    assert few.decision == "review" and few.table["reason"].iloc[0].startswith(f"only {n - 1} paired questions")
+    assert questions_for_gate(0.3, discordance=0.1, slice_fraction=0.5) == 2 * MIN_QUESTIONS

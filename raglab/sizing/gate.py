@@ -12,6 +12,7 @@ from typing import Any
 
 from scipy import stats as _sps
 
+from raglab.gate import MIN_QUESTIONS
 from raglab.sizing._checks import _N_MAX, _is_number, _judge_rates, _rate
 from raglab.sizing.outcomes import PairedOutcomes, paired_outcomes
 
@@ -109,7 +110,7 @@ def questions_for_gate(
     Returns
     -------
     int
-        Total questions.
+        Total questions; at least the gate's minimum of 10 in the slice (below it the gate reviews).
 
     Examples
     --------
@@ -131,7 +132,8 @@ def questions_for_gate(
     zp = float(_sps.norm.ppf(power))
     if z + zp <= 0:
         raise ValueError(f"`power` = {power:g} is below what the gate gives an unchanged candidate with one question")
-    n = max(1, math.ceil((z + zp) ** 2 * v / float(margin) ** 2 - 1e-9))
+    # never below the gate's own minimum: with fewer questions it reviews whatever the interval says
+    n = max(MIN_QUESTIONS, math.ceil((z + zp) ** 2 * v / float(margin) ** 2 - 1e-9))
     if n > _N_MAX:
         raise ValueError(f"a margin of {margin:g} is too small to size with any practical number of questions")
     return math.ceil(n / slice_fraction - 1e-9)

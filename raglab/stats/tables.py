@@ -26,6 +26,7 @@ from raglab.stats._engine import (
     _boot_label,
     _bootstrap_cells,
     _is_binary,
+    _Resampler,
     _resolve_seed,
     _slice_codes,
     _unit_codes,
@@ -364,10 +365,14 @@ def compare(
             "Use method='auto' to take the bootstrap for those."
         )
     boot_method = "percentile" if method in ("auto", "score") else method
-    engine, boot, low, high = _bootstrap_cells(
-        diffs, codes, n_groups, grouped=grouped, units=unit_codes, level=level, method=boot_method,
-        n_resamples=n_resamples, seed=seed, expand=method == "auto",
-    )
+    if all(score):  # every interval is Tango's and every test McNemar: no resample would be read
+        engine, boot = _Resampler(diffs, codes, n_groups, units=None, grouped=grouped), None
+        low, high = np.full(engine.theta.shape, np.nan), np.full(engine.theta.shape, np.nan)
+    else:
+        engine, boot, low, high = _bootstrap_cells(
+            diffs, codes, n_groups, grouped=grouped, units=unit_codes, level=level, method=boot_method,
+            n_resamples=n_resamples, seed=seed, expand=method == "auto",
+        )
     down = _row_counts(codes, n_groups, grouped, diffs == -1)
     up = _row_counts(codes, n_groups, grouped, diffs == 1)
     n_changed = _row_counts(codes, n_groups, grouped, complete & (diffs != 0))
