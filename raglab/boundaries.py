@@ -33,7 +33,7 @@ from raglab._meta import get_meta, set_meta, update_meta
 from raglab._results import ResultBase, jsonable
 from raglab._rowtable import check_unique_ids, resolve_column
 from raglab._validation import check_int, is_missing, warn
-from raglab.metrics.spans import _gold_units, _merge, _span_tuple
+from raglab.metrics.spans import _coverage, _gold_units, _merge, _span_tuple
 
 __all__ = ["BoundaryReport", "boundaries", "boundary_report", "expand_neighbors", "prompt_chars"]
 
@@ -131,13 +131,8 @@ def _union_chars(spans: Sequence[tuple[Any, int, int]]) -> int:
 
 def _reached(gold: list[tuple[Any, int, int, float]], spans: Sequence[tuple[Any, int, int]]) -> str:
     """"complete", "partial" or "missed": the gold characters inside the union of the spans."""
-    total = covered = 0
-    for doc in {u[0] for u in gold}:
-        g = _merge([(u[1], u[2]) for u in gold if u[0] == doc])
-        c = _merge([(s[1], s[2]) for s in spans if s[0] == doc and s[2] > s[1]])
-        total += sum(e - s for s, e in g)
-        covered += sum(max(0, min(ge, ce) - max(gs, cs)) for gs, ge in g for cs, ce in c)
-    return "complete" if covered == total else "partial" if covered else "missed"
+    share = _coverage(list(spans), gold, len(spans))
+    return "complete" if share == 1 else "partial" if share > 0 else "missed"
 
 
 def _geometry(table: pd.DataFrame, doc: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ from raglab._errors import RowTableError
 from raglab._meta import get_meta, update_meta
 from raglab._rowtable import check_option, check_unique_ids, missing_column_error, resolve_column
 from raglab._validation import warn
-from raglab.metrics._kernel import _arrow_id_kind, _arrow_lists, list_lengths
+from raglab.metrics._kernel import _arrow_id_kind, _arrow_lists, _as_cells, list_lengths
 from raglab.metrics.spans import _span_retrieval_scores, check_min_overlap
 
 __all__ = ["depth_gap", "retrieval"]
@@ -325,7 +325,11 @@ def depth_gap(
         raise missing_column_error(df, candidate_spans, role=None, method=method, keyword="candidate_spans")
     span_gold = resolve_column(df, "gold_spans", gold_spans, method=method, required=False)
     id_gold = resolve_column(df, "gold", gold, method=method, required=False)
-    uses_spans = gold_by == "spans" or (gold_by == "auto" and span_gold is not None and id_gold is None)
+    # retrieval()'s "auto" rule (span gold with retrieved spans), resolved once so both depths score the same unit
+    span_ranked = resolve_column(df, "retrieved_spans", retrieved_spans, method=method, required=False)
+    uses_spans = gold_by == "spans" or (
+        gold_by == "auto" and span_gold is not None and (id_gold is None or span_ranked is not None)
+    )
     if uses_spans and candidate_spans is None:
         raise RowTableError(
             f"{method}: the gold is character spans, so the candidates' spans are needed too; "
@@ -339,7 +343,7 @@ def depth_gap(
         return max(1, int(lengths.max()) if len(lengths) else 1)
 
     depths = {"context": depth(ranked_col, k, "k"), "candidates": depth(candidates, candidate_k, "candidate_k")}
-    common = {"gold_by": gold_by, "min_overlap": min_overlap, "question_id": question_id,
+    common = {"gold_by": "spans" if uses_spans else "ids", "min_overlap": min_overlap, "question_id": question_id,
               "gold": gold, "gold_spans": gold_spans, "method_name": _scoring_name(method)}
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*replaces existing column")
@@ -400,6 +404,7 @@ def _id_types(values: Any, *, spans: bool) -> set[str]:
         if kind is not None:
             return {kind} if sum(len(chunk.flatten()) for chunk in arrow.chunks) else set()
         values = arrow.to_pylist()  # not ids: let the cell checks describe them
+    values = _as_cells(values)  # a 1-D object array: iterated in C, not cell by cell through pandas
     if spans:
         types = {type(x.get("doc_id")) for cell in values if isinstance(cell, (list, tuple, np.ndarray))
                  for x in cell if isinstance(x, Mapping)}
@@ -434,30 +439,40 @@ def _check_span_lengths(df: pd.DataFrame, ids_col: str, spans_col: str, method: 
 
 def _check_grades(df: pd.DataFrame, gold_col: str, gain: str, method: str, qid: str | None) -> None:
     """Refuse grades that cannot be scored: non-finite ones, and (exponential gain 2**g - 1) g >= 1024."""
-    for pos, cell in enumerate(df[gold_col].array):
+    cells = df[gold_col].to_numpy(dtype=object)
+    try:  # one pass in C over every dict grade; only a table with a grade to refuse is walked row by row
+        flat = np.fromiter(itertools.chain.from_iterable(c.values() for c in cells if isinstance(c, Mapping)),
+                           dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        flat = None  # grades that are not plain numbers: the walk below words the problem
+    if flat is not None and not (np.isinf(flat).any() or (gain == "exponential" and (flat >= 1024).any())):
+        return
+    for pos, cell in enumerate(cells):
         if not isinstance(cell, Mapping) or not cell:
             continue
         grades = [float(g) for g in cell.values()
                   if isinstance(g, (int, float, np.number)) and not isinstance(g, (bool, np.bool_))]
-        who = f"{qid} {str(df[qid].iloc[pos])!r}" if qid is not None else f"row {pos}"
         bad = [g for g in grades if np.isinf(g)]
         if bad:
             raise RowTableError(
-                f"{method}: column {gold_col!r} ({who}) has grade {bad[0]!r}; grades must be finite numbers "
-                "(e.g. 0-3). Fix the gold."
+                f"{method}: column {gold_col!r} ({_who(df, pos, qid)}) has grade {bad[0]!r}; grades must be finite "
+                "numbers (e.g. 0-3). Fix the gold."
             )
         if gain == "exponential" and grades and max(grades) >= 1024:
             raise RowTableError(
-                f"{method}: column {gold_col!r} ({who}) has grade {max(grades)!r}; exponential gain 2**g - 1 "
-                "overflows for grades of 1024 and more. Pass gain='linear', or rescale the grades."
+                f"{method}: column {gold_col!r} ({_who(df, pos, qid)}) has grade {max(grades)!r}; exponential gain "
+                "2**g - 1 overflows for grades of 1024 and more. Pass gain='linear', or rescale the grades."
             )
+
+
+def _who(df: pd.DataFrame, pos: int, qid: str | None) -> str:
+    return f"{qid} {str(df[qid].iloc[pos])!r}" if qid is not None else f"row {pos}"
 
 
 def _check_id_types(df: pd.DataFrame, ranked_col: str, gold_col: str, method: str, *, spans: bool = False) -> None:
     """Refuse ids that can never match: numbers on one side, text on the other (7 != "7" in Python)."""
-    ranked = _id_types(df[ranked_col] if _arrow_lists(df[ranked_col]) is not None else df[ranked_col].array,
-                       spans=spans)
-    gold = _id_types(df[gold_col] if _arrow_lists(df[gold_col]) is not None else df[gold_col].array, spans=spans)
+    ranked = _id_types(df[ranked_col], spans=spans)
+    gold = _id_types(df[gold_col], spans=spans)
     if ranked and gold and not ranked & gold:
         what = "doc_id values" if spans else "ids"
         raise RowTableError(

@@ -187,18 +187,15 @@ def boundary_corpus(
         for kind in kinds:
             term = terms.pop(0)
             prose = " ".join(_filler(rng) for _ in range(int(rng.integers(low, high + 1))))
+            if prose:
+                text += (" " if paragraph_open else "") + prose
+                paragraph_open = True
             if kind == "definition":
-                if prose:
-                    text += (" " if paragraph_open else "") + prose
-                    paragraph_open = True
                 text += " " if paragraph_open else ""
                 gold = _definition(rng, term)
                 question = f"What is the {term}?"
                 paragraph_open = True
             else:
-                if prose:
-                    text += (" " if paragraph_open else "") + prose
-                    paragraph_open = True
                 text += "\n\n" if paragraph_open else ""
                 gold = _table(rng, term)
                 question = f"What are the limits of the {term}?"

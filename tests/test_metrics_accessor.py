@@ -178,6 +178,19 @@ def test_depth_gap_span_gold_needs_candidate_spans():
         rows.rag.depth_gap()
 
 
+def test_depth_gap_scores_both_depths_on_the_same_gold():
+    # gold as ids AND spans, context spans given, no candidate spans: retrieval() would score the context by
+    # spans, so depth_gap must not score the candidates' ids against a different gold (it did: 0.0, n_lost 0)
+    span = {"doc_id": "a", "start": 0, "end": 5}
+    rows = pd.DataFrame({"question_id": ["q1", "q2"], "retrieved": [["x"], ["y"]],
+                         "retrieved_spans": [[span], [span]], "candidates": [["x", "g1"], ["y", "g2"]],
+                         "gold": [["g1"], ["g2"]], "gold_spans": [[span], [span]]})
+    with pytest.raises(raglab.RowTableError, match="pass candidate_spans="):
+        rows.rag.depth_gap()
+    by_ids = rows.rag.depth_gap(gold_by="ids").set_index("metric")
+    assert by_ids.loc["recall", ["context", "candidates", "n_lost"]].tolist() == [0.0, 1.0, 2]
+
+
 def test_depth_gap_equals_retrieval_on_each_column_for_bundled_run():
     from raglab import datasets
 

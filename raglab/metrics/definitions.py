@@ -94,12 +94,7 @@ def reciprocal_rank(ranked: Sequence[Hashable], gold: Any, k: int | None = None)
     0.0
     """
     cut = None if k is None else _check_k(k)
-    matched = match_ids(ranked, gold)
-    if matched is None:
-        return math.nan
-    if cut is not None and matched.found and matched.found[0][0] > cut:
-        return 0.0
-    return METRICS["rr"].definition(matched, None, "exponential")
+    return _one("rr", ranked, gold, cut)
 
 
 def ndcg_at_k(ranked: Sequence[Hashable], grades: Any, k: int, *, gain: str = "exponential") -> float:

@@ -251,7 +251,7 @@ def _ndcg_bulk(found: Found, k: int | None) -> np.ndarray:
 
 
 def _rr(q: Matched, k: int | None, gain: str) -> float:
-    return 1.0 / q.found[0][0] if q.found else 0.0
+    return 1.0 / q.found[0][0] if q.found and (k is None or q.found[0][0] <= k) else 0.0
 
 
 def _rr_bulk(found: Found, k: int | None) -> np.ndarray:
