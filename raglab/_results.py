@@ -100,13 +100,20 @@ class ResultBase:
         scalars = {k: v for k, v in self.to_dict().items() if not isinstance(v, (dict, list, tuple))}
         return pd.DataFrame([scalars])
 
+    def _shown(self) -> pd.DataFrame:
+        """What both displays show (a subclass may show fewer columns than ``to_frame()`` keeps)."""
+        return self.to_frame()
+
+    def _footer_html(self) -> str:
+        return ""
+
     def __repr__(self) -> str:
         with pd.option_context("display.width", 200, "display.max_columns", 30):
-            body = self.to_frame().to_string(index=False, float_format=lambda v: f"{v:.4g}")
+            body = self._shown().to_string(index=False, float_format=lambda v: f"{v:.4g}")
         return f"{self._title()}\n{body}"
 
     def _repr_html_(self) -> str:
         return (
             f'<div><p><b style="color:{self._colour()}">{html.escape(self._title())}</b></p>'
-            f"{frame_to_html(self.to_frame())}</div>"
+            f"{frame_to_html(self._shown())}{self._footer_html()}</div>"
         )

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._registry import metric_info
-from raglab._results import ResultBase, decision_colour, frame_to_html
+from raglab._results import ResultBase, decision_colour
 from raglab._results import jsonable as _jsonable
 from raglab._validation import check_option, warn
 from raglab._version import __version__
@@ -238,7 +238,7 @@ def _worst(decisions: Sequence[str]) -> str:
 _SHOWN_COLUMNS = ["metric", "slice", "n", "base", "cand", "diff", "low", "high", "margin", "decision", "reason"]
 
 
-@dataclass
+@dataclass(repr=False)
 class GateResult(ResultBase):
     """The release gate's verdict: ``decision`` (``"pass"``, ``"review"`` or ``"block"``) and ``table``.
 
@@ -324,17 +324,8 @@ class GateResult(ResultBase):
         """The columns both displays show (``to_frame()`` keeps them all)."""
         return self.table[[c for c in _SHOWN_COLUMNS if c in self.table.columns]]
 
-    def __repr__(self) -> str:
-        with pd.option_context("display.width", 200, "display.max_columns", 20):
-            body = self._shown().to_string(index=False, float_format=lambda v: f"{v:.4g}")
-        return f"{self._title()}\n{body}"
-
-    def _repr_html_(self) -> str:
-        return (
-            f'<div><p><b style="color:{self._colour()}">{html.escape(self._title())}</b></p>'
-            f"{frame_to_html(self._shown())}"
-            f"<p><small>{html.escape(GATE_RULE)}</small></p></div>"
-        )
+    def _footer_html(self) -> str:
+        return f"<p><small>{html.escape(GATE_RULE)}</small></p>"
 
 
 _REQUIRED_COLUMNS = ("metric", "n", "low", "high")

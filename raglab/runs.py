@@ -179,6 +179,14 @@ def summary(
     return table
 
 
+
+def _pairing_record(pairs: Any) -> dict[str, Any]:
+    """How two runs paired (counts and the first 50 unpaired ids), as compare and flips record it."""
+    return {
+        "n_paired": pairs.n, "n_base_only": len(pairs.base_only), "n_cand_only": len(pairs.cand_only),
+        "base_only": [str(i) for i in pairs.base_only[:50]], "cand_only": [str(i) for i in pairs.cand_only[:50]],
+    }
+
 def compare(
     base: pd.DataFrame,
     cand: pd.DataFrame,
@@ -276,11 +284,7 @@ def compare(
             "how": how,
             "by": by_columns or None,
             "units": units,
-            "n_paired": pairs.n,
-            "n_base_only": len(pairs.base_only),
-            "n_cand_only": len(pairs.cand_only),
-            "base_only": [str(i) for i in pairs.base_only[:50]],
-            "cand_only": [str(i) for i in pairs.cand_only[:50]],
+            **_pairing_record(pairs),
             "runs": {"base": _run_record(base), "cand": _run_record(cand)},
         }
     )
@@ -733,9 +737,7 @@ def flips(
             table[f"{column}_per"] = table[column] * scale
     meta = get_meta(base)
     meta["flips"] = {
-        **rule, "per": per, "on": on, "how": how, "by": by_columns or None, "n_paired": pairs.n,
-        "n_base_only": len(pairs.base_only), "n_cand_only": len(pairs.cand_only),
-        "base_only": [str(i) for i in pairs.base_only[:50]], "cand_only": [str(i) for i in pairs.cand_only[:50]],
+        **rule, "per": per, "on": on, "how": how, "by": by_columns or None, **_pairing_record(pairs),
     }
     set_meta(table, jsonable(meta))
     return table
