@@ -135,12 +135,15 @@ def _reached(gold: list[tuple[Any, int, int, float]], spans: Sequence[tuple[Any,
     return "complete" if share == 1 else "partial" if share > 0 else "missed"
 
 
-def _geometry(table: pd.DataFrame, doc: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each span (doc, start, end): is it inside one chunk, and how many chunks does it overlap."""
+def _geometry(table: pd.DataFrame, doc: np.ndarray, start: np.ndarray, end: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each span (doc, start, end): is it inside one chunk, how many chunks it overlaps, and the
+    chunk holding its first character that reaches furthest (a position in ``table``; -1 for none)."""
     inside = np.zeros(len(doc), dtype=bool)
     n_over = np.zeros(len(doc), dtype=np.int64)
+    holder = np.full(len(doc), -1, dtype=np.int64)
     if not len(doc):
-        return inside, n_over
+        return inside, n_over, holder
     groups = table.groupby("doc_id", sort=False).indices
     all_starts = table["start"].to_numpy()
     all_ends = table["end"].to_numpy()
@@ -152,13 +155,18 @@ def _geometry(table: pd.DataFrame, doc: np.ndarray, start: np.ndarray, end: np.n
         c_start = all_starts[rows]  # the table is sorted by start within a document
         c_end = all_ends[rows]
         reach = np.maximum.accumulate(c_end)  # the furthest end among chunks starting at or before
+        # which chunk first reached that far (the first of equals, as argmax picks)
+        reacher = np.maximum.accumulate(np.where(np.r_[True, c_end[1:] > reach[:-1]], np.arange(len(c_end)), 0))
         g_start, g_end = start[where], end[where]
         last = np.searchsorted(c_start, g_start, side="right") - 1
-        inside[where] = (last >= 0) & (reach[np.maximum(last, 0)] >= g_end)
+        at = np.maximum(last, 0)
+        inside[where] = (last >= 0) & (reach[at] >= g_end)
+        holds = (last >= 0) & (reach[at] > g_start)
+        holder[where[holds]] = rows[reacher[at[holds]]]
         # Chunks overlapping [g_start, g_end): start < g_end, minus those ending at or before g_start.
         n_over[where] = np.searchsorted(c_start, g_end, side="left") - np.searchsorted(
             np.sort(c_end), g_start, side="right")
-    return inside, n_over
+    return inside, n_over, holder
 
 
 def _retrieved_spans(df: pd.DataFrame, table: pd.DataFrame, method: str, qid: str | None,
@@ -261,7 +269,7 @@ def boundaries(
     doc = np.array([u[0] for u in flat], dtype=object)
     start = np.array([u[1] for u in flat], dtype=np.int64)
     end = np.array([u[2] for u in flat], dtype=np.int64)
-    inside, n_over = _geometry(table, doc, start, end)
+    inside, n_over, _ = _geometry(table, doc, start, end)
     unknown = sorted({str(d) for d in set(doc.tolist()) - set(table["doc_id"].tolist())})
     if unknown:
         warn(f"{method}: gold spans lie in {len(unknown)} document(s) the chunk table does not have (e.g. "

@@ -368,3 +368,22 @@ def test_prompt_chars_on_the_bundled_expanded_run_matches_a_plain_sum():
     oracle = [sum(int(s["end"]) - int(s["start"]) for s in spans) for spans in run["retrieved_spans"]]
     assert prompt_chars(run).tolist() == oracle
     assert prompt_chars(run).mean() / prompt_chars(datasets.squad_run("chunk1000_bm25")).mean() > 1.4  # the +48% of 03
+
+
+def test_the_chunk_holding_each_span_start_matches_a_brute_force_search():
+    from raglab.boundaries import _chunk_table, _geometry
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n_chunks = int(rng.integers(1, 8))
+        starts = np.sort(rng.integers(0, 60, n_chunks))
+        table = _chunk_table(pd.DataFrame({"doc_id": "d", "start": starts,
+                                           "end": starts + rng.integers(1, 30, n_chunks)}), "test")
+        g_start = rng.integers(0, 80, 10)
+        g_end = g_start + rng.integers(1, 20, 10)
+        _, _, holder = _geometry(table, np.array(["d"] * 10, dtype=object), g_start, g_end)
+        s, e = table["start"].to_numpy(), table["end"].to_numpy()
+        for i, first in enumerate(g_start):
+            holding = np.flatnonzero((s <= first) & (first < e))
+            expected = holding[np.argmax(e[holding])] if len(holding) else -1  # furthest-reaching, first of equals
+            assert holder[i] == expected

@@ -34,7 +34,7 @@ def _gold_in_chunks(rows: pd.DataFrame, chunks: pd.DataFrame, gold_spans: str | 
     doc = spans["doc_id"].to_numpy(dtype=object)
     start = spans["start"].to_numpy(dtype=np.int64)
     end = spans["end"].to_numpy(dtype=np.int64)
-    inside, _ = _b._geometry(table, doc, start, end)
+    inside, _, holder = _b._geometry(table, doc, start, end)
     unknown = sorted({str(d) for d in set(doc.tolist()) - set(table["doc_id"].tolist())})
     if unknown:
         from raglab._validation import warn
@@ -43,18 +43,9 @@ def _gold_in_chunks(rows: pd.DataFrame, chunks: pd.DataFrame, gold_spans: str | 
              f"{unknown[:5]}); they count as cut and are not drawn. Pass the chunk table of the whole corpus.")
     # The chunk that holds the span's first character and reaches furthest (the one holding it, when
     # one does): offsets in units of that chunk's length, so 0 is its start and 1 its end.
-    c_start = np.full(len(spans), np.nan)
-    c_end = np.full(len(spans), np.nan)
-    groups = table.groupby("doc_id", sort=False).indices
-    starts, ends = table["start"].to_numpy(), table["end"].to_numpy()
-    for i, (d, s) in enumerate(zip(doc, start)):
-        where = groups.get(d)
-        if where is None:
-            continue
-        holding = where[(starts[where] <= s) & (s < ends[where])]
-        if len(holding):
-            best = holding[np.argmax(ends[holding])]
-            c_start[i], c_end[i] = starts[best], ends[best]
+    held = holder >= 0
+    c_start = np.where(held, table["start"].to_numpy()[np.maximum(holder, 0)], np.nan)
+    c_end = np.where(held, table["end"].to_numpy()[np.maximum(holder, 0)], np.nan)
     length = c_end - c_start
     spans["cut"] = ~inside
     spans["rel_start"] = (start - c_start) / length
