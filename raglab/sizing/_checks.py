@@ -61,3 +61,12 @@ def _check_mde(mde: Any) -> float:
 def _check_n(n: Any) -> None:
     if not _is_number(n) or not n > 0:
         raise ValueError(f"`n` must be a positive number of questions, got {n!r}")
+
+
+def _check_sd_diff(sd_diff: Any, discordance: Any) -> float:
+    """A continuous metric's paired standard deviation, given instead of (never with) a discordance."""
+    if discordance is not None:
+        raise ValueError("pass either `discordance` (pass/fail metrics) or `sd_diff` (continuous), not both")
+    if not (_is_number(sd_diff) and sd_diff > 0 and math.isfinite(sd_diff)):
+        raise ValueError(f"`sd_diff` must be a positive standard deviation, got {sd_diff!r}")
+    return float(sd_diff)

@@ -21,7 +21,7 @@ from raglab.sizing._checks import (
     _N_MAX,
     _check_mde,
     _check_n,
-    _is_number,
+    _check_sd_diff,
     _judge_rates,
     _rate,
 )
@@ -41,8 +41,7 @@ def standard_error(p: float, n: int) -> float:
     0.0265
     """
     _rate("p", p)
-    if isinstance(n, bool) or not n > 0:
-        raise ValueError(f"`n` must be a positive number of questions, got {n!r}")
+    _check_n(n)
     return math.sqrt(p * (1 - p) / n)
 
 
@@ -127,10 +126,7 @@ def _design(
     common = dict(power=power, alpha=alpha, attenuation=att, slice_fraction=slice_fraction, alternative=alternative,
                   judge=judge, attenuation_given=scaled)
     if sd_diff is not None:
-        if discordance is not None:
-            raise ValueError("pass either `discordance` (pass/fail metrics) or `sd_diff` (continuous), not both")
-        if not (_is_number(sd_diff) and sd_diff > 0 and math.isfinite(sd_diff)):
-            raise ValueError(f"`sd_diff` must be a positive standard deviation, got {sd_diff!r}")
+        _check_sd_diff(sd_diff, discordance)
         if judge is not None:
             raise ValueError(
                 "`sensitivity` and `specificity` describe a judge's pass/fail labels; a continuous metric "

@@ -13,7 +13,7 @@ from typing import Any
 from scipy import stats as _sps
 
 from raglab.gate import MIN_QUESTIONS
-from raglab.sizing._checks import _N_MAX, _is_number, _judge_rates, _rate
+from raglab.sizing._checks import _N_MAX, _check_sd_diff, _is_number, _judge_rates, _rate
 from raglab.sizing.outcomes import PairedOutcomes, paired_outcomes
 
 __all__ = ["questions_for_gate"]
@@ -30,10 +30,7 @@ def _gate_variance(
         )
     judge = _judge_rates(sensitivity, specificity)
     if sd_diff is not None:
-        if discordance is not None:
-            raise ValueError("pass either `discordance` (pass/fail metrics) or `sd_diff` (continuous), not both")
-        if not (_is_number(sd_diff) and sd_diff > 0 and math.isfinite(sd_diff)):
-            raise ValueError(f"`sd_diff` must be a positive standard deviation, got {sd_diff!r}")
+        _check_sd_diff(sd_diff, discordance)
         if judge is not None or p is not None:
             raise ValueError(
                 "`sd_diff` sizes a continuous metric on its own: drop `p`, `sensitivity` and `specificity` "

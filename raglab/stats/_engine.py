@@ -658,6 +658,15 @@ def _drop_missing_pairs(base: np.ndarray, cand: np.ndarray, units: Any, what: st
     return base[keep], cand[keep], units
 
 
+def _complete_pairs(base: Any, cand: Any, units: Any, what: str, *, allow_empty: bool = False) -> tuple[np.ndarray, ...]:
+    """The paired score vectors without pairs missing a score (dropped with a warning), and their units."""
+    b, c = _paired_vectors(base, cand)
+    b, c, units = _drop_missing_pairs(b, c, units, what)
+    if b.size == 0 and not allow_empty:
+        raise ValueError(f"{what} needs at least one pair with scores on both sides")
+    return b, c, units
+
+
 def _paired_vectors(base: Any, cand: Any) -> tuple[np.ndarray, np.ndarray]:
     b, c = _as_vector(base, "base"), _as_vector(cand, "cand")
     if len(b) != len(c):

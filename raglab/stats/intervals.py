@@ -28,8 +28,7 @@ from raglab.stats._engine import (
     _as_vector,
     _boot_label,
     _bootstrap_cells,
-    _drop_missing_pairs,
-    _paired_vectors,
+    _complete_pairs,
     _resolve_seed,
     _unit_codes,
 )
@@ -258,10 +257,7 @@ def paired_bootstrap(
     level = check_level(ci)
     n_resamples = check_int(n_resamples, "n_resamples", 1)
     seed = _resolve_seed(seed)
-    b, c = _paired_vectors(base, cand)
-    b, c, units = _drop_missing_pairs(b, c, units, "paired_bootstrap")
-    if b.size == 0:
-        raise ValueError("paired_bootstrap needs at least one pair with scores on both sides")
+    b, c, units = _complete_pairs(base, cand, units, "paired_bootstrap")
     diffs = (c - b)[:, None]
     codes = np.zeros(len(b), dtype=np.intp)
     engine, _, low, high = _bootstrap_cells(
@@ -354,14 +350,11 @@ def paired_proportion_interval(base: Any, cand: Any, *, ci: float = 0.95) -> Int
     (0.0, -0.561, 0.561)
     """
     level = check_level(ci)
-    b, c = _paired_vectors(base, cand)
-    b, c, _ = _drop_missing_pairs(b, c, None, "paired_proportion_interval")
+    b, c, _ = _complete_pairs(base, cand, None, "paired_proportion_interval")
     if not (np.isin(b, (0.0, 1.0)).all() and np.isin(c, (0.0, 1.0)).all()):
         raise ValueError(
             "paired_proportion_interval needs pass/fail scores (0 or 1) on both sides; use paired_bootstrap for others"
         )
-    if b.size == 0:
-        raise ValueError("paired_proportion_interval needs at least one pair with scores on both sides")
     down, up = int(((b == 1) & (c == 0)).sum()), int(((b == 0) & (c == 1)).sum())
     low, high = _tango_bounds(down, up, b.size, level)
     return Interval((up - down) / b.size, float(low), float(high), method=_SCORE_LABEL, level=level, n=b.size)

@@ -19,8 +19,7 @@ from scipy import stats as _sps
 from raglab._validation import check_int
 from raglab.stats._engine import (
     _as_vector,
-    _drop_missing_pairs,
-    _paired_vectors,
+    _complete_pairs,
     _Resampler,
     _resolve_seed,
     _unit_codes,
@@ -82,8 +81,7 @@ def mcnemar(base: Any, cand: Any) -> TestResult:
     >>> r.statistic, r.p_value
     (0.0, 0.25)
     """
-    b, c = _paired_vectors(base, cand)
-    b, c, _ = _drop_missing_pairs(b, c, None, "mcnemar")
+    b, c, _ = _complete_pairs(base, cand, None, "mcnemar", allow_empty=True)
     if not (np.isin(b, (0.0, 1.0)).all() and np.isin(c, (0.0, 1.0)).all()):
         raise ValueError("mcnemar needs pass/fail scores (0 or 1) on both sides; use sign_flip_test for other scores")
     down, up = int(((b == 1) & (c == 0)).sum()), int(((b == 0) & (c == 1)).sum())
@@ -117,10 +115,7 @@ def sign_flip_test(
     """
     n_permutations = check_int(n_permutations, "n_permutations", 1)
     seed = _resolve_seed(seed)
-    b, c = _paired_vectors(base, cand)
-    b, c, units = _drop_missing_pairs(b, c, units, "sign_flip_test")
-    if b.size == 0:
-        raise ValueError("sign_flip_test needs at least one pair with scores on both sides")
+    b, c, units = _complete_pairs(base, cand, units, "sign_flip_test")
     engine = _Resampler((c - b)[:, None], np.zeros(len(b), dtype=np.intp), 1, units=_unit_codes(units, len(b)), grouped=False)
     p = engine.sign_flip([0], n_permutations, np.random.default_rng(seed))[0]
     label = "sign-flip permutation" + (" (clusters)" if units is not None else "")
