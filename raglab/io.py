@@ -370,7 +370,8 @@ def _write_rows(df: pd.DataFrame, path: Path, fmt: str, header: bool) -> Path:
         schema["index"] = index_names
     gz = path.suffix.lower() == ".gz"
     if fmt == "parquet":
-        return _write_atomically(path, lambda tmp: _write_parquet(df, tmp, schema))
+        # the row count lets read_rows refuse a file another tool cut (nan_rows/empty_rows index its rows)
+        return _write_atomically(path, lambda tmp: _write_parquet(df, tmp, {**schema, "n_rows": len(df)}))
     writer = _write_jsonl if fmt == "jsonl" else _write_csv
     sidecar = sidecar_path(path)
     if not header:
@@ -858,9 +859,6 @@ def _read_parquet(path: Path, *, arrow_lists: bool = False) -> pd.DataFrame:
             if table.num_rows < expected:
                 raise RowTableError(message + " Restore the file, or write it again with raglab.write_rows.")
             warn("read_rows: " + message + " All rows are read.")
-        extra = [c for c in table.column_names if c not in schema["columns"]]
-        if extra:
-            schema = {**schema, "columns": dict(schema["columns"])}
     columns: dict[str, Any] = {}
     for name in table.column_names:
         if arrow_lists:

@@ -150,9 +150,10 @@ def read_trec(
             qrels_df = qrels_df.drop_duplicates(["qid", "docno"], keep="last")
         if qrels_df.empty:
             raise RowTableError(f"{str(qrels)!r}: the qrels file holds no judgments")
-        frames["gold"] = qrels_df.groupby("qid", sort=True).apply(
-            lambda g: dict(zip(g["docno"], g["grade"].astype(int).tolist())), include_groups=False
-        )
+        gold: dict[str, dict[str, int]] = {}
+        for qid, docno, grade in zip(qrels_df["qid"].tolist(), qrels_df["docno"].tolist(), qrels_df["grade"].tolist()):
+            gold.setdefault(qid, {})[docno] = grade
+        frames["gold"] = pd.Series(list(gold.values()), index=pd.Index(list(gold), name="qid"), dtype=object).sort_index()
     if run is not None and frames["retrieved"].empty and qrels is None:
         raise RowTableError(f"{str(run)!r}: the run file holds no ranked documents")
     if qrels is not None and run is not None:
@@ -222,11 +223,15 @@ def write_trec(
         score_col = scores if scores is not None and scores in df.columns else None
         name = run_name or (get_meta(df).get("run") or {}).get("name") or "raglab"
         _check_field(name, "the run name", method)
-        lines = list(_run_lines(df, qid_col, ret_col, score_col, name))  # refuse before writing anything
-        _write_lines(run, lines)
+        run_lines = list(_run_lines(df, qid_col, ret_col, score_col, name))
     if qrels is not None:
         gold_col = resolve_column(df, "gold", gold, method=method)
-        _write_lines(qrels, list(_qrels_lines(df, qid_col, gold_col)))
+        qrels_lines = list(_qrels_lines(df, qid_col, gold_col))
+    # both files are checked before either is written: a bad grade never leaves a new run next to old qrels
+    if run is not None:
+        _write_lines(run, run_lines)
+    if qrels is not None:
+        _write_lines(qrels, qrels_lines)
 
 
 def _check_field(value: Any, what: str, method: str) -> str:
@@ -279,12 +284,10 @@ def _qrels_lines(df: pd.DataFrame, qid_col: str, gold_col: str) -> Iterable[str]
 
 
 def _write_lines(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
+    from raglab.io import _write_atomically  # raglab.io imports this module
+
+    def write(tmp: Path) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.writelines(lines)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+
+    _write_atomically(Path(path), write)

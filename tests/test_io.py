@@ -422,3 +422,13 @@ def test_a_garbled_sidecar_is_named_with_the_fix(tmp_path):
     (tmp_path / "x.csv.raglab.json").write_text("{not json")
     with pytest.raises(raglab.RowTableError, match=r"x.csv.raglab.json' .* delete it to read 'x.csv'"):
         read_rows(path)
+
+
+def test_parquet_cut_by_another_tool_is_refused_with_the_file(tmp_path):
+    import pyarrow.parquet as _pq
+
+    df = pd.DataFrame({"question_id": ["q1", "q2", "q3"], "note": pd.Series(["a", None, np.nan], dtype=object)})
+    raglab.write_rows(df, tmp_path / "r.parquet")
+    _pq.write_table(_pq.read_table(tmp_path / "r.parquet").slice(0, 2), tmp_path / "cut.parquet")
+    with pytest.raises(raglab.RowTableError, match="holds 2 rows but its raglab metadata records 3"):
+        raglab.read_rows(tmp_path / "cut.parquet")

@@ -439,3 +439,22 @@ def test_per_metric_error_columns_carry_why_and_merge_without_parsing():
     assert both["faithfulness_error"].iloc[1] == first["faithfulness_error"].iloc[1]
     expected = "; ".join(v for v in (both["faithfulness_error"].iloc[1], both["relevance_error"].iloc[1]) if v)
     assert both["judge_error"].iloc[1] == expected
+
+
+_ESTIMATE_ROWS = pd.DataFrame({"question_id": ["q1"], "question": ["When?"], "answer": ["In 1937. It is red."],
+                               "context": ["It opened in 1937."]})
+
+
+def test_estimate_ignores_a_cache_entry_the_run_would_discard():
+    judge = LLMJudge("gpt-4.1-mini", api_key="none", cache=None)
+    fresh = judge.estimate(_ESTIMATE_ROWS, metrics=["faithfulness"])
+    key = judge.call_key("claims", {"question": "When?", "answer": "In 1937. It is red."}, 0)
+    judge.cache.put(key, kind="claims", fingerprint=judge.fingerprint, reply={"garbage": 1},
+                    prompt_tokens=1, completion_tokens=1, attempts=1)
+    again = judge.estimate(_ESTIMATE_ROWS, metrics=["faithfulness"])
+    assert (again.calls, again.cached, again.new_calls) == (fresh.calls, 0, fresh.new_calls)
+
+
+def test_estimate_takes_question_id():
+    rows = _ESTIMATE_ROWS.rename(columns={"question_id": "qid"})
+    assert LexicalJudge().estimate(rows, metrics=["faithfulness"], question_id="qid").rows == 1

@@ -180,3 +180,10 @@ def test_trec_names_stay_importable_from_raglab_io():
     from raglab import io, trec
 
     assert io.read_trec is trec.read_trec and io.write_trec is trec.write_trec
+
+
+def test_write_trec_checks_both_files_before_writing_either(tmp_path):
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]], "gold": [{"d1": 0.5}]})
+    with pytest.raises(raglab.RowTableError, match="grade"):
+        raglab.write_trec(rows, run=tmp_path / "run", qrels=tmp_path / "qrels")
+    assert not (tmp_path / "run").exists()

@@ -112,6 +112,7 @@ def _estimate(
     metrics: Any = DEFAULT_METRICS,
     repeats: int = 1,
     prices: Any = None,
+    question_id: str | None = None,
     question: str | None = None,
     answer: str | None = None,
     context: str | None = None,
@@ -128,7 +129,7 @@ def _estimate(
     prices : dict, optional
         Price per million tokens, ``{"input": 0.40, "output": 1.60, "currency": "USD"}``, or a table
         by model name (``{"gpt-4.1-mini": {"input": ..., "output": ...}}``). Without it ``cost`` is None.
-    question, answer, context, reference : str, optional
+    question_id, question, answer, context, reference : str, optional
         Column names to use instead of the defaults.
 
     Examples
@@ -143,7 +144,7 @@ def _estimate(
     (2, 0, True)
     """
     return estimate_rows(self, rows, metrics=metrics, repeats=repeats, prices=prices,
-                         columns={"question": question, "answer": answer, "context": context, "reference": reference})
+                         columns={"question_id": question_id, "question": question, "answer": answer, "context": context, "reference": reference})
 
 
 LLMJudge.estimate = _estimate  # type: ignore[attr-defined]

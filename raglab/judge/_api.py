@@ -53,6 +53,17 @@ def _as_list(values: Sequence[Any] | pd.Series | None, n: int | None, name: str)
     return out
 
 
+def _row_objects(columns: Mapping[str, list[Any] | None], n: int) -> list[RowInputs]:
+    """One :class:`RowInputs` per row from the per-role value lists (None: the role is absent)."""
+    def cell(role: str, i: int, clean: Any) -> Any:
+        values = columns[role]
+        return None if values is None else clean(values[i])
+
+    return [RowInputs(question=cell("question", i, text_or_none), answer=cell("answer", i, text_or_none),
+                      context=cell("context", i, context_or_none), reference=cell("reference", i, text_or_none))
+            for i in range(n)]
+
+
 def judge_rows(
     judge: Any,
     *,
@@ -129,15 +140,7 @@ def judge_rows(
         for needed in METRICS[metric]:
             if columns[needed] is None:
                 raise ValueError(f"judge_rows: metric {metric!r} needs `{needed}s`; pass {needed}s=[...]")
-    rows = [
-        RowInputs(
-            question=text_or_none(columns["question"][i]) if columns["question"] is not None else None,
-            answer=text_or_none(columns["answer"][i]) if columns["answer"] is not None else None,
-            context=context_or_none(columns["context"][i]) if columns["context"] is not None else None,
-            reference=text_or_none(columns["reference"][i]) if columns["reference"] is not None else None,
-        )
-        for i in range(n)
-    ]
+    rows = _row_objects(columns, n)
     labels = [str(i) for i in range(n)] if ids is None else [repr(v) for v in _as_list(ids, n, "ids") or []]
     results = judge._run(rows, chosen, repeats=repeats, errors=errors, progress=progress, labels=labels)
     frame = assemble(results, chosen, repeats)
@@ -391,20 +394,13 @@ def estimate_rows(
 ) -> JudgeEstimate:
     """Calls, tokens and cost of judging ``df`` (see :meth:`LLMJudge.estimate`)."""
     from raglab.judge._prompts import PROMPTS, user_message
+    from raglab.judge._replies import _valid_entry
 
     chosen = check_metrics(metrics)
     repeats = check_repeats(repeats)
     _, data = _row_inputs(df, chosen, dict(columns or {}), method)
     n = len(df)
-    rows = [
-        RowInputs(
-            question=text_or_none(data["question"][i]) if data["question"] is not None else None,
-            answer=text_or_none(data["answer"][i]) if data["answer"] is not None else None,
-            context=context_or_none(data["context"][i]) if data["context"] is not None else None,
-            reference=text_or_none(data["reference"][i]) if data["reference"] is not None else None,
-        )
-        for i in range(n)
-    ]
+    rows = _row_objects(data, n)
     table: dict[str, list[int]] = {}
     for row in rows:
         for repeat in range(repeats):
@@ -416,7 +412,7 @@ def estimate_rows(
                 seen.add(key)
                 stats = table.setdefault(kind, [0, 0, 0, 0])
                 stats[0] += 1
-                if known and judge.cache.get(key) is not None:
+                if known and _valid_entry(kind, inputs, judge.cache.get(key)) is not None:
                     stats[1] += 1
                     continue
                 stats[2] += _tokens(PROMPTS[kind]) + _tokens(user_message(kind, inputs)) + 8

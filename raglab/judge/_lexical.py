@@ -143,7 +143,7 @@ class LexicalJudge:
         return out
 
     def _claim_metric(self, rows: Sequence[RowInputs], spec: JudgeMetric) -> list[MetricOut]:
-        from raglab.judge._llm import claim_plan
+        from raglab.judge._replies import claim_plan
 
         outs = [MetricOut() for _ in rows]
         usable, texts, sources = [], [], []
@@ -168,7 +168,7 @@ class LexicalJudge:
         return outs
 
     def _items_metric(self, rows: Sequence[RowInputs], spec: JudgeMetric) -> list[MetricOut]:
-        from raglab.judge._llm import items_plan
+        from raglab.judge._replies import items_plan
 
         call = LABEL_CALLS[spec.call]
         outs = []
@@ -187,7 +187,7 @@ class LexicalJudge:
         return outs
 
     def _label_metric(self, rows: Sequence[RowInputs], spec: JudgeMetric) -> list[MetricOut]:
-        from raglab.judge._llm import label_plan
+        from raglab.judge._replies import label_plan
 
         call = LABEL_CALLS[spec.call]
         outs = []

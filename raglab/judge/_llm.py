@@ -57,7 +57,6 @@ from raglab.judge._base import (
     MetricOut,
     RowInputs,
     fingerprint_of,
-    is_blank,
 )
 from raglab.judge._cache import CallCache, MemoryCache, open_cache
 from raglab.judge._metrics import JUDGE_METRICS, JudgeMetric
@@ -516,9 +515,8 @@ class LLMJudge:
                     continue
                 claim_inputs, source, base = plan
                 calls.append(("claims", claim_inputs, True))
-                hit = self.cache.get(self.call_key("claims", claim_inputs, repeat))
-                claims = _clean_claims(hit["reply"].get("claims")) if hit is not None and isinstance(
-                    hit.get("reply"), dict) else None
+                hit = _valid_entry("claims", claim_inputs, self.cache.get(self.call_key("claims", claim_inputs, repeat)))
+                claims = _clean_claims(hit["reply"].get("claims")) if hit is not None else None
                 guess = claims if claims is not None else [
                     s for s in split_sentences(claim_inputs["answer"]) if content_words(s)]
                 if not guess or (source == "context" and base["context"] == EMPTY_CONTEXT):
@@ -527,32 +525,6 @@ class LLMJudge:
                     calls.append((f"verify_{source}", {**base, "claims": guess}, claims is not None))
                 else:
                     calls.extend((f"verify_{source}_one", {**base, "claim": c}, claims is not None) for c in guess)
-        return calls
-        claim_inputs = {"question": row.question or "", "answer": row.answer}
-        needs_claims = ("faithfulness" in metrics and row.context is not None) or (
-            "correctness" in metrics and not is_blank(row.reference))
-        claims: list[str] | None = None
-        if needs_claims:
-            calls.append(("claims", claim_inputs, True))
-            hit = self.cache.get(self.call_key("claims", claim_inputs, repeat))
-            if hit is not None:
-                claims = _clean_claims(hit["reply"].get("claims"))
-        guess = claims if claims is not None else [s for s in split_sentences(row.answer) if content_words(s)]
-        sources = []
-        if "faithfulness" in metrics and row.context is not None and row.context != EMPTY_CONTEXT:
-            sources.append(("context", {"context": row.context}))
-        if "correctness" in metrics and not is_blank(row.reference):
-            sources.append(("reference", {"question": row.question or "", "reference": row.reference}))
-        for source, base in sources:
-            if not guess:
-                continue
-            if self.verify == "batched" and len(guess) > 1:
-                calls.append((f"verify_{source}", {**base, "claims": guess}, claims is not None))
-            else:
-                calls.extend((f"verify_{source}_one", {**base, "claim": c}, claims is not None) for c in guess)
-        for metric in ("relevance", "declined"):
-            if metric in metrics and (metric == "declined" or not is_blank(row.question)):
-                calls.append((metric, {"question": row.question or "", "answer": row.answer}, True))
         return calls
 
 
