@@ -6,8 +6,10 @@ cannot hold (a dict with non-text keys, say ``{7: 1}``, whose key JSON would tur
 refused when writing, with the fix.
 
 Every file raglab writes is a plain file that any tool reads with exactly the rows and columns
-written (``pd.read_csv``, ``pd.read_json(..., lines=True)``, ``pd.read_parquet``; list and dict
-cells are JSON text in CSV). The column dtypes and the run's ``df.attrs["raglab"]`` metadata live
+written (``pd.read_csv``, ``pd.read_json(..., lines=True)``, ``pd.read_parquet``). Cells that are
+lists or dicts are JSON text in CSV, and span cells (lists of ``{doc_id, start, end}``) are JSON text in
+Parquet too; plain ``pd.read_json`` rounds the last digit of some floats unless given
+``precise_float=True`` (the file holds them exactly). The column dtypes and the run's ``df.attrs["raglab"]`` metadata live
 where plain readers do not trip over them:
 
 * JSONL and CSV: a sidecar next to the file, ``<file>.raglab.json`` (``run.jsonl`` ->
