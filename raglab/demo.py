@@ -293,10 +293,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "(default: build, relative to the current directory)")
     args = parser.parse_args(argv)
     out: Path = args.out
-    pd.set_option("display.width", 160)
     os.environ.setdefault("MPLBACKEND", "Agg")
-    warnings.filterwarnings("ignore", category=UserWarning, module="raglab")
+    # the demo's settings end with it: a caller's pandas options and warning filters are left as they were
+    with pd.option_context("display.width", 160), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning, module="raglab")
+        return _run(args.no_notebooks, out)
 
+
+def _run(no_notebooks: bool, out: Path) -> int:
     questions = datasets.squad_questions()
     with tempfile.TemporaryDirectory() as folder:
         EvalSet.freeze(questions, f"{folder}/squad2-dev", version="v1", columns=["article", "qtype", "answerable"])
@@ -309,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = _retrieval_and_gate(evalset, out)
     _judges()
     notebooks_ok = True
-    if not args.no_notebooks:
+    if not no_notebooks:
         # the notebooks are in a source checkout, next to raglab/ (an installed wheel has none)
         folder = Path(__file__).resolve().parents[1] / "notebooks"
         if folder.is_dir():
@@ -319,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _section(f"Done. Gate decision for the chunking change: {result.decision.upper()}")
     _next_steps(result)
     print(f"\nWritten under {out.resolve()}: release_card.png, gate.json"
-          + ("" if args.no_notebooks else ", notebooks/*.html"))
+          + ("" if no_notebooks else ", notebooks/*.html"))
     return 0 if notebooks_ok else 1
 
 
