@@ -20,6 +20,7 @@ matched and can be replaced by a judge (see :mod:`raglab.judge`) or by the syste
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -35,7 +36,9 @@ from raglab._meta import update_meta
 from raglab._results import ResultBase, jsonable
 from raglab._rowtable import check_column, missing_column_error, resolve_column
 
-__all__ = ["DEFAULT_REFUSAL_PATTERNS", "AbstentionResult", "abstention", "detect_declined", "score_abstention"]
+__all__ = [
+    "DEFAULT_REFUSAL_PATTERNS", "AbstentionResult", "abstention", "detect_declined", "refusal_regex", "score_abstention",
+]
 
 DEFAULT_REFUSAL_PATTERNS: tuple[str, ...] = (
     r"\bi (?:do not|don't|dont) know\b(?!\s+(?:why|how|whether|if|what|when|where|who)\b)",
@@ -49,6 +52,18 @@ DEFAULT_REFUSAL_PATTERNS: tuple[str, ...] = (
     r"\b(?:unanswerable|no answer)\b",
     r"^\s*(?:i'm sorry|i am sorry|sorry)\b",
 )
+
+
+@functools.lru_cache(maxsize=8)
+def refusal_regex(patterns: tuple[str, ...] = DEFAULT_REFUSAL_PATTERNS) -> re.Pattern[str]:
+    """The refusal patterns as one case-insensitive, multi-line regex (what :func:`detect_declined` searches).
+
+    Examples
+    --------
+    >>> bool(refusal_regex().search("Sorry, I don't know."))
+    True
+    """
+    return re.compile("|".join(f"(?:{p})" for p in patterns), flags=re.IGNORECASE | re.MULTILINE)
 
 
 def detect_declined(
@@ -86,7 +101,7 @@ def detect_declined(
         )
     if not patterns:
         raise ValueError("detect_declined: `patterns` is empty; pass at least one regular expression")
-    combined = re.compile("|".join(f"(?:{p})" for p in patterns), flags=re.IGNORECASE | re.MULTILINE)
+    combined = refusal_regex(tuple(patterns))
     filled = texts.where(~not_text, "").astype(str)
     matched = filled.str.contains(combined, regex=True).to_numpy(dtype=bool)
     if empty_is_declined:

@@ -121,18 +121,14 @@ def _user_text(messages: Sequence[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-_REFUSAL: re.Pattern[str] | None = None
 _PASSAGE_TAG = re.compile(r'</?passage(?:\s[^>]*)?>')
 
 
 def _is_refusal(text: str) -> bool:
     """Same rule as :func:`raglab.abstention.detect_declined` (its default patterns; empty = refusal)."""
-    global _REFUSAL
-    if _REFUSAL is None:
-        from raglab.abstention import DEFAULT_REFUSAL_PATTERNS
+    from raglab.abstention import refusal_regex
 
-        _REFUSAL = re.compile("|".join(f"(?:{p})" for p in DEFAULT_REFUSAL_PATTERNS), flags=re.I | re.M)
-    return not text.strip() or _REFUSAL.search(text) is not None
+    return not text.strip() or refusal_regex().search(text) is not None
 
 
 def _claims_of(answer: str) -> list[str]:
