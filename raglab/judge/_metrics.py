@@ -127,11 +127,6 @@ def _share(asked: str, given: str, stop_words: frozenset[str] | None) -> tuple[i
     return len(a & g), len(a), g
 
 
-def _answer_relevance(inputs: Mapping[str, str], threshold: float, stop_words: frozenset[str] | None) -> tuple[bool, str]:
-    found, total, given = _share(inputs.get("question") or "", inputs.get("answer") or "", stop_words)
-    return bool(given) and total > 0 and found / total >= threshold, f"{found} of {total} question content words occur in the answer"
-
-
 def _passage_relevance(inputs: Mapping[str, str], threshold: float, stop_words: frozenset[str] | None) -> tuple[bool, str]:
     found, total, given = _share(inputs.get("question") or "", inputs.get("passage") or "", stop_words)
     return bool(given) and total > 0 and found / total >= threshold, f"{found} of {total} question content words occur in the passage"
