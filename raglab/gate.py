@@ -297,6 +297,14 @@ class GateResult(ResultBase):
         """Write the decision log to ``path`` (when given) and return it as JSON text.
 
         Missing values (no interval for an empty slice) are written as ``null``.
+
+        Examples
+        --------
+        >>> import json
+        >>> from raglab.stats import gate
+        >>> log = gate([1, 1, 0, 1] * 50, [1, 0, 0, 1] * 50, margin=0.02, higher_is_better=True).to_json()
+        >>> json.loads(log)["decision"]
+        'block'
         """
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
         if path is not None:

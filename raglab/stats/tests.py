@@ -31,7 +31,15 @@ __all__ = ["TestResult", "holm", "mcnemar", "sign_flip_test"]
 @dataclass(frozen=True)
 class TestResult:
     """A paired test: ``statistic``, two-sided ``p_value``, ``method``, ``n`` pairs, and for
-    permutation tests ``n_permutations`` and ``seed``."""
+    permutation tests ``n_permutations`` and ``seed``.
+
+    Examples
+    --------
+    >>> from raglab.stats import mcnemar
+    >>> r = mcnemar([1, 1, 0], [0, 1, 1])
+    >>> r.method, r.n
+    ('exact McNemar', 3)
+    """
 
     __test__ = False  # not a pytest test class
 
