@@ -71,7 +71,16 @@ class RagAccessor:
 
     @property
     def meta(self) -> dict[str, Any]:
-        """A copy of the run's raglab metadata (``df.attrs["raglab"]``): eval set, judge, conventions."""
+        """A copy of the run's raglab metadata (``df.attrs["raglab"]``): eval set, judge, conventions.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> rows = pd.DataFrame({"question_id": ["q1", "q2"], "retrieved": [["d1", "d2"], ["d3"]], "gold": [["d2"], []]})
+        >>> meta = rows.rag.retrieval(k=2).rag.meta
+        >>> meta["retrieval"]["gain"], meta["retrieval"]["k_counts"], meta["retrieval_counts"]["n_unanswerable"]
+        ('exponential', 'chunks that reached the model', 1)
+        """
         return get_meta(self._df)
 
     # ---- judging ----------------------------------------------------------------------------------
@@ -521,6 +530,17 @@ class RagAccessor:
 
         The function is :func:`raglab.boundaries.boundaries` (``df.rag.boundaries(chunks)`` is
         ``raglab.boundaries.boundaries(df, chunks)``), which documents every parameter and convention.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> from raglab import chunks
+        >>> table = chunks.fixed({"d": 300}, size=100)          # d#0 [0, 100), d#1 [100, 200), d#2 [200, 300)
+        >>> rows = pd.DataFrame({"question_id": ["q1", "q2"], "retrieved": [["d#0"], ["d#1", "d#2"]],
+        ...                      "gold_spans": [[{"doc_id": "d", "start": 10, "end": 40}],
+        ...                                     [{"doc_id": "d", "start": 90, "end": 210}]]})
+        >>> rows.rag.boundaries(table)[["boundary_cut", "gold_chunks", "gold_reached"]].values.tolist()
+        [[0.0, 1.0, 'complete'], [1.0, 3.0, 'partial']]
         """
         from raglab import boundaries as _boundaries
 
@@ -542,6 +562,16 @@ class RagAccessor:
 
         The function is :func:`raglab.boundaries.expand_neighbors` (``df.rag.expand_neighbors(chunks)`` is
         ``raglab.boundaries.expand_neighbors(df, chunks)``), which documents every parameter and convention.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> from raglab import chunks
+        >>> table = chunks.fixed({"a": 500}, size=100)
+        >>> rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["a#2", "a#4"]]})
+        >>> out = rows.rag.expand_neighbors(table, window=1)
+        >>> out.loc[0, "retrieved"], int(out.loc[0, "context_chars"])
+        (['a#2', 'a#1', 'a#3', 'a#4'], 400)
         """
         from raglab import boundaries as _boundaries
 
@@ -569,6 +599,19 @@ class RagAccessor:
 
         The function is :func:`raglab.boundaries.boundary_report` (``df.rag.boundary_report(cand, metrics,
         chunks)`` is ``raglab.boundaries.boundary_report(df, cand, metrics, chunks)``).
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab
+        >>> from raglab import chunks
+        >>> table = chunks.fixed({"d": 1000}, size=100)
+        >>> gold = [[{"doc_id": "d", "start": 100 * i + (50 if i % 2 else 10), "end": 100 * i + (150 if i % 2 else 60)}]
+        ...         for i in range(8)]
+        >>> base = pd.DataFrame({"question_id": [f"q{i}" for i in range(8)], "gold_spans": gold,
+        ...                      "faithfulness": [1.0, 0.0] * 4})
+        >>> report = base.rag.boundary_report(base.assign(faithfulness=1.0), "faithfulness", table, n_resamples=200)
+        >>> report.table[["slice", "n", "base", "cand"]].values.tolist()
+        [['overall', 8, 0.5, 1.0], ['cut', 4, 0.0, 1.0], ['not cut', 4, 1.0, 1.0]]
         """
         from raglab import boundaries as _boundaries
 

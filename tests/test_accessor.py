@@ -7,6 +7,7 @@ a new accessor method without a parity case fails it.
 
 from __future__ import annotations
 
+import ast
 import os
 
 import matplotlib
@@ -264,9 +265,18 @@ def test_every_accessor_method_has_a_parity_case():
 
 
 def test_the_accessor_module_stays_thin():
+    # Thin means little code: docstrings (each method's Example) and blank lines do not count.
     path = os.path.join(os.path.dirname(raglab.__file__), "accessor.py")
     with open(path, encoding="utf-8") as handle:
-        assert sum(1 for _ in handle) < 600
+        source = handle.read()
+    docstring_lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(node) is not None:
+            first = node.body[0]
+            docstring_lines.update(range(first.lineno, first.end_lineno + 1))
+    code = [line for number, line in enumerate(source.splitlines(), 1)
+            if line.strip() and number not in docstring_lines]
+    assert len(code) < 400, f"raglab/accessor.py has {len(code)} lines of code; move logic into the pure modules"
 
 
 def test_warnings_point_at_the_users_line():
