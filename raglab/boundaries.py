@@ -34,6 +34,7 @@ from raglab._results import ResultBase, jsonable
 from raglab._rowtable import check_unique_ids, resolve_column
 from raglab._validation import check_int, is_missing, warn
 from raglab.metrics.spans import _coverage, _gold_units, _merge, _span_tuple
+from raglab.retrieval import _who  # one row wording for errors; retrieval never imports boundaries
 
 __all__ = ["BoundaryReport", "boundaries", "boundary_report", "expand_neighbors", "prompt_chars"]
 
@@ -65,10 +66,6 @@ def _rows_frame(rows: Any, method: str) -> pd.DataFrame:
     if not isinstance(rows, pd.DataFrame):
         raise TypeError(f"{method}: rows must be a DataFrame (the row table), got {type(rows).__name__}")
     return rows
-
-
-def _who(df: pd.DataFrame, pos: int, qid: str | None) -> str:
-    return f"{qid} {df[qid].iloc[pos]!r}" if qid is not None else f"row {pos}"
 
 
 def _gold_of(df: pd.DataFrame, col: str, method: str, qid: str | None) -> list[list[tuple[Any, int, int, float]]]:

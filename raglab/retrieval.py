@@ -466,6 +466,7 @@ def _check_grades(df: pd.DataFrame, gold_col: str, gain: str, method: str, qid: 
 
 
 def _who(df: pd.DataFrame, pos: int, qid: str | None) -> str:
+    """Name a row in an error message; str() so numpy scalars read 'q7', not np.str_('q7'). Shared with boundaries."""
     return f"{qid} {str(df[qid].iloc[pos])!r}" if qid is not None else f"row {pos}"
 
 
