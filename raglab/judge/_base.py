@@ -50,7 +50,12 @@ class _Needs(Mapping):
 
 
 class _ListMetrics(Sequence):
-    """Names of the metrics with per-unit verdicts (claims or passages): a live view."""
+    """Names of the metrics with per-unit verdicts (claims or passages): a live view.
+
+    Nothing is cached: the registry is a plain dict with no version, and a size-keyed cache would go
+    stale when a name is registered again with another shape. ``in`` (the hot path, once per row in
+    judge noise) is a dict lookup instead of a rebuilt list, and iteration builds the list once.
+    """
 
     def _names(self) -> list[str]:
         return [name for name, spec in JUDGE_METRICS.items() if spec.parts]
@@ -61,8 +66,12 @@ class _ListMetrics(Sequence):
     def __len__(self) -> int:
         return len(self._names())
 
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())  # Sequence's default would call __getitem__ (a rebuild) per item
+
     def __contains__(self, name: object) -> bool:
-        return name in self._names()
+        spec = JUDGE_METRICS.get(name) if isinstance(name, str) else None  # names are str; others may not hash
+        return spec is not None and bool(spec.parts)
 
 
 #: Metrics a judge can score, with the inputs each needs (from the metric registry).
