@@ -170,7 +170,7 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
     >>> rule_based_reply(body)
     '{"claims": ["Paris is the capital of France."]}'
     """
-    from raglab.judge._metrics import LABEL_CALLS
+    from raglab.judge._metrics import LABEL_CALLS, _answer_relevance
     from raglab.tripwires import content_words
 
     name = _schema_name(body) or ""
@@ -209,13 +209,12 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
         del single["claim"]
         return json.dumps(single)
     if name.startswith("raglab_relevance"):
-        question = content_words(extract_section(text, "question") or "")
-        answer = content_words(extract_section(text, "answer") or "")
-        share = len(question & answer) / len(question) if question else 0.0
+        relevant, found, total = _answer_relevance(extract_section(text, "question") or "",
+                                                   extract_section(text, "answer") or "", 0.5, None)
         return json.dumps(
             {
-                "reason": f"{len(question & answer)} of {len(question)} question words answered",
-                "verdict": "relevant" if answer and share >= 0.5 else "irrelevant",
+                "reason": f"{found} of {total} question words answered",
+                "verdict": "relevant" if relevant else "irrelevant",
             }
         )
     if name.startswith("raglab_declined"):

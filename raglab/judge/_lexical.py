@@ -24,8 +24,8 @@ from raglab.judge._base import (
     fingerprint_of,
     is_blank,
 )
-from raglab.judge._metrics import JUDGE_METRICS, LABEL_CALLS, JudgeMetric
-from raglab.tripwires import DEFAULT_THRESHOLD, SENTENCE_SPLIT, STOP_WORDS, content_words, lexical_support
+from raglab.judge._metrics import JUDGE_METRICS, LABEL_CALLS, JudgeMetric, _answer_relevance
+from raglab.tripwires import DEFAULT_THRESHOLD, SENTENCE_SPLIT, STOP_WORDS, lexical_support
 
 __all__ = ["LexicalJudge"]
 
@@ -211,11 +211,10 @@ class LexicalJudge:
             elif is_blank(row.question):
                 out.error = REASON_NO_QUESTION
             else:
-                asked = content_words(row.question or "", stop_words=self.stop_words)
-                given = content_words(row.answer or "", stop_words=self.stop_words)
-                share = len(asked & given) / len(asked) if asked else 0.0
-                out.score = 1.0 if given and share >= self.relevance_threshold else 0.0
-                out.reason = f"{len(asked & given)} of {len(asked)} question content words occur in the answer"
+                relevant, found, total = _answer_relevance(row.question or "", row.answer or "",
+                                                           self.relevance_threshold, self.stop_words)
+                out.score = 1.0 if relevant else 0.0
+                out.reason = f"{found} of {total} question content words occur in the answer"
             outs.append(out)
         return outs
 

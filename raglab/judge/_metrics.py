@@ -132,6 +132,17 @@ def _passage_relevance(inputs: Mapping[str, str], threshold: float, stop_words: 
     return bool(given) and total > 0 and found / total >= threshold, f"{found} of {total} question content words occur in the passage"
 
 
+def _answer_relevance(question: str, answer: str, threshold: float,
+                      stop_words: frozenset[str] | None) -> tuple[bool, int, int]:
+    """(relevant, found, total): relevant when ``threshold`` of the question's content words occur in the answer.
+
+    The one rule behind LexicalJudge's ``relevance`` and the test server's ``raglab_relevance``
+    reply; each words its own reason from the counts (their texts are stable and differ).
+    """
+    found, total, given = _share(question, answer, stop_words)
+    return bool(given) and (found / total if total else 0.0) >= threshold, found, total
+
+
 # --------------------------------------------------------------------------------------------------
 # The registry
 # --------------------------------------------------------------------------------------------------
