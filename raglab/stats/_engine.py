@@ -202,6 +202,13 @@ def _one_blas_thread(work: int) -> Any:
     return threadpool_limits(1, user_api="blas") if work > 2**18 else contextlib.nullcontext()
 
 
+def _block_spans(block: np.ndarray, n_blocks: int, offset: int) -> list[tuple[int, int, int]]:
+    """``_Atoms.blocks`` for rows sorted by block code: (start, end, first output column) per block,
+    block g writing from column ``g * offset``. Shared by the bootstrap and the sign-flip layouts."""
+    bounds = np.searchsorted(block, np.arange(n_blocks + 1))
+    return [(int(bounds[g]), int(bounds[g + 1]), g * offset) for g in range(n_blocks)]
+
+
 @dataclass
 class _Atoms:
     """Rows of contributions (``values``) with multiplicities, in blocks that add into output columns."""
@@ -332,8 +339,7 @@ class _Resampler:
 
     # ---- layout ----------------------------------------------------------------------------------
     def _blocks(self, block: np.ndarray) -> list[tuple[int, int, int]]:
-        bounds = np.searchsorted(block, np.arange(self._n_blocks + 1))
-        return [(int(bounds[g]), int(bounds[g + 1]), g * self._offset) for g in range(self._n_blocks)]
+        return _block_spans(block, self._n_blocks, self._offset)
 
     def _split(self, values: np.ndarray, weight: np.ndarray, block: np.ndarray) -> tuple[_Atoms, _Atoms]:
         """Heavy profiles stay one row with their multiplicity; light ones become one row per unit."""
@@ -448,15 +454,13 @@ class _Resampler:
         nonzero = (sums != 0).any(axis=1)
         weight, block = self.profile_weight, self.profile_block
 
-        def blocks(b: np.ndarray) -> list[tuple[int, int, int]]:
-            bounds = np.searchsorted(b, np.arange(n_blocks + 1))
-            return [(int(bounds[g]), int(bounds[g + 1]), g * offset) for g in range(n_blocks)]
-
         heavy_mask = nonzero & (weight >= _HEAVY)
         light_mask = nonzero & (weight < _HEAVY)
-        heavy = _Atoms(sums[heavy_mask], weight[heavy_mask], blocks(block[heavy_mask]))
+        # The same block split as the bootstrap (_block_spans), at this call's output width.
+        heavy = _Atoms(sums[heavy_mask], weight[heavy_mask], _block_spans(block[heavy_mask], n_blocks, offset))
         reps = weight[light_mask].astype(np.int64)
-        light = _Atoms(np.repeat(sums[light_mask], reps, axis=0), np.ones(int(reps.sum())), blocks(np.repeat(block[light_mask], reps)))
+        light = _Atoms(np.repeat(sums[light_mask], reps, axis=0), np.ones(int(reps.sum())),
+                       _block_spans(np.repeat(block[light_mask], reps), n_blocks, offset))
         columns_out = self.G * width
 
         def totals(acc: np.ndarray) -> np.ndarray:
