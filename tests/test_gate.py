@@ -36,7 +36,7 @@ def test_seed_example_blocks_at_margin_002():
     # Seed 000: "Applied to the example with a margin of 0.02, the lower bound of minus 0.077 fails the
     # pass test and the upper bound of minus 0.010 is below zero, so the gate blocks."
     base, cand = _seed_example()
-    result = gate(base, cand, margin=0.02)
+    result = gate(base, cand, margin=0.02, higher_is_better=True)
     assert result.decision == "block"
     row = result.table.iloc[0]
     assert row["low"] < -0.02 and row["high"] < 0
@@ -85,10 +85,10 @@ def _gate_on(diffs, **kwargs):
 def test_higher_is_better_flips_correctly_both_ways():
     rng = np.random.default_rng(0)
     drop = rng.normal(-0.1, 0.05, 200)  # clearly worse if higher is better
-    assert _gate_on(drop, margin=0.02).decision == "block"
+    assert _gate_on(drop, margin=0.02, higher_is_better=True).decision == "block"
     assert _gate_on(drop, margin=0.02, higher_is_better=False).decision == "pass"
     assert _gate_on(-drop, margin=0.02, higher_is_better=False).decision == "block"
-    assert _gate_on(-drop, margin=0.02).decision == "pass"
+    assert _gate_on(-drop, margin=0.02, higher_is_better=True).decision == "pass"
 
 
 def test_negating_the_metric_and_its_direction_gives_the_same_decisions():
@@ -98,7 +98,7 @@ def test_negating_the_metric_and_its_direction_gives_the_same_decisions():
     noise = np.repeat([0.05, 0.05, 0.1], 100)
     base = rng.random(300)
     cand = base + effect + rng.normal(0, 1, 300) * noise
-    up = gate({"m": base}, {"m": cand}, margin=0.02, slices=slices, seed=4)
+    up = gate({"m": base}, {"m": cand}, margin=0.02, slices=slices, seed=4, higher_is_better=True)
     down = gate({"m": -base}, {"m": -cand}, margin=0.02, slices=slices, seed=4, higher_is_better=False)
     assert up.table["decision"].tolist() == down.table["decision"].tolist() == ["block", "block", "pass", "review"]
     np.testing.assert_allclose(up.table["diff"], -down.table["diff"], atol=1e-12)
@@ -110,12 +110,15 @@ def test_direction_defaults_from_the_name_and_explicit_values_win():
     rng = np.random.default_rng(2)
     base = rng.gamma(3, 100, 300)
     faster = base * 0.8  # latency fell: good
-    result = gate({"latency_ms": base}, {"latency_ms": faster}, margin=5.0)
+    guessed = r"guessed from the metric name which way is better \('latency_ms': lower is better\)"
+    with pytest.warns(UserWarning, match=guessed):
+        result = gate({"latency_ms": base}, {"latency_ms": faster}, margin=5.0)
     assert result.decision == "pass" and not result.table["higher_is_better"].iloc[0]
     overridden = gate({"latency_ms": base}, {"latency_ms": faster}, margin=5.0, higher_is_better={"latency_ms": True})
     assert overridden.decision == "block"
     b, c = _frames(base, faster, name="latency_ms")
-    assert b.rag.gate(c, margin=5.0, metrics="latency_ms").decision == "pass"
+    with pytest.warns(UserWarning, match=guessed):
+        assert b.rag.gate(c, margin=5.0, metrics="latency_ms").decision == "pass"
 
 
 def test_margin_per_metric_and_worst_row_wins():
@@ -125,10 +128,12 @@ def test_margin_per_metric_and_worst_row_wins():
     bad_b = (rng.random(n) < 0.7).astype(float)
     bad_c = np.where(rng.random(n) < 0.85, bad_b, 0.0)  # a real drop
     ok_c = ok_b + rng.normal(0.001, 0.01, n)  # no real change
-    result = gate({"ok": ok_b, "bad": bad_b}, {"ok": ok_c, "bad": bad_c}, margin={"ok": 0.01, "bad": 0.5})
+    result = gate({"ok": ok_b, "bad": bad_b}, {"ok": ok_c, "bad": bad_c}, margin={"ok": 0.01, "bad": 0.5},
+                  higher_is_better=True)
     assert result.table.set_index("metric")["margin"].to_dict() == {"ok": 0.01, "bad": 0.5}
     assert result.decision == "pass"  # a drop inside a 0.5 margin passes
-    strict = gate({"ok": ok_b, "bad": bad_b}, {"ok": ok_c, "bad": bad_c}, margin={"ok": 0.01, "bad": 0.01})
+    strict = gate({"ok": ok_b, "bad": bad_b}, {"ok": ok_c, "bad": bad_c}, margin={"ok": 0.01, "bad": 0.01},
+                  higher_is_better=True)
     assert strict.counts == {"pass": 1, "review": 0, "block": 1} and strict.decision == "block"
 
 
@@ -215,7 +220,8 @@ def test_decision_log_keeps_every_interval_and_the_run_records(tmp_path):
 
 def test_decision_log_writes_null_for_missing_numbers(tmp_path):
     base = pd.DataFrame({"question_id": list("abcd"), "t": ["x", "x", "y", "y"], "s": [0.1, 0.2, np.nan, np.nan]})
-    result = base.rag.gate(base.assign(s=[0.1, 0.2, 0.5, 0.6]), margin=0.1, metrics=["s"], by="t", n_resamples=100)
+    result = base.rag.gate(base.assign(s=[0.1, 0.2, 0.5, 0.6]), margin=0.1, metrics=["s"], by="t", n_resamples=100,
+                           higher_is_better=True)
     log = json.loads(result.to_json(tmp_path / "log.json"))
     y = next(r for r in log["rows"] if r["slice"] == "y")
     assert y["low"] is None and y["decision"] == "review" and result.decision == "review"
@@ -286,7 +292,7 @@ def test_gate_warnings_point_at_the_callers_line():
 
 
 def test_a_slice_of_one_question_goes_to_review():
-    result = gate({"a": [1, 0, 1]}, {"a": [1, 1, 1]}, margin=0.0, slices=["x", "y", "x"])
+    result = gate({"a": [1, 0, 1]}, {"a": [1, 1, 1]}, margin=0.0, slices=["x", "y", "x"], higher_is_better=True)
     table = result.table.set_index("slice")
     assert table["decision"].to_dict() == {"overall": "review", "x": "review", "y": "review"}
     assert table.loc["y", "reason"].startswith("no interval")
