@@ -26,11 +26,17 @@ Monte Carlo standard errors are ``sqrt(p (1 - p) / replicates)``. Continuous row
 bootstrap resamples and sign flips than the defaults (printed) so the script runs in a few minutes;
 pass/fail rows do not use the bootstrap at all (Tango interval, exact McNemar p-values).
 
-Run: ``.venv/bin/python benchmarks/gate_errors.py`` (about 2 minutes on 2 cores).
+``--quick`` runs every row with far fewer replicates (``QUICK_REPS``; under 20 s) and skips the
+exact columns (summing every count triple is itself about 10 s): a smoke test whose rates carry
+Monte Carlo errors several times larger, labelled QUICK in every table header with its replicate
+counts. Use the full run for the figures quoted in the README.
+
+Run: ``.venv/bin/python benchmarks/gate_errors.py [--quick]`` (full: about 2.5 minutes on 2 cores).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 import warnings
@@ -52,6 +58,12 @@ TARGET_EQUAL_PASS = 0.90  # at least
 RR_LEVELS = np.array([1.0, 1 / 2, 1 / 3, 1 / 4, 1 / 5, 0.0])
 RR_PROBS = np.array([0.50, 0.15, 0.10, 0.05, 0.05, 0.15])
 RR_MEAN = float(RR_LEVELS @ RR_PROBS)
+
+# Replicates per row: the full run (the default) and --quick.
+FULL_REPS = {"slice_pass_fail": 20_000, "slice_rr": 600, "null_pass_fail": 1200, "null_rr": 300,
+             "equal_pass_fail": 2000, "equal_rr": 1000}
+QUICK_REPS = {"slice_pass_fail": 500, "slice_rr": 60, "null_pass_fail": 50, "null_rr": 15,
+              "equal_pass_fail": 100, "equal_rr": 100}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -161,9 +173,21 @@ def pct(p: float, se: float | None = None) -> str:
     return f"{100 * p:5.1f}%" + ("" if se is None else f" ±{100 * se:3.1f}")
 
 
-def met(value: float, target: float, at_most: bool) -> str:
+def met(value: float, target: float, at_most: bool, se: float | None = None) -> str:
+    """'yes' / 'NO'; with ``se`` (--quick), '?' when the target is within 2 Monte Carlo SEs of the estimate."""
+    if se is not None and abs(value - target) < 2 * se:
+        return "?"
     ok = value <= target if at_most else value >= target
     return "yes" if ok else "NO"
+
+
+def quick_note(reps: dict[str, int], keys: list[str]) -> None:
+    """The --quick label under a table title: its replicate counts against the full run's."""
+    quick = " / ".join(f"{reps[k]:,}" for k in keys)
+    full = " / ".join(f"{FULL_REPS[k]:,}" for k in keys)
+    print(f"   QUICK run (--quick): {quick} replicates per row (full run: {full}); rates are 'estimate "
+          "±Monte Carlo SE', the SE being sqrt(p (1 - p) / reps) (0 when no replicate hit); "
+          "met '?' = the target is within 2 SEs")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -171,9 +195,12 @@ def met(value: float, target: float, at_most: bool) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def small_slices(rng: np.random.Generator) -> None:
-    reps, reps_cont = 20_000, 600
+def small_slices(rng: np.random.Generator, replicates: dict[str, int], quick: bool = False) -> None:
+    reps, reps_cont = replicates["slice_pass_fail"], replicates["slice_rr"]
     print("1. Small slice with a TRUE drop of 0.08 (4x the margin 0.02): share of runs the gate PASSES")
+    if quick:
+        quick_note(replicates, ["slice_pass_fail", "slice_rr"])
+        print("   (exact columns: full run only; 'met' is judged on the simulated rate)")
     print(f"   new = raglab.stats.gate (one row); old = plain percentile bootstrap, pass if low >= -{MARGIN}")
     print(f"   {'data':<45s} {'n':>3s} {'reps':>6s}  {'new: simulated':>15s} {'exact':>6s}  "
           f"{'old: simulated':>15s} {'exact':>6s}  {'target':>7s} {'met':>4s}")
@@ -185,10 +212,14 @@ def small_slices(rng: np.random.Generator) -> None:
             decided = [cache.decide(b, c) for b, c in zip(base, cand)]
             new, new_se = rate(sum(d[0] for d in decided), reps)
             old, old_se = rate(sum(d[1] for d in decided), reps)
-            exact_new, exact_old = cache.exact(n, down, up)
-            print(f"   {label:<45s} {n:>3d} {reps:>6,d}  {pct(new, new_se):>15s} {pct(exact_new):>6s}  "
-                  f"{pct(old, old_se):>15s} {pct(exact_old):>6s}  {'<= 5%':>7s} "
-                  f"{met(exact_new, TARGET_DROP_PASS, True):>4s}")
+            if quick:
+                exact_new, exact_old, verdict = "-", "-", met(new, TARGET_DROP_PASS, True, new_se)
+            else:
+                exact_new, exact_old = cache.exact(n, down, up)
+                verdict = met(exact_new, TARGET_DROP_PASS, True)
+                exact_new, exact_old = pct(exact_new), pct(exact_old)
+            print(f"   {label:<45s} {n:>3d} {reps:>6,d}  {pct(new, new_se):>15s} {exact_new:>6s}  "
+                  f"{pct(old, old_se):>15s} {exact_old:>6s}  {'<= 5%':>7s} {verdict:>4s}")
     label = "rr-like, 30% re-ranked, mean drop 0.08"
     worse, better = rr_direction_probs(changed=0.3, drop=0.08)
     blind = []
@@ -204,7 +235,7 @@ def small_slices(rng: np.random.Generator) -> None:
         old, old_se = rate(old_hits, reps_cont)
         blind.append(f"n={n}: {unseen} of {new_hits} passes, P = {(1 - worse) ** n - (1 - worse - better) ** n:.1%}")
         print(f"   {label:<45s} {n:>3d} {reps_cont:>6,d}  {pct(new, new_se):>15s} {'':>6s}  "
-              f"{pct(old, old_se):>15s} {'':>6s}  {'<= 5%':>7s} {met(new, TARGET_DROP_PASS, True):>4s}")
+              f"{pct(old, old_se):>15s} {'':>6s}  {'<= 5%':>7s} {met(new, TARGET_DROP_PASS, True, new_se if quick else None):>4s}")
     print(f"   (pass/fail: {len(cache.new)} distinct count triples gated; continuous: 1,000 bootstrap "
           "resamples per interval)")
     print(f"   rr-like: a question gets worse with probability {worse:.3f} and better with {better:.3f}; passes "
@@ -212,12 +243,14 @@ def small_slices(rng: np.random.Generator) -> None:
     print(f"   {'; '.join(blind)}\n")
 
 
-def no_change(rng: np.random.Generator) -> None:
-    n, reps_pf, reps_cont = 4000, 1200, 300
+def no_change(rng: np.random.Generator, replicates: dict[str, int], quick: bool = False) -> None:
+    n, reps_pf, reps_cont = 4000, replicates["null_pass_fail"], replicates["null_rr"]
     perms = 2000
     rows = 3 * (1 + SLICES)
     print(f"2. NO true change, 3 metrics x (overall + {SLICES} slices) = {rows} rows, {n:,} questions: "
           "share of runs with ANY block")
+    if quick:
+        quick_note(replicates, ["null_pass_fail", "null_rr"])
     print(f"   {'data':<52s} {'adjust':>7s} {'reps':>5s}  {'false-block rate':>16s}  "
           f"{'blocked rows/run':>16s}  {'target':>7s} {'met':>4s}")
     cases = [
@@ -242,7 +275,7 @@ def no_change(rng: np.random.Generator) -> None:
             counts = np.array(counts)
             p, se = rate(int((counts > 0).sum()), reps)
             target = "<= 5%" if adjust == "holm" else "(none)"
-            verdict = met(p, TARGET_FALSE_BLOCK, True) if adjust == "holm" else ""
+            verdict = met(p, TARGET_FALSE_BLOCK, True, se if quick else None) if adjust == "holm" else ""
             print(f"   {label:<52s} {str(adjust):>7s} {reps:>5d}  {pct(p, se):>16s}  "
                   f"{counts.mean():>16.3f}  {target:>7s} {verdict:>4s}")
     print(f"   Holm needs its smallest one-sided p below 0.025/{rows} = {0.025 / rows:.5f}: a sign-flip p is at "
@@ -250,9 +283,11 @@ def no_change(rng: np.random.Generator) -> None:
           "(nor can n_permutations=0 with fewer n_resamples: its p comes from the bootstrap, at least 1/(n_resamples + 1))\n")
 
 
-def equal_runs(rng: np.random.Generator) -> None:
-    n, reps = 2000, 2000
+def equal_runs(rng: np.random.Generator, replicates: dict[str, int], quick: bool = False) -> None:
+    n, reps = 2000, replicates["equal_pass_fail"]
     print(f"3. A large run that truly did NOT change ({n:,} questions, margin {MARGIN}): share of runs the gate PASSES")
+    if quick:
+        quick_note(replicates, ["equal_pass_fail", "equal_rr"])
     print(f"   {'data':<52s} {'reps':>5s}  {'pass rate':>13s}  {'not pass':>8s}  {'target':>7s} {'met':>4s}")
     cache = CountCache()
     base, cand = pass_fail_pairs(rng, (reps, n), 0.025, 0.025)
@@ -260,30 +295,42 @@ def equal_runs(rng: np.random.Generator) -> None:
     p, se = rate(passes, reps)
     label = "pass/fail, base 0.7, discordance 0.05 (2.5% each way)"
     print(f"   {label:<52s} {reps:>5d}  {pct(p, se):>13s}  {pct(1 - p):>8s}  {'>= 90%':>7s} "
-          f"{met(p, TARGET_EQUAL_PASS, False):>4s}")
-    reps_cont = 1000
+          f"{met(p, TARGET_EQUAL_PASS, False, se if quick else None):>4s}")
+    reps_cont = replicates["equal_rr"]
     base, cand = rr_pairs(rng, (reps_cont, n), changed=0.15)
     decisions = [gate_decision({"rr": b}, {"rr": c}, n_resamples=2000)[0] for b, c in zip(base, cand)]
     p, se = rate(decisions.count("pass"), reps_cont)
     not_passed = 1 - decisions.count("pass") / reps_cont
     label = "rr-like, 15% re-drawn (2,000 resamples)"
     print(f"   {label:<52s} {reps_cont:>5d}  {pct(p, se):>13s}  {pct(not_passed):>8s}  {'>= 90%':>7s} "
-          f"{met(p, TARGET_EQUAL_PASS, False):>4s}")
+          f"{met(p, TARGET_EQUAL_PASS, False, se if quick else None):>4s}")
     print()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="far fewer replicates per row, no exact columns (under 20 s; full run about 2.5 min)")
+    args = parser.parse_args(argv)
+    replicates = QUICK_REPS if args.quick else FULL_REPS
     warnings.simplefilter("ignore", UserWarning)  # dropped pairs / guessed directions: none expected
+    if args.quick:
+        print("QUICK run (--quick): far fewer replicates than the full run, so Monte Carlo SEs are several times "
+              "larger; a smoke test, not the figures to quote")
     print("Gate error rates by simulation: paired runs with a known true change, gated by raglab.stats.gate "
           f"(margin {MARGIN}, 95% intervals, method='auto', seed {SEED})")
     print(f"raglab {raglab.__version__}, numpy {np.__version__}; {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.2f} at start. Rates are 'estimate ±Monte Carlo SE'.\n")
     rng = np.random.default_rng(SEED)
+    started = time.perf_counter()
     for part in (small_slices, no_change, equal_runs):
         start = time.perf_counter()
-        part(rng)
+        part(rng, replicates, quick=args.quick)
         print(f"   ({time.perf_counter() - start:.0f} s)\n")
+    if args.quick:
+        print(f"Total {time.perf_counter() - started:.0f} s (QUICK run)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
