@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, compress, repeat
 from numbers import Integral, Real
+from operator import is_, itemgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -281,6 +283,134 @@ def _ids_are_clean(series: pd.Series) -> bool:
     return False
 
 
+# --------------------------------------------------------------------------------------------------
+# Fast paths: decide "every cell is fine" without a Python call per cell
+# --------------------------------------------------------------------------------------------------
+#
+# Each fast path answers True only when the per-cell checker in _CHECKS would accept every cell; any
+# doubt (an unusual type, a bad value, an exception) answers False, and check_column then runs the
+# per-cell checker, which alone decides and words the error. So the fast paths change speed, never
+# the outcome. They look at the distinct *types* of the cells and of their items (map(type, ...)
+# and set() run in C), so the Python-level work is per distinct type, not per row.
+
+_LIST_LIKE = (list, tuple, np.ndarray)
+_DICT_VALUES = methodcaller("values")
+
+
+def _all_types(values: Iterable[Any], accept: Callable[[type], bool]) -> bool:
+    """True when ``accept`` holds for the type of every value (checked once per distinct type)."""
+    return all(map(accept, set(map(type, values))))
+
+
+def _is_str_type(kind: type) -> bool:
+    return issubclass(kind, str)
+
+
+def _is_id_type(kind: type) -> bool:
+    # The type-level form of _is_id: isinstance(x, C) is issubclass(type(x), C).
+    return issubclass(kind, (str, Integral)) and not issubclass(kind, bool)
+
+
+def _is_list_type(kind: type) -> bool:
+    return issubclass(kind, _LIST_LIKE)
+
+
+def _is_offset_type(kind: type) -> bool:
+    return issubclass(kind, Integral) and not issubclass(kind, bool)
+
+
+def _present(cells: np.ndarray) -> np.ndarray:
+    """The cells that are not missing. pd.isna is True only where is_missing is, so this drops no bad cell."""
+    return cells[~pd.isna(cells)]
+
+
+def _items(cells: np.ndarray) -> Iterable[Any]:
+    """The items of list-like cells (or the keys of dicts), chained in C as ``for item in cell`` sees them."""
+    return chain.from_iterable(cells)
+
+
+def _ids_ok(items: Iterable[Any]) -> bool:
+    return _all_types(items, _is_id_type)
+
+
+def _texts_ok(cells: np.ndarray) -> bool:
+    return _all_types(_present(cells), _is_str_type)
+
+
+def _texts_or_lists_ok(cells: np.ndarray) -> bool:
+    present = _present(cells)
+    is_str = np.fromiter(map(isinstance, present, repeat(str)), dtype=bool, count=len(present))
+    lists = present[~is_str]
+    return _all_types(lists, _is_list_type) and _all_types(_items(lists), _is_str_type)
+
+
+def _id_lists_ok(cells: np.ndarray) -> bool:
+    # Missing cells are errors here ("use []"), so no cell is dropped before the type check.
+    return _all_types(cells, _is_list_type) and _ids_ok(_items(cells))
+
+
+def _golds_ok(cells: np.ndarray) -> bool:
+    present = _present(cells)
+    is_dict = np.fromiter(map(is_, map(type, present), repeat(dict)), dtype=bool, count=len(present))
+    lists, dicts = present[~is_dict], present[is_dict]
+    if not (_all_types(lists, _is_list_type) and _ids_ok(_items(lists)) and _ids_ok(_items(dicts))):
+        return False
+    grades = list(chain.from_iterable(map(_DICT_VALUES, dicts)))
+    if not _all_types(grades, lambda kind: issubclass(kind, Real) and not issubclass(kind, bool)):
+        return False
+    # float() per grade, as _grade_value does; it raises (-> per-cell path) where that would.
+    return bool(np.isfinite(np.fromiter(map(float, grades), dtype=np.float64, count=len(grades))).all())
+
+
+def _span_lists_ok(cells: np.ndarray, *, empty_ok: bool) -> bool:
+    present = _present(cells)
+    if not _all_types(present, _is_list_type):
+        return False
+    spans = list(_items(present))
+    # Plain dicts only: for them itemgetter raising KeyError is exactly "a key is missing".
+    if not _all_types(spans, lambda kind: kind is dict):
+        return False
+    # One pass per key (not zip(*records), which is slow on millions of spans); KeyError -> per-cell path.
+    docs, starts, ends = (list(map(itemgetter(key), spans)) for key in SPAN_KEYS)
+    if not (_all_types(starts, _is_offset_type) and _all_types(ends, _is_offset_type) and _ids_ok(docs)):
+        return False
+    # Python ints beyond int64 raise (-> per-cell path); a wrapped uint64 turns negative and is refused.
+    start = np.fromiter(starts, dtype=np.int64, count=len(starts))
+    end = np.fromiter(ends, dtype=np.int64, count=len(ends))
+    bad = (start < 0) | (start > end) if empty_ok else (start < 0) | (start >= end)
+    return not bad.any()
+
+
+_FAST_OBJECT_CHECKS: dict[str, Callable[[np.ndarray], bool]] = {
+    "text": _texts_ok,
+    "text_or_list": _texts_or_lists_ok,
+    "id_list": _id_lists_ok,
+    "gold": _golds_ok,
+    "span_list": lambda cells: _span_lists_ok(cells, empty_ok=True),
+    "gold_span_list": lambda cells: _span_lists_ok(cells, empty_ok=False),
+}
+_MISSING_OK = {"text", "text_or_list", "gold", "span_list", "gold_span_list"}
+
+
+def _column_is_clean(series: pd.Series, kind: str) -> bool:
+    """True when every cell of ``series`` passes the ``kind`` check, decided without a per-row Python loop."""
+    if kind == "id":
+        return _ids_are_clean(series)
+    if not isinstance(series, pd.Series):  # duplicated column name: keep the per-cell path's error
+        return False
+    dtype = series.dtype
+    if isinstance(dtype, pd.StringDtype):  # only str and NA can be stored
+        return kind in ("text", "text_or_list")
+    if dtype.kind == "f":  # a column of only NaN (e.g. an empty answer column read from a file)
+        return kind in _MISSING_OK and bool(series.isna().all())
+    if not (isinstance(dtype, np.dtype) and dtype.kind == "O") or kind not in _FAST_OBJECT_CHECKS:
+        return False
+    try:
+        return _FAST_OBJECT_CHECKS[kind](series.to_numpy(dtype=object, copy=False))
+    except Exception:  # noqa: BLE001  (any surprise: let the per-cell checker decide and word it)
+        return False
+
+
 def check_column(
     df: pd.DataFrame,
     column: str,
@@ -290,8 +420,9 @@ def check_column(
     id_column: str | None = "question_id",
 ) -> None:
     """Check every cell of ``column`` against the cell kind ``kind``; raise :class:`RowTableError`."""
-    if kind == "id" and _ids_are_clean(df[column]):
+    if _column_is_clean(df[column], kind):
         return
+    # Something is off (or unusual): the per-cell checker decides, and finds and words the bad rows.
     check = _CHECKS[kind]
     problems = [(pos, msg) for pos, msg in enumerate(map(check, df[column].array)) if msg is not None]
     if problems:
@@ -360,10 +491,13 @@ def validate_rows(
 
 
 def _check_same_lengths(df: pd.DataFrame, ids: str, spans: str, method: str, id_column: str | None) -> None:
-    id_lengths = np.fromiter((len(v) for v in df[ids].array), dtype=np.int64, count=len(df))
-    span_lengths = np.fromiter(
-        (-1 if is_missing(v) else len(v) for v in df[spans].array), dtype=np.int64, count=len(df)
-    )
+    # Both columns passed check_column: ids are all list-like, and a span cell is missing exactly when
+    # it is not list-like, so len() can be mapped in C.
+    id_lengths = np.fromiter(map(len, df[ids].array), dtype=np.int64, count=len(df))
+    span_cells = df[spans].array
+    is_list = np.fromiter(map(isinstance, span_cells, repeat(_LIST_LIKE)), dtype=bool, count=len(df))
+    span_lengths = np.full(len(df), -1, dtype=np.int64)
+    span_lengths[is_list] = np.fromiter(map(len, compress(span_cells, is_list)), dtype=np.int64, count=int(is_list.sum()))
     bad = np.flatnonzero((span_lengths >= 0) & (span_lengths != id_lengths)).tolist()
     if bad:
         raise RowTableError(
