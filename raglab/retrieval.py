@@ -10,6 +10,7 @@ record the conventions in ``attrs["raglab"]``. ``method_name`` is the name error
 from __future__ import annotations
 
 import itertools
+import operator
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -157,7 +158,6 @@ def retrieval(
         value, unit = check_min_overlap(min_overlap)
         gold_col = resolve_column(df, "gold_spans", gold_spans, method=method)
         ranked_col = resolve_column(df, "retrieved_spans", retrieved_spans, method=method)
-        _check_id_types(df, ranked_col, gold_col, method, spans=True)
         # The ids that go with these spans: `retrieved` when given, the default pair otherwise.
         ids_col = retrieved if retrieved is not None else "retrieved" if retrieved_spans is None else None
         if ids_col is not None and ids_col in df.columns and ids_col != ranked_col:
@@ -187,7 +187,6 @@ def retrieval(
     else:
         ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
         gold_col = resolve_column(df, "gold", gold, method=method)
-        _check_id_types(df, ranked_col, gold_col, method)
         _check_grades(df, gold_col, gain, method, qid)
         scores, judged_none_relevant = guarded(
             df,
@@ -205,6 +204,10 @@ def retrieval(
                 "duplicates": "an id repeated in a ranked list counts at its first rank only",
             }
         )
+    if not np.nansum(scores["rr"]) > 0:
+        # A gold id found anywhere proves both columns share a kind of id, so every id is scanned for its
+        # type only when nothing matched (that scan cost as much as the scoring).
+        _check_id_types(df, ranked_col, gold_col, method, spans=use_spans)
     lengths = measured[0] if measured else list_lengths(df[ranked_col])
     longest = int(lengths.max()) if len(df) else 0
     too_deep = [k_ for k_ in ks if k_ > longest]
@@ -440,9 +443,12 @@ def _check_span_lengths(df: pd.DataFrame, ids_col: str, spans_col: str, method: 
 def _check_grades(df: pd.DataFrame, gold_col: str, gain: str, method: str, qid: str | None) -> None:
     """Refuse grades that cannot be scored: non-finite ones, and (exponential gain 2**g - 1) g >= 1024."""
     cells = df[gold_col].to_numpy(dtype=object)
-    try:  # one pass in C over every dict grade; only a table with a grade to refuse is walked row by row
-        flat = np.fromiter(itertools.chain.from_iterable(c.values() for c in cells if isinstance(c, Mapping)),
-                           dtype=np.float64)
+    is_dict = np.fromiter(map(operator.is_, map(type, cells), itertools.repeat(dict)), dtype=bool, count=len(cells))
+    # Plain dicts (the usual gold) are read in C; other mappings, rare, through a per-cell generator.
+    others = (c.values() for c in cells[~is_dict] if isinstance(c, Mapping))
+    try:  # one pass over every dict grade; only a table with a grade to refuse is walked row by row
+        flat = np.fromiter(itertools.chain(itertools.chain.from_iterable(map(dict.values, cells[is_dict])),
+                                           itertools.chain.from_iterable(others)), dtype=np.float64)
     except (TypeError, ValueError, OverflowError):
         flat = None  # grades that are not plain numbers: the walk below words the problem
     if flat is not None and not (np.isinf(flat).any() or (gain == "exponential" and (flat >= 1024).any())):

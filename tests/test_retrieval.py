@@ -183,6 +183,21 @@ def test_the_id_type_check_looks_past_the_first_rows():
         retrieval(rows, k=1)
 
 
+def test_span_doc_ids_of_another_kind_are_refused_and_a_match_skips_the_scan(monkeypatch):
+    def span(doc):
+        return {"doc_id": doc, "start": 0, "end": 5}
+
+    rows = pd.DataFrame({"question_id": ["q1", "q2"], "retrieved_spans": [[span(1)], [span(2)]],
+                         "gold_spans": [[span("1")], [span("2")]]})
+    with pytest.raises(RowTableError, match=r"'retrieved_spans' holds doc_id values as number but 'gold_spans' as text"):
+        retrieval(rows, k=1)
+    # once any gold unit is found the kinds overlap, so the type scan over every id is not run
+    monkeypatch.setattr(rt, "_id_types", lambda *a, **k: pytest.fail("scanned every id although a gold id matched"))
+    assert retrieval(rows.assign(gold_spans=rows["retrieved_spans"]), k=1)["hit@1"].tolist() == [1.0, 1.0]
+    ids = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1", "d2"]], "gold": [["d2"]]})
+    assert retrieval(ids, k=2)["rr"].tolist() == [0.5]
+
+
 def test_grades_that_cannot_be_scored_are_refused():
     rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]], "gold": [{"d1": float("inf")}]})
     with pytest.raises(RowTableError, match=r"grades must be finite numbers"):
