@@ -98,7 +98,12 @@ def is_unanswerable(gold: Any) -> bool:
 
 
 def _grade_value(grade: Any) -> float:
-    return float(grade) if isinstance(grade, Real) and not isinstance(grade, bool) else float("nan")
+    if not isinstance(grade, Real) or isinstance(grade, bool):
+        return float("nan")
+    try:
+        return float(grade)
+    except OverflowError:  # an int beyond float range (10**400): infinite, so refused as not finite
+        return math.inf if grade > 0 else -math.inf
 
 
 def _describe(value: Any) -> str:
@@ -260,12 +265,17 @@ def missing_column_error(
     return MissingColumnError(f"{method} needs column {name!r}{meaning}; found {found}. {fix}")
 
 
+def id_repr(value: Any) -> str:
+    """A question id as the user wrote it in an error message: 'q7' or 7, not np.str_('q7') or np.int64(7)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
 def _row_labels(df: pd.DataFrame, positions: Sequence[int], id_column: str | None) -> str:
     shown = list(positions[:_SHOWN])
     labels = [str(df.index[p]) for p in shown]
     text = f"row{'s' if len(positions) > 1 else ''} {', '.join(labels)}"
     if id_column is not None and id_column in df.columns:
-        ids = ", ".join(repr(df[id_column].iloc[p]) for p in shown)
+        ids = ", ".join(id_repr(df[id_column].iloc[p]) for p in shown)
         text += f" ({id_column} {ids})"
     if len(positions) > _SHOWN:
         text += f" and {len(positions) - _SHOWN} more"
@@ -392,6 +402,25 @@ _FAST_OBJECT_CHECKS: dict[str, Callable[[np.ndarray], bool]] = {
 _MISSING_OK = {"text", "text_or_list", "gold", "span_list", "gold_span_list"}
 
 
+def _arrow_column_is_clean(series: pd.Series, kind: str) -> bool:
+    """Arrow-backed columns (``read_rows(lists="arrow")``): decided from the Arrow type and null counts."""
+    import pyarrow as pa  # pandas' ArrowDtype already imported it
+    import pyarrow.compute as pc
+
+    arrow_type = series.dtype.pyarrow_dtype
+    is_text = pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+    if kind in ("text", "text_or_list"):
+        return is_text  # str or missing in every cell
+    if kind != "id_list" or not (pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)):
+        return False
+    item = arrow_type.value_type
+    if not (pa.types.is_string(item) or pa.types.is_large_string(item) or pa.types.is_integer(item)):
+        return False
+    # A missing list ("use []") or a missing id inside a list is refused: the per-cell path words it.
+    cells = series.array.__arrow_array__()
+    return cells.null_count == 0 and pc.list_flatten(cells).null_count == 0
+
+
 def _column_is_clean(series: pd.Series, kind: str) -> bool:
     """True when every cell of ``series`` passes the ``kind`` check, decided without a per-row Python loop."""
     if kind == "id":
@@ -399,6 +428,11 @@ def _column_is_clean(series: pd.Series, kind: str) -> bool:
     if not isinstance(series, pd.Series):  # duplicated column name: keep the per-cell path's error
         return False
     dtype = series.dtype
+    if isinstance(dtype, pd.ArrowDtype):
+        try:
+            return _arrow_column_is_clean(series, kind)
+        except Exception:  # any surprise: let the per-cell checker decide and word it
+            return False
     if isinstance(dtype, pd.StringDtype):  # only str and NA can be stored
         return kind in ("text", "text_or_list")
     if dtype.kind == "f":  # a column of only NaN (e.g. an empty answer column read from a file)
@@ -407,7 +441,7 @@ def _column_is_clean(series: pd.Series, kind: str) -> bool:
         return False
     try:
         return _FAST_OBJECT_CHECKS[kind](series.to_numpy(dtype=object, copy=False))
-    except Exception:  # noqa: BLE001  (any surprise: let the per-cell checker decide and word it)
+    except Exception:  # any surprise: let the per-cell checker decide and word it
         return False
 
 

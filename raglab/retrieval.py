@@ -22,7 +22,14 @@ from raglab import metrics as _metrics
 from raglab._columns import guarded
 from raglab._errors import RowTableError
 from raglab._meta import get_meta, update_meta
-from raglab._rowtable import check_option, check_unique_ids, missing_column_error, resolve_column
+from raglab._rowtable import (
+    _grade_value,
+    check_option,
+    check_unique_ids,
+    id_repr,
+    missing_column_error,
+    resolve_column,
+)
 from raglab._validation import warn
 from raglab.metrics._kernel import _arrow_id_kind, _arrow_lists, _as_cells, list_lengths
 from raglab.metrics.spans import _span_retrieval_scores, check_min_overlap
@@ -456,12 +463,14 @@ def _check_grades(df: pd.DataFrame, gold_col: str, gain: str, method: str, qid: 
     for pos, cell in enumerate(cells):
         if not isinstance(cell, Mapping) or not cell:
             continue
-        grades = [float(g) for g in cell.values()
+        values = [g for g in cell.values()
                   if isinstance(g, (int, float, np.number)) and not isinstance(g, (bool, np.bool_))]
-        bad = [g for g in grades if np.isinf(g)]
+        grades = [_grade_value(g) for g in values]
+        bad = [value for value, grade in zip(values, grades) if np.isinf(grade)]
         if bad:
+            shown = repr(bad[0]) if isinstance(bad[0], (float, np.floating)) else "an integer beyond float range"
             raise RowTableError(
-                f"{method}: column {gold_col!r} ({_who(df, pos, qid)}) has grade {bad[0]!r}; grades must be finite "
+                f"{method}: column {gold_col!r} ({_who(df, pos, qid)}) has grade {shown}; grades must be finite "
                 "numbers (e.g. 0-3). Fix the gold."
             )
         if gain == "exponential" and grades and max(grades) >= 1024:
@@ -472,8 +481,8 @@ def _check_grades(df: pd.DataFrame, gold_col: str, gain: str, method: str, qid: 
 
 
 def _who(df: pd.DataFrame, pos: int, qid: str | None) -> str:
-    """Name a row in an error message; str() so numpy scalars read 'q7', not np.str_('q7'). Shared with boundaries."""
-    return f"{qid} {str(df[qid].iloc[pos])!r}" if qid is not None else f"row {pos}"
+    """Name a row in an error message as the user wrote its id ('q7', 7), not np.str_('q7'). Shared with boundaries."""
+    return f"{qid} {id_repr(df[qid].iloc[pos])}" if qid is not None else f"row {pos}"
 
 
 def _check_id_types(df: pd.DataFrame, ranked_col: str, gold_col: str, method: str, *, spans: bool = False) -> None:

@@ -208,6 +208,24 @@ def test_grades_that_cannot_be_scored_are_refused():
     assert retrieval(big, k=1, gain="linear")["ndcg@1"].iloc[0] == 1.0
 
 
+@pytest.mark.parametrize("grade", [10**400, -(10**400)])
+def test_integer_grades_beyond_float_range_are_refused_with_the_column(grade):
+    rows = pd.DataFrame({"question_id": [7], "retrieved": [["d1"]], "gold": [{"d1": grade}]})
+    with pytest.raises(RowTableError, match=r"'gold' \(question_id 7\) has grade an integer beyond float range"):
+        retrieval(rows, k=1, gain="linear")
+    with pytest.raises(RowTableError, match=r"row 0 \(question_id 7\) holds a dict with grade .*grades must be finite"):
+        rows.rag.validate(require=["gold"])
+
+
+def test_a_bad_cell_is_reported_before_ids_of_another_kind():
+    # Scoring runs first and refuses the bad cell; the id-kind scan runs only when nothing matched.
+    rows = pd.DataFrame({"question_id": ["q1", "q2"], "retrieved": [[7], None], "gold": [["7"], ["8"]]})
+    with pytest.raises(RowTableError, match=r"use \[\]"):
+        retrieval(rows, k=1)
+    with pytest.raises(RowTableError, match=r"'retrieved' holds ids as number but 'gold' as text"):
+        retrieval(rows.assign(retrieved=[[7], []]), k=1)
+
+
 @pytest.mark.parametrize("grade", [float("inf"), -float("inf")])
 def test_non_finite_grades_are_refused_by_retrieval_too(grade):
     rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1", "d2"]], "gold": [{"d1": grade, "d2": 1}]})

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from raglab import _rowtable
@@ -183,6 +184,20 @@ def test_common_clean_columns_skip_the_per_cell_loop(kind: str, monkeypatch: pyt
         (pd.Series([np.nan, 1.0]), "text", False),
         (pd.Series([1, 2]), "text", False),
         (pd.Series(["a", "b"], dtype="category"), "text", False),
+        (pd.Series(["a", None], dtype=pd.StringDtype("pyarrow")), "text", True),
+        (pd.Series([None, None], dtype="Float64"), "gold", True),
+        (pd.Series([None], dtype=pd.ArrowDtype(pa.float64())), "text", False),
+        (pd.Series([float("nan")], dtype=pd.ArrowDtype(pa.float64())), "text", False),
+        # Arrow-backed columns (read_rows(lists="arrow")): decided from the Arrow type and null counts
+        (pd.Series(["a", None], dtype=pd.ArrowDtype(pa.string())), "text", True),
+        (pd.Series(["a", None], dtype=pd.ArrowDtype(pa.large_string())), "text_or_list", True),
+        (pd.Series([["a"], []], dtype=pd.ArrowDtype(pa.list_(pa.string()))), "id_list", True),
+        (pd.Series([[1, 2], [3]], dtype=pd.ArrowDtype(pa.large_list(pa.int64()))), "id_list", True),
+        (pd.Series([["a"], None], dtype=pd.ArrowDtype(pa.list_(pa.string()))), "id_list", False),
+        (pd.Series([["a", None]], dtype=pd.ArrowDtype(pa.list_(pa.string()))), "id_list", False),
+        (pd.Series([[1.5]], dtype=pd.ArrowDtype(pa.list_(pa.float64()))), "id_list", False),
+        (pd.Series([[True]], dtype=pd.ArrowDtype(pa.list_(pa.bool_()))), "id_list", False),
+        (pd.Series([["a"]], dtype=pd.ArrowDtype(pa.list_(pa.string()))), "gold", False),
     ],
 )
 def test_typed_columns(series: pd.Series, kind: str, clean: bool, monkeypatch: pytest.MonkeyPatch) -> None:
