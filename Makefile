@@ -43,7 +43,7 @@ data: $(STAMP)
 
 # The wheel in dist/ (it carries data/ as raglab/datasets/data/; tests/test_install.py installs one).
 dist: $(BIN)/python
-	rm -rf build dist
+	rm -rf build/lib build/bdist.* dist  # build/ also holds make demo's output
 	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
 
 clean:

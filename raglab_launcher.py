@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import sys
 
+#: What a broken installation or environment raises at import (a shared library that will not load is an OSError).
+BROKEN_INSTALL = (ImportError, MemoryError, SyntaxError, OSError)
+
+
+def cannot_start(exc: BaseException) -> int:
+    """Say in one line why raglab cannot start, and return its exit code, 4 (never 1, a gate's "block")."""
+    sys.stderr.write(
+        f"raglab: cannot start: {type(exc).__name__}: {exc}. The installation or environment is broken "
+        "(reinstall raglab, or raise the memory limit); exit 4 is not a gate decision.\n"
+    )
+    return 4
+
 
 def main() -> int:
     """Run ``raglab``; exit 4 with one line when raglab or a dependency cannot be imported."""
     try:
         from raglab.cli import entry
-    except (ImportError, MemoryError, SyntaxError, OSError) as exc:
-        sys.stderr.write(
-            f"raglab: cannot start: {type(exc).__name__}: {exc}. The installation or environment is broken "
-            "(reinstall raglab, or raise the memory limit); exit 4 is not a gate decision.\n"
-        )
-        return 4
+    except BROKEN_INSTALL as exc:
+        return cannot_start(exc)
     return entry()
 
 

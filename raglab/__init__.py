@@ -18,6 +18,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from raglab_launcher import BROKEN_INSTALL, cannot_start  # standard library only: safe before the try
+
 try:
     from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
     from raglab import agreement, io, metrics, sizing, stats
@@ -32,12 +34,11 @@ try:
     from raglab._version import __version__
     from raglab.evalset import EvalSet, EvalSetTamperedError
     from raglab.io import read_rows, read_trec, write_rows, write_trec
-except (ImportError, MemoryError) as _exc:
+except BROKEN_INSTALL as _exc:
     import sys as _sys
 
     if _sys.argv[:1] == ["-m"]:  # `python -m raglab`: a broken install is exit 4, never 1 ("block")
-        _sys.stderr.write(f"raglab: cannot start: {type(_exc).__name__}: {_exc}; exit 4 is not a gate decision.\n")
-        raise SystemExit(4) from None
+        raise SystemExit(cannot_start(_exc)) from None
     raise
 
 __all__ = [

@@ -58,9 +58,11 @@ GATE_RULE = (
     "smaller than the margin); BLOCK if high < 0 and the drop is significant family-wise (Holm over every "
     "row's one-sided p-value at (1 - ci) / 2, so that with no real change the chance of any false block stays "
     "at most that); otherwise REVIEW. Lower-is-better metrics flip the signs (pass if high <= margin; block if "
-    "low > 0). A row with fewer than 10 paired questions (or 10 clusters), no interval or a zero-width interval "
-    "is REVIEW, with the reason. Bounds within 1e-9 x max(1, margin) of a threshold count as on it. The "
-    "overall decision is the worst row: every row must pass for the change to pass."
+    f"low > 0). A row with fewer than {MIN_QUESTIONS} paired questions (or {MIN_CLUSTERS} clusters), no interval "
+    "or a zero-width interval is REVIEW, with the reason; so is a bootstrap row with fewer than "
+    f"{MIN_CHANGED} changed questions, or with |skewness| > {_MAX_SKEW:g} below {_SMALL_N} questions. Bounds "
+    "within 1e-9 x max(1, margin) of a threshold count as on it. The overall decision is the worst row: every "
+    "row must pass for the change to pass."
 )
 
 
@@ -145,7 +147,11 @@ def _decide(
         return "review", f"only {n} paired {unit}: too few to decide (the gate needs at least {minimum})"
     if high - low <= GATE_TOLERANCE * max(1.0, abs(low), abs(high), margin):
         return "review", "zero-width interval: every paired difference is the same, so there is no evidence about sampling error"
-    if resampled and n_changed is not None and n_changed < MIN_CHANGED:
+    if resampled and n_changed is None:  # a hand-made or older table: the check below cannot be made
+        return "review", (
+            f"no n_changed count: cannot check that the bootstrap interval saw at least {MIN_CHANGED} changed {unit}"
+        )
+    if resampled and n_changed < MIN_CHANGED:
         return "review", (
             f"only {n_changed} of {n} {unit} changed: a bootstrap interval cannot show changes the sample has "
             f"not seen (the gate needs at least {MIN_CHANGED} changed)"
@@ -211,7 +217,8 @@ def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust:
     level = float(out["level"].iloc[0]) if "level" in out.columns and len(out) else 0.95
     clustered = "n_clusters" in out.columns
     counts = out["n_clusters"] if clustered else out["n"]
-    resampled = (out["method"] != _SCORE_LABEL).to_numpy() if "method" in out.columns else np.zeros(len(out), bool)
+    # No method column: assume a bootstrap interval, so the checks a bootstrap needs still apply.
+    resampled = (out["method"] != _SCORE_LABEL).to_numpy() if "method" in out.columns else np.ones(len(out), bool)
     changed = out["n_changed"] if "n_changed" in out.columns else pd.Series([None] * len(out))
     skews = out["skew"] if "skew" in out.columns else pd.Series([np.nan] * len(out))
     _warn_if_holm_cannot_block(out, resampled, family, 1 - level)
@@ -444,8 +451,8 @@ def gate(
     * **block** if ``high < 0`` (a real drop) *and* the row's one-sided p-value for a drop,
       Holm-adjusted over every row of the table, is below ``(1 - ci) / 2``: with no real change
       anywhere, the chance that any row blocks stays at most that, however many metrics and slices
-      are gated. ``adjust=None`` blocks per row on the interval alone (more false blocks as rows
-      multiply).
+      are gated. ``adjust=None`` blocks per row on its interval and its own unadjusted one-sided
+      p-value (more false blocks as rows multiply).
     * **review** otherwise, and always for a row with fewer than :data:`MIN_QUESTIONS` paired
       questions (or :data:`MIN_CLUSTERS` clusters), with no interval, or with a zero-width
       interval. The table's ``reason`` column says why.
@@ -471,7 +478,7 @@ def gate(
         As in :func:`compare`.
     adjust : {"holm", None}
         How blocks are protected against many rows: ``"holm"`` (the default) as above; ``None``
-        lets each row block on its own interval.
+        lets each row block on its own interval and unadjusted one-sided p-value.
 
     Returns
     -------
