@@ -173,12 +173,15 @@ def pct(p: float, se: float | None = None) -> str:
     return f"{100 * p:5.1f}%" + ("" if se is None else f" ±{100 * se:3.1f}")
 
 
-def met(value: float, target: float, at_most: bool, se: float | None = None) -> str:
-    """'yes' / 'NO'; with ``se`` (--quick), '?' when the target is within 2 Monte Carlo SEs of the estimate."""
-    if se is not None and abs(value - target) < 2 * se:
-        return "?"
-    ok = value <= target if at_most else value >= target
-    return "yes" if ok else "NO"
+def met(value: float, target: float, at_most: bool, reps: int | None = None) -> str:
+    """'yes' / 'NO'; with ``reps`` (--quick), judged on the rate's 95% Wilson interval: '?' when it straddles the target."""
+    if reps is None:
+        ok = value <= target if at_most else value >= target
+        return "yes" if ok else "NO"
+    interval = stats.proportion_interval(round(value * reps), reps)
+    surely_ok = interval.high <= target if at_most else interval.low >= target
+    surely_not = interval.low > target if at_most else interval.high < target
+    return "yes" if surely_ok else "NO" if surely_not else "?"
 
 
 def quick_note(reps: dict[str, int], keys: list[str]) -> None:
@@ -187,7 +190,7 @@ def quick_note(reps: dict[str, int], keys: list[str]) -> None:
     full = " / ".join(f"{FULL_REPS[k]:,}" for k in keys)
     print(f"   QUICK run (--quick): {quick} replicates per row (full run: {full}); rates are 'estimate "
           "±Monte Carlo SE', the SE being sqrt(p (1 - p) / reps) (0 when no replicate hit); "
-          "met '?' = the target is within 2 SEs")
+          "met is judged on the rate's 95% Wilson interval ('?' = it straddles the target)")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -213,7 +216,7 @@ def small_slices(rng: np.random.Generator, replicates: dict[str, int], quick: bo
             new, new_se = rate(sum(d[0] for d in decided), reps)
             old, old_se = rate(sum(d[1] for d in decided), reps)
             if quick:
-                exact_new, exact_old, verdict = "-", "-", met(new, TARGET_DROP_PASS, True, new_se)
+                exact_new, exact_old, verdict = "-", "-", met(new, TARGET_DROP_PASS, True, reps)
             else:
                 exact_new, exact_old = cache.exact(n, down, up)
                 verdict = met(exact_new, TARGET_DROP_PASS, True)
@@ -235,7 +238,7 @@ def small_slices(rng: np.random.Generator, replicates: dict[str, int], quick: bo
         old, old_se = rate(old_hits, reps_cont)
         blind.append(f"n={n}: {unseen} of {new_hits} passes, P = {(1 - worse) ** n - (1 - worse - better) ** n:.1%}")
         print(f"   {label:<45s} {n:>3d} {reps_cont:>6,d}  {pct(new, new_se):>15s} {'':>6s}  "
-              f"{pct(old, old_se):>15s} {'':>6s}  {'<= 5%':>7s} {met(new, TARGET_DROP_PASS, True, new_se if quick else None):>4s}")
+              f"{pct(old, old_se):>15s} {'':>6s}  {'<= 5%':>7s} {met(new, TARGET_DROP_PASS, True, reps_cont if quick else None):>4s}")
     print(f"   (pass/fail: {len(cache.new)} distinct count triples gated; continuous: 1,000 bootstrap "
           "resamples per interval)")
     print(f"   rr-like: a question gets worse with probability {worse:.3f} and better with {better:.3f}; passes "
@@ -275,7 +278,7 @@ def no_change(rng: np.random.Generator, replicates: dict[str, int], quick: bool 
             counts = np.array(counts)
             p, se = rate(int((counts > 0).sum()), reps)
             target = "<= 5%" if adjust == "holm" else "(none)"
-            verdict = met(p, TARGET_FALSE_BLOCK, True, se if quick else None) if adjust == "holm" else ""
+            verdict = met(p, TARGET_FALSE_BLOCK, True, reps if quick else None) if adjust == "holm" else ""
             print(f"   {label:<52s} {str(adjust):>7s} {reps:>5d}  {pct(p, se):>16s}  "
                   f"{counts.mean():>16.3f}  {target:>7s} {verdict:>4s}")
     print(f"   Holm needs its smallest one-sided p below 0.025/{rows} = {0.025 / rows:.5f}: a sign-flip p is at "
@@ -295,7 +298,7 @@ def equal_runs(rng: np.random.Generator, replicates: dict[str, int], quick: bool
     p, se = rate(passes, reps)
     label = "pass/fail, base 0.7, discordance 0.05 (2.5% each way)"
     print(f"   {label:<52s} {reps:>5d}  {pct(p, se):>13s}  {pct(1 - p):>8s}  {'>= 90%':>7s} "
-          f"{met(p, TARGET_EQUAL_PASS, False, se if quick else None):>4s}")
+          f"{met(p, TARGET_EQUAL_PASS, False, reps if quick else None):>4s}")
     reps_cont = replicates["equal_rr"]
     base, cand = rr_pairs(rng, (reps_cont, n), changed=0.15)
     decisions = [gate_decision({"rr": b}, {"rr": c}, n_resamples=2000)[0] for b, c in zip(base, cand)]
@@ -303,7 +306,7 @@ def equal_runs(rng: np.random.Generator, replicates: dict[str, int], quick: bool
     not_passed = 1 - decisions.count("pass") / reps_cont
     label = "rr-like, 15% re-drawn (2,000 resamples)"
     print(f"   {label:<52s} {reps_cont:>5d}  {pct(p, se):>13s}  {pct(not_passed):>8s}  {'>= 90%':>7s} "
-          f"{met(p, TARGET_EQUAL_PASS, False, se if quick else None):>4s}")
+          f"{met(p, TARGET_EQUAL_PASS, False, reps_cont if quick else None):>4s}")
     print()
 
 
