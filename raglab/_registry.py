@@ -115,6 +115,9 @@ _BASES: dict[str, tuple[bool | None, bool, bool, str]] = {
     "hallucination": (False, True, True, "the answer contains an unsupported claim"),
     "latency": (False, False, False, "time to answer"),
     "cost": (False, False, False, "cost per question"),
+    # raglab.boundaries' costs: characters sent to the model.
+    "prompt_chars": (False, False, False, "characters of the retrieved spans sent to the model (boundaries.prompt_chars)"),
+    "context_chars": (False, False, False, "characters of the union of the retrieved spans (boundaries.expand_neighbors)"),
 }
 # Whole words of a metric name that mean lower is better ("uptime" and "sentiment" contain no such word).
 _LOWER_IS_BETTER_WORDS = frozenset(

@@ -83,7 +83,8 @@ class ResultBase:
     """Base of raglab's result objects: ``to_dict`` (JSON-ready), ``to_frame``, text and HTML displays.
 
     Subclasses implement ``to_dict()`` and ``_title()``; ``to_frame()`` defaults to one row of the
-    dict's scalar entries, and both displays show the title and that frame.
+    dict's scalar entries. Both displays show the title, then ``_shown()`` (default ``to_frame()``),
+    and the HTML display ends with ``_footer_html()``.
     """
 
     def to_dict(self) -> dict[str, Any]:  # pragma: no cover - every subclass defines it

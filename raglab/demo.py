@@ -293,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "(default: build, relative to the current directory)")
     args = parser.parse_args(argv)
     out: Path = args.out
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ.setdefault("MPLBACKEND", "Agg")  # for the notebook kernels it starts (a caller's own backend wins)
     # the demo's settings end with it: a caller's pandas options and warning filters are left as they were
     with pd.option_context("display.width", 160), warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=UserWarning, module="raglab")

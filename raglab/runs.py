@@ -10,6 +10,7 @@ pure functions of :mod:`raglab.stats`, :mod:`raglab.agreement` and :mod:`raglab.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from numbers import Real
 from typing import Any
 
 import pandas as pd
@@ -608,9 +609,10 @@ def _paired_flips(
 
     if not isinstance(metric, str):
         raise TypeError(f"{method_name}: `metric` must be one score column name, got {metric!r}")
-    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, Real)  # numpy numbers too
                                   or not math.isfinite(threshold)):
         raise ValueError(f"{method_name}: `threshold` must be a finite number or None, got {threshold!r}")
+    threshold = None if threshold is None else float(threshold)  # a plain float in the rule and the records
     if higher_is_better is None:
         direction = metric_info(metric).higher_is_better
         try:
@@ -716,7 +718,7 @@ def flips(
     pairs, b, c, rule = _paired_flips(base, cand, metric, threshold=threshold, higher_is_better=higher_is_better,
                                       on=on, how=how, allow_evalset_mismatch=allow_evalset_mismatch,
                                       method_name=method_name)
-    if per is not None and (isinstance(per, bool) or not isinstance(per, (int, float)) or not per > 0):
+    if per is not None and (isinstance(per, bool) or not isinstance(per, Real) or not per > 0):
         raise ValueError(f"{method_name}: `per` must be a positive number (e.g. 100) or None, got {per!r}")
     by_columns = _by_columns(by)
     slices = _paired_labels(pairs, by_columns, on, method_name, kind="slice") if by_columns else None

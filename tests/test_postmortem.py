@@ -73,6 +73,12 @@ def test_threshold_uses_the_direction(readers):
     # a lower-is-better name: pass is <= threshold without being told
     lat_b, lat_c = base.assign(latency_ms=1000 * base["f1"]), cand.assign(latency_ms=1000 * cand["f1"])
     assert _as_dict(runs.flips(lat_b, lat_c, "latency_ms", threshold=500)) == _as_dict(low)
+    # raglab's own cost columns are lower-is-better too (they were guessed higher-is-better)
+    chars_b, chars_c = base.assign(prompt_chars=1000 * base["f1"]), cand.assign(prompt_chars=1000 * cand["f1"])
+    assert _as_dict(runs.flips(chars_b, chars_c, "prompt_chars", threshold=500)) == _as_dict(low)
+    # numpy numbers are numbers (a quantile of a float32 column, a count)
+    assert _as_dict(runs.flips(base, cand, "f1", threshold=np.float32(0.5), by="answerable", per=np.int64(100))) == \
+        _as_dict(runs.flips(base, cand, "f1", threshold=0.5, by="answerable", per=100))
     # a 0/1 lower-is-better metric: 0 passes, so hallucination = 1 - em flips exactly as em does
     hal_b, hal_c = base.assign(hallucination=1 - base["em"]), cand.assign(hallucination=1 - cand["em"])
     assert _as_dict(runs.flips(hal_b, hal_c, "hallucination")) == _as_dict(runs.flips(base, cand, "em"))

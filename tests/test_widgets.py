@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -141,6 +142,15 @@ def test_saved_notebook_shows_the_first_row_as_html():
     assert "sorted by latency_ms, worst (highest) first" in data["text/html"]
     widgets.explore(datasets.handbook())  # same class for every explorer
     assert type(widgets.explore(rows)) is type(box)
+
+
+def test_gold_marks_read_the_cell_as_the_metrics_do():
+    # numpy grades count (they used to be dropped), grade 0 is not gold, as in raglab.metrics
+    row = pd.Series({"question_id": "q1", "retrieved": ["d1", "d2", "d3"], "gold": {"d1": np.int64(2), "d2": 0, "d3": np.float32(1)}})
+    html = widgets.render_row(row, columns={"question_id": "question_id", "retrieved": "retrieved", "gold": "gold"})
+    assert "1. d1 ✓" in html and "2. d2<" in html and "3. d3 ✓" in html and "unanswerable" not in html
+    scored = pd.DataFrame([row]).rag.retrieval(k=3)
+    assert scored["recall@3"].iloc[0] == 1.0 and scored["precision@3"].iloc[0] == pytest.approx(2 / 3)
 
 
 def test_gold_marks_and_unanswerable_note():

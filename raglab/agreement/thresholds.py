@@ -8,7 +8,9 @@ passes), specificity, the miss rate (share of the items people failed that the j
 ``1 - specificity``), Cohen's kappa, raw agreement and the attenuation ``J = Se + Sp - 1``, with
 Wilson intervals for the three rates and every count. The human labels are read exactly as the
 report reads them (same refusals, same :class:`LabelMismatchError`), so a row of the sweep equals
-the report at that threshold.
+the report at that threshold (with the default pass label 1/True; with ``positive=0`` the sweep
+still passes ``score >= t``, while ``report(judge_threshold=t, positive=0)`` counts the judge's
+False, ``score < t``, as its pass).
 
 The scores are sorted once and each threshold's counts come from binary searches, so a sweep over
 thousands of items and thresholds costs about as much as one report.
@@ -26,9 +28,12 @@ from raglab._meta import update_meta
 from raglab._results import jsonable
 from raglab._validation import check_int, check_level
 from raglab.agreement._common import _z
+from raglab.agreement.kappa import _kappa_many
 from raglab.agreement.labels import _as_labels, _binarize, _check_comparable, _label_codes, _missing, _pair
 from raglab.agreement.reporting import _check_names, _check_rows, _naming, _pass_label, _refuse_side
 from raglab.stats.intervals import _wilson_arrays
+
+_NOMINAL_2X2 = np.array([[0.0, 1.0], [1.0, 0.0]])  # unweighted kappa: any disagreement counts 1
 
 __all__ = ["SWEEP_COLUMNS", "threshold_sweep"]
 
@@ -121,13 +126,13 @@ def threshold_sweep(
 
     At threshold ``t`` the judge passes an item when its score is ``>= t``; each row is what
     :func:`raglab.agreement.report` gives with ``judge_threshold=t`` (kappa, agreement, rates and
-    counts; the rates' intervals are Wilson's, as in the report).
+    counts; the rates' intervals are Wilson's, as in the report), for the default pass label 1/True.
 
     Parameters
     ----------
     human : sequence of hashable
-        Human labels of the items (0/1, booleans, or labels with ``positive``; ratings or scores
-        with ``human_threshold``), read as :func:`raglab.agreement.report` reads them: text labels,
+        Human labels of the items (0/1 or booleans, ``positive=`` picking the pass label; ratings
+        or scores with ``human_threshold``), read as :func:`raglab.agreement.report` reads them: text labels,
         or numbers other than 0/1 without ``human_threshold``, raise :class:`LabelMismatchError`
         naming the fix; fractional scores without ``human_threshold`` raise ``ValueError``.
     judge : sequence of float
@@ -243,9 +248,9 @@ def threshold_sweep(
     sp, sp_low, sp_high = _wilson(tn, hn, z)
     miss, miss_low, miss_high = _wilson(fp, hn, z)
     observed = (tp + tn) / n
-    chance = (hp * judge_pass + hn * (n - judge_pass)) / n**2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kappa = np.where(chance >= 1.0 - 1e-15, np.nan, (observed - chance) / (1.0 - chance))
+    # One 2x2 table (people x judge) per threshold; kappa as the report computes it.
+    tables = np.stack([np.stack([tp, fn], -1), np.stack([fp, tn], -1)], axis=1).astype(float)
+    kappa = _kappa_many(tables, _NOMINAL_2X2)
     table = pd.DataFrame({
         "threshold": grid, "n": n, "n_excluded": n_excluded, "human_positive": hp, "human_negative": hn,
         "true_pass": tp, "false_fail": fn, "false_pass": fp, "true_fail": tn, "judge_positive_rate": judge_pass / n,

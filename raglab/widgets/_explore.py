@@ -12,7 +12,9 @@ import pandas as pd
 
 from raglab._optional import import_optional
 from raglab._registry import is_id_name, metric_info
+from raglab._results import DECISION_COLOURS
 from raglab._rowtable import is_missing, missing_column_error, resolve_column
+from raglab.metrics._common import _relevant
 from raglab.metrics.spans import _covered, _gold_units, _merge, _span_tuple
 
 __all__ = ["explore", "render_row"]
@@ -20,7 +22,8 @@ __all__ = ["explore", "render_row"]
 _ALL = "(all)"
 _ROW_ORDER = "(row order)"
 # The explorers' marks: gold found, partly, missed (one place for both explorers).
-_GOOD, _PARTIAL, _BAD = "#1a7f37", "#b35900", "#b42318"
+_GOOD, _PARTIAL, _BAD = (DECISION_COLOURS[d] for d in ("pass", "review", "block"))  # as the plots colour them
+_MUTED = "#666"
 _TEXT_LIMIT = 600
 _FIELD_LIMIT = 200
 # Whole words of a column name that say it holds a count or a code, not a score (judge_prompt_tokens, n_claims).
@@ -36,11 +39,12 @@ def _short(text: str, limit: int = _TEXT_LIMIT) -> str:
 
 
 def _gold_ids(gold: Any) -> set[str]:
-    if is_missing(gold):
+    """The relevant gold ids (grade > 0) as the metrics read the cell; none for a cell they would refuse."""
+    try:
+        relevant = _relevant(gold)
+    except TypeError:  # a malformed cell: the metrics refuse it with the reason; the view just marks nothing
         return set()
-    if isinstance(gold, dict):
-        return {str(k) for k, v in gold.items() if isinstance(v, (int, float)) and v > 0}
-    return {str(g) for g in gold}
+    return {str(doc) for doc in relevant} if relevant else set()
 
 
 def _offsets(intervals: Sequence[tuple[int, int]]) -> str:
@@ -261,7 +265,7 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
         for i, claim in enumerate(claims):
             verdict = verdicts[i] if i < len(verdicts) else None
             mark = {True: "✓ supported", False: "✗ unsupported"}.get(verdict, "?")
-            colour = {True: _GOOD, False: _BAD}.get(verdict, "#666")
+            colour = {True: _GOOD, False: _BAD}.get(verdict, _MUTED)
             reason = f" <i>{_esc(reasons[i])}</i>" if i < len(reasons) and reasons[i] else ""
             body.append(f"<li><span style='color:{colour}'>{mark}</span>: {_esc(claim)}{reason}</li>")
         parts.append(f"<p><b>{_esc(stem)} claims</b></p><ul>{''.join(body)}</ul>")
@@ -420,7 +424,7 @@ def explore(
         if left_out:
             text += "; not offered for worst first: " + "; ".join(
                 f"{_esc(name)} (no direction: {_esc(why)})" for name, why in left_out.items())
-        return f"<p style='color:#666;margin:2px 0'><i>{text}</i></p>"
+        return f"<p style='color:{_MUTED};margin:2px 0'><i>{text}</i></p>"
 
     def refresh(*_: Any) -> None:
         frame = current()

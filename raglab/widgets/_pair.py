@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 
 from raglab._optional import import_optional
-from raglab._rowtable import is_missing, missing_column_error, pair_runs, resolve_column
+from raglab._rowtable import is_missing, pair_runs, resolve_column
 from raglab.widgets._explore import (
     _BAD,
     _GOOD,
+    _MUTED,
     _browser,
     _esc,
     _field_columns,
@@ -28,7 +29,7 @@ __all__ = ["explore_pair"]
 _ALL = "(all)"
 FLIP_OPTIONS = ("all", "pass->fail", "fail->pass", "unchanged")
 _FLIP_STYLE = {"pass->fail": (_BAD, "pass → fail"), "fail->pass": (_GOOD, "fail → pass"),
-               "unchanged": ("#666", "unchanged"), "missing": ("#666", "missing on one side")}
+               "unchanged": (_MUTED, "unchanged"), "missing": (_MUTED, "missing on one side")}
 
 
 def _flip_line(metric: str, rule: str, direction: str, before: Any, after: Any) -> str:
@@ -36,7 +37,7 @@ def _flip_line(metric: str, rule: str, direction: str, before: Any, after: Any) 
     shown = ["missing" if is_missing(v) else _format_value(v) for v in (before, after)]  # as the panels show them
     return (f"<p><b>{_esc(metric)}</b>: {_esc(shown[0])} → {_esc(shown[1])} "
             f"<span style='color:{colour};font-weight:bold'>{_esc(text)}</span> "
-            f"<span style='color:#666'><i>(pass: {_esc(rule)})</i></span></p>")
+            f"<span style='color:{_MUTED}'><i>(pass: {_esc(rule)})</i></span></p>")
 
 
 def render_pair(base_row: pd.Series, cand_row: pd.Series, *, columns: tuple[dict[str, str | None], dict[str, str | None]],
@@ -168,8 +169,6 @@ def explore_pair(
         scores = _score_columns(frame, used)
         sides.append((cols, scores, _field_columns(frame, used + scores)))
     if by is not None:
-        if by not in pairs.base.columns and by not in pairs.cand.columns:
-            raise missing_column_error(pairs.base, by, role=None, method=method, keyword="by")
         raw = _paired_labels(pairs, [by], on, method, kind="slice")
         slices = raw.astype(object).where(raw.notna(), "(missing)").astype(str).to_numpy()
     else:
