@@ -126,7 +126,7 @@ def _design(
     common = dict(power=power, alpha=alpha, attenuation=att, slice_fraction=slice_fraction, alternative=alternative,
                   judge=judge, attenuation_given=scaled)
     if sd_diff is not None:
-        _check_sd_diff(sd_diff, discordance)
+        sd_diff = _check_sd_diff(sd_diff, discordance)
         if judge is not None:
             raise ValueError(
                 "`sensitivity` and `specificity` describe a judge's pass/fail labels; a continuous metric "

@@ -30,7 +30,7 @@ def _gate_variance(
         )
     judge = _judge_rates(sensitivity, specificity)
     if sd_diff is not None:
-        _check_sd_diff(sd_diff, discordance)
+        sd_diff = _check_sd_diff(sd_diff, discordance)
         if judge is not None or p is not None:
             raise ValueError(
                 "`sd_diff` sizes a continuous metric on its own: drop `p`, `sensitivity` and `specificity` "

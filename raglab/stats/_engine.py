@@ -662,7 +662,9 @@ def _drop_missing_pairs(base: np.ndarray, cand: np.ndarray, units: Any, what: st
     return base[keep], cand[keep], units
 
 
-def _complete_pairs(base: Any, cand: Any, units: Any, what: str, *, allow_empty: bool = False) -> tuple[np.ndarray, ...]:
+def _complete_pairs(
+    base: Any, cand: Any, units: Any, what: str, *, allow_empty: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The paired score vectors without pairs missing a score (dropped with a warning), and their units."""
     b, c = _paired_vectors(base, cand)
     b, c, units = _drop_missing_pairs(b, c, units, what)
