@@ -412,6 +412,47 @@ def test_the_x_axis_says_which_way_is_better_without_margins():
     assert "right is better" in forest(table, scale="margin", margin=0.02).get_xlabel()
 
 
+def test_margins_are_checked_like_the_gates():
+    # a negative margin used to be drawn on the good side (the footnote says bad side); NaN passed silently
+    table = _compare(("hit@5",))
+    for bad in (-0.02, float("nan"), {"hit@5": -0.02}, {"hit@5": float("inf")}):
+        with pytest.raises(ValueError, match=r"the margin for 'hit@5' must be a finite number >= 0"):
+            forest(table, margin=bad)
+    with pytest.raises(TypeError, match=r"the margin for 'hit@5' must be a number .* got 'x'"):
+        forest(table, margin="x")
+    assert not [c for c in forest(table, margin=0).get_children() if c.get_gid() == "raglab-margins"]
+
+
+def test_a_metric_with_no_direction_is_not_called_better_either_way():
+    rng = np.random.default_rng(1)
+    base = {"declined": (rng.random(200) < 0.2).astype(float), "hit@5": (rng.random(200) < 0.7).astype(float)}
+    cand = {"declined": (rng.random(200) < 0.3).astype(float), "hit@5": (rng.random(200) < 0.7).astype(float)}
+    alone = stats.compare({"declined": base["declined"]}, {"declined": cand["declined"]}, n_resamples=200)
+    ax = forest(alone, margin=0.02)
+    assert _labels(ax) == ["declined (no direction)", "overall"]
+    assert ax.get_xlabel().endswith("(no better direction)") and "better \N{RIGHTWARDS ARROW}" not in ax.get_xlabel()
+    assert not [c for c in ax.get_children() if c.get_gid() == "raglab-margins"]  # no bad side to draw it on
+    with pytest.raises(ValueError, match=r"scale='margin' needs a better direction .* \['declined'\]"):
+        forest(alone, margin=0.02, scale="margin")
+    both = forest(stats.compare(base, cand, n_resamples=200))
+    assert _labels(both) == ["declined (no direction)", "overall", "hit@5", "overall"]
+    assert both.get_xlabel().endswith("(better \N{RIGHTWARDS ARROW})")  # said of hit@5, the one with a direction
+    stated = alone.assign(higher_is_better=False)  # a table that states the direction is believed
+    assert _labels(forest(stated)) == ["declined (lower is better)", "overall"]
+
+
+def test_an_unknown_level_is_not_claimed():
+    table = _compare(("hit@5",)).assign(level=np.nan)
+    ax = forest(table)
+    assert "nan" not in ax.get_title() and "paired intervals, level unknown" in ax.get_title()
+    assert not [c for c in ax.get_children() if c.get_gid() == "raglab-intervals-inner"]
+    assert len(_artist(ax, "raglab-intervals").get_segments()) == len(table)
+    headers = sorted((t for t in ax.texts if str(t.get_gid()).endswith("-header")), key=lambda t: t.get_gid())
+    assert [t.get_text() for t in headers] == ["n", "diff [interval]"]
+    gated = _gate(("hit@5",)).table.assign(level=np.nan)
+    assert "nan" not in forest(gated).get_title() and "nan" not in _footnote(forest(gated))
+
+
 def test_kwargs_reach_the_points():
     ax = forest(_compare(("hit@5",)), marker="s", s=80)
     assert (_artist(ax, "raglab-estimates").get_sizes() == 80).all()
@@ -466,6 +507,17 @@ def test_confusion_heatmap_bad_input():
         plots.confusion_heatmap(rep, normalize="cols")
     with pytest.raises(TypeError, match="square DataFrame"):
         plots.confusion_heatmap(pd.DataFrame({"a": [1, 2]}))
+    # a NaN cell used to fail with "cannot convert float NaN to integer", a string with a bare float error
+    counts = pd.DataFrame([[5, 1], [2, 7]], index=["pass", "fail"], columns=["pass", "fail"])
+    for cell, error, message in [(np.nan, ValueError, "finite counts >= 0; the cell .people 'fail', judge 'pass'. is nan"),
+                                 (-1, ValueError, "finite counts >= 0; the cell .people 'fail', judge 'pass'. is -1"),
+                                 ("x", TypeError, "the cell .people 'fail', judge 'pass'. is 'x' in a column of dtype object")]:
+        bad = counts.astype(object if isinstance(cell, str) else float)
+        bad.iloc[1, 0] = cell
+        with pytest.raises(error, match=message):
+            plots.confusion_heatmap(bad)
+    with pytest.raises(TypeError, match="column 'pass' has dtype string"):
+        plots.confusion_heatmap(counts.astype("string"))
 
 
 def test_power_curve_marks_the_questions_needed():

@@ -1,7 +1,8 @@
 """Plots of raglab tables: compute first, then draw.
 
-Every function takes ``ax=``, forwards ``**kwargs`` to its main artist and returns the matplotlib
-Axes; given an Axes it draws there. With ``ax=None`` (the default) each makes its own new figure
+Every function takes ``ax=`` and returns the matplotlib Axes; given an Axes it draws there. Every
+function but :func:`power_curve` forwards ``**kwargs`` to its main artist; ``power_curve``'s keywords
+are the design (``discordance=``, ``p=``, ``alpha=``...), passed to :func:`raglab.sizing.power`. With ``ax=None`` (the default) each makes its own new figure
 (constrained layout, sized to what it draws) instead of drawing on ``plt.gca()``, so one plot never
 lands on another's Axes, and every text (legends outside the plot, notes under it) lies inside that
 figure, so a plain ``fig.savefig(...)`` keeps it.

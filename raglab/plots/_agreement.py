@@ -69,6 +69,32 @@ def _heatmap_note(report: Any, table: pd.DataFrame, counts: np.ndarray) -> str:
     return text
 
 
+def _counts(table: pd.DataFrame) -> np.ndarray:
+    """The table's cells as floats, or an error naming the first cell that is not a finite count >= 0.
+
+    Checked here because numpy's own errors ("cannot convert float NaN to integer", "could not convert
+    string to float") name neither the cell nor the column.
+    """
+    for column, dtype in table.dtypes.items():
+        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_object_dtype(dtype)):
+            raise TypeError(f"confusion_heatmap needs counts; column {column!r} has dtype {dtype}")
+    for i, row in enumerate(table.index):
+        for j, column in enumerate(table.columns):
+            value = table.iat[i, j]
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"confusion_heatmap needs counts; the cell (people {row!r}, judge {column!r}) is {value!r} "
+                    f"in a column of dtype {table.dtypes.iloc[j]}"
+                ) from None
+            if not (np.isfinite(number) and number >= 0):
+                raise ValueError(
+                    f"confusion_heatmap needs finite counts >= 0; the cell (people {row!r}, judge {column!r}) is {number:g}"
+                )
+    return table.to_numpy(dtype=float)
+
+
 def confusion_heatmap(
     report: Any,
     *,
@@ -122,7 +148,7 @@ def confusion_heatmap(
         raise TypeError("confusion_heatmap needs an AgreementReport or a square DataFrame of counts; got "
                         f"{type(table).__name__}" + (f" of shape {table.shape}" if isinstance(table, pd.DataFrame) else ""))
     check_option("normalize", normalize, [None, "rows", "all"])
-    counts = table.to_numpy(dtype=float)
+    counts = _counts(table)
     if normalize == "rows":
         sums = counts.sum(axis=1, keepdims=True)
         values = np.divide(counts, sums, out=np.full_like(counts, np.nan), where=sums > 0)

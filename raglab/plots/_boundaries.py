@@ -80,7 +80,7 @@ def boundary_positions(
     chunks : DataFrame
         The chunk table (:mod:`raglab.chunks`).
     ax : matplotlib Axes, optional
-        Where to draw (default: the current Axes).
+        Where to draw (default: a new figure of its own, never the current Axes).
     gold_spans : str, optional
         The gold-span column, if not ``gold_spans``.
     **kwargs
@@ -165,7 +165,7 @@ def boundary_metric(
     labels : (str, str)
         Names of the two runs in the legend.
     ax : matplotlib Axes, optional
-        Where to draw (default: the current Axes).
+        Where to draw (default: a new figure of its own, never the current Axes).
     **kwargs
         Passed to ``Axes.scatter`` for both runs' points (e.g. ``s=``).
 

@@ -10,9 +10,8 @@ import numpy as np
 import pandas as pd
 
 from raglab._registry import metric_info
-from raglab._results import DECISION_COLOURS
+from raglab.gate import _check_margin
 
-_DECISION_COLOURS = DECISION_COLOURS  # one palette for tables and plots
 _PLAIN = "#1f4e79"
 _NEEDED = ("metric", "slice", "diff", "low", "high")
 _SHARED_UNITS = "scores in [0, 1]"  # the panel of the bounded metrics (rates, recall, ndcg...)
@@ -29,14 +28,24 @@ def _margins(table: pd.DataFrame, margin: float | Mapping[str, float] | None) ->
         unknown = sorted(set(margin) - set(metrics))
         if unknown:
             raise ValueError(f"`margin` names metrics that are not in the table: {unknown}; the table has {metrics}")
-        return {m: float(margin[m]) for m in metrics if m in margin}
-    return dict.fromkeys(metrics, float(margin))
+        # the gate's own check: a negative margin would be drawn on the good side, a NaN one not at all
+        return {m: _check_margin(margin[m], str(m)) for m in metrics if m in margin}
+    return {m: _check_margin(margin, str(m)) for m in metrics}
 
 
 def _directions(table: pd.DataFrame) -> dict[str, bool]:
+    """Each metric's direction; a metric without one (``declined``) reads True here, so callers that
+    label directions must check :func:`_undirected` first."""
     if "higher_is_better" in table.columns:
         return {m: bool(v) for m, v in table.groupby("metric", sort=False)["higher_is_better"].first().items()}
     return {m: metric_info(str(m)).higher_is_better is not False for m in dict.fromkeys(table["metric"])}
+
+
+def _undirected(table: pd.DataFrame) -> set[str]:
+    """Metrics with no better direction (``declined``): none when the table states every direction."""
+    if "higher_is_better" in table.columns:
+        return set()
+    return {str(m) for m in dict.fromkeys(table["metric"]) if not metric_info(str(m)).has_direction}
 
 
 def _unit_groups(table: pd.DataFrame, panels: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -148,20 +157,25 @@ def _holm_marks(table: pd.DataFrame, level: float, gate_adjust: Any = "unknown")
     """Which rows survive a Holm adjustment (marked with a dagger) and the footnote that says so.
 
     A gate table with ``p_worse_adjusted`` (``adjust="holm"``): its blocks, which needed it. A compare
-    table with ``p_adjusted``: rows whose adjusted two-sided p-value is below ``1 - level``.
+    table with ``p_adjusted``: rows whose adjusted two-sided p-value is below ``1 - level``. A NaN
+    ``level`` (the table gives none) leaves the threshold out of a gate's note and marks no compare row.
     """
     marks = np.zeros(len(table), dtype=bool)
     alpha = 1.0 - level
+    known = bool(np.isfinite(alpha))
     if "decision" in table.columns:
         holm = "p_worse_adjusted" in table.columns if gate_adjust == "unknown" else gate_adjust == "holm"
         if not holm:
             return marks, "Blocks are per row: no multiplicity adjustment (adjust=None)."
         family = int(np.isfinite(pd.to_numeric(table.get("p_worse"), errors="coerce")).sum())
         marks = (table["decision"].astype(str) == "block").to_numpy()
+        needed = f" (adjusted one-sided p < {alpha / 2:g}" if known else ""
         if not marks.any():
-            return marks, f"No row blocks after Holm over {family} rows (adjusted one-sided p < {alpha / 2:g} needed)."
-        return marks, f"\N{DAGGER} blocks after Holm over {family} rows (adjusted one-sided p < {alpha / 2:g})."
+            return marks, f"No row blocks after Holm over {family} rows{needed + ' needed)' if needed else ''}."
+        return marks, f"\N{DAGGER} blocks after Holm over {family} rows{needed + ')' if needed else ''}."
     if "p_adjusted" in table.columns:
+        if not known:
+            return marks, "Holm-adjusted p-values not marked: the table gives no interval level to test them at."
         adjusted = pd.to_numeric(table["p_adjusted"], errors="coerce").to_numpy(dtype=float)
         family = int(np.isfinite(pd.to_numeric(table["p_value"], errors="coerce")).sum())
         marks = np.isfinite(adjusted) & (adjusted < alpha)

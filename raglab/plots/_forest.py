@@ -10,9 +10,10 @@ import pandas as pd
 from scipy.stats import norm
 
 from raglab._optional import import_optional
+from raglab._results import DECISION_COLOURS
 from raglab._validation import check_option
+from raglab.gate import DECISIONS, _worst
 from raglab.plots._common import (
-    _DECISION_COLOURS,
     _NEEDED,
     _SHARED_UNITS,
     _background,
@@ -22,6 +23,7 @@ from raglab.plots._common import (
     _interval_text,
     _margins,
     _readable,
+    _undirected,
     _unit_groups,
 )
 
@@ -32,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _SCALES = ["raw", "margin", "auto"]  # "auto" is "raw", kept for older calls
 _SORTS = [None, "diff", "low", "decision"]
-_RANK = {"block": 0, "review": 1, "pass": 2}
+_RANK = {d: i for i, d in enumerate(reversed(DECISIONS))}  # worst first: block 0, review 1, pass 2
 _ROW_INCHES, _PANEL_INCHES = 0.24, 0.95  # figure height: per row (and heading), per panel (axis, header)
 
 
@@ -59,11 +61,14 @@ def forest(
     colour (pass green, review amber, block red; on a dark style, lighter variants of the same hues
     that keep a WCAG contrast of 4.5:1). Numbers carry thousands separators (``+2,371``), and the
     columns line up across panels. Each panel's x label says which way is better (``better →``, or
-    ``← better`` for lower-is-better metrics), with or without margins. Rows without an interval
+    ``← better`` for lower-is-better metrics), with or without margins; a metric with no direction
+    (``declined``, in a table without ``higher_is_better``) reads "(no direction)", gets no margin line,
+    and a panel of only such metrics reads "(no better direction)". Rows without an interval
     are drawn hollow and read "no interval"; rows with ``n = 0`` are left out and counted in the
     footnote. Rows that survive a Holm adjustment (a Holm gate's blocks; a compare table's rows with
     ``p_adjusted`` below ``1 - level``) carry a dagger, explained in the footnote. The title gives the overall
-    decision with the row counts, the interval level and the interval methods.
+    decision with the row counts, the interval level and the interval methods; a table whose ``level``
+    is NaN (or outside (0, 1)) reads "level unknown", and its rows get no thick central band.
 
     Units. By default every metric is drawn in its own units, and metrics in different units get
     different panels, stacked with the same row layout: metrics the registry knows as bounded in
@@ -90,11 +95,11 @@ def forest(
         cannot be drawn on one given Axes: that raises a ``ValueError`` (pass ``ax=None``,
         ``scale="margin"`` or one unit group's rows).
     margin : float or dict, optional
-        Margins to mark (one for all metrics or ``{metric: margin}``); default: the table's
-        ``margin`` column, if any.
+        Margins to mark (one for all metrics or ``{metric: margin}``), each a finite number >= 0 as
+        in the gate; default: the table's ``margin`` column, if any.
     scale : {"raw", "margin", "auto"}
         ``"raw"``: each metric's units, one panel per unit group. ``"margin"``: improvement /
-        margin on one axis (needs a positive margin for every metric). ``"auto"`` is ``"raw"``
+        margin on one axis (needs a positive margin and a direction for every metric). ``"auto"`` is ``"raw"``
         (kept for older calls). The text columns are always in the metric's units.
     sort : {None, "diff", "low", "decision"}
         Order of the slices under each metric (the ``overall`` row stays first). ``None``: the
@@ -146,6 +151,8 @@ def forest(
 
     table = table.reset_index(drop=True)
     level = float(table["level"].iloc[0]) if "level" in table.columns and len(table) else 0.95
+    if not 0.0 < level < 1.0:  # NaN too: claim no level the table does not give (see _title, _draw)
+        level = np.nan
     marks, holm_note = _holm_marks(table, level, adjust)
     counts = pd.to_numeric(table["n"], errors="coerce").fillna(0) if "n" in table.columns else None
     empty = (counts <= 0).to_numpy() if counts is not None else np.zeros(len(table), bool)
@@ -160,11 +167,16 @@ def forest(
         ax.set_title(title, fontsize="medium")
         return ax
     margins, directions = _margins(table, margin), _directions(table)
+    undirected = _undirected(table)
     names = [str(m) for m in dict.fromkeys(table["metric"])]
     if scale == "margin":
         bad = [n for n in names if not (np.isfinite(margins.get(n, np.nan)) and margins.get(n, 0) > 0)]
         if bad:
             raise ValueError(f"scale='margin' needs a positive margin for every metric; none for {bad}")
+        shapeless = [n for n in names if n in undirected]
+        if shapeless:  # "right is better" cannot hold for them
+            raise ValueError(f"scale='margin' needs a better direction for every metric; {shapeless} have none "
+                             "(pass a table with a higher_is_better column, or scale='raw')")
         groups = dict.fromkeys(names, "improvement / margin")
     else:
         groups = _unit_groups(table, panels)
@@ -176,6 +188,8 @@ def forest(
             "unit group), scale='margin' (one axis in units of the margin), or one group's rows."
         )
     layouts = [_layout(table, [n for n in names if groups[n] == g], directions, sort) for g in order]
+    # once for the whole table, so a metric's numbers read the same in every panel
+    decimals = {m: _decimals(g["high"].astype(float) - g["low"].astype(float)) for m, g in table.groupby("metric")}
 
     own = ax is None
     if own:
@@ -195,8 +209,10 @@ def forest(
         else:
             if len(order) > 1:
                 xlabel += f": {group}" if group == _SHARED_UNITS else f" in {group}"
-            xlabel += "   " + _better([directions.get(s, True) for s in layout if isinstance(s, str)])
-        seen, texts = _draw(panel, table, layout, marks, margins, directions, scale, level, xlabel, kwargs)
+            xlabel += "   " + _better([directions.get(s, True) for s in layout
+                                          if isinstance(s, str) and s not in undirected])
+        seen, texts = _draw(panel, table, layout, marks, margins, directions, undirected, scale, level, decimals,
+                            xlabel, kwargs)
         drawn |= seen
         columns.append(texts)
     _place_columns(axes, columns)
@@ -221,7 +237,9 @@ def forest(
 
 
 def _better(higher: list[bool]) -> str:
-    """The x label's hint of which way is better for a panel's metrics."""
+    """The x label's hint of which way is better for a panel's metrics (those that have a direction)."""
+    if not higher:
+        return "(no better direction)"
     if all(higher):
         return "(better \N{RIGHTWARDS ARROW})"
     if not any(higher):
@@ -314,12 +332,13 @@ def _wrap(text: Any, full: str, width: float, renderer: Any) -> None:
 
 def _title(table: pd.DataFrame, decision: str | None, level: float) -> str:
     methods = "; ".join(dict.fromkeys(table["method"].dropna().astype(str))) if "method" in table.columns else ""
-    how = f"{level:.0%} paired intervals" + (f" ({methods})" if methods else "")
+    how = (f"{level:.0%} paired intervals" if np.isfinite(level) else "paired intervals, level unknown") + (
+        f" ({methods})" if methods else "")
     if "decision" not in table.columns:
         return f"Candidate - baseline: {how}"
     values = table["decision"].astype(str).tolist()
     if decision is None:
-        decision = max(values, key=lambda d: -_RANK.get(d, 1)) if values else "review"
+        decision = _worst([d if d in DECISIONS else "review" for d in values])  # an unknown word is no pass
     counts = ", ".join(f"{values.count(d)} {d}" for d in ("pass", "review", "block"))
     return f"Release gate: {decision.upper()} ({counts})\n{how}"
 
@@ -348,7 +367,8 @@ def _layout(table: pd.DataFrame, names: list[str], directions: dict[str, bool], 
 
 def _draw(
     ax: Axes, table: pd.DataFrame, layout: list[Any], marks: np.ndarray, margins: dict[str, float],
-    directions: dict[str, bool], scale: str, level: float, xlabel: str, kwargs: dict[str, Any],
+    directions: dict[str, bool], undirected: set[str], scale: str, level: float, decimals: dict[Any, int],
+    xlabel: str, kwargs: dict[str, Any],
 ) -> tuple[set[str], list[Any]]:
     """One panel: headings, rows, reference and margin lines, points, intervals and text columns.
 
@@ -373,8 +393,8 @@ def _draw(
     decisions = sub["decision"].astype(str).tolist() if "decision" in sub.columns else [None] * len(sub)
     # the decision colours, lightened on a dark background until they read (WCAG 4.5:1); tables keep the originals
     marks_on, text_on = _background(ax, "axes"), _background(ax, "figure")
-    palette = {d: _readable(c, marks_on) for d, c in _DECISION_COLOURS.items()}
-    words = {d: _readable(c, text_on) for d, c in _DECISION_COLOURS.items()}
+    palette = {d: _readable(c, marks_on) for d, c in DECISION_COLOURS.items()}
+    words = {d: _readable(c, text_on) for d, c in DECISION_COLOURS.items()}
     ink = _readable(ink, text_on)
     colours = [palette.get(d, rc["axes.prop_cycle"].by_key()["color"][0]) for d in decisions]
     overall = (sub["slice"].astype(str) == "overall").to_numpy()
@@ -384,8 +404,8 @@ def _draw(
     margin_x, margin_lo, margin_hi = [], [], []
     for name in dict.fromkeys(metrics):
         value = margins.get(name)
-        if value is None or value == 0 or not np.isfinite(value):
-            continue
+        if value is None or value == 0 or not np.isfinite(value) or name in undirected:
+            continue  # no bad side to draw it on for a metric with no direction
         ys = y[metrics == name]
         margin_x.append(-1.0 if scale == "margin" else (-value if directions.get(name, True) else value))
         margin_lo.append(ys.min() - 0.45)
@@ -393,11 +413,12 @@ def _draw(
     if margin_x:
         ax.vlines(margin_x, margin_lo, margin_hi, colors=[muted], linestyles="dashed", linewidth=1.0,
                   zorder=1, gid="raglab-margins", label="margin")
-    inner = norm.ppf(0.75) / norm.ppf((1.0 + level) / 2.0)
     picked = [c for c, f in zip(colours, finite) if f]
     ax.hlines(y[finite], low[finite], high[finite], colors=picked, linewidth=1.3, zorder=2, gid="raglab-intervals")
-    ax.hlines(y[finite], (diff - (diff - low) * inner)[finite], (diff + (high - diff) * inner)[finite],
-              colors=picked, linewidth=3.6, zorder=2, gid="raglab-intervals-inner")
+    if np.isfinite(level):  # the thick central half is scaled by the level: none without one
+        inner = norm.ppf(0.75) / norm.ppf((1.0 + level) / 2.0)
+        ax.hlines(y[finite], (diff - (diff - low) * inner)[finite], (diff + (high - diff) * inner)[finite],
+                  colors=picked, linewidth=3.6, zorder=2, gid="raglab-intervals-inner")
     x = np.where(np.isfinite(diff), diff, 0.0)
     style = {"s": 42, "zorder": 3, "linewidths": 1.2, **kwargs}
     if not {"c", "color", "facecolors", "facecolor"} & set(kwargs):
@@ -411,8 +432,8 @@ def _draw(
             points.set_sizes(np.where(overall, 58.0, 42.0))
 
     ticks = [y_of[s] for s in layout]
-    labels = [(s if directions.get(s, True) else f"{s} (lower is better)") if isinstance(s, str)
-              else str(table.at[s, "slice"]) for s in layout]
+    labels = [(f"{s} (no direction)" if s in undirected else s if directions.get(s, True) else f"{s} (lower is better)")
+              if isinstance(s, str) else str(table.at[s, "slice"]) for s in layout]
     ax.set_yticks(ticks, labels)
     ax.tick_params(axis="y", length=0)
     for slot, label in zip(layout, ax.get_yticklabels()):
@@ -431,10 +452,9 @@ def _draw(
     ax.set_axisbelow(True)
 
     # The right-hand columns, placed in points right of the axes so that they keep their place.
-    decimals = {m: _decimals(g["high"].astype(float) - g["low"].astype(float)) for m, g in table.groupby("metric")}
     raw = table.loc[rows]
     columns = [("n", [f"{int(v):,}" for v in raw["n"]] if "n" in raw.columns else [""] * len(raw), "right")]
-    columns.append((f"diff [{level:.0%} interval]", [
+    columns.append((f"diff [{level:.0%} interval]" if np.isfinite(level) else "diff [interval]", [
         _interval_text(d, lo, hi, decimals[m])
         for m, d, lo, hi in zip(raw["metric"], raw["diff"].astype(float), raw["low"].astype(float), raw["high"].astype(float))
     ], "left"))

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 
 from raglab._optional import import_optional
+from raglab._results import DECISION_COLOURS
 from raglab._validation import check_option
-from raglab.plots._common import _DECISION_COLOURS, _signed
+from raglab.plots._common import _signed
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -124,8 +125,8 @@ def wins_losses(
         _, ax = plt.subplots(figsize=(width, 1.6 + 0.36 * len(table)), layout="constrained")
     ink = plt.rcParams["text.color"]
     style = {"height": 0.62, **kwargs}
-    left = ax.barh(y, -np.nan_to_num(losses), color=_DECISION_COLOURS["block"], label="pass→fail", **style)
-    right = ax.barh(y, np.nan_to_num(wins), color=_DECISION_COLOURS["pass"], label="fail→pass", **style)
+    left = ax.barh(y, -np.nan_to_num(losses), color=DECISION_COLOURS["block"], label="pass→fail", **style)
+    right = ax.barh(y, np.nan_to_num(wins), color=DECISION_COLOURS["pass"], label="fail→pass", **style)
     for patch in left:
         patch.set_gid("raglab-losses")
     for patch in right:

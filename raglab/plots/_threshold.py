@@ -115,7 +115,7 @@ def judge_thresholds(
     Examples
     --------
     >>> from raglab import agreement
-    >>> from raglab.plots._threshold import judge_thresholds
+    >>> from raglab.plots import judge_thresholds
     >>> human = [1, 1, 1, 1, 0, 0, 0, 1]
     >>> sweep = agreement.threshold_sweep(human, [0.9, 0.8, 0.8, 0.4, 0.7, 0.2, 0.1, 0.6])
     >>> ax = judge_thresholds(sweep)
