@@ -3,6 +3,7 @@
 ``rows.rag.boundaries(chunks)`` is :func:`boundaries`, ``rows.rag.expand_neighbors(chunks)`` is
 :func:`expand_neighbors` and ``rows.rag.boundary_report(cand, ...)`` is :func:`boundary_report`
 (``method_name`` is the name errors and warnings start with; the accessor passes ``"rag.<name>"``).
+:func:`prompt_chars` counts the characters a run sends to the model (a cost to gate).
 ``chunks`` is a chunk table (:mod:`raglab.chunks`): ``chunk_id``, ``doc_id``, ``start``, ``end``,
 ``position``. Gold is character spans (``gold_spans``), as in :mod:`raglab.metrics.spans`: spans with
 grade > 0 count, a question without any is unanswerable.
@@ -429,6 +430,15 @@ def expand_neighbors(
         out = out.drop(columns=stale)
         warn(f"{method}: dropped {stale} from the returned copy: they scored the lists before expansion. Re-score "
              "with rag.retrieval(k=...) (span gold needs no relabelling).")
+    # gold_reached described the lists before expansion too; boundary_cut and gold_chunks do not depend on them.
+    boundary_record = meta.get("boundaries", {})
+    if "gold_reached" in boundary_record.get("columns", []) and "gold_reached" in out.columns:
+        out = out.drop(columns="gold_reached")
+        warn(f"{method}: dropped ['gold_reached'] from the returned copy: it described the lists before expansion. "
+             "Re-run rag.boundaries(chunks) on the expanded rows.")
+        meta["boundaries"] = {key: value for key, value in boundary_record.items()
+                              if key not in ("retrieved_column", "gold_reached_counts")}
+        meta["boundaries"]["columns"] = [c for c in boundary_record["columns"] if c != "gold_reached"]
     for section in ("retrieval", "retrieval_counts"):
         meta.pop(section, None)
     set_meta(out, meta)

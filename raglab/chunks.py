@@ -400,6 +400,12 @@ def from_spans(
     if df[doc_id].isna().any():
         b = int(np.flatnonzero(df[doc_id].isna().to_numpy())[0])
         raise ValueError(f"`{name}` column {doc_id!r} is missing in row {b}; every chunk needs its document")
+    # A column named like one the table makes ('doc_id' beside doc_id='doc') would be overwritten or doubled.
+    shadowed = [c for c in ("chunk_id", "doc_id", "start", "end") if c in df.columns and c not in (chunk_id, doc_id, start, end)]
+    if shadowed:
+        raise ValueError(f"`{name}` has column(s) {shadowed} besides the ones it reads ({doc_id!r}, {start!r}, "
+                         f"{end!r}, chunk ids from {chunk_id!r}); the chunk table makes its own {shadowed}. Rename or "
+                         "drop them (or pass chunk_id='chunk_id' to keep your chunk ids).")
     rest = [c for c in df.columns if c not in (chunk_id, doc_id, start, end, "position")]
     out = pd.DataFrame({"doc_id": df[doc_id].to_numpy(), "start": s, "end": e})
     has_ids = chunk_id is not None and chunk_id in df.columns
@@ -413,13 +419,13 @@ def from_spans(
     out["position"] = out.groupby("doc_id", sort=False).cumcount().astype(np.int64)
     if not has_ids:
         out["chunk_id"] = [f"{d}#{p}" for d, p in zip(out["doc_id"].tolist(), out["position"].tolist())]
+    if out["chunk_id"].isna().any():  # before the duplicates check, which would call two missing ids a repeat
+        raise ValueError(f"`{name}` column {chunk_id!r} has missing ids; pass chunk_id=None to number the chunks")
     dupes = out["chunk_id"].duplicated(keep=False)
     if dupes.any():
         shown = pd.unique(out.loc[dupes, "chunk_id"])[:5].tolist()
         raise ValueError(f"`{name}` chunk ids must be unique; {shown} repeat. Give each chunk its own id, or pass "
                          "chunk_id=None to number them per document.")
-    if out["chunk_id"].isna().any():
-        raise ValueError(f"`{name}` column {chunk_id!r} has missing ids; pass chunk_id=None to number the chunks")
     out = out[[*COLUMNS, *rest]]
     if isinstance(table, pd.DataFrame):
         out.attrs = dict(table.attrs)

@@ -335,7 +335,8 @@ def depth_gap(
         raise missing_column_error(df, candidate_spans, role=None, method=method, keyword="candidate_spans")
     span_gold = resolve_column(df, "gold_spans", gold_spans, method=method, required=False)
     id_gold = resolve_column(df, "gold", gold, method=method, required=False)
-    # retrieval()'s "auto" rule (span gold with retrieved spans), resolved once so both depths score the same unit
+    # retrieval()'s "auto" rule (spans when span gold comes with retrieved spans), plus spans when span gold is the
+    # only gold (ids could not be scored); resolved once so both depths score the same unit
     span_ranked = resolve_column(df, "retrieved_spans", retrieved_spans, method=method, required=False)
     uses_spans = gold_by == "spans" or (
         gold_by == "auto" and span_gold is not None and (id_gold is None or span_ranked is not None)

@@ -253,6 +253,21 @@ def test_expand_from_spans_only_and_errors():
         expand_neighbors(pd.DataFrame({"retrieved": [["b#0"]]}), table)
 
 
+def test_expansion_drops_a_gold_reached_that_described_the_old_lists():
+    table = chunks.fixed({"a": 500}, 100)
+    rows = pd.DataFrame({"question_id": ["q1"], "gold_spans": [[span(180, 230, doc="a")]], "retrieved": [["a#2"]]})
+    labelled = boundaries(rows, table)
+    assert labelled["gold_reached"].tolist() == ["partial"]
+    with pytest.warns(UserWarning, match=r"dropped \['gold_reached'\].*before expansion"):
+        expanded = expand_neighbors(labelled, table)
+    assert "gold_reached" not in expanded and expanded["boundary_cut"].tolist() == [1.0]
+    record = expanded.attrs["raglab"]["boundaries"]
+    assert record["columns"] == ["boundary_cut", "gold_chunks"] and "gold_reached_counts" not in record
+    # the oracle on the expanded lists: a#1..a#3 hold all of [180, 230)
+    assert boundaries(expanded, table)["gold_reached"].tolist() == [oracle([span(180, 230, doc="a")], table,
+                                                                           expanded["retrieved"].iloc[0])[2]] == ["complete"]
+
+
 def test_expanded_rows_rescore_span_gold_without_relabelling():
     table = chunks.fixed({"a": 500}, 100)
     gold = [[span(180, 230, doc="a")], [span(10, 20, doc="a")], []]

@@ -223,6 +223,8 @@ def test_from_spans_sorts_numbers_and_keeps_ids():
         (pd.DataFrame({"doc_id": [None], "start": [0], "end": [3]}), "missing in row 0"),
         (pd.DataFrame({"chunk_id": ["x", "x"], "doc_id": ["a", "a"], "start": [0, 3], "end": [3, 6]}),
          r"unique; \['x'\] repeat"),
+        (pd.DataFrame({"chunk_id": ["x", None, None], "doc_id": ["a"] * 3, "start": [0, 3, 6], "end": [3, 6, 9]}),
+         "has missing ids"),  # not "[None] repeat"
         ("not a table", "DataFrame or a list of dicts"),
     ],
 )
@@ -265,3 +267,14 @@ def test_snap_needs_text_and_chars():
         chunks.fixed({"d": 100}, 10, snap=" ")
     with pytest.raises(ValueError, match="unit='chars'"):
         chunks.fixed({"d": "a b c"}, 2, unit="words", snap=" ")
+
+
+def test_from_spans_refuses_a_column_it_would_overwrite():
+    # doc_id="doc" beside an unrelated 'doc_id' column: chunk ids were built from the wrong documents
+    table = pd.DataFrame({"doc": ["a", "b"], "s": [0, 0], "e": [5, 5], "doc_id": ["z", "z"], "start": [9, 9]})
+    with pytest.raises(ValueError, match=r"has column\(s\) \['doc_id', 'start'\] besides the ones it reads"):
+        from_spans(table, doc_id="doc", start="s", end="e")
+    numbered = pd.DataFrame({"chunk_id": ["c1"], "doc_id": ["a"], "start": [0], "end": [5]})
+    with pytest.raises(ValueError, match=r"\['chunk_id'\].*chunk_id='chunk_id' to keep your chunk ids"):
+        from_spans(numbered, chunk_id=None)
+    assert from_spans(numbered)["chunk_id"].tolist() == ["c1"]
