@@ -52,6 +52,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from raglab.boundaries import boundaries  # noqa: E402
 from raglab.chunks import fixed  # noqa: E402
 from raglab.io import write_rows  # noqa: E402
 
@@ -156,18 +157,6 @@ def support(questions: pd.DataFrame, queries: list[str], answers: list[str], con
     return out
 
 
-def straddling(gold_spans: pd.Series, chunks: pd.DataFrame) -> int:
-    """Gold sentences that lie inside no single chunk."""
-    by_doc = {d: g[["start", "end"]].to_numpy() for d, g in chunks.groupby("doc_id", sort=False)}
-    count = 0
-    for spans in gold_spans:
-        for span in spans:
-            windows = by_doc[span["doc_id"]]
-            inside = (windows[:, 0] <= span["start"]) & (span["end"] <= windows[:, 1])
-            count += not inside.any()
-    return count
-
-
 def build(shared: Path, out: Path) -> dict:
     source = shared / "clapnq_dev"
     questions, docs, queries, answers = load(shared)
@@ -217,7 +206,7 @@ def build(shared: Path, out: Path) -> dict:
         metrics = scored[scored["answerable"]].rag.retrieval(k=TOP_K)
         summary[name] = {
             "chunks": len(chunks),
-            "gold_sentences_straddling": straddling(questions["gold_spans"], chunks),
+            "gold_sentences_straddling": boundaries(questions, chunks).attrs["raglab"]["boundaries"]["n_gold_spans_cut"],
             f"recall@{TOP_K}": round(float(metrics[f"recall@{TOP_K}"].mean()), 4),
             f"coverage@{TOP_K}": round(float(metrics[f"coverage@{TOP_K}"].mean()), 4),
             "support": round(float(run["support"].mean()), 4),

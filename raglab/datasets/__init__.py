@@ -30,9 +30,12 @@ Examples
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -74,6 +77,12 @@ def data_dir() -> Path:
         f"raglab's bundled data is neither in the installed package ({str(_PACKAGED)!r}) nor in a source "
         f"checkout ({str(_CHECKOUT)!r}). Reinstall raglab from a wheel or sdist, or set RAGLAB_DATA to the folder."
     )
+
+
+def _evalset_stamp(name: str, manifest: Mapping[str, Any], question_ids: Sequence[str], **extra: str) -> dict[str, Any]:
+    """The eval-set stamp of a bundled dataset's runs: its name, the source commit as version, a hash of the ids."""
+    digest = hashlib.sha256("\n".join(question_ids).encode("utf-8")).hexdigest()
+    return {"name": name, "version": manifest["commit"][:12], "hash": digest, **extra}
 
 
 def _dataset_folder(name: str, files: tuple[str, ...], path: str | os.PathLike[str] | None, *, label: str, script: str, source: str) -> Path:

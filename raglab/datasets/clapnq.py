@@ -30,7 +30,6 @@ Examples
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -38,7 +37,7 @@ import pandas as pd
 
 from raglab._meta import get_meta, set_meta
 from raglab._validation import check_option
-from raglab.datasets import _dataset_folder, _read_manifest
+from raglab.datasets import _dataset_folder, _evalset_stamp, _read_manifest
 from raglab.io import read_rows
 
 __all__ = ["NAME", "SIZES", "data_dir", "load_chunks", "load_documents", "load_questions", "load_run", "load_runs"]
@@ -171,11 +170,7 @@ def load_run(
     if with_questions:
         run = run.merge(questions, on="question_id", how="left", validate="one_to_one")
     manifest = _read_manifest(folder)
-    evalset = {
-        "name": NAME,
-        "version": manifest["commit"][:12],
-        "hash": hashlib.sha256("\n".join(questions["question_id"]).encode("utf-8")).hexdigest(),
-    }
+    evalset = _evalset_stamp(NAME, manifest, questions["question_id"].tolist())
     run.attrs = {}
     set_meta(run, {"evalset": evalset, "run": meta.get("run", {"name": f"chunk{size}_bm25"}), "dataset": _stamp(folder)})
     return run

@@ -21,7 +21,6 @@ Examples
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -31,7 +30,7 @@ import pandas as pd
 from raglab._meta import set_meta
 from raglab._validation import check_option
 from raglab.agreement import majority_vote
-from raglab.datasets import _dataset_folder, _read_manifest
+from raglab.datasets import _dataset_folder, _evalset_stamp, _read_manifest
 
 __all__ = [
     "HUMAN_METRICS",
@@ -211,13 +210,8 @@ def load_runs(
     rows = load_responses(metric, path=folder)
     manifest = _read_manifest(folder)
     task_ids = list(dict.fromkeys(rows["task_id"]))
-    evalset = {
-        "name": "mtrag-human-eval",
-        "version": manifest["commit"][:12],
-        "hash": hashlib.sha256("\n".join(task_ids).encode("utf-8")).hexdigest(),
-        # Tasks are turns of 20 conversations: intervals resample whole conversations by default.
-        "units": "conversation_id",
-    }
+    # Tasks are turns of 20 conversations: intervals resample whole conversations by default.
+    evalset = _evalset_stamp("mtrag-human-eval", manifest, task_ids, units="conversation_id")
     runs: dict[str, pd.DataFrame] = {}
     for model in MODELS:
         run = rows[rows["model"] == model].rename(columns={"task_id": "question_id"}).reset_index(drop=True)
