@@ -16,7 +16,7 @@ import pandas as pd
 from raglab._errors import BadCellError, MissingColumnError, RowTableError
 from raglab._meta import evalset_of, get_meta, judge_of
 from raglab._registry import is_id_name, metric_info
-from raglab._rowtable import ROLES, _row_labels, check_column
+from raglab._rowtable import ROLES, _row_labels, check_column, id_repr
 
 __all__: list[str] = []
 
@@ -248,5 +248,5 @@ def guarded(df: pd.DataFrame, compute: Any, columns: dict[str, str], method: str
         column = columns.get(exc.what)
         if column is not None:
             check_column(df, column, ROLES[exc.what].kind, method=method, id_column=qid)
-        label = f" ({qid} {df[qid].iloc[exc.row]!r})" if qid is not None and 0 <= exc.row < len(df) else ""
+        label = f" ({qid} {id_repr(df[qid].iloc[exc.row])})" if qid is not None and 0 <= exc.row < len(df) else ""
         raise RowTableError(f"{method}: column {column!r}: {exc}{label}", column=column, rows=[exc.row], method=method) from None

@@ -133,6 +133,24 @@ def _reached(gold: list[tuple[Any, int, int, float]], spans: Sequence[tuple[Any,
     return "complete" if share == 1 else "partial" if share > 0 else "missed"
 
 
+def _gold_geometry(table: pd.DataFrame, gold: list[list[tuple[Any, int, int, float]]], method: str, consequence: str
+                   ) -> tuple[np.ndarray, ...]:
+    """Every gold unit flattened (its row, doc, start, end) with its :func:`_geometry`; warns, saying
+    ``consequence``, when gold lies in documents the chunk table does not have."""
+    lengths = np.fromiter(map(len, gold), dtype=np.int64, count=len(gold))
+    row_of = np.repeat(np.arange(len(gold)), lengths)
+    flat = [u for units in gold for u in units]
+    doc = np.array([u[0] for u in flat], dtype=object)
+    start = np.array([u[1] for u in flat], dtype=np.int64)
+    end = np.array([u[2] for u in flat], dtype=np.int64)
+    inside, n_over, holder = _geometry(table, doc, start, end)
+    unknown = sorted({str(d) for d in set(doc.tolist()) - set(table["doc_id"].tolist())})
+    if unknown:
+        warn(f"{method}: gold spans lie in {len(unknown)} document(s) the chunk table does not have (e.g. "
+             f"{unknown[:5]}); {consequence}. Pass the chunk table of the whole corpus.")
+    return row_of, doc, start, end, inside, n_over, holder
+
+
 def _geometry(table: pd.DataFrame, doc: np.ndarray, start: np.ndarray, end: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each span (doc, start, end): is it inside one chunk, how many chunks it overlaps, and the
@@ -262,17 +280,8 @@ def boundaries(
     reached_spans, reached_col = _retrieved_spans(df, table, method, qid, retrieved, retrieved_spans)
 
     lengths = np.fromiter(map(len, gold), dtype=np.int64, count=len(gold))
-    row_of = np.repeat(np.arange(len(df)), lengths)
-    flat = [u for units in gold for u in units]
-    doc = np.array([u[0] for u in flat], dtype=object)
-    start = np.array([u[1] for u in flat], dtype=np.int64)
-    end = np.array([u[2] for u in flat], dtype=np.int64)
-    inside, n_over, _ = _geometry(table, doc, start, end)
-    unknown = sorted({str(d) for d in set(doc.tolist()) - set(table["doc_id"].tolist())})
-    if unknown:
-        warn(f"{method}: gold spans lie in {len(unknown)} document(s) the chunk table does not have (e.g. "
-             f"{unknown[:5]}); they count as cut (inside no chunk, gold_chunks 0). Pass the chunk table of the "
-             "whole corpus.")
+    row_of, doc, start, end, inside, n_over, _ = _gold_geometry(
+        table, gold, method, "they count as cut (inside no chunk, gold_chunks 0)")
     answerable = lengths > 0
     cut = np.full(len(df), np.nan)
     cut[answerable] = 0.0
@@ -293,7 +302,7 @@ def boundaries(
         "n_questions": int(len(df)),
         "n_unanswerable": int((~answerable).sum()),
         "n_cut": int(np.nansum(cut)),
-        "n_gold_spans": int(len(flat)),
+        "n_gold_spans": int(len(doc)),
         "n_gold_spans_cut": int((~inside).sum()),
         "cut": "some gold span (grade > 0) lies inside no single chunk",
     }

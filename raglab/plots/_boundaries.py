@@ -29,18 +29,8 @@ def _gold_in_chunks(rows: pd.DataFrame, chunks: pd.DataFrame, gold_spans: str | 
     table = _b._chunk_table(chunks, method)
     col = resolve_column(df, "gold_spans", gold_spans, method=method)
     gold = _b._gold_of(df, col, method, None)
-    flat = [(pos, *u[:3]) for pos, units in enumerate(gold) for u in units]
-    spans = pd.DataFrame(flat, columns=["row", "doc_id", "start", "end"])
-    doc = spans["doc_id"].to_numpy(dtype=object)
-    start = spans["start"].to_numpy(dtype=np.int64)
-    end = spans["end"].to_numpy(dtype=np.int64)
-    inside, _, holder = _b._geometry(table, doc, start, end)
-    unknown = sorted({str(d) for d in set(doc.tolist()) - set(table["doc_id"].tolist())})
-    if unknown:
-        from raglab._validation import warn
-
-        warn(f"{method}: gold spans lie in {len(unknown)} document(s) the chunk table does not have (e.g. "
-             f"{unknown[:5]}); they count as cut and are not drawn. Pass the chunk table of the whole corpus.")
+    row_of, doc, start, end, inside, _, holder = _b._gold_geometry(table, gold, method, "they count as cut and are not drawn")
+    spans = pd.DataFrame({"row": row_of, "doc_id": doc, "start": start, "end": end})
     # The chunk that holds the span's first character and reaches furthest (the one holding it, when
     # one does): offsets in units of that chunk's length, so 0 is its start and 1 its end.
     held = holder >= 0
