@@ -482,6 +482,22 @@ def check_unique_ids(df: pd.DataFrame, column: str, *, method: str) -> None:
         )
 
 
+def check_unique_as_text(df: pd.DataFrame, column: str, *, method: str) -> None:
+    """Raise when two ids of ``column`` are the same text (``7`` and ``"7"``): ids are stored,
+    compared and paired as text, so they would stand for one question."""
+    as_text = df[column].astype(str)
+    repeated = as_text.duplicated(keep=False).to_numpy()
+    if repeated.any():
+        clashes = sorted(set(as_text[repeated]))[:_SHOWN]
+        values = df[column][repeated].tolist()[:2 * _SHOWN]
+        raise RowTableError(
+            f"{method}: column {column!r} must be unique as text (question ids are stored, compared and paired "
+            f"as text), and {clashes} stand for more than one id ({values}); use one type for ids "
+            f"(e.g. df[{column!r}].astype(str)) and drop the repeats.",
+            column=column, rows=np.flatnonzero(repeated)[:_SHOWN].tolist(), method=method,
+        )
+
+
 def validate_rows(
     df: pd.DataFrame,
     *,
@@ -584,14 +600,7 @@ def pair_runs(
             raise missing_column_error(frame, on, role="question_id" if on == "question_id" else None, method=method)
         check_column(frame, on, "id", method=f"{method} ({side})", id_column=None)
         check_unique_ids(frame, on, method=f"{method} ({side})")
-        as_text = frame[on].astype(str)
-        clashes = as_text[as_text.duplicated(keep=False)]
-        if len(clashes):
-            values = frame[on][as_text.duplicated(keep=False)].tolist()[:_SHOWN]
-            raise RowTableError(
-                f"{method} ({side}): question ids are paired as text, and {sorted(set(clashes))[:_SHOWN]} "
-                f"stand for more than one id ({values}); use one type for ids (e.g. df[{on!r}].astype(str))."
-            )
+        check_unique_as_text(frame, on, method=f"{method} ({side})")
 
     _check_evalsets(base, cand, method=method, allow=allow_evalset_mismatch)
     _warn_on_judge_or_convention_change(base, cand, method=method)

@@ -10,10 +10,12 @@ Each subcommand lives with the code it runs and is added here.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 __all__ = ["main", "build_parser"]
 
@@ -322,18 +324,11 @@ def _gate_directions(args: argparse.Namespace) -> dict[str, bool] | None:
 
 
 def _run_gate(args: argparse.Namespace) -> int:
-    import warnings
-
     import pandas as pd
 
     from raglab.io import read_rows
 
-    def show_warning(message, category, filename, lineno, file=None, line=None):  # one line each, on stderr
-        print(f"raglab gate: warning: {message}", file=sys.stderr)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always")
-        warnings.showwarning = show_warning
+    with _cli_warnings("gate"):
         try:
             margin = _gate_margin(args)
             directions = _gate_directions(args)
@@ -416,26 +411,15 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_score(args: argparse.Namespace) -> int:
-    import warnings
-
     import numpy as np
 
+    from raglab._meta import get_meta
     from raglab.io import read_rows, write_rows
     from raglab.retrieval import retrieval
     from raglab.trec import read_trec
 
-    shown: set[str] = set()
-
-    def show_warning(message, category, filename, lineno, file=None, line=None):  # one line each, once
-        text = _cli_speak(str(message)).removeprefix("raglab score: ")
-        if text not in shown:
-            shown.add(text)
-            print(f"raglab score: warning: {text}", file=sys.stderr)
-
     ks = sorted({k for group in (args.k or [[5]]) for k in group})
-    with warnings.catch_warnings():
-        warnings.simplefilter("always")
-        warnings.showwarning = show_warning
+    with _cli_warnings("score"):
         try:
             if (args.rows is None) == (args.run_file is None):
                 raise CommandError("give a row file ROWS, or a TREC run with --run RUN --qrels QRELS (not both)")
@@ -457,8 +441,9 @@ def _run_score(args: argparse.Namespace) -> int:
             write_rows(scored, args.output)
         except _INPUT_ERRORS as exc:
             return _input_error("score", exc)
-    columns = scored.attrs["raglab"]["retrieval"]["columns"]
-    counts = scored.attrs["raglab"]["retrieval_counts"]
+    meta = get_meta(scored)
+    columns = meta["retrieval"]["columns"]
+    counts = meta["retrieval_counts"]
     lines = [f"{'metric':<16}{'mean':>8}{'n':>8}"]
     for column in columns:
         values = scored[column].to_numpy(dtype=float)
@@ -508,6 +493,26 @@ def _cli_speak(text: str) -> str:
     for pattern, replacement in _CLI_WORDS:
         text = re.sub(pattern, replacement, text)
     return text
+
+
+@contextlib.contextmanager
+def _cli_warnings(command: str) -> Iterator[None]:
+    """Inside: each warning printed once, as one stderr line in command-line words (flags, not keywords)."""
+    import warnings
+
+    shown: set[str] = set()
+
+    def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                     file: Any = None, line: str | None = None) -> None:
+        text = _cli_speak(str(message)).removeprefix(f"raglab {command}: ")
+        if text not in shown:  # "always" lets a repeat through from any code location: drop it here
+            shown.add(text)
+            print(f"raglab {command}: warning: {text}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show_warning
+        yield
 
 
 def _input_error(command: str, exc: BaseException, files: dict[str, str] | None = None) -> int:

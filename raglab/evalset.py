@@ -27,7 +27,14 @@ import numpy as np
 import pandas as pd
 
 from raglab._meta import get_meta, set_meta
-from raglab._rowtable import RowTableError, check_column, check_unique_ids, resolve_column, validate_rows
+from raglab._rowtable import (
+    RowTableError,
+    check_column,
+    check_unique_as_text,
+    check_unique_ids,
+    resolve_column,
+    validate_rows,
+)
 from raglab.io import _read_rows, write_rows
 
 __all__ = ["EvalSet", "EvalSetTamperedError", "row_hashes", "set_hash"]
@@ -328,15 +335,7 @@ class EvalSet:
             resolve_column(df, column, column, method=method)
         frozen = [resolved[r] for r in FROZEN_ROLES if r in resolved]
         frozen += [c for c in extra if c not in frozen]
-        as_text = df[resolved["question_id"]].astype(str)
-        if as_text.duplicated().any():
-            clash = sorted(set(as_text[as_text.duplicated(keep=False)]))
-            raise RowTableError(
-                f"{method}: column {resolved['question_id']!r} must be unique as text (ids are stored and compared "
-                f"as text), but {clash[:5]} stand for more than one id "
-                f"({df[resolved['question_id']][as_text.isin(clash[:5])].tolist()[:10]}). Use one type for ids, "
-                f"e.g. df[{resolved['question_id']!r}].astype(str), and drop the repeats."
-            )
+        check_unique_as_text(df, resolved["question_id"], method=method)
         target = root / version
         if target.exists():
             raise FileExistsError(
@@ -432,9 +431,10 @@ class EvalSet:
             raise EvalSetTamperedError(
                 f"{where}: columns are {list(self._rows.columns)}, the manifest froze {manifest['columns']}."
             )
-        if self._rows[qid].astype(str).duplicated().any():
-            dupes = self._rows[qid][self._rows[qid].astype(str).duplicated()].astype(str).tolist()
-            raise EvalSetTamperedError(f"{where}: question ids repeat: {dupes[:10]}")
+        try:
+            check_unique_as_text(self._rows, qid, method=where)
+        except RowTableError as exc:  # frozen ids were unique: a repeat means the rows file was edited
+            raise EvalSetTamperedError(f"{exc} The rows file was edited after freezing: restore it.") from None
         actual = row_hashes(self._rows, manifest["columns"], qid)
         changed = [q for q in expected if q in actual and actual[q] != expected[q]]
         removed = [q for q in expected if q not in actual]

@@ -303,7 +303,8 @@ class GateResult(ResultBase):
     def to_json(self, path: str | Path | None = None, *, indent: int = 2) -> str:
         """Write the decision log to ``path`` (when given) and return it as JSON text.
 
-        Missing values (no interval for an empty slice) are written as ``null``.
+        Missing values (no interval for an empty slice) are written as ``null``. The per-metric
+        rows read back as a table with ``pd.DataFrame(json.load(open(path))["rows"])``.
 
         Examples
         --------

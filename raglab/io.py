@@ -5,11 +5,15 @@ None and NaN, unicode and ids that look like numbers ("007" stays a string); wha
 cannot hold (a dict with non-text keys, say ``{7: 1}``, whose key JSON would turn into ``"7"``) is
 refused when writing, with the fix.
 
-Every file raglab writes is a plain file that any tool reads with exactly the rows and columns
-written (``pd.read_csv``, ``pd.read_json(..., lines=True)``, ``pd.read_parquet``). Cells that are
-lists or dicts are JSON text in CSV, and span cells (lists of ``{doc_id, start, end}``) are JSON text in
-Parquet too; plain ``pd.read_json`` rounds the last digit of some floats unless given
-``precise_float=True`` (the file holds them exactly). The column dtypes and the run's ``df.attrs["raglab"]`` metadata live
+Every file raglab writes is a plain file: any tool reads the rows and columns written
+(``pd.read_csv``, ``pd.read_json(..., lines=True)``, ``pd.read_parquet``), but plain readers infer
+the values' types themselves: ``pd.read_csv`` and ``pd.read_json`` turn an id ``"007"`` into the
+number 7 unless told to keep text (``pd.read_csv(path, dtype=str, keep_default_na=False)``,
+``pd.read_json(path, lines=True, dtype=False)``), and ``pd.read_json`` rounds the last digit of
+some floats unless given ``precise_float=True`` (the file holds them exactly). Cells that are lists
+or dicts are JSON text in CSV; in Parquet lists of text or of integers (ids) are native lists, and
+every other structured cell (dict gold, spans, lists of floats: ``json`` in the schema) is JSON
+text, a missing one a null. The column dtypes and the run's ``df.attrs["raglab"]`` metadata live
 where plain readers do not trip over them:
 
 * JSONL and CSV: a sidecar next to the file, ``<file>.raglab.json`` (``run.jsonl`` ->
@@ -290,7 +294,9 @@ def _restore_column(values: list[Any], schema: Mapping[str, Any], name: str) -> 
         return pd.Series(values, dtype=dtype, name=name)
     out = pd.Series(values, dtype=object, name=name)
     for row in schema.get("nan_rows", ()):
-        out.iat[row] = np.nan
+        # only where the file still holds a missing cell: rows added or removed since would shift the positions
+        if row < len(out) and out.iat[row] is None:
+            out.iat[row] = np.nan
     return out
 
 
@@ -318,9 +324,13 @@ def write_rows(df: pd.DataFrame, path: str | os.PathLike[str], *, format: str | 
     """Write a row table to JSONL, CSV or Parquet (chosen by suffix, or ``format=``).
 
     The file itself is plain: ``pd.read_csv``, ``pd.read_json(path, lines=True)`` and
-    ``pd.read_parquet`` give exactly the rows and columns written. For JSONL and CSV the dtypes and
-    ``df.attrs["raglab"]`` go into a sidecar, ``<file>.raglab.json`` (see :func:`sidecar_path`),
-    with the row count and a SHA-256 of the file; for Parquet into the file's schema metadata.
+    ``pd.read_parquet`` give the rows and columns written, with the values' types inferred as for
+    any file (ids such as ``"007"`` can become 7; ``dtype=str, keep_default_na=False`` for CSV or
+    ``dtype=False`` for JSONL keeps text). List and dict cells are JSON text in CSV, and in Parquet
+    too except lists of text or integers (ids). :func:`read_rows` restores everything. For JSONL
+    and CSV the dtypes and ``df.attrs["raglab"]`` go into a sidecar, ``<file>.raglab.json`` (see
+    :func:`sidecar_path`), with the row count and a SHA-256 of the file; for Parquet into the
+    file's schema metadata.
 
     Parameters
     ----------
@@ -468,8 +478,10 @@ def _write_parquet(df: pd.DataFrame, tmp: Path, schema: dict[str, Any]) -> None:
         elif kind == "list_int":
             arr = pa.array(values, type=pa.list_(pa.int64()))
         elif kind == "json":
+            # a missing cell is a Parquet null, not the text "null" that plain pd.read_parquet would show
             arr = pa.array(
-                [json.dumps(v, ensure_ascii=False, default=_json_default) for v in values], type=pa.string()
+                [None if v is None else json.dumps(v, ensure_ascii=False, default=_json_default) for v in values],
+                type=pa.string(),
             )
         elif kind in ("str", "category"):
             arr = pa.array(values, type=pa.string())
@@ -772,8 +784,10 @@ def _read_csv(path: Path, text: str, sidecar: dict[str, Any] | None, digest: str
             if kind in ("list_str", "list_int", "json"):
                 columns[name] = [_decode_json_cell(v, name, i, path) for i, v in enumerate(values)]
             elif kind in ("str", "category"):
+                # An empty field is missing unless the sidecar lists it as "": test the field itself, so
+                # a file edited since (rows shifted) never has its text overwritten.
                 empty = set(spec.get("empty_rows", ()))
-                columns[name] = ["" if i in empty else (None if v == "" else v) for i, v in enumerate(values)]
+                columns[name] = [None if v == "" and i not in empty else v for i, v in enumerate(values)]
             elif kind == "float":
                 columns[name] = [np.nan if v == "" else float(v) for v in values]
             elif kind == "int":
@@ -853,14 +867,25 @@ def _read_parquet(path: Path, *, arrow_lists: bool = False) -> pd.DataFrame:
     metadata = table.schema.metadata or {}
     raw_schema = metadata.get(SCHEMA_KEY.encode())
     schema = json.loads(raw_schema) if raw_schema else None
-    if schema is not None:
-        expected = schema.get("n_rows")
-        if isinstance(expected, int) and table.num_rows != expected:
-            message = (f"{str(path)!r} holds {table.num_rows} rows but its raglab metadata records {expected}: "
-                       "it was changed after raglab wrote it.")
-            if table.num_rows < expected:
-                raise RowTableError(message + " Restore the file, or write it again with raglab.write_rows.")
-            warn("read_rows: " + message + " All rows are read.")
+    if schema is None:  # another tool's file: pandas types it; only lists and nested cells are touched up
+        frame = table.to_pandas()
+        if frame.index.name is not None or not isinstance(frame.index, pd.RangeIndex):
+            frame = frame.reset_index()  # e.g. pandas wrote question_id as the index: make it a column again
+        for name in frame.columns:
+            series = _arrow_list_series(table.column(name), name) \
+                if arrow_lists and name in table.column_names else None
+            if series is not None:
+                frame[name] = series.set_axis(frame.index)
+            elif frame[name].dtype == object:
+                frame[name] = pd.Series([_to_python(v) for v in frame[name].array], dtype=object)
+        return frame
+    expected = schema.get("n_rows")
+    if isinstance(expected, int) and table.num_rows != expected:
+        message = (f"{str(path)!r} holds {table.num_rows} rows but its raglab metadata records {expected}: "
+                   "it was changed after raglab wrote it.")
+        if table.num_rows < expected:
+            raise RowTableError(message + " Restore the file, or write it again with raglab.write_rows.")
+        warn("read_rows: " + message + " All rows are read.")
     columns: dict[str, Any] = {}
     for name in table.column_names:
         if arrow_lists:
@@ -868,24 +893,14 @@ def _read_parquet(path: Path, *, arrow_lists: bool = False) -> pd.DataFrame:
             if series is not None:
                 columns[name] = series
                 continue
-        spec = schema["columns"].get(name) if schema else None
-        if schema is not None and spec is None:  # a column another tool added
+        spec = schema["columns"].get(name)
+        if spec is None:  # a column another tool added
             columns[name] = table.select([name]).to_pandas()[name]
             if columns[name].dtype == object:
                 columns[name] = pd.Series([_to_python(v) for v in columns[name].array], dtype=object, name=name)
             continue
         values = table.column(name).to_pylist()
-        if spec is not None and spec["kind"] == "json":
+        if spec["kind"] == "json":
             values = [_decode_json_cell(v, name, i, path) for i, v in enumerate(values)]
         columns[name] = values
-    if schema is None:
-        frame = table.to_pandas()
-        if frame.index.name is not None or not isinstance(frame.index, pd.RangeIndex):
-            frame = frame.reset_index()  # e.g. pandas wrote question_id as the index: make it a column again
-        for name in frame.columns:
-            if isinstance(columns.get(name), pd.Series):
-                frame[name] = columns[name].set_axis(frame.index)
-            elif frame[name].dtype == object:
-                frame[name] = pd.Series([_to_python(v) for v in frame[name].array], dtype=object)
-        return frame
     return _from_columns(columns, schema, path)

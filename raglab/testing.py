@@ -171,6 +171,7 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
     '{"claims": ["Paris is the capital of France."]}'
     """
     from raglab.judge._metrics import LABEL_CALLS, _answer_relevance
+    from raglab.judge._schemas import claim_keys
     from raglab.tripwires import content_words
 
     name = _schema_name(body) or ""
@@ -203,7 +204,7 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
         if name.startswith("raglab_verdicts"):
             claims = _parse_claims(extract_section(text, "claims"))
             if _is_keyed(body):  # one property per claim, as raglab's judge asks
-                return json.dumps({f"claim_{i}": verdict(c) for i, c in enumerate(claims, start=1)})
+                return json.dumps({key: verdict(c) for key, c in zip(claim_keys(len(claims)), claims)})
             return json.dumps({"verdicts": [verdict(c) for c in claims]})
         single = verdict(extract_section(text, "claim") or "")
         del single["claim"]
@@ -245,6 +246,8 @@ def lenient_reply(body: dict[str, Any], *, seed: int = 0) -> str:
     import hashlib
     import random
 
+    from raglab.judge._schemas import claim_keys
+
     data = json.loads(rule_based_reply(body))
     digest = hashlib.sha256(json.dumps([seed, body.get("messages"), body.get("input"), _schema(body)],
                                        sort_keys=True, default=str).encode()).digest()
@@ -265,7 +268,7 @@ def lenient_reply(body: dict[str, Any], *, seed: int = 0) -> str:
             rng.shuffle(keys)
             out = {k: draw(value[k], props.get(k) or {}) for k in keys}
             if "claim_1" in out:  # a keyed verification: echo or not, repeat a verdict now and then
-                ordered = sorted(out, key=lambda k: int(k.split("_")[1]))
+                ordered = claim_keys(len(out))  # rule_based_reply gave one key per claim
                 for prev, key in zip(ordered, ordered[1:]):
                     if rng.random() < 0.15:
                         out[key] = dict(out[prev])
@@ -278,14 +281,20 @@ def lenient_reply(body: dict[str, Any], *, seed: int = 0) -> str:
     return json.dumps(draw(data, _schema(body)))
 
 
-def _schema(body: dict[str, Any]) -> dict[str, Any]:
+def _format(body: dict[str, Any]) -> dict[str, Any]:
+    """The structured-output format of a request: Chat Completions' ``response_format.json_schema``
+    or the Responses API's ``text.format`` ({} when it asks for none)."""
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and isinstance(fmt.get("json_schema"), dict):
-        return fmt["json_schema"].get("schema") or {}
+        return fmt["json_schema"]
     text = body.get("text")
     if isinstance(text, dict) and isinstance(text.get("format"), dict):
-        return text["format"].get("schema") or {}
+        return text["format"]
     return {}
+
+
+def _schema(body: dict[str, Any]) -> dict[str, Any]:
+    return _format(body).get("schema") or {}
 
 
 def _is_keyed(body: dict[str, Any]) -> bool:
@@ -293,13 +302,7 @@ def _is_keyed(body: dict[str, Any]) -> bool:
 
 
 def _schema_name(body: dict[str, Any]) -> str | None:
-    fmt = body.get("response_format")
-    if isinstance(fmt, dict) and isinstance(fmt.get("json_schema"), dict):
-        return fmt["json_schema"].get("name")
-    text = body.get("text")
-    if isinstance(text, dict) and isinstance(text.get("format"), dict):
-        return text["format"].get("name")
-    return None
+    return _format(body).get("name")
 
 
 def _approx_tokens(text: str) -> int:

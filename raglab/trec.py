@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from numbers import Integral, Real
 from pathlib import Path
@@ -22,6 +23,8 @@ from raglab._meta import get_meta, set_meta
 from raglab._validation import is_missing, warn
 
 __all__ = ["read_trec", "write_trec"]
+
+_WHITESPACE = re.compile(r"\s").search  # the characters str.split() splits TREC lines on
 
 
 def _trec_lines(path: str | os.PathLike[str], what: str, min_fields: int) -> Iterable[tuple[int, list[str]]]:
@@ -236,7 +239,7 @@ def write_trec(
 
 def _check_field(value: Any, what: str, method: str) -> str:
     text = str(value)
-    if not text or any(ch.isspace() for ch in text):
+    if not text or _WHITESPACE(text):
         raise RowTableError(
             f"{method}: {what} {text!r} is empty or holds whitespace; TREC files split fields on whitespace, so it "
             "would not read back the same. Replace the whitespace (e.g. with '_') before writing."
@@ -253,8 +256,17 @@ def _run_lines(df: pd.DataFrame, qid_col: str, ret_col: str, score_col: str | No
         if values is not None and len(values) != len(ids):
             raise RowTableError(f"{method}: question {qid!r} has {len(ids)} ids but {len(values)} scores")
         qid_text = _check_field(qid, f"{qid_col!r} value", method)
+        seen: set[str] = set()
         for rank, doc in enumerate(ids, start=1):
             doc_text = _check_field(doc, f"{ret_col!r} id of question {qid!r}:", method)
+            if doc_text in seen:  # read_trec refuses such a run: writing it would not read back
+                raise RowTableError(
+                    f"{method}: column {ret_col!r} question {qid!r} lists {doc_text!r} more than once (again at rank "
+                    f"{rank}); a TREC run holds each document once per topic and raglab scores only its first rank. "
+                    f"Drop the repeats first, e.g. df[{ret_col!r}] = df[{ret_col!r}].map(lambda ids: "
+                    "list(dict.fromkeys(ids)))."
+                )
+            seen.add(doc_text)
             score = values[rank - 1] if values is not None else float(len(ids) - rank + 1)
             if not isinstance(score, Real) or isinstance(score, bool) or not math.isfinite(float(score)):
                 raise RowTableError(

@@ -188,3 +188,18 @@ def test_a_broken_installation_exits_4_before_raglab_imports(tmp_path, how):
     assert done.returncode == 4, done.stderr
     assert "cannot start" in done.stderr and "pandas is broken here" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_gate_warnings_speak_flags_and_print_once(monkeypatch, capsys):
+    import warnings
+
+    rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(30)], "hit": [float(i % 2) for i in range(30)]})
+
+    def read_rows(path, **kwargs):
+        warnings.warn("rag.gate (base): some ids differ. Pass how='inner' to compare the shared ones.", stacklevel=1)
+        return rows.copy()
+
+    monkeypatch.setattr("raglab.io.read_rows", read_rows)
+    main(["gate", "a.jsonl", "b.jsonl", "--metric", "hit", "--margin", "0.1", "--n-resamples", "200"])
+    lines = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert lines == ["raglab gate: warning: in BASE: some ids differ. Pass --how inner to compare the shared ones."]

@@ -276,3 +276,29 @@ def test_an_edit_of_an_int_id_row_is_caught(tmp_path):
     path.write_text(path.read_text().replace('["a"]', '["z"]'))
     with pytest.raises(EvalSetTamperedError, match=r"1 changed \['7'\]"):
         EvalSet.load(tmp_path / "es")
+
+
+def test_a_cut_rows_file_with_a_nan_in_a_frozen_column_is_refused_as_tampered(tmp_path):
+    # the sidecar's NaN positions point past the cut file's end: a tampering error, never an IndexError
+    rows = questions().assign(qtype=pd.Series(["who", "what", float("nan")], dtype=object))
+    EvalSet.freeze(rows, tmp_path / "golden", version="v1", columns=["qtype"])
+    path = tmp_path / "golden" / "v1" / "rows.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(EvalSetTamperedError, match=r"1 removed \['q3'\]"):
+        EvalSet.load(tmp_path / "golden")
+
+
+def test_a_repeated_row_in_the_rows_file_is_refused_as_tampered(tmp_path):
+    EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    path = tmp_path / "golden" / "v1" / "rows.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines + lines[:1]) + "\n")
+    with pytest.raises(EvalSetTamperedError, match=r"must be unique as text .* \['q1'\] .* edited after freezing"):
+        EvalSet.load(tmp_path / "golden")
+
+
+def test_runs_pair_ids_as_text_and_refuse_ids_equal_as_text():
+    base = pd.DataFrame({"question_id": pd.Series([7, "7"], dtype=object), "score": [0.1, 0.2]})
+    with pytest.raises(RowTableError, match=r"\(base\): column 'question_id' must be unique as text .* \['7'\]"):
+        pair_runs(base, base.copy())

@@ -304,7 +304,8 @@ def test_plain_pandas_reads_exactly_the_rows_and_columns_written(tmp_path, suffi
     else:
         decoded = pd.read_parquet(path)
         decoded["retrieved"] = decoded["retrieved"].map(list)
-        decoded["gold"] = decoded["gold"].map(json.loads)
+        # a missing gold is a Parquet null (missing for pandas), not the JSON text "null"
+        decoded["gold"] = decoded["gold"].map(lambda v: None if pd.isna(v) else json.loads(v))
     assert decoded.shape == rows.shape and list(decoded.columns) == list(rows.columns)
     assert decoded["question_id"].tolist() == rows["question_id"].tolist()
     assert decoded["retrieved"].tolist() == rows["retrieved"].tolist()
@@ -432,3 +433,37 @@ def test_parquet_cut_by_another_tool_is_refused_with_the_file(tmp_path):
     _pq.write_table(_pq.read_table(tmp_path / "r.parquet").slice(0, 2), tmp_path / "cut.parquet")
     with pytest.raises(raglab.RowTableError, match="holds 2 rows but its raglab metadata records 3"):
         raglab.read_rows(tmp_path / "cut.parquet")
+
+
+def test_a_row_inserted_in_a_csv_never_overwrites_text_with_the_sidecars_empty_rows(tmp_path):
+    # the sidecar lists row 1 as "": after an insertion at the top row 1 holds "x", which must stay
+    path = write_rows(pd.DataFrame({"answer": pd.Series(["x", ""], dtype=object)}), tmp_path / "x.csv")
+    header, rest = path.read_bytes().split(b"\r\n", 1)
+    path.write_bytes(header + b"\r\nzzz\r\n" + rest)
+    with pytest.warns(UserWarning, match="changed after raglab wrote it"):
+        back = read_rows(path)
+    assert back["answer"].tolist()[:2] == ["zzz", "x"] and len(back) == 3
+
+
+def test_a_row_inserted_in_a_jsonl_never_turns_text_into_the_sidecars_nan(tmp_path):
+    path = write_rows(pd.DataFrame({"answer": pd.Series(["x", np.nan, None], dtype=object)}), tmp_path / "x.jsonl")
+    path.write_text(json.dumps({"answer": "new"}) + "\n" + path.read_text())
+    with pytest.warns(UserWarning, match="changed after raglab wrote it"):
+        back = read_rows(path)
+    assert back["answer"].tolist()[:2] == ["new", "x"] and back["answer"].isna().tolist() == [False, False, True, True]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_missing_and_empty_markers_still_round_trip(tmp_path, suffix):
+    rows = pd.DataFrame({"answer": pd.Series(["x", np.nan, None, ""], dtype=object)})
+    back = read_rows(write_rows(rows, tmp_path / f"x{suffix}"))["answer"].tolist()
+    assert back[0] == "x" and isinstance(back[1], float) and math.isnan(back[1]) and back[2] is None and back[3] == ""
+
+
+def test_a_missing_json_cell_is_a_parquet_null_not_the_text_null(tmp_path):
+    import pyarrow.parquet as pq
+
+    path = write_rows(_plain_frame(), tmp_path / "x.parquet")
+    assert pq.read_table(path).column("gold").to_pylist()[2] is None
+    assert pd.isna(pd.read_parquet(path)["gold"].iloc[2])
+    assert read_rows(path)["gold"].tolist() == _plain_frame()["gold"].tolist()

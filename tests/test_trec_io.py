@@ -187,3 +187,17 @@ def test_write_trec_checks_both_files_before_writing_either(tmp_path):
     with pytest.raises(raglab.RowTableError, match="grade"):
         raglab.write_trec(rows, run=tmp_path / "run", qrels=tmp_path / "qrels")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_ranked_list_repeating_an_id_is_refused_before_writing(tmp_path):
+    # read_trec refuses a run listing a document twice for a topic, so write_trec must not write one
+    (tmp_path / "run").write_text("old run\n")
+    (tmp_path / "qrels").write_text("old qrels\n")
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1", "d2", "d1"]], "gold": [{"d1": 1}]})
+    with pytest.raises(raglab.RowTableError, match=r"'retrieved' question 'q1' lists 'd1' more than once .* first "
+                                                   r"rank.*dict\.fromkeys"):
+        raglab.write_trec(rows, run=tmp_path / "run", qrels=tmp_path / "qrels")
+    assert (tmp_path / "run").read_text() == "old run\n" and (tmp_path / "qrels").read_text() == "old qrels\n"
+    rows["retrieved"] = rows["retrieved"].map(lambda ids: list(dict.fromkeys(ids)))
+    raglab.write_trec(rows, run=tmp_path / "run", qrels=tmp_path / "qrels")
+    assert raglab.read_trec(run=tmp_path / "run", qrels=tmp_path / "qrels").loc[0, "retrieved"] == ["d1", "d2"]

@@ -230,7 +230,9 @@ def judge_table(
     DataFrame
         The rows plus ``faithfulness``, ``faithfulness_claims``, ``faithfulness_verdicts``,
         ``faithfulness_reasons``, ``relevance``, ``relevance_reason``, ``correctness`` (+ claims,
-        verdicts, reasons), ``declined``, ``declined_reason``, one ``<metric>_error`` per metric,
+        verdicts, reasons), ``declined``, ``declined_reason``, ``context_relevance`` (+ verdicts,
+        reasons: one per passage), ``context_recall`` (+ claims, verdicts, reasons: the reference's
+        claims), one ``<metric>_error`` per metric,
         ``judge_error`` (those joined), ``judge_prompt_tokens`` and ``judge_completion_tokens``
         (for the metrics asked). Unscored rows hold NaN with the reason in ``judge_error``.
 

@@ -49,34 +49,8 @@ class _Needs(Mapping):
         return repr(dict(self))
 
 
-class _ListMetrics(Sequence):
-    """Names of the metrics with per-unit verdicts (claims or passages): a live view.
-
-    Nothing is cached: the registry is a plain dict with no version, and a size-keyed cache would go
-    stale when a name is registered again with another shape. ``in`` (the hot path, once per row in
-    judge noise) is a dict lookup instead of a rebuilt list, and iteration builds the list once.
-    """
-
-    def _names(self) -> list[str]:
-        return [name for name, spec in JUDGE_METRICS.items() if spec.parts]
-
-    def __getitem__(self, i: Any) -> Any:
-        return self._names()[i]
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())  # Sequence's default would call __getitem__ (a rebuild) per item
-
-    def __contains__(self, name: object) -> bool:
-        spec = JUDGE_METRICS.get(name) if isinstance(name, str) else None  # names are str; others may not hash
-        return spec is not None and bool(spec.parts)
-
-
 #: Metrics a judge can score, with the inputs each needs (from the metric registry).
 METRICS: Mapping[str, tuple[str, ...]] = _Needs()
-CLAIM_METRICS: Sequence[str] = _ListMetrics()
 REASON_NO_PASSAGES = "no passage was retrieved for this row"
 REASON_NO_REFERENCE_CLAIMS = "the reference answer makes no factual claim: nothing to look for in the context"
 
@@ -222,8 +196,10 @@ def assemble(
 
     Columns, per metric: ``faithfulness`` (float; NaN when unscored), ``faithfulness_claims``
     (list[str]), ``faithfulness_verdicts`` (list[bool]), ``faithfulness_reasons`` (list[str]);
-    the same for ``correctness``; ``relevance`` (1.0 / 0.0) and ``relevance_reason``; ``declined``
-    (nullable boolean) and ``declined_reason``; then ``judge_error`` (why a row is unscored, per
+    the same for ``correctness`` and ``context_recall``; ``context_relevance`` with
+    ``_verdicts`` and ``_reasons`` (one per passage); ``relevance`` (1.0 / 0.0) and
+    ``relevance_reason``; ``declined`` (nullable boolean) and ``declined_reason`` (a metric's
+    ``parts`` in the registry decide); then ``judge_error`` (why a row is unscored, per
     metric, or None; each metric's part is also its own ``<metric>_error`` column),
     ``judge_prompt_tokens`` and ``judge_completion_tokens``. With
     ``repeats > 1`` the main columns hold repeat 0 and ``<metric>_repeats`` (one score per repeat)

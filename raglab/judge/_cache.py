@@ -74,6 +74,24 @@ class CallCache:
     ----------
     path : str or path-like
         A ``.db``/``.sqlite``/``.sqlite3`` file, or a folder that will hold ``judge-cache.sqlite3``.
+
+    A judge opens one from its ``cache=`` path; pass a ``CallCache`` (``LLMJudge(..., cache=cache)``)
+    to share one between judges, or to count and clear stored calls.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from raglab.judge import CallCache
+    >>> cache = CallCache(os.path.join(tempfile.mkdtemp(), "judge"))   # a folder: judge-cache.sqlite3 in it
+    >>> cache.path.name
+    'judge-cache.sqlite3'
+    >>> cache.put("k1", kind="relevance", fingerprint="f", reply={"reason": "r", "verdict": "relevant"},
+    ...           prompt_tokens=12, completion_tokens=3, attempts=1)
+    >>> cache.get("k1")["reply"], cache.count("f"), cache.get("nope")
+    ({'reason': 'r', 'verdict': 'relevant'}, 1, None)
+    >>> cache.clear(), len(cache)
+    (1, 0)
+    >>> cache.close()
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:

@@ -17,7 +17,6 @@ from raglab.abstention import DEFAULT_REFUSAL_PATTERNS, detect_declined
 from raglab.judge._base import (
     REASON_EMPTY_ANSWER,
     REASON_NO_CLAIMS,
-    REASON_NO_QUESTION,
     REASON_NO_REFERENCE_CLAIMS,
     MetricOut,
     RowInputs,
@@ -203,19 +202,22 @@ class LexicalJudge:
         return outs
 
     def _relevance(self, rows: Sequence[RowInputs]) -> list[MetricOut]:
+        from raglab.judge._replies import label_plan  # the LLM judge's guards: the same rows go unscored
+
+        spec = JUDGE_METRICS["relevance"]
         outs = []
         for row in rows:
-            out = MetricOut()
-            if is_blank(row.answer):
-                out.error = REASON_EMPTY_ANSWER
-            elif is_blank(row.question):
-                out.error = REASON_NO_QUESTION
-            else:
-                relevant, found, total = _answer_relevance(row.question or "", row.answer or "",
-                                                           self.relevance_threshold, self.stop_words)
-                out.score = 1.0 if relevant else 0.0
-                out.reason = f"{found} of {total} question content words occur in the answer"
-            outs.append(out)
+            plan = label_plan(spec, row)
+            if isinstance(plan, str):  # why the row is unscored
+                outs.append(MetricOut(error=plan))
+                continue
+            if isinstance(plan, tuple):  # decided without looking
+                outs.append(MetricOut(score=plan[0], reason=plan[1]))
+                continue
+            relevant, found, total = _answer_relevance(plan["question"], plan["answer"],
+                                                       self.relevance_threshold, self.stop_words)
+            outs.append(MetricOut(score=1.0 if relevant else 0.0,
+                                  reason=f"{found} of {total} question content words occur in the answer"))
         return outs
 
     def _declined(self, rows: Sequence[RowInputs]) -> list[MetricOut]:

@@ -1,4 +1,10 @@
-"""LLMJudge: claim-level faithfulness, relevance, correctness and declining, with any OpenAI-compatible model.
+"""LLMJudge: every metric of the judge metric registry, with any OpenAI-compatible model.
+
+The metrics (:mod:`raglab.judge._metrics`, ``raglab.judge.METRICS``): claim-level ``faithfulness``
+(the answer's claims against the context), ``correctness`` (against the reference answer) and
+``context_recall`` (the reference's claims found in the context); ``context_relevance`` (one
+verdict per retrieved passage); ``relevance`` and ``declined`` (one label per answer); and any
+metric registered since.
 
 How a run works
 ---------------
@@ -98,7 +104,10 @@ log = logging.getLogger("raglab.judge")
 
 
 class LLMJudge:
-    """An LLM judge on the ``openai`` SDK: claim-level faithfulness, relevance, correctness, declining.
+    """An LLM judge on the ``openai`` SDK for every registered metric (``raglab.judge.METRICS``).
+
+    ``faithfulness``, ``correctness`` and ``context_recall`` are scored claim by claim,
+    ``context_relevance`` passage by passage, ``relevance`` and ``declined`` with one label each.
 
     Parameters
     ----------

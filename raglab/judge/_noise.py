@@ -18,7 +18,8 @@ from scipy import stats as _sps
 from raglab._interval import Interval
 from raglab._meta import judge_of
 from raglab._results import ResultBase
-from raglab.judge._base import CLAIM_METRICS, MetricOut
+from raglab.judge._base import MetricOut
+from raglab.judge._metrics import JUDGE_METRICS
 
 __all__ = ["JudgeNoise", "judge_noise", "noise_from_results"]
 
@@ -123,7 +124,7 @@ def _t_interval(values: np.ndarray, level: float) -> tuple[float, float, float, 
 
 def _units(outs: Sequence[MetricOut], metric: str) -> tuple[int, int, bool]:
     """(units, flipped units, claims changed) for one row's repeats (all scored)."""
-    if metric not in CLAIM_METRICS:
+    if not JUDGE_METRICS[metric].parts:  # one label per row, not per-claim or per-passage verdicts
         labels = {float(o.score) for o in outs}
         return 1, int(len(labels) > 1), False
     maps = []
@@ -168,7 +169,7 @@ def noise_from_results(results: list[list[dict[str, MetricOut]]], metrics: Seque
             "judge_se": judge_se, "judge_se_mean": judge_se_mean, "sampling_se": se, "low": low, "high": high,
             "level": ci, "flip_share": flips / units if units else math.nan, "n_units": units,
             "rows_changed": rows_changed,
-            "claims_changed": changed / n if n and metric in CLAIM_METRICS else math.nan,
+            "claims_changed": changed / n if n and JUDGE_METRICS[metric].parts else math.nan,
         })
     return JudgeNoise(pd.DataFrame(records, columns=_COLUMNS), level=ci)
 

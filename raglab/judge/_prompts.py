@@ -19,6 +19,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from raglab.judge._schemas import claim_keys
+
 __all__ = ["PROMPTS", "PROMPT_VERSION", "user_message", "prompt_hashes", "encode"]
 
 PROMPT_VERSION = "2026-12"
@@ -194,7 +196,7 @@ def user_message(kind: str, inputs: Mapping[str, Any]) -> str:
         raise KeyError(kind)
     if kind in ("verify_context", "verify_reference"):
         claims = list(inputs["claims"])
-        section("claims", encode({f"claim_{i}": c for i, c in enumerate(claims, start=1)}), raw=True)
+        section("claims", encode(dict(zip(claim_keys(len(claims)), claims))), raw=True)
     elif kind in ("verify_context_one", "verify_reference_one"):
         section("claim", inputs["claim"])
     return "\n".join(parts)

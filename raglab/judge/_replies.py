@@ -19,7 +19,7 @@ from raglab.judge._base import (
     is_blank,
 )
 from raglab.judge._metrics import JudgeMetric, passages_of
-from raglab.judge._schemas import BATCHED_KINDS, SCHEMAS
+from raglab.judge._schemas import BATCHED_KINDS, SCHEMAS, claim_keys
 
 
 def claim_plan(spec: JudgeMetric, row: RowInputs) -> str | tuple[dict[str, Any], str, dict[str, Any]]:
@@ -102,7 +102,7 @@ def check_reply(kind: str, inputs: Mapping[str, Any], data: Any, *, wire: bool) 
     batched = kind in BATCHED_KINDS
     if batched and wire:
         claims = list(inputs["claims"])
-        keys = [f"claim_{i}" for i in range(1, len(claims) + 1)]
+        keys = claim_keys(len(claims))
         if not isinstance(data, dict):
             return f"the reply does not fit the {name} schema (reply: not an object)", None, False
         if set(data) != set(keys):
