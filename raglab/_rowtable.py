@@ -27,7 +27,12 @@ from raglab._errors import (  # noqa: F401  (re-exported: they were defined here
     RowTableError,
 )
 from raglab._meta import evalset_of, get_meta, judge_of
-from raglab._validation import check_option, is_missing, warn  # noqa: F401  (check_option, is_missing re-exported)
+from raglab._validation import (  # noqa: F401  (check_option, is_missing re-exported)
+    check_option,
+    is_id_type,
+    is_missing,
+    warn,
+)
 
 __all__ = [
     "ROLES",
@@ -82,8 +87,11 @@ def _is_id(value: Any) -> bool:
     return isinstance(value, (str, Integral)) and not isinstance(value, bool)
 
 
+_LIST_LIKE = (list, tuple, np.ndarray)  # what a list cell may be
+
+
 def _is_list_like(value: Any) -> bool:
-    return isinstance(value, (list, tuple, np.ndarray))
+    return isinstance(value, _LIST_LIKE)
 
 
 def is_unanswerable(gold: Any) -> bool:
@@ -153,10 +161,10 @@ def _check_gold(value: Any) -> str | None:
         for key, grade in value.items():
             if not _is_id(key):
                 return f"a dict with key {_describe(key)} (ids must be str or int)"
-            value = _grade_value(grade)
-            if math.isnan(value):
+            number = _grade_value(grade)
+            if math.isnan(number):
                 return f"a dict with grade {_describe(grade)} for {key!r} (grades must be numbers)"
-            if not math.isfinite(value):
+            if not math.isfinite(number):
                 return f"a dict with grade {_describe(grade)} for {key!r} (grades must be finite numbers)"
         return None
     if isinstance(value, str):
@@ -270,6 +278,11 @@ def id_repr(value: Any) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
+def row_label(df: pd.DataFrame, pos: int, qid: str | None) -> str:
+    """One row named in an error message: ``question_id 'q7'`` (its id as written), or ``row 7`` without ids."""
+    return f"{qid} {id_repr(df[qid].iloc[pos])}" if qid is not None else f"row {pos}"
+
+
 def _row_labels(df: pd.DataFrame, positions: Sequence[int], id_column: str | None) -> str:
     shown = list(positions[:_SHOWN])
     labels = [str(df.index[p]) for p in shown]
@@ -303,7 +316,6 @@ def _ids_are_clean(series: pd.Series) -> bool:
 # the outcome. They look at the distinct *types* of the cells and of their items (map(type, ...)
 # and set() run in C), so the Python-level work is per distinct type, not per row.
 
-_LIST_LIKE = (list, tuple, np.ndarray)
 _DICT_VALUES = methodcaller("values")
 
 
@@ -314,11 +326,6 @@ def _all_types(values: Iterable[Any], accept: Callable[[type], bool]) -> bool:
 
 def _is_str_type(kind: type) -> bool:
     return issubclass(kind, str)
-
-
-def _is_id_type(kind: type) -> bool:
-    # The type-level form of _is_id: isinstance(x, C) is issubclass(type(x), C).
-    return issubclass(kind, (str, Integral)) and not issubclass(kind, bool)
 
 
 def _is_list_type(kind: type) -> bool:
@@ -340,7 +347,7 @@ def _items(cells: np.ndarray) -> Iterable[Any]:
 
 
 def _ids_ok(items: Iterable[Any]) -> bool:
-    return _all_types(items, _is_id_type)
+    return _all_types(items, is_id_type)
 
 
 def _texts_ok(cells: np.ndarray) -> bool:
@@ -540,14 +547,21 @@ def validate_rows(
     return resolved
 
 
+def span_list_lengths(cells: Any) -> np.ndarray:
+    """The length of each list-like cell, -1 for any other cell (a missing span list); len() mapped in C."""
+    if not isinstance(cells, np.ndarray):  # np.asarray would make equal-length lists a 2-D array
+        cells = pd.Series(list(cells), dtype=object).to_numpy()
+    is_list = np.fromiter(map(isinstance, cells, repeat(_LIST_LIKE)), dtype=bool, count=len(cells))
+    lengths = np.full(len(cells), -1, dtype=np.int64)
+    lengths[is_list] = np.fromiter(map(len, compress(cells, is_list)), dtype=np.int64, count=int(is_list.sum()))
+    return lengths
+
+
 def _check_same_lengths(df: pd.DataFrame, ids: str, spans: str, method: str, id_column: str | None) -> None:
     # Both columns passed check_column: ids are all list-like, and a span cell is missing exactly when
-    # it is not list-like, so len() can be mapped in C.
+    # it is not list-like.
     id_lengths = np.fromiter(map(len, df[ids].array), dtype=np.int64, count=len(df))
-    span_cells = df[spans].array
-    is_list = np.fromiter(map(isinstance, span_cells, repeat(_LIST_LIKE)), dtype=bool, count=len(df))
-    span_lengths = np.full(len(df), -1, dtype=np.int64)
-    span_lengths[is_list] = np.fromiter(map(len, compress(span_cells, is_list)), dtype=np.int64, count=int(is_list.sum()))
+    span_lengths = span_list_lengths(df[spans].to_numpy(dtype=object))
     bad = np.flatnonzero((span_lengths >= 0) & (span_lengths != id_lengths)).tolist()
     if bad:
         raise RowTableError(

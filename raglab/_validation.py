@@ -11,6 +11,7 @@ import math
 import os
 import warnings
 from collections.abc import Sequence
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,11 @@ def check_int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+def is_id_type(kind: type) -> bool:
+    """Whether values of type ``kind`` are ids: text or integers, not booleans (checked once per type, not per value)."""
+    return issubclass(kind, (str, Integral)) and not issubclass(kind, bool)
 
 
 def is_missing(value: Any) -> bool:

@@ -32,10 +32,9 @@ from raglab import chunks as _chunks
 from raglab._errors import RowTableError
 from raglab._meta import get_meta, set_meta, update_meta
 from raglab._results import ResultBase, jsonable
-from raglab._rowtable import check_unique_ids, resolve_column
+from raglab._rowtable import check_unique_ids, resolve_column, row_label
 from raglab._validation import check_int, is_missing, warn
 from raglab.metrics.spans import _coverage, _gold_units, _merge, _span_tuple
-from raglab.retrieval import _who  # one row wording for errors; retrieval never imports boundaries
 
 __all__ = ["BoundaryReport", "boundaries", "boundary_report", "expand_neighbors", "prompt_chars"]
 
@@ -76,7 +75,7 @@ def _gold_of(df: pd.DataFrame, col: str, method: str, qid: str | None) -> list[l
             out.append(_gold_units(cell))
         except (TypeError, ValueError) as exc:
             raise RowTableError(
-                f"{method}: column {col!r} ({_who(df, pos, qid)}): {exc}. Gold spans are lists of "
+                f"{method}: column {col!r} ({row_label(df, pos, qid)}): {exc}. Gold spans are lists of "
                 "{'doc_id', 'start', 'end'} with 0 <= start < end ([] for an unanswerable question).",
                 column=col, rows=[pos], method=method,
             ) from None
@@ -89,12 +88,12 @@ def _spans_of(df: pd.DataFrame, col: str, method: str, qid: str | None) -> list[
         if not isinstance(cell, (list, tuple, np.ndarray)):
             hint = " (use [] when nothing was retrieved)" if is_missing(cell) else ""
             raise RowTableError(
-                f"{method}: column {col!r} ({_who(df, pos, qid)}) must hold a list of spans, got "
+                f"{method}: column {col!r} ({row_label(df, pos, qid)}) must hold a list of spans, got "
                 f"{type(cell).__name__} {cell!r}{hint}", column=col, rows=[pos], method=method)
         try:
             out.append([_span_tuple(span, "retrieved") for span in cell])
         except (TypeError, ValueError) as exc:
-            raise RowTableError(f"{method}: column {col!r} ({_who(df, pos, qid)}): {exc}",
+            raise RowTableError(f"{method}: column {col!r} ({row_label(df, pos, qid)}): {exc}",
                                 column=col, rows=[pos], method=method) from None
     return out
 
@@ -106,13 +105,13 @@ def _ids_of(df: pd.DataFrame, col: str, known: Mapping[Any, Any], method: str, q
         if not isinstance(cell, (list, tuple, np.ndarray)):
             hint = " (use [] when nothing was retrieved)" if is_missing(cell) else ""
             raise RowTableError(
-                f"{method}: column {col!r} ({_who(df, pos, qid)}) must hold a list of chunk ids, got "
+                f"{method}: column {col!r} ({row_label(df, pos, qid)}) must hold a list of chunk ids, got "
                 f"{type(cell).__name__} {cell!r}{hint}", column=col, rows=[pos], method=method)
         ids = list(cell)
         unknown = [i for i in ids if i not in known]
         if unknown:
             raise RowTableError(
-                f"{method}: column {col!r} ({_who(df, pos, qid)}) holds chunk id(s) {unknown[:5]} that the chunk "
+                f"{method}: column {col!r} ({row_label(df, pos, qid)}) holds chunk id(s) {unknown[:5]} that the chunk "
                 f"table does not have (e.g. it has {list(known)[:3]}). Pass the chunk table these ids come from, "
                 "or the rows' spans as retrieved_spans=... .", column=col, rows=[pos], method=method)
         out.append(ids)
@@ -401,7 +400,7 @@ def expand_neighbors(
             if unknown:
                 d, s, e = unknown[0]
                 raise RowTableError(
-                    f"{method}: column {span_col!r} ({_who(df, pos, qid)}) holds span {{'doc_id': {d!r}, 'start': {s}, "
+                    f"{method}: column {span_col!r} ({row_label(df, pos, qid)}) holds span {{'doc_id': {d!r}, 'start': {s}, "
                     f"'end': {e}}} that is no chunk of the chunk table. Pass the table the spans come from, or the "
                     "rows' chunk ids as retrieved=... .", column=span_col, rows=[pos], method=method)
             given.append([by_span[s] for s in spans])

@@ -26,9 +26,10 @@ from raglab._rowtable import (
     _grade_value,
     check_option,
     check_unique_ids,
-    id_repr,
     missing_column_error,
     resolve_column,
+    row_label,
+    span_list_lengths,
 )
 from raglab._validation import warn
 from raglab.metrics._kernel import _arrow_id_kind, _arrow_lists, _as_cells, list_lengths
@@ -433,9 +434,7 @@ def _id_types(values: Any, *, spans: bool) -> set[str]:
 
 def _check_span_lengths(df: pd.DataFrame, ids_col: str, spans_col: str, method: str, qid: str | None) -> None:
     """``retrieved_spans`` gives the span of each entry of ``retrieved``: refuse lists of other lengths."""
-    spans = df[spans_col]
-    span_lengths = np.fromiter((-1 if not isinstance(v, (list, tuple, np.ndarray)) else len(v) for v in spans.array),
-                               dtype=np.int64, count=len(df))
+    span_lengths = span_list_lengths(df[spans_col].to_numpy(dtype=object))
     id_lengths = list_lengths(df[ids_col])
     bad = np.flatnonzero((span_lengths >= 0) & (span_lengths != id_lengths))
     if bad.size:
@@ -471,19 +470,14 @@ def _check_grades(df: pd.DataFrame, gold_col: str, gain: str, method: str, qid: 
         if bad:
             shown = repr(bad[0]) if isinstance(bad[0], (float, np.floating)) else "an integer beyond float range"
             raise RowTableError(
-                f"{method}: column {gold_col!r} ({_who(df, pos, qid)}) has grade {shown}; grades must be finite "
+                f"{method}: column {gold_col!r} ({row_label(df, pos, qid)}) has grade {shown}; grades must be finite "
                 "numbers (e.g. 0-3). Fix the gold."
             )
         if gain == "exponential" and grades and max(grades) >= 1024:
             raise RowTableError(
-                f"{method}: column {gold_col!r} ({_who(df, pos, qid)}) has grade {max(grades)!r}; exponential gain "
+                f"{method}: column {gold_col!r} ({row_label(df, pos, qid)}) has grade {max(grades)!r}; exponential gain "
                 "2**g - 1 overflows for grades of 1024 and more. Pass gain='linear', or rescale the grades."
             )
-
-
-def _who(df: pd.DataFrame, pos: int, qid: str | None) -> str:
-    """Name a row in an error message as the user wrote its id ('q7', 7), not np.str_('q7'). Shared with boundaries."""
-    return f"{qid} {id_repr(df[qid].iloc[pos])}" if qid is not None else f"row {pos}"
 
 
 def _check_id_types(df: pd.DataFrame, ranked_col: str, gold_col: str, method: str, *, spans: bool = False) -> None:

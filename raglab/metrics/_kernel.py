@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from raglab._errors import BadCellError
-from raglab._validation import is_missing
+from raglab._validation import is_id_type, is_missing
 from raglab.metrics._common import Found, _check_gain, _check_ks, _check_no_relevant, _zero_no_relevant
 from raglab.metrics.specs import MetricSpec, select
 
@@ -116,15 +116,11 @@ def list_lengths(values: Any) -> np.ndarray:
     )
 
 
-def _is_id_type(kind: type) -> bool:
-    return issubclass(kind, (str, Integral)) and not issubclass(kind, bool)
-
-
 def _first_bad_id(objects: np.ndarray) -> int | None:
     """Index of the first id that is not str or int (bools are not ids), or None."""
     if pd.api.types.infer_dtype(objects, skipna=False) in ("string", "integer", "empty"):
         return None  # all str or all int: checked in one fast pass
-    bad_kinds = tuple(kind for kind in set(map(type, objects)) if not _is_id_type(kind))
+    bad_kinds = tuple(kind for kind in set(map(type, objects)) if not is_id_type(kind))
     if not bad_kinds:
         return None
     bad = np.fromiter(map(isinstance, objects, repeat(bad_kinds)), dtype=bool, count=len(objects))
@@ -527,7 +523,7 @@ def _coded_hits(codes: np.ndarray, offsets: np.ndarray, rows_of: np.ndarray, gol
 
 def _check_ids(cells: np.ndarray, lengths: np.ndarray) -> None:
     """Every retrieved id is str or int (not bool): one pass over the types; the culprit found block by block."""
-    if all(map(_is_id_type, set(map(type, chain.from_iterable(cells))))):
+    if all(map(is_id_type, set(map(type, chain.from_iterable(cells))))):
         return
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     for a, b in _blocks(lengths):
