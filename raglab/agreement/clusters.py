@@ -19,6 +19,7 @@ from raglab.agreement._common import _percentile
 from raglab.agreement.kappa import _kappa_many
 from raglab.stats import MIN_CLUSTERS
 from raglab.stats import _unit_codes as _cluster_codes
+from raglab.stats._engine import _expanded_levels
 
 __all__: list[str] = []
 
@@ -111,14 +112,19 @@ def _cluster_intervals(
                        "attenuation": min(with_pos, with_neg), "corrected_pass_rate": min(with_pos, with_neg)})
         se_sp_draws = np.column_stack([cluster_stats["sensitivity"], cluster_stats["specificity"]])
     too_few = {name: c for name, c in behind.items() if c < MIN_CLUSTERS and name in intervals}
-    label = f"cluster bootstrap-percentile over {n_clusters} clusters"
+    label = f"cluster bootstrap expanded-percentile over {n_clusters} clusters"
     design_effects: dict[str, float] = {}
     for name, old in list(intervals.items()):
         if name in too_few:
             low = high = deff = math.nan
             how = f"no interval: rests on {too_few[name]} clusters (< {MIN_CLUSTERS})"
         else:
-            low, high = _percentile(cluster_stats[name], level)
+            # The expanded percentile (Hesterberg 2015; raglab.stats' cluster intervals use it too): the
+            # percentile at the level whose normal quantile is sqrt(G / (G - 1)) * t(G - 1), G the
+            # clusters behind the statistic. The plain percentile covered 92.7% at 20 clusters
+            # (benchmarks/agreement_coverage.py).
+            expanded = float(_expanded_levels(np.array([behind[name]]), level)[0])
+            low, high = _percentile(cluster_stats[name], expanded)
             var_c, var_i = (float(np.nanvar(s[name])) for s in (cluster_stats, item_stats))
             deff = var_c / var_i if var_i > 0 else math.nan
             how = label

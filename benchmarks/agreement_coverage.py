@@ -1,0 +1,203 @@
+"""Simulation: coverage of the agreement module's 95% intervals (Cohen's kappa; clustered agreement and kappa).
+
+**A. Kappa, independent items.** Two raters with the same base rate ``p`` of the pass label and
+population kappa ``k``: cells ``P(1, 1) = p**2 + k q``, ``P(1, 0) = P(0, 1) = q (1 - k)``,
+``P(0, 0) = (1 - p)**2 + k q`` with ``q = p (1 - p)``. n = 30, 60, 120, 300 items; k = 0.3, 0.5,
+0.7, 0.9; p = 0.5, 0.7, 0.9. The intervals are raglab's own kernel
+(``raglab.agreement.kappa._kappa_bounds``, what ``cohen_kappa_interval`` and ``report`` call),
+applied to every simulated table at once: "adjusted" (the default, ``method="auto"``) and
+"analytic" (``kappa +- z SE`` with the Fleiss-Cohen-Everitt SE, statsmodels' ``kappa_low`` /
+``kappa_upp``). Tables where kappa is undefined (both raters used one label) are left out and
+counted. **A2.** Three ordered categories (human category X; the judge copies it with probability
+``k``, else draws independently from the same marginal, so unweighted, linear and quadratic kappa
+all equal ``k``), marginals uniform or (0.6, 0.3, 0.1).
+
+**B. Clustered items** (``report(..., units=...)``). G = 10, 15, 20, 40 clusters of 5-24 items; per
+cluster a pass rate ~ Beta(3, 1.2) and a judge false-pass rate ~ Beta(1.5, 2.5), judge sensitivity
+0.92 (the design of ``tests/test_agreement.py``). The targets are the population agreement and
+the kappa of the population's expected table (cluster parameters are independent of cluster
+size, so these are what the pooled estimates converge to). Each replicate runs raglab's cluster
+bootstrap (``raglab.agreement.clusters._cluster_tables`` and ``_table_statistics``, 1,000
+resamples) and takes its percentile interval (the old default) and its expanded percentile
+interval (the new default: level widened so its normal quantile is ``sqrt(G / (G - 1)) t(G - 1)``);
+for agreement also a cluster-robust (linearised ratio) ``p +- t(G - 1) SE`` interval for reference.
+The first replicate of each G is checked against ``report`` itself.
+
+Each cell: coverage, Monte Carlo SE ``sqrt(c (1 - c) / R)`` and mean width.
+
+Run: ``nice -n 10 .venv/bin/python benchmarks/agreement_coverage.py [--reps 4000] [--cluster-reps 2000]``
+(about a minute on 2 cores); ``--quick`` is a labelled smoke run with few replicates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from scipy import stats as sps
+
+from raglab.agreement import report
+from raglab.agreement.clusters import _cluster_tables, _table_statistics
+from raglab.agreement.kappa import _disagreement_weights, _kappa_bounds
+from raglab.stats._engine import _expanded_levels
+
+SEED = 2026
+LEVEL = 0.95
+NS = (30, 60, 120, 300)
+KAPPAS = (0.3, 0.5, 0.7, 0.9)
+BASES = (0.5, 0.7, 0.9)
+GS = (10, 15, 20, 40)
+SIZES = (5, 25)  # cluster sizes 5-24
+PREV, FALSE_PASS, SENSITIVITY = (3.0, 1.2), (1.5, 2.5), 0.92
+
+
+def _fmt(hits: np.ndarray, width: np.ndarray) -> str:
+    c = float(hits.mean())
+    return f"{100 * c:5.1f}% ±{100 * np.sqrt(c * (1 - c) / hits.size):3.1f} w{float(np.mean(width)):.2f}"
+
+
+def _tables(rng, table_probs, n, reps):
+    k = table_probs.shape[0]
+    return rng.multinomial(n, table_probs.ravel(), size=reps).reshape(reps, k, k).astype(float)
+
+
+def _kappa_cell(tables, dis, truth):
+    out = {}
+    for method in ("adjusted", "analytic"):
+        kappa, low, high = _kappa_bounds(tables, dis, LEVEL, method)
+        ok = np.isfinite(kappa)
+        hits = (low[ok] <= truth + 1e-12) & (truth <= high[ok] + 1e-12)
+        out[method] = (hits, (high - low)[ok], int((~ok).sum()))
+    return out
+
+
+def part_a(rng, reps):
+    print(f"A. Cohen's kappa, pass/fail, independent items: coverage of nominal 95% ({reps} replicates per cell)")
+    print(f"{'n':>4} {'kappa':>5} {'base':>4} | {'adjusted (default)':>22} | {'analytic (plain)':>22} | undefined")
+    dis = _disagreement_weights([0, 1], None, "rank")
+    summary: dict[tuple[str, int], list[float]] = {}
+    for n in NS:
+        for kappa in KAPPAS:
+            for base in BASES:
+                q = base * (1 - base)
+                probs = np.array([[base**2 + kappa * q, q * (1 - kappa)], [q * (1 - kappa), (1 - base) ** 2 + kappa * q]])
+                cell = _kappa_cell(_tables(rng, probs, n, reps), dis, kappa)
+                for m, (hits, _, _) in cell.items():
+                    summary.setdefault((m, n), []).append(float(hits.mean()))
+                print(f"{n:4d} {kappa:5.1f} {base:4.1f} | {_fmt(*cell['adjusted'][:2]):>22} | "
+                      f"{_fmt(*cell['analytic'][:2]):>22} | {cell['adjusted'][2]}")
+    print("range over kappa x base rate:")
+    for n in NS:
+        a, b = summary[("adjusted", n)], summary[("analytic", n)]
+        print(f"  n = {n:3d}: adjusted {100 * min(a):.1f}-{100 * max(a):.1f}%, analytic {100 * min(b):.1f}-{100 * max(b):.1f}%")
+    return summary
+
+
+def part_a2(rng, reps):
+    print(f"\nA2. Three ordered categories ({reps} replicates per cell): adjusted / analytic coverage")
+    print(f"{'n':>4} {'kappa':>5} {'marginal':>14} | {'unweighted':>13} | {'linear':>13} | {'quadratic':>13}")
+    lows: dict[str, list[float]] = {}
+    for n in NS:
+        for kappa in (0.3, 0.6, 0.9):
+            for pi in (np.full(3, 1 / 3), np.array([0.6, 0.3, 0.1])):
+                probs = kappa * np.diag(pi) + (1 - kappa) * np.outer(pi, pi)
+                tables = _tables(rng, probs, n, reps)
+                parts = []
+                for weights in (None, "linear", "quadratic"):
+                    cell = _kappa_cell(tables, _disagreement_weights([0, 1, 2], weights, "rank"), kappa)
+                    a, b = (float(cell[m][0].mean()) for m in ("adjusted", "analytic"))
+                    lows.setdefault("adjusted", []).append(a)
+                    lows.setdefault("analytic", []).append(b)
+                    parts.append(f"{100 * a:5.1f} / {100 * b:5.1f}")
+                shown = "/".join(f"{v:.2f}" for v in pi)
+                print(f"{n:4d} {kappa:5.1f} {shown:>14} | " + " | ".join(f"{p:>13}" for p in parts))
+    print(f"range: adjusted {100 * min(lows['adjusted']):.1f}-{100 * max(lows['adjusted']):.1f}%, "
+          f"analytic {100 * min(lows['analytic']):.1f}-{100 * max(lows['analytic']):.1f}%")
+
+
+def _population():
+    prev = PREV[0] / sum(PREV)
+    fp = FALSE_PASS[0] / sum(FALSE_PASS)
+    cells = np.array([prev * SENSITIVITY, prev * (1 - SENSITIVITY), (1 - prev) * fp, (1 - prev) * (1 - fp)])
+    po, ph, pj = cells[0] + cells[3], cells[0] + cells[1], cells[0] + cells[2]
+    pe = ph * pj + (1 - ph) * (1 - pj)
+    return po, (po - pe) / (1 - pe)
+
+
+def _clustered_sample(rng, g):
+    sizes = rng.integers(*SIZES, g)
+    prev = rng.beta(*PREV, g)
+    fp = rng.beta(*FALSE_PASS, g)
+    probs = np.column_stack([prev * SENSITIVITY, prev * (1 - SENSITIVITY), (1 - prev) * fp, (1 - prev) * (1 - fp)])
+    per = rng.multinomial(sizes, probs)  # G x 4 cell counts, cells 0..3 = (h, j) in (1,1), (1,0), (0,1), (0,0)
+    clusters = np.repeat(np.arange(g), sizes)
+    cells = np.concatenate([np.repeat(np.arange(4), row) for row in per])
+    return clusters, cells, per
+
+
+def part_b(rng, reps, resamples):
+    truth_agree, truth_kappa = _population()
+    print(f"\nB. Clustered items (report(..., units=)): {reps} replicates per G, {resamples} cluster resamples; "
+          f"true agreement {truth_agree:.4f}, true kappa {truth_kappa:.4f}")
+    print(f"{'G':>3} {'items':>5} | {'agreement: percentile':>22} | {'expanded (default)':>22} | "
+          f"{'CR t(G-1)':>22} | {'kappa: percentile':>22} | {'expanded (default)':>22}")
+    dis = _disagreement_weights([0, 1], None, "rank")
+    for g in GS:
+        expanded = float(_expanded_levels(np.array([g]), LEVEL)[0])
+        tq = float(sps.t.ppf(0.5 + LEVEL / 2, g - 1))
+        res = {key: ([], []) for key in ("a_pct", "a_exp", "a_cr", "k_pct", "k_exp")}
+        items = []
+        for r in range(reps):
+            clusters, cells, per = _clustered_sample(rng, g)
+            # cells are coded with label order (1, 0) -> (0, 1): recode to report's order (0, 1)
+            h = np.where(cells < 2, 1, 0)
+            j = np.where((cells == 0) | (cells == 2), 1, 0)
+            codes = h * 2 + j
+            boot, _ = _cluster_tables(clusters, codes, 2, resamples, np.random.default_rng(r))
+            stats = _table_statistics(boot, dis, 1)
+            for key, name, truth in (("a", "agreement", truth_agree), ("k", "kappa", truth_kappa)):
+                for kind, level in (("pct", LEVEL), ("exp", expanded)):
+                    draws = stats[name][np.isfinite(stats[name])]
+                    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
+                    res[f"{key}_{kind}"][0].append(low <= truth <= high)
+                    res[f"{key}_{kind}"][1].append(high - low)
+            if r == 0:  # the kernel is what report() runs
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    rep = report(h, j, positive=1, units=clusters, n_resamples=resamples, seed=r, warn=False)
+                low, high = np.quantile(stats["agreement"], [(1 - expanded) / 2, (1 + expanded) / 2])
+                assert rep.intervals["agreement"].method.startswith("cluster bootstrap expanded-percentile")
+                assert abs(rep.intervals["agreement"].low - low) < 0.03, (rep.intervals["agreement"], low)
+            agree_g = per[:, 0] + per[:, 3]
+            m_g = per.sum(1)
+            p = agree_g.sum() / m_g.sum()
+            se = np.sqrt(g / (g - 1) * ((agree_g - p * m_g) ** 2).sum()) / m_g.sum()
+            res["a_cr"][0].append(p - tq * se <= truth_agree <= p + tq * se)
+            res["a_cr"][1].append(2 * tq * se)
+            items.append(m_g.sum())
+        shown = [_fmt(np.array(res[k][0]), np.array(res[k][1])) for k in ("a_pct", "a_exp", "a_cr", "k_pct", "k_exp")]
+        print(f"{g:3d} {np.mean(items):5.0f} | " + " | ".join(f"{s:>22}" for s in shown))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=4000, help="replicates per kappa cell")
+    parser.add_argument("--cluster-reps", type=int, default=2000, help="replicates per cluster count")
+    parser.add_argument("--resamples", type=int, default=1000, help="cluster bootstrap resamples")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 300 / 200 replicates (labelled)")
+    args = parser.parse_args()
+    if args.quick:
+        args.reps, args.cluster_reps = 300, 200
+        print("QUICK SMOKE RUN: too few replicates for the figures to mean anything\n")
+    started = time.perf_counter()
+    rng = np.random.default_rng(SEED)
+    part_a(rng, args.reps)
+    part_a2(rng, max(args.reps // 2, 100))
+    part_b(rng, args.cluster_reps, args.resamples)
+    print(f"\ntotal {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
