@@ -16,12 +16,14 @@ all equal ``k``), marginals uniform or (0.6, 0.3, 0.1).
 cluster a pass rate ~ Beta(3, 1.2) and a judge false-pass rate ~ Beta(1.5, 2.5), judge sensitivity
 0.92 (the design of ``tests/test_agreement.py``). The targets are the population agreement and
 the kappa of the population's expected table (cluster parameters are independent of cluster
-size, so these are what the pooled estimates converge to). Each replicate runs raglab's cluster
-bootstrap (``raglab.agreement.clusters._cluster_tables`` and ``_table_statistics``, 1,000
-resamples) and takes its percentile interval (the old default) and its expanded percentile
-interval (the new default: level widened so its normal quantile is ``sqrt(G / (G - 1)) t(G - 1)``);
-for agreement also a cluster-robust (linearised ratio) ``p +- t(G - 1) SE`` interval for reference.
-The first replicate of each G is checked against ``report`` itself.
+size, so these are what the pooled estimates converge to). Each replicate runs raglab's own kernels
+(``raglab.agreement.clusters``): the cluster bootstrap (``_cluster_tables``, ``_table_statistics``,
+1,000 resamples) with its percentile interval (the old default for every statistic) and its
+expanded percentile interval (level widened so its normal quantile is ``sqrt(G / (G - 1)) t(G - 1)``;
+the new default for kappa), and for the rates the cluster-robust Wilson interval
+(``_cluster_wilson``: effective sample size, t with G - 1 df; the new default for agreement, pass
+rates, sensitivity, specificity and miss rate). The first replicate of each G is checked against
+``report`` itself.
 
 Each cell: coverage, Monte Carlo SE ``sqrt(c (1 - c) / R)`` and mean width.
 
@@ -36,10 +38,14 @@ import time
 import warnings
 
 import numpy as np
-from scipy import stats as sps
 
 from raglab.agreement import report
-from raglab.agreement.clusters import _cluster_tables, _table_statistics
+from raglab.agreement.clusters import (
+    _cluster_proportions,
+    _cluster_tables,
+    _cluster_wilson,
+    _table_statistics,
+)
 from raglab.agreement.kappa import _disagreement_weights, _kappa_bounds
 from raglab.stats._engine import _expanded_levels
 
@@ -118,12 +124,13 @@ def part_a2(rng, reps):
 
 
 def _population():
+    """True agreement, kappa and miss rate of the population's expected table."""
     prev = PREV[0] / sum(PREV)
     fp = FALSE_PASS[0] / sum(FALSE_PASS)
     cells = np.array([prev * SENSITIVITY, prev * (1 - SENSITIVITY), (1 - prev) * fp, (1 - prev) * (1 - fp)])
     po, ph, pj = cells[0] + cells[3], cells[0] + cells[1], cells[0] + cells[2]
     pe = ph * pj + (1 - ph) * (1 - pj)
-    return po, (po - pe) / (1 - pe)
+    return po, (po - pe) / (1 - pe), fp
 
 
 def _clustered_sample(rng, g):
@@ -134,51 +141,50 @@ def _clustered_sample(rng, g):
     per = rng.multinomial(sizes, probs)  # G x 4 cell counts, cells 0..3 = (h, j) in (1,1), (1,0), (0,1), (0,0)
     clusters = np.repeat(np.arange(g), sizes)
     cells = np.concatenate([np.repeat(np.arange(4), row) for row in per])
-    return clusters, cells, per
+    return clusters, (cells < 2).astype(int), ((cells == 0) | (cells == 2)).astype(int)
 
 
 def part_b(rng, reps, resamples):
-    truth_agree, truth_kappa = _population()
+    truth_agree, truth_kappa, truth_miss = _population()
     print(f"\nB. Clustered items (report(..., units=)): {reps} replicates per G, {resamples} cluster resamples; "
-          f"true agreement {truth_agree:.4f}, true kappa {truth_kappa:.4f}")
-    print(f"{'G':>3} {'items':>5} | {'agreement: percentile':>22} | {'expanded (default)':>22} | "
-          f"{'CR t(G-1)':>22} | {'kappa: percentile':>22} | {'expanded (default)':>22}")
+          f"true agreement {truth_agree:.4f}, kappa {truth_kappa:.4f}, miss rate {truth_miss:.4f}")
+    heads = ["agreement: percentile", "expanded percentile", "cluster Wilson (dflt)", "kappa: percentile",
+             "expanded (default)", "miss rate: percentile", "cluster Wilson (dflt)"]
+    print(f"{'G':>3} {'items':>5} | " + " | ".join(f"{h:>21}" for h in heads))
     dis = _disagreement_weights([0, 1], None, "rank")
     for g in GS:
         expanded = float(_expanded_levels(np.array([g]), LEVEL)[0])
-        tq = float(sps.t.ppf(0.5 + LEVEL / 2, g - 1))
-        res = {key: ([], []) for key in ("a_pct", "a_exp", "a_cr", "k_pct", "k_exp")}
+        keys = ("a_pct", "a_exp", "a_wil", "k_pct", "k_exp", "m_pct", "m_wil")
+        res = {key: ([], []) for key in keys}
         items = []
+
+        def add(key, low, high, truth, res=res):
+            res[key][0].append(low <= truth <= high)
+            res[key][1].append(high - low)
+
         for r in range(reps):
-            clusters, cells, per = _clustered_sample(rng, g)
-            # cells are coded with label order (1, 0) -> (0, 1): recode to report's order (0, 1)
-            h = np.where(cells < 2, 1, 0)
-            j = np.where((cells == 0) | (cells == 2), 1, 0)
-            codes = h * 2 + j
-            boot, _ = _cluster_tables(clusters, codes, 2, resamples, np.random.default_rng(r))
+            clusters, h, j = _clustered_sample(rng, g)
+            codes = h * 2 + j  # report's cell codes with labels (0, 1): human * k + judge
+            boot, per = _cluster_tables(clusters, codes, 2, resamples, np.random.default_rng(r))
             stats = _table_statistics(boot, dis, 1)
-            for key, name, truth in (("a", "agreement", truth_agree), ("k", "kappa", truth_kappa)):
+            rates = _cluster_proportions(per.reshape(-1, 2, 2), 1)
+            for key, name, truth in (("a", "agreement", truth_agree), ("k", "kappa", truth_kappa),
+                                     ("m", "miss_rate", truth_miss)):
+                draws = stats[name][np.isfinite(stats[name])]
                 for kind, level in (("pct", LEVEL), ("exp", expanded)):
-                    draws = stats[name][np.isfinite(stats[name])]
-                    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
-                    res[f"{key}_{kind}"][0].append(low <= truth <= high)
-                    res[f"{key}_{kind}"][1].append(high - low)
-            if r == 0:  # the kernel is what report() runs
+                    if f"{key}_{kind}" in res:
+                        add(f"{key}_{kind}", *np.quantile(draws, [(1 - level) / 2, (1 + level) / 2]), truth)
+                if f"{key}_wil" in res:
+                    add(f"{key}_wil", *_cluster_wilson(*rates[name], LEVEL), truth)
+            if r == 0:  # the kernels are what report() runs
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     rep = report(h, j, positive=1, units=clusters, n_resamples=resamples, seed=r, warn=False)
-                low, high = np.quantile(stats["agreement"], [(1 - expanded) / 2, (1 + expanded) / 2])
-                assert rep.intervals["agreement"].method.startswith("cluster bootstrap expanded-percentile")
-                assert abs(rep.intervals["agreement"].low - low) < 0.03, (rep.intervals["agreement"], low)
-            agree_g = per[:, 0] + per[:, 3]
-            m_g = per.sum(1)
-            p = agree_g.sum() / m_g.sum()
-            se = np.sqrt(g / (g - 1) * ((agree_g - p * m_g) ** 2).sum()) / m_g.sum()
-            res["a_cr"][0].append(p - tq * se <= truth_agree <= p + tq * se)
-            res["a_cr"][1].append(2 * tq * se)
-            items.append(m_g.sum())
-        shown = [_fmt(np.array(res[k][0]), np.array(res[k][1])) for k in ("a_pct", "a_exp", "a_cr", "k_pct", "k_exp")]
-        print(f"{g:3d} {np.mean(items):5.0f} | " + " | ".join(f"{s:>22}" for s in shown))
+                assert rep.intervals["agreement"].low == _cluster_wilson(*rates["agreement"], LEVEL)[0]
+                assert abs(rep.kappa_low - np.quantile(stats["kappa"], (1 - expanded) / 2)) < 0.05
+            items.append(len(h))
+        shown = [_fmt(np.array(res[k][0]), np.array(res[k][1])) for k in keys]
+        print(f"{g:3d} {np.mean(items):5.0f} | " + " | ".join(f"{s:>21}" for s in shown))
 
 
 def main() -> None:

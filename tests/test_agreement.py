@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, confusion_matrix, recall_score
 from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
@@ -139,19 +140,32 @@ def test_analytic_interval_uses_statsmodels_std_kappa(weights):
     a, b = _random_labels(rng, 180, 4, agree=0.5)
     table = _table(a, b, [0, 1, 2, 3])
     sm = sm_cohens_kappa(table, wt=weights) if weights else sm_cohens_kappa(table)
-    iv = cohen_kappa_interval(a, b, weights=weights, ci=0.95)
+    iv = cohen_kappa_interval(a, b, weights=weights, ci=0.95, method="analytic")
     assert iv.estimate == pytest.approx(sm.kappa, abs=1e-12)
     # statsmodels' kappa_low / kappa_upp are kappa -+ z * std_kappa (unclipped; no clipping needed here)
     assert iv.low == pytest.approx(sm.kappa_low, abs=1e-10)
     assert iv.high == pytest.approx(sm.kappa_upp, abs=1e-10)
     assert (iv.high - iv.estimate) / 1.959963984540054 == pytest.approx(sm.std_kappa, rel=1e-9)
+    # The default (adjusted) interval is statsmodels' interval on the table plus 1/(m-1)^2 = 1/9
+    # pseudo-items per cell (four labels in use), the estimate staying the table's own kappa.
+    adjusted = sm_cohens_kappa(table + 1 / 9, wt=weights) if weights else sm_cohens_kappa(table + 1 / 9)
+    default = cohen_kappa_interval(a, b, weights=weights)
+    assert default.estimate == pytest.approx(sm.kappa, abs=1e-12) and "adjusted" in default.method
+    assert (default.low, default.high) == pytest.approx((adjusted.kappa_low, adjusted.kappa_upp), abs=1e-10)
 
 
 def test_seed_kappa_interval_against_statsmodels():
+    # Behaviour change (issue 18): the default interval is the adjusted one at every n, statsmodels'
+    # interval on the table plus one pseudo-item per cell (pass/fail); method="analytic" is the plain one.
     sm = sm_cohens_kappa(np.array([[142, 8], [22, 28]]))
+    plain = report(SEED_HUMAN, SEED_JUDGE, positive=1, method="analytic").kappa_interval
+    assert (plain.low, plain.high) == pytest.approx((sm.kappa_low, sm.kappa_upp), abs=1e-12)
+    assert isinstance(plain, Interval) and plain.level == 0.95 and plain.n == 200 and "asymptotic" in plain.method
+    adjusted = sm_cohens_kappa(np.array([[143.0, 9.0], [23.0, 29.0]]))
     iv = report(SEED_HUMAN, SEED_JUDGE, positive=1).kappa_interval
-    assert (iv.low, iv.high) == pytest.approx((sm.kappa_low, sm.kappa_upp), abs=1e-12)
-    assert isinstance(iv, Interval) and iv.level == 0.95 and iv.n == 200 and "asymptotic" in iv.method
+    assert iv.estimate == pytest.approx(sm.kappa, abs=1e-12)
+    assert (iv.low, iv.high) == pytest.approx((adjusted.kappa_low, adjusted.kappa_upp), abs=1e-12)
+    assert "adjusted" in iv.method and iv.n == 200
 
 
 def test_analytic_interval_is_clipped_to_minus_one_one():
@@ -697,9 +711,12 @@ def test_cluster_bootstrap_matches_a_brute_force_loop_over_clusters():
         agreements.append((h[idx] == j[idx]).mean())
         flat = oracle_rng.integers(0, len(h), len(h))  # items as if independent
         items_kappa.append(_two_rater_kappa(h[flat], j[flat]))
-    low, high = np.quantile(kappas, [0.025, 0.975])
+    # kappa: the expanded percentile, the level whose normal quantile is sqrt(G / (G - 1)) * t(G - 1)
+    expanded = 2 * stats.norm.cdf(np.sqrt(40 / 39) * stats.t.ppf(0.975, 39)) - 1
+    low, high = np.quantile(kappas, [(1 - expanded) / 2, (1 + expanded) / 2])
     iv = rep.kappa_interval
-    assert iv.method == "cluster bootstrap-percentile over 40 clusters" and (iv.n_resamples, iv.seed) == (10_000, 3)
+    assert iv.method == "cluster bootstrap expanded-percentile over 40 clusters"
+    assert (iv.n_resamples, iv.seed) == (10_000, 3)
     assert iv.low == pytest.approx(low, abs=0.015) and iv.high == pytest.approx(high, abs=0.015)
     assert rep.design_effects["kappa"] == pytest.approx(np.var(kappas) / np.var(items_kappa), rel=0.12)
     # Kish's design effect of a proportion, written out (ratio estimator over clusters):
@@ -711,8 +728,16 @@ def test_cluster_bootstrap_matches_a_brute_force_loop_over_clusters():
     assert rep.design_effects["agreement"] == pytest.approx(kish, rel=0.1)
     assert rep.design_effects["agreement"] > 1.3  # clusters that share their rates: wider than independent items
     assert rep.intervals["agreement"].width > report(h, j, positive=1).intervals["agreement"].width
-    low, high = np.quantile(agreements, [0.025, 0.975])
-    assert rep.intervals["agreement"].low == pytest.approx(low, abs=0.01)
+    # agreement: Wilson at the effective sample size n / deff (Kish's deff written out above, with the
+    # G / (G - 1) small-sample factor), t(G - 1) for z: statsmodels' Wilson at the level where z = t.
+    n_eff = m.sum() / (kish * 40 / 39)
+    t = stats.t.ppf(0.975, 39)
+    low, high = proportion_confint(p * n_eff, n_eff, alpha=2 * stats.norm.sf(t), method="wilson")
+    iv = rep.intervals["agreement"]
+    assert (iv.low, iv.high) == pytest.approx((low, high), abs=1e-9)
+    assert iv.method == "cluster-robust Wilson (effective n, t with 39 df) over 40 clusters"
+    # close to the brute-force cluster bootstrap's percentile interval (same spread, skew-aware)
+    assert iv.low == pytest.approx(np.quantile(agreements, 0.025), abs=0.02)
 
 
 def test_each_item_its_own_cluster_has_design_effect_one():
@@ -797,7 +822,11 @@ def test_clustered_report_shows_the_design_effect():
     frame = rep.to_frame().set_index("statistic")
     assert frame["design_effect"].notna().all()
     assert frame.loc["kappa", "design_effect"] == rep.design_effects["kappa"]
-    assert (frame["method"] == "cluster bootstrap-percentile over 25 clusters").all()
+    rates = {"agreement", "human_positive_rate", "judge_positive_rate", "sensitivity", "specificity", "miss_rate"}
+    for name, how in frame["method"].items():
+        expected = ("cluster-robust Wilson (effective n, t with 24 df) over 25 clusters" if name in rates
+                    else "cluster bootstrap expanded-percentile over 25 clusters")
+        assert how == expected, name
     assert "design effect" in rep._repr_html_()
 
 
@@ -823,12 +852,16 @@ def test_small_counts_switch_to_the_adjusted_interval_and_explicit_analytic_warn
         warnings.simplefilter("error")
         auto = cohen_kappa_interval(human, judge)
         rep = report(human, judge, positive=1)
-    assert "adjusted" in auto.method and "rarest label has 3 < 10 items" in auto.method
+    assert "adjusted" in auto.method
     assert tuple(rep.kappa_interval) == tuple(auto)
     with pytest.warns(FragileIntervalWarning, match=r"analytic kappa interval under-covers.*rarest has 3 < 10") as record:
         analytic = cohen_kappa_interval(human, judge, method="analytic")
     assert record[0].filename == __file__
-    assert analytic.width < auto.width
+    # the adjusted interval is statsmodels' on the table plus one pseudo-item per cell; the plain one
+    # runs into 1 on the high side and stays higher on the low side
+    adjusted = sm_cohens_kappa(np.array([[2.0, 1.0], [1.0, 16.0]]) + 1.0)
+    assert (auto.low, auto.high) == pytest.approx((adjusted.kappa_low, adjusted.kappa_upp), abs=1e-12)
+    assert analytic.high == 1.0 and analytic.low > auto.low
     with pytest.warns(FragileIntervalWarning, match="bootstrap kappa interval under-covers"):
         report(human, judge, positive=1, method="bootstrap", n_resamples=500)
     assert "asymptotic-normal" in cohen_kappa_interval(SEED_HUMAN, SEED_JUDGE).method  # counts of 36 and more

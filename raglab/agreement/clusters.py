@@ -1,9 +1,13 @@
 """Clustered items in the report: cluster codes, the cluster bootstrap and the design effects.
 
 Items from one conversation or document are not independent. With ``units=`` every interval of
-:func:`raglab.agreement.report` resamples whole clusters (:func:`_cluster_tables`), and each
-statistic gets a design effect: the cluster-bootstrap variance over the item-bootstrap variance.
-A statistic resting on fewer than :data:`raglab.stats.MIN_CLUSTERS` clusters gets no interval.
+:func:`raglab.agreement.report` treats whole clusters as the sampling unit: the rates (agreement,
+pass rates, sensitivity, specificity, miss rate) get a cluster-robust Wilson interval
+(:func:`_cluster_wilson`: effective sample size, t with G - 1 df), and kappa, the attenuation and
+the corrected pass rate the expanded percentile of a cluster bootstrap (:func:`_cluster_tables`).
+Each statistic gets a design effect: the cluster-bootstrap variance over the item-bootstrap
+variance. A statistic resting on fewer than :data:`raglab.stats.MIN_CLUSTERS` clusters gets no
+interval.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats as _sps
 
 from raglab._interval import Interval
 from raglab.agreement._common import _percentile
@@ -20,6 +25,7 @@ from raglab.agreement.kappa import _kappa_many
 from raglab.stats import MIN_CLUSTERS
 from raglab.stats import _unit_codes as _cluster_codes
 from raglab.stats._engine import _expanded_levels
+from raglab.stats.intervals import _wilson_arrays
 
 __all__: list[str] = []
 
@@ -75,6 +81,42 @@ def _table_statistics(tables: np.ndarray, dis: np.ndarray, pos: int | None) -> d
     return out
 
 
+def _cluster_proportions(per_cluster: np.ndarray, pos: int | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """For each rate of the report, its numerator and denominator in every cluster (G x k x k tables)."""
+    total = per_cluster.sum(axis=(1, 2))
+    out = {"agreement": (np.trace(per_cluster, axis1=1, axis2=2), total)}
+    if pos is None:
+        return out
+    hp = per_cluster[:, pos, :].sum(1)
+    jp = per_cluster[:, :, pos].sum(1)
+    tp = per_cluster[:, pos, pos]
+    fp, hn = jp - tp, total - hp
+    out.update(human_positive_rate=(hp, total), judge_positive_rate=(jp, total), sensitivity=(tp, hp),
+               specificity=(hn - fp, hn), miss_rate=(fp, hn))
+    return out
+
+
+def _cluster_wilson(successes: np.ndarray, totals: np.ndarray, level: float) -> tuple[float, float]:
+    """Wilson interval for a rate over clusters: effective sample size and a t quantile with G - 1 df.
+
+    ``p = sum(a_g) / sum(m_g)`` over the G clusters that have items in the denominator; its
+    cluster-robust variance is ``G / (G - 1) * sum((a_g - p m_g)**2) / (sum m_g)**2`` (the linearised
+    ratio estimator). The Wilson interval is taken at the effective size ``n_eff = p (1 - p) / var``,
+    capped at the items counted (a design effect below 1 is not credited), with ``t(G - 1)`` for
+    ``z`` (Korn and Graubard's recipe for survey proportions). Wilson's asymmetry follows the
+    skew of rates near 0 or 1 that symmetric and percentile intervals miss with few clusters.
+    """
+    used = totals > 0
+    a, m = successes[used], totals[used]
+    g, n = int(used.sum()), float(m.sum())
+    p = float(a.sum()) / n
+    var = g / (g - 1) * float(((a - p * m) ** 2).sum()) / n**2
+    n_eff = n if var <= 0 else min(n, p * (1 - p) / var)
+    t = float(_sps.t.ppf(0.5 + level / 2, g - 1))
+    low, high = _wilson_arrays(p, n_eff, t)
+    return float(low), float(high)
+
+
 def _cluster_intervals(
     intervals: dict[str, Interval],
     denominators: dict[str, int],
@@ -90,7 +132,7 @@ def _cluster_intervals(
     n_resamples: int,
     seed: int | None,
 ) -> tuple[int, dict[str, float], np.ndarray | None, str | None]:
-    """Replace every interval by its cluster-bootstrap one, in place, and measure the design effects.
+    """Replace every interval by its clustered one, in place, and measure the design effects.
 
     ``clusters`` are the kept items' cluster labels and ``cells`` their confusion cells
     (``human_code * k + judge_code``). Returns the number of clusters, the design effect of each
@@ -112,22 +154,25 @@ def _cluster_intervals(
                        "attenuation": min(with_pos, with_neg), "corrected_pass_rate": min(with_pos, with_neg)})
         se_sp_draws = np.column_stack([cluster_stats["sensitivity"], cluster_stats["specificity"]])
     too_few = {name: c for name, c in behind.items() if c < MIN_CLUSTERS and name in intervals}
-    label = f"cluster bootstrap expanded-percentile over {n_clusters} clusters"
+    rates = _cluster_proportions(per_cluster, pos)
     design_effects: dict[str, float] = {}
     for name, old in list(intervals.items()):
         if name in too_few:
             low = high = deff = math.nan
             how = f"no interval: rests on {too_few[name]} clusters (< {MIN_CLUSTERS})"
         else:
-            # The expanded percentile (Hesterberg 2015; raglab.stats' cluster intervals use it too): the
-            # percentile at the level whose normal quantile is sqrt(G / (G - 1)) * t(G - 1), G the
-            # clusters behind the statistic. The plain percentile covered 92.7% at 20 clusters
-            # (benchmarks/agreement_coverage.py).
-            expanded = float(_expanded_levels(np.array([behind[name]]), level)[0])
-            low, high = _percentile(cluster_stats[name], expanded)
+            if name in rates:
+                low, high = _cluster_wilson(*rates[name], level)
+                how = f"cluster-robust Wilson (effective n, t with {behind[name] - 1} df) over {behind[name]} clusters"
+            else:
+                # The expanded percentile (Hesterberg 2015; raglab.stats' cluster intervals use it too):
+                # the percentile at the level whose normal quantile is sqrt(G / (G - 1)) * t(G - 1), G
+                # the clusters behind the statistic (benchmarks/agreement_coverage.py).
+                expanded = float(_expanded_levels(np.array([behind[name]]), level)[0])
+                low, high = _percentile(cluster_stats[name], expanded)
+                how = f"cluster bootstrap expanded-percentile over {behind[name]} clusters"
             var_c, var_i = (float(np.nanvar(s[name])) for s in (cluster_stats, item_stats))
             deff = var_c / var_i if var_i > 0 else math.nan
-            how = label
         intervals[name] = Interval(old.estimate, low, high, method=how, level=level, n=denominators[name],
                                    n_resamples=n_resamples, seed=seed)
         design_effects[name] = deff

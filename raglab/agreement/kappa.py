@@ -27,7 +27,14 @@ from raglab.agreement._common import (
     _percentile,
     _z,
 )
-from raglab.agreement.labels import _arg_side, _check_comparable, _label_codes, _pair
+from raglab.agreement.labels import (
+    _arg_side,
+    _check_comparable,
+    _label_codes,
+    _pair,
+    _refuse_text_order,
+    _Side,
+)
 
 __all__ = ["cohen_kappa", "cohen_kappa_interval"]
 
@@ -52,6 +59,17 @@ def _disagreement_weights(labels: list[Any], weights: str | None, distance: str)
         diff = diff**2
     top = diff.max() if k > 1 else 0.0
     return diff / top if top > 0 else diff
+
+
+def _refuse_unordered(
+    labs: list[Any], labels: Any, weights: str | None, distance: str, sides: tuple[_Side, _Side], where: str
+) -> None:
+    """Weighted kappa by rank needs the categories' order: refuse text labels without ``labels=``."""
+    if weights is not None and distance == "rank":
+        _refuse_text_order(
+            labs, labels, needs=f"weights={weights!r} weighs each disagreement by how far apart the two categories are",
+            holders=f"{sides[0].name} and {sides[1].name}", where=where, fix="labels",
+        )
 
 
 def _kappa_and_se_many(tables: np.ndarray, dis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -108,8 +126,10 @@ def _prepare_kappa(
     check_option("weights", weights, _WEIGHTS)
     check_option("distance", distance, _DISTANCES)
     x, y = _pair(a, b, names)
-    x, y = _check_comparable(x, y, (_arg_side(names[0]), _arg_side(names[1])), where=where, labels=labels)
+    sides = (_arg_side(names[0]), _arg_side(names[1]))
+    x, y = _check_comparable(x, y, sides, where=where, labels=labels)
     (ca, cb), labs, _ = _label_codes([x, y], labels, need_order=weights is not None)
+    _refuse_unordered(labs, labels, weights, distance, sides, where)
     missing = (ca < 0) | (cb < 0)
     if missing.any():
         where = np.flatnonzero(missing)

@@ -316,6 +316,32 @@ def _check_comparable(
     return x, y
 
 
+def _refuse_text_order(labs: list[Any], labels: Any, *, needs: str, holders: str, where: str, fix: str) -> None:
+    """Refuse text labels for a statistic that needs the categories' order, unless ``labels=`` gives it.
+
+    Sorted, text falls in alphabetical order ('high' < 'low' < 'mid'), which is rarely the order the
+    labels mean, and a weighted kappa or an ordinal alpha would silently use it. Numbers and
+    booleans are ordered; ``needs`` says what needs the order, ``holders`` names the sides holding the
+    labels and ``fix`` the keyword that names the order (``labels=[...]``).
+    """
+    if labels is not None:
+        return
+    text = [v for v in labs if isinstance(v, str)]
+    if not text:
+        return
+    lead = f"{where}: " if where else ""
+    shown = ", ".join(repr(v) for v in sorted(text)[:8]) + (", ..." if len(text) > 8 else "")
+    spelled = _numeric_text(text)
+    numbers = (f" They spell numbers: converting them (.astype({spelled})) orders them as numbers."
+               if spelled else "")
+    raise LabelMismatchError(
+        f"{lead}{needs}, so it needs the order of the categories, but {holders} hold text labels ({shown}) "
+        f"and text has no order raglab can know: sorted it is alphabetical ({' < '.join(repr(v) for v in sorted(text)[:8])}), "
+        f"which would silently change the result. Pass {fix}=[...] listing every category from lowest to "
+        f"highest (these {len(text)} in their real order).{numbers}"
+    )
+
+
 def _looks_like_scores(values: np.ndarray) -> bool:
     """Floats with a fractional part are scores, not category labels."""
     if values.dtype.kind in "biu":

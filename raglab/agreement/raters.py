@@ -16,7 +16,7 @@ import pandas as pd
 
 from raglab._validation import check_option
 from raglab.agreement._common import _LEVELS, _TIES
-from raglab.agreement.labels import _label_codes, _plain_numeric
+from raglab.agreement.labels import _label_codes, _plain_numeric, _refuse_text_order
 
 __all__ = ["fleiss_kappa", "krippendorff_alpha", "majority_vote"]
 
@@ -137,6 +137,9 @@ def krippendorff_alpha(
     check_option("level", level, _LEVELS)
     matrix = _as_matrix(ratings)
     (codes,), labs, _ = _label_codes([matrix], labels, need_order=level != "nominal")
+    if level == "ordinal":
+        _refuse_text_order(labs, labels, needs="level='ordinal' measures disagreement by the ranks of the values",
+                           holders="`ratings`", where="krippendorff_alpha", fix="labels")
     k = len(labs)
     table = _unit_counts(codes, k)
     m = table.sum(1)
@@ -222,9 +225,18 @@ def majority_vote(
     return _majority(_as_matrix(ratings), labels, ties)[0]
 
 
-def _majority(matrix: np.ndarray, labels: Any, ties: str) -> tuple[np.ndarray, np.ndarray]:
-    """The majority label per item (None when unrated or a dropped tie), and which items were tied."""
+def _majority(
+    matrix: np.ndarray, labels: Any, ties: str, holders: str = "`ratings`", where: str = "majority_vote"
+) -> tuple[np.ndarray, np.ndarray]:
+    """The majority label per item (None when unrated or a dropped tie), and which items were tied.
+
+    ``holders`` and ``where`` name the raters and the caller in the error that refuses text labels
+    for ``ties="low"`` / ``"high"`` without ``labels=`` (their order is not known).
+    """
     (codes,), labs, _ = _label_codes([matrix], labels, need_order=ties != "drop")
+    if ties != "drop":
+        _refuse_text_order(labs, labels, needs=f"ties={ties!r} picks the {'lowest' if ties == 'low' else 'highest'} "
+                           "of the tied labels", holders=holders, where=where, fix="labels")
     chosen, tied, _ = _majority_codes(codes, len(labs), ties)
     out = np.empty(len(chosen), dtype=object)
     lookup = np.empty(len(labs) + 1, dtype=object)

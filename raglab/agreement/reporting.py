@@ -35,7 +35,13 @@ from raglab.agreement._common import (
     _percentile,
 )
 from raglab.agreement.clusters import _cluster_intervals, _table_statistics, _unit_codes
-from raglab.agreement.kappa import _confusion, _disagreement_weights, _item_tables, _kappa_interval
+from raglab.agreement.kappa import (
+    _confusion,
+    _disagreement_weights,
+    _item_tables,
+    _kappa_interval,
+    _refuse_unordered,
+)
 from raglab.agreement.labels import (
     _arg_side,
     _as_labels,
@@ -310,6 +316,7 @@ def _prepare_labels(
     positive: Any,
     labels: Any,
     weights: str | None,
+    distance: str,
     human_threshold: float | None,
     judge_threshold: float | None,
     ids: Any,
@@ -331,6 +338,7 @@ def _prepare_labels(
     shown_x, shown_y = x, y
     x, y = _check_comparable(x, y, sides, where=where, labels=labels, positive=positive)
     (ca, cb), labs, _ = _label_codes([x, y], labels, need_order=weights is not None)
+    _refuse_unordered(labs, labels, weights, distance, sides, where)
     keep = (ca >= 0) & (cb >= 0)
     if not keep.any():
         raise ValueError("no item has both a human and a judge label; nothing to compare")
@@ -482,8 +490,9 @@ def _report(
     level = _check_options(weights, distance, method, ci, n_resamples, units)
     names, sides, where = _naming(human, judge, _check_names(names), rows, sides, where)
     prepared = _prepare_labels(
-        human, judge, positive=positive, labels=labels, weights=weights, human_threshold=human_threshold,
-        judge_threshold=judge_threshold, ids=ids, units=units, rows=rows, sides=sides, where=where,
+        human, judge, positive=positive, labels=labels, weights=weights, distance=distance,
+        human_threshold=human_threshold, judge_threshold=judge_threshold, ids=ids, units=units, rows=rows,
+        sides=sides, where=where,
     )
     n, k, pos, positive = prepared.n, prepared.k, prepared.pos, prepared.positive
     dis = _disagreement_weights(prepared.labels, weights, distance)
@@ -628,7 +637,11 @@ def judge_vs_majority(
         matrix = _threshold_ratings(matrix, rating_threshold)
         if positive is None:
             positive = True
-    majority, tied = _majority(matrix, labels, ties)
+    if rows is not None and isinstance(ratings, pd.DataFrame):
+        holders, caller = f"the rater columns {[_plain(c) for c in ratings.columns]!r}", "rag.agreement"
+    else:
+        holders, caller = "`ratings`", "judge_vs_majority"
+    majority, tied = _majority(matrix, labels, ties, holders, caller)
     j = _as_labels(judge, "judge")
     if len(j) != len(majority):
         raise ValueError(f"`ratings` has {len(majority)} items but `judge` has {len(j)} labels")
@@ -644,7 +657,7 @@ def judge_vs_majority(
         judge_name = str(judge.name) if isinstance(judge, pd.Series) and judge.name is not None else "judge"
         names = ("human majority", judge_name)
     if rows is not None and isinstance(ratings, pd.DataFrame):
-        columns = [c.item() if isinstance(c, np.generic) else c for c in ratings.columns]
+        columns = [_plain(c) for c in ratings.columns]
         ref = f"df[{columns!r}]"
         sides = (_Side(f"the majority of {columns!r}", ref, ref, "human_threshold"),
                  _column_side(names[1], "judge_threshold"))
@@ -658,6 +671,11 @@ def judge_vs_majority(
         judge_threshold=None, ci=ci, method=method, n_resamples=n_resamples, seed=seed, ids=ids, warn=warn,
         names=names, n_ties=n_ties, ties=ties, rows=rows, units=units, sides=sides, where=where,
     )
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (a column name shown in a message)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _threshold_ratings(matrix: np.ndarray, rating_threshold: float) -> np.ndarray:
