@@ -22,7 +22,9 @@ Conventions (stated here once and in every result):
   categories at their positions in the label order, 0, 1, 2, ... -- scikit-learn's convention and
   statsmodels' default. ``distance="value"`` uses the numeric labels themselves as category scores
   (statsmodels' ``cohens_kappa(table, weights=labels, wt=...)``); the two agree when the labels are
-  equally spaced.
+  equally spaced. Text labels have no order raglab can know (sorted, "high" < "low" < "mid"):
+  weighted kappa by rank, ``krippendorff_alpha(level="ordinal")`` and the tie rules "low"/"high"
+  refuse them with :class:`LabelMismatchError` unless ``labels=[...]`` gives the order.
 * Rating matrices for several raters have one row per item and one column per rater (missing =
   NaN or None), the transpose of the ``krippendorff`` package's ``reliability_data``.
 * Comparable labels: numbers with numbers (``1 == 1.0``), text with text, booleans with booleans,
@@ -30,13 +32,20 @@ Conventions (stated here once and in every result):
   the booleans are shown as 0/1). Text against numbers or booleans, booleans against other
   numbers, or human and judge labels with no label in common raise :class:`LabelMismatchError`
   naming both sides and the conversion that fixes it -- never a kappa of 0 that blames the judge.
-* Kappa's interval (``method="auto"``): the analytic one (statsmodels' ``std_kappa``), or, when
-  the rarest label has fewer than :data:`KAPPA_MIN_COUNT` items, an adjusted one (two pseudo-items
-  spread over the table), because there the analytic and bootstrap intervals under-cover.
-* Clusters (``units=``): items from one conversation or document are not independent. Every
-  interval then resamples whole clusters and the report shows each statistic's *design effect*,
-  the cluster-bootstrap variance over the item-bootstrap variance (fewer than
-  :data:`raglab.stats.MIN_CLUSTERS` clusters: no interval, with a :class:`FragileIntervalWarning`).
+* Kappa's interval (``method="auto"``): the adjusted one, statsmodels' ``kappa +- z * std_kappa``
+  on the table plus ``1 / (m - 1)**2`` pseudo-items per cell of the ``m`` labels in use (one per
+  cell for pass/fail), clipped to [-1, 1] and containing the estimate. Simulated
+  (``benchmarks/agreement_coverage.py``), a nominal 95% interval covered 93.9-97.9% on pass/fail
+  labels at n = 30-300, kappa 0.3-0.9 and base rates 0.5-0.9, where the plain one
+  (``method="analytic"``) covered 40-95%.
+* Clusters (``units=``): items from one conversation or document are not independent. The rates
+  (agreement, pass rates, sensitivity, specificity, miss rate) then get a cluster-robust Wilson
+  interval (effective sample size, t with G - 1 df), kappa and the rest the expanded percentile of
+  a cluster bootstrap, and the report shows each statistic's *design effect*, the cluster-bootstrap
+  variance over the item-bootstrap variance. Simulated at 10, 15, 20 and 40 clusters, agreement
+  covered 94.3-96.3%, the miss rate 93.3-94.9% and kappa 93.7-94.6% (the plain percentile: 88.5-93.0%
+  for agreement). Fewer than :data:`raglab.stats.MIN_CLUSTERS` clusters: no interval, with a
+  :class:`FragileIntervalWarning`.
 * Rogan-Gladen outside [0, 1]: an :class:`ImpossibleRateWarning`, the estimate clipped, and the
   interval's part inside [0, 1] (none when all of it lies outside) -- never a zero-width interval.
 

@@ -166,7 +166,9 @@ def cohen_kappa(
         None: plain kappa. "linear": disagreement ``|i - j|``; "quadratic": ``(i - j)**2``.
     labels : sequence, optional
         The categories in their order (default: the sorted labels that occur). A label not listed
-        raises.
+        raises. Weighted kappa with ``distance="rank"`` on text labels needs it: text sorts
+        alphabetically ("high" < "low" < "mid"), so without it they raise
+        :class:`LabelMismatchError`.
     distance : {"rank", "value"}
         For weighted kappa, what ``i - j`` is: "rank" (default) uses positions in the label order
         (scikit-learn's convention, statsmodels' default); "value" uses the numeric labels as

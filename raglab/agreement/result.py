@@ -81,7 +81,9 @@ class AgreementReport(ResultBase):
         would be wrong). Use :meth:`correct` on a new run's judge pass rate.
     intervals : dict of str -> Interval
         Intervals for every statistic above: Wilson for rates, Newcombe for the attenuation, kappa's
-        as chosen by ``method``; with ``units``, a cluster bootstrap for every one of them.
+        as chosen by ``method``; with ``units``, clusters as the sampling unit for every one of them
+        (a cluster-robust Wilson interval for the rates, the expanded percentile of a cluster
+        bootstrap for the others).
     disagreements : DataFrame
         The items where judge and people differ (the original rows when given a DataFrame).
     n_clusters : int or None
