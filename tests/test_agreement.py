@@ -817,7 +817,8 @@ def test_clustered_report_shows_the_design_effect():
     units = [f"c{i % 25}" for i in range(200)]
     rep = report(pd.Series(SEED_HUMAN, name="human"), SEED_JUDGE, positive=1, units=pd.Series(units, name="doc"))
     text = repr(rep)
-    assert "clusters             25 ('doc'): intervals resample whole clusters; design effect" in text
+    assert ("clusters             25 ('doc'): intervals resample whole clusters (rates: cluster-robust Wilson over "
+            "them); design effect") in text
     assert f"kappa {rep.design_effects['kappa']:.2f}" in text
     frame = rep.to_frame().set_index("statistic")
     assert frame["design_effect"].notna().all()

@@ -257,8 +257,8 @@ class AgreementReport(ResultBase):
                           if np.isfinite(worth) and worth > 1 else "")
             out.append((
                 "clusters",
-                f"{self.n_clusters}{named}: intervals resample whole clusters; design effect (variance with "
-                f"clusters / assuming independent items) {deff}{worth_text}",
+                f"{self.n_clusters}{named}: intervals resample whole clusters (rates: cluster-robust Wilson over "
+                f"them); design effect (variance with clusters / assuming independent items) {deff}{worth_text}",
             ))
         if self.positive is not None:
             # With one human label only, some rates have no denominator: print n/a, never crash.
