@@ -27,8 +27,17 @@ rates, sensitivity, specificity and miss rate). The first replicate of each G is
 
 Each cell: coverage, Monte Carlo SE ``sqrt(c (1 - c) / R)`` and mean width.
 
-Run: ``nice -n 10 .venv/bin/python benchmarks/agreement_coverage.py [--reps 4000] [--cluster-reps 2000]``
-(about a minute on 2 cores); ``--quick`` is a labelled smoke run with few replicates.
+Run: ``nice -n 10 .venv/bin/python benchmarks/agreement_coverage.py [--reps 4000] [--cluster-reps 3000]``
+(about 2 minutes on 2 cores); ``--quick`` is a labelled smoke run with few replicates.
+
+What it showed (defaults): the adjusted kappa interval covered 93.9-97.9% on pass/fail labels (the
+plain one 40.0-95.1%) and 93.0-99.3% on three categories (plain 71.7-95.2%). With clusters, the
+rates' cluster-robust Wilson interval covered 94.3-96.3% (agreement) and 93.3-94.9% (miss rate), and
+kappa's expanded percentile 93.7-94.6%, at 10-40 clusters, against 88.5-93.0% for the percentile
+interval the report used before. About a point short of 95% remains at every cluster count
+simulated, 40 included: the clusters' rates are skewed (Beta(3, 1.2) pass rates), which no interval
+tried (expanded percentile, cluster-robust t, t on the logit scale, jackknife, BCa) removed with
+10-40 clusters.
 """
 
 from __future__ import annotations
@@ -190,7 +199,7 @@ def part_b(rng, reps, resamples):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=4000, help="replicates per kappa cell")
-    parser.add_argument("--cluster-reps", type=int, default=2000, help="replicates per cluster count")
+    parser.add_argument("--cluster-reps", type=int, default=3000, help="replicates per cluster count")
     parser.add_argument("--resamples", type=int, default=1000, help="cluster bootstrap resamples")
     parser.add_argument("--quick", action="store_true", help="smoke run: 300 / 200 replicates (labelled)")
     args = parser.parse_args()
