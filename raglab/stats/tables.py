@@ -93,6 +93,17 @@ def _row_skewness(diffs: np.ndarray, codes: np.ndarray, n_groups: int, grouped: 
     return np.where((n >= 3) & (m2 > 1e-24), out, np.nan)
 
 
+def _estimate_last(table: pd.DataFrame, estimate: str) -> pd.DataFrame:
+    """The table with ``estimate, low, high`` as its last columns (the others keep their order).
+
+    A terminal's ``print(table)`` keeps a wide table's first and last few columns and elides the middle
+    with ``...``; with the estimate and its interval last, an 80-column terminal shows
+    ``metric slice n ... mean low high``. (Plain DataFrame, same columns: only their order.)
+    """
+    key = [estimate, "low", "high"]
+    return table[[c for c in table.columns if c not in key] + key]
+
+
 def _nullable_int(values: Sequence[Any]) -> pd.Series:
     return pd.Series(pd.array([None if pd.isna(v) else int(v) for v in values], dtype="Int64"))
 
@@ -140,7 +151,8 @@ def summary(
     Returns
     -------
     pandas.DataFrame
-        ``metric, slice, n, n_excluded, mean, se, low, high, method, level, n_resamples, seed``.
+        ``metric, slice, n, n_excluded, se, method, level, n_resamples, seed, mean, low, high``
+        (the estimate and interval last, so that a terminal's truncated print keeps them in view).
         ``n`` counts the questions with a score; ``n_excluded`` those without one (NaN), which are
         left out of the mean and never silently. ``se`` is ``sqrt(p(1-p)/n)`` for pass/fail data,
         ``sd/sqrt(n)`` for the t interval and the bootstrap standard deviation for the bootstrap.
@@ -245,7 +257,7 @@ def summary(
     table = pd.DataFrame.from_records(records)
     table["n_resamples"] = _nullable_int(table["n_resamples"].tolist())
     table["seed"] = _nullable_int(table["seed"].tolist())
-    return table
+    return _estimate_last(table, "mean")
 
 
 def compare(
@@ -302,9 +314,10 @@ def compare(
     Returns
     -------
     pandas.DataFrame
-        ``metric, slice, n, n_dropped, n_changed, base, cand, diff, low, high, p_value, p_decrease,
-        p_increase, skew, method, level, n_resamples, seed, test, n_permutations`` (and
-        ``p_adjusted``; with ``units``, ``n_clusters``). ``n_changed`` counts pairs whose score
+        ``metric, slice, n, n_dropped, n_changed, base, cand, p_value, p_decrease, p_increase, skew,
+        method, level, n_resamples, seed, test, n_permutations, diff, low, high`` (and
+        ``p_adjusted`` after ``p_value``; with ``units``, ``n_clusters`` before ``diff``): the estimate
+        and interval last, so that a terminal's truncated print keeps them in view. ``n_changed`` counts pairs whose score
         differs; ``skew`` is the sample skewness of the differences (the gate reviews bootstrap rows
         with fewer than 5 changed questions, or with |skew| > 1 below 30 questions).
         ``diff`` is the mean of ``cand - base`` over the ``n`` complete pairs, ``base`` and ``cand``
@@ -462,6 +475,7 @@ def compare(
         table = table.drop(columns="n_clusters")
     if adjust == "holm":
         table.insert(table.columns.get_loc("p_value") + 1, "p_adjusted", holm(table["p_value"].to_numpy()))
+    table = _estimate_last(table, "diff")
     table.attrs["raglab"] = {
         "comparison": {
             "ci": level,
