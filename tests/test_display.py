@@ -46,3 +46,51 @@ def test_a_printed_table_shows_the_estimate_and_its_interval_in_80_columns(kind,
     for i in range(len(table)):  # and each row's numbers are the table's
         shown = [float(v) for v in lines[1 + i].split()[-3:]]
         np.testing.assert_allclose(shown, table.loc[i, [estimate, "low", "high"]].to_numpy(float), rtol=1e-3, atol=1e-3)
+
+
+def test_p_values_at_the_resampling_floor_print_as_bounds():
+    import json
+
+    rng = np.random.default_rng(0)
+    n, flips = 400, 999
+    slices = np.repeat(list("abcd"), 100)
+    base = {"rr": rng.random(n), "hit@5": (rng.random(n) < 0.8).astype(float)}
+    cand = {"rr": base["rr"] - 0.2 * rng.random(n), "hit@5": np.where(rng.random(n) < 0.3, 0.0, base["hit@5"])}
+    result = stats.gate(base, cand, margin=0.02, slices=slices, n_resamples=300, n_permutations=flips)
+    table = result.table
+    flipped = (table["test"] == "sign-flip permutation").to_numpy()
+    blocks = (table["decision"] == "block").to_numpy()
+    assert (flipped & blocks).sum() == 5 and (~flipped & blocks).any()
+    # the numbers stay: no flip was as extreme, so p = 1 / (999 + 1); Holm (statsmodels) over 10 rows, after
+    # the five smaller exact McNemar p-values, makes it 5 / 1000: still a bound, as the raw p-value is
+    from statsmodels.stats.multitest import multipletests
+
+    np.testing.assert_allclose(table.loc[flipped, "p_worse"], 1 / (flips + 1))
+    holm = multipletests(table["p_worse"], method="holm")[1]
+    np.testing.assert_allclose(table["p_worse_adjusted"], holm)
+    np.testing.assert_allclose(holm[flipped], 5 / (flips + 1))
+    logged = json.loads(result.to_json())["rows"]
+    for shown in (result._shown()["reason"], pd.Series([row["reason"] for row in logged])):
+        for reason, floor, block, p in zip(shown, flipped, blocks, table["p_worse_adjusted"]):
+            if block and floor:  # at the floor: a bound, never the draws' number
+                assert reason.endswith("Holm-adjusted over 10 rows p \N{LESS-THAN OR EQUAL TO} 0.005"), reason
+            elif block:  # exact McNemar p-values are measurements
+                assert reason.endswith(f"p = {p:.3g}") and p < 1 / (flips + 1), reason
+    assert "p \N{LESS-THAN OR EQUAL TO} 0.005" in repr(result) and "p = 0.005" not in repr(result)
+    assert "p \N{LESS-THAN OR EQUAL TO} 0.005" in result._repr_html_()
+    assert [row["p_worse"] for row in logged][:5] == pytest.approx([1 / (flips + 1)] * 5)
+    assert table["reason"].str.contains("p = 0.005").sum() == 5  # the table keeps the computed words
+
+
+def test_p_text_bounds():
+    from raglab._results import at_floor, p_text
+
+    assert p_text(0.012345) == "0.0123"
+    assert p_text(1 / 10_001, bound=True) == "< 0.0001"  # 9.999e-05
+    assert p_text(27 / 334, bound=True) == "< 0.09" and p_text(1 / 334, bound=True) == "< 0.003"
+    assert p_text(0.001, bound=True) == "\N{LESS-THAN OR EQUAL TO} 0.001"
+    rows = pd.DataFrame({"p_worse": [1 / 301, 2 / 301, 1 / 301, 1e-9],
+                         "n_permutations": pd.array([None, None, 300, None], dtype="Int64"),
+                         "n_resamples": pd.array([300, 300, 300, None], dtype="Int64"),
+                         "test": ["none", "none", "sign-flip permutation", "exact McNemar"]})
+    assert at_floor(rows).tolist() == [True, False, True, False]  # bootstrap floor, one exceedance, flips, exact
