@@ -54,7 +54,7 @@ def test_p_values_at_the_resampling_floor_print_as_bounds():
     rng = np.random.default_rng(0)
     n, flips = 400, 999
     slices = np.repeat(list("abcd"), 100)
-    base = {"rr": rng.random(n), "hit@5": (rng.random(n) < 0.8).astype(float)}
+    base = {"rr": 0.2 + 0.8 * rng.random(n), "hit@5": (rng.random(n) < 0.8).astype(float)}
     cand = {"rr": base["rr"] - 0.2 * rng.random(n), "hit@5": np.where(rng.random(n) < 0.3, 0.0, base["hit@5"])}
     result = stats.gate(base, cand, margin=0.02, slices=slices, n_resamples=300, n_permutations=flips)
     table = result.table
@@ -94,3 +94,26 @@ def test_p_text_bounds():
                          "n_resamples": pd.array([300, 300, 300, None], dtype="Int64"),
                          "test": ["none", "none", "sign-flip permutation", "exact McNemar"]})
     assert at_floor(rows).tolist() == [True, False, True, False]  # bootstrap floor, one exceedance, flips, exact
+
+
+def test_a_registered_unit_score_outside_0_1_is_refused_naming_column_rows_and_values():
+    import raglab  # noqa: F401  (registers df.rag)
+    from raglab._errors import RowTableError
+    from raglab._registry import metric_info
+
+    assert metric_info("recall@5").bounded and metric_info("faithfulness").bounded
+    assert not metric_info("latency_ms").bounded and not metric_info("prompt_chars").bounded
+    good = [0.2, 0.5, np.nan, 1.0, 0.0, 1 + 1e-12]  # NaN is no score; rounding slack is allowed
+    with pytest.raises(RowTableError, match=r"summary: 'recall@5' is a score in \[0, 1\] .* 2 values lie in "
+                                            r"`scores` outside it: 1\.7 at row 1, -0\.2 at row 3\. Fix") as caught:
+        stats.summary({"recall@5": [0.2, 1.7, 0.5, -0.2], "latency_ms": [900.0, 2.0, 3.0, 4.0]})
+    assert caught.value.column == "recall@5" and caught.value.rows == [1, 3] and caught.value.method == "summary"
+    with pytest.raises(RowTableError, match=r"compare: 'faithfulness' .* 3 values lie in `cand` outside it: 20 at "
+                                            r"row 0, 70 at row 1, 50 at row 2 \(percentages\? divide by 100\)"):
+        stats.compare({"faithfulness": [0.2, 0.7, 0.5]}, {"faithfulness": [20.0, 70.0, 50.0]})
+    rows = pd.DataFrame({"question_id": list("abcd"), "em": [1.0, 0.0, 2.0, 1.0]})
+    with pytest.raises(RowTableError, match=r"'em' .* 1 value lies in `scores` outside it: 2 at row 2\."):
+        rows.rag.summary(metrics=["em"])
+    # what is not registered in [0, 1] is summarised as before
+    assert stats.summary({"recall@5": good})["n"].iloc[0] == 5
+    assert stats.summary({"latency_ms": [900.0, 2.0], "my_score": [1.7, -0.2]})["n"].tolist() == [2, 2]

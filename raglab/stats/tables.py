@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from raglab._errors import RowTableError
 from raglab._registry import metric_info
 from raglab._validation import check_int, check_level, check_option, warn
 from raglab.stats._engine import (
@@ -91,6 +92,33 @@ def _row_skewness(diffs: np.ndarray, codes: np.ndarray, n_groups: int, grouped: 
         m3 = s3 / n - 3 * mean * s2 / n + 2 * mean**3
         out = m3 / m2**1.5
     return np.where((n >= 3) & (m2 > 1e-24), out, np.nan)
+
+
+def _check_unit_range(names: list[str], values: np.ndarray, what: str, method: str) -> None:
+    """Refuse scores of a metric registered in [0, 1] (recall, hit, ndcg, faithfulness...) that lie outside it.
+
+    A recall of 1.7 or a faithfulness of -0.2 cannot be right (a percentage, a wrong column, a sign
+    error upstream), and a mean and interval over it would look like evidence: refused, naming the
+    metric, the rows (positions in ``what``) and their values. Rounding slack of 1e-9 is allowed.
+    """
+    for j, name in enumerate(names):
+        info = metric_info(name)
+        if not info.bounded:
+            continue
+        column = values[:, j]
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero((column < -1e-9) | (column > 1 + 1e-9))  # NaN (no score) is not out of range
+        if bad.size:
+            shown = ", ".join(f"{column[i]:g} at row {i}" for i in bad[:5]) + (", ..." if bad.size > 5 else "")
+            scored = column[~np.isnan(column)]
+            percent = scored.min() >= 0 and scored.max() <= 100 and (scored > 1).mean() >= 0.5
+            hint = " (percentages? divide by 100)" if percent else ""
+            raise RowTableError(
+                f"{method}: {name!r} is a score in [0, 1] ({info.description or 'registered as bounded'}), but "
+                f"{bad.size} value{'s lie' if bad.size > 1 else ' lies'} in `{what}` outside it: {shown}{hint}. Fix the "
+                f"scores, or give the column another name if it is not {info.base}.",
+                column=name, rows=bad[:50].tolist(), method=method,
+            )
 
 
 def _estimate_last(table: pd.DataFrame, estimate: str) -> pd.DataFrame:
@@ -170,6 +198,7 @@ def summary(
     names, values = _as_scores(scores, "scores")
     if values.shape[0] == 0:
         raise ValueError("summary needs at least one question (the scores are empty)")
+    _check_unit_range(names, values, "scores", "summary")
     codes, _, grouped, n_groups, rows, unit_codes = _layout(values.shape[0], slices, units)
     present = ~np.isnan(values)
     n_valid = _row_counts(codes, n_groups, grouped, present)
@@ -358,6 +387,8 @@ def compare(
         )
     if b.shape[0] == 0:
         raise ValueError("compare needs at least one question (the scores are empty)")
+    _check_unit_range(names, b, "base", "compare")
+    _check_unit_range(names, c, "cand", "compare")
     seed = _resolve_seed(seed)
     codes, _, grouped, n_groups, rows, unit_codes = _layout(b.shape[0], slices, units)
     complete = ~(np.isnan(b) | np.isnan(c))
