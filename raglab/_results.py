@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["DECISION_COLOURS", "NEUTRAL_COLOUR", "ResultBase", "decision_colour", "jsonable"]
+__all__ = ["DECISION_COLOURS", "NEUTRAL_COLOUR", "ResultBase", "at_floor", "decision_colour", "jsonable", "p_text"]
 
 # The gate's decisions in every table and plot (colour-blind-safe green / orange / red).
 DECISION_COLOURS = {"pass": "#1a7f37", "review": "#b35900", "block": "#cf222e"}
@@ -31,6 +31,60 @@ def decision_colour(decision: Any) -> str:
     '#cf222e'
     """
     return DECISION_COLOURS.get(str(decision), NEUTRAL_COLOUR)
+
+
+def _draws(table: pd.DataFrame) -> np.ndarray:
+    """Per row of a compare or gate table: how many random draws its one-sided p-values came from
+    (sign flips, or bootstrap resamples when no permutations were run); NaN for exact tests (McNemar)."""
+    def column(name: str) -> pd.Series:
+        if name in table.columns:
+            return pd.to_numeric(table[name], errors="coerce").astype(float)
+        return pd.Series(np.nan, index=table.index)
+
+    flips, resamples = column("n_permutations"), column("n_resamples")
+    test = table["test"].astype(str) if "test" in table.columns else pd.Series("", index=table.index)
+    # no permutations: a resampled row's one-sided p-values are read off its bootstrap distribution
+    return flips.where(flips.notna(), resamples.where(test == "none")).to_numpy(dtype=float)
+
+
+def at_floor(table: pd.DataFrame, column: str = "p_worse") -> np.ndarray:
+    """Which rows' p-values in ``column`` sit at their resampling floor: no flip (or resample) was as
+    extreme as the data, so the p-value ``1 / (draws + 1)`` is a bound, not a measurement.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"p_worse": [1 / 1001, 3 / 1001, 1e-6], "n_permutations": [1000, 1000, None],
+    ...                   "test": ["sign-flip permutation"] * 2 + ["exact McNemar"]})
+    >>> at_floor(t).tolist()
+    [True, False, False]
+    """
+    p = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
+    draws = _draws(table)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(p) & np.isfinite(draws) & (p * (draws + 1.0) < 1.5)  # (1 + 0 exceedances) / (draws + 1)
+
+
+def p_text(p: float, *, bound: bool = False) -> str:
+    """A p-value as raglab prints it: ``0.0123``, or for a p-value at a resampling floor
+    (``bound=True``) a bound, rounded up to one significant digit: ``< 0.003`` (``\u2264 0.001`` when
+    the floor is that number exactly: 1 / (999 + 1) cannot be told from smaller p-values, but is not
+    below itself).
+
+    Examples
+    --------
+    >>> p_text(0.01234), p_text(1 / 10_001, bound=True), p_text(27 / 10_001, bound=True)
+    ('0.0123', '< 0.0001', '< 0.003')
+    >>> p_text(1 / 1000, bound=True)
+    '≤ 0.001'
+    """
+    if not np.isfinite(p):
+        return "n/a"
+    if not bound or not 0 < p < 1:
+        return f"{p:.3g}"
+    exponent = math.floor(math.log10(p))
+    digit = math.ceil(p / 10.0**exponent - 1e-9)
+    value = digit * 10.0**exponent
+    return f"{'<' if value > p * (1 + 1e-9) else chr(0x2264)} {value:.1g}"
 
 
 def frame_to_html(frame: pd.DataFrame, *, decision_column: str | None = "decision") -> str:

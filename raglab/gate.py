@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._registry import metric_info
-from raglab._results import ResultBase, decision_colour
+from raglab._results import ResultBase, at_floor, decision_colour, p_text
 from raglab._results import jsonable as _jsonable
 from raglab._validation import check_option, warn
 from raglab._version import __version__
@@ -296,9 +296,24 @@ class GateResult(ResultBase):
                 "raglab_version": self.raglab_version,
                 "settings": self.settings,
                 "runs": self.runs,
-                "rows": self.table.to_dict(orient="records"),
+                "rows": self.table.assign(**self._bounded_reasons()).to_dict(orient="records"),
             }
         )
+
+    def _bounded_reasons(self) -> dict[str, pd.Series]:
+        """``{"reason": ...}`` with each p-value at its resampling floor written as a bound (``p < 0.003``):
+        no sign flip (or resample) was as extreme as the data, so the number measures the draws, not the
+        data. The table keeps the numbers (``p_worse``, ``p_worse_adjusted``); only the words change."""
+        table = self.table
+        if "reason" not in table.columns or "p_worse" not in table.columns:
+            return {}
+        shown = table["p_worse_adjusted"] if "p_worse_adjusted" in table.columns else table["p_worse"]
+        floor = at_floor(table, "p_worse")  # Holm is monotone in the p-values: a bound stays a bound
+        reasons = [
+            r.replace(f"p = {p:.3g}", f"p {p_text(p, bound=True)}") if low and isinstance(r, str) else r
+            for r, p, low in zip(table["reason"], pd.to_numeric(shown, errors="coerce"), floor)
+        ]
+        return {"reason": pd.Series(reasons, index=table.index)}
 
     def to_json(self, path: str | Path | None = None, *, indent: int = 2) -> str:
         """Write the decision log to ``path`` (when given) and return it as JSON text.
@@ -338,7 +353,7 @@ class GateResult(ResultBase):
 
     def _shown(self) -> pd.DataFrame:
         """The columns both displays show (``to_frame()`` keeps them all)."""
-        return self.table[[c for c in _SHOWN_COLUMNS if c in self.table.columns]]
+        return self.table.assign(**self._bounded_reasons())[[c for c in _SHOWN_COLUMNS if c in self.table.columns]]
 
     def _footer_html(self) -> str:
         return f"<p><small>{html.escape(GATE_RULE)}</small></p>"

@@ -190,7 +190,7 @@ def test_summary_compare_and_gate_resample_the_eval_sets_clusters_by_default(tmp
     es = EvalSet.freeze(rows, tmp_path, version="v1", units="conversation_id")
     effect = rng.normal(0, 0.15, n_conv)[np.repeat(np.arange(n_conv), per)]  # questions of a conversation move together
     base = es.stamp(pd.DataFrame({"question_id": ids, "faithfulness": rng.uniform(0.3, 0.7, len(ids))}))
-    cand = es.stamp(base[["question_id"]].assign(faithfulness=base["faithfulness"] + effect + rng.normal(0, 0.02, len(ids))))
+    cand = es.stamp(base[["question_id"]].assign(faithfulness=(base["faithfulness"] + effect + rng.normal(0, 0.02, len(ids))).clip(0, 1)))
     clustered = base.rag.compare(cand, metrics=["faithfulness"], n_resamples=2_000, n_permutations=200)
     independent = base.rag.compare(cand, metrics=["faithfulness"], units=False, n_resamples=2_000, n_permutations=200)
     assert clustered["method"].iloc[0] == "paired cluster bootstrap (expanded percentile)"

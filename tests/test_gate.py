@@ -303,7 +303,7 @@ def test_a_slice_of_one_question_goes_to_review():
 def test_a_handful_of_clusters_gives_no_interval_and_the_gate_reviews():
     rng = np.random.default_rng(0)
     ids = [f"q{i}" for i in range(200)]
-    base = pd.DataFrame({"question_id": ids, "recall@5": rng.random(200), "doc": rng.integers(0, 2, 200).astype(str)})
+    base = pd.DataFrame({"question_id": ids, "recall@5": 0.8 * rng.random(200), "doc": rng.integers(0, 2, 200).astype(str)})
     gain = 0.1 + rng.normal(0, 0.02, 200)
     cand = base.assign(**{"recall@5": base["recall@5"] + gain})  # a clear gain, but only 2 clusters
     with pytest.warns(UserWarning, match=r"only \[2\] clusters.*at least 10"):

@@ -69,7 +69,7 @@ def test_review_exits_3(tmp_path, capsys):
     ids = [f"q{i}" for i in range(300)]
     score = rng.random(300)
     raglab.write_rows(pd.DataFrame({"question_id": ids, "faithfulness": score}), tmp_path / "b.jsonl")
-    raglab.write_rows(pd.DataFrame({"question_id": ids, "faithfulness": score + rng.normal(0, 0.2, 300)}),
+    raglab.write_rows(pd.DataFrame({"question_id": ids, "faithfulness": (score + rng.normal(0, 0.2, 300)).clip(0, 1)}),
                       tmp_path / "c.jsonl")
     code = main(["gate", str(tmp_path / "b.jsonl"), str(tmp_path / "c.jsonl"), "--metric", "faithfulness",
                  "--margin", "0.005"])

@@ -786,3 +786,60 @@ def test_boundary_metric_keeps_rows_without_an_interval():
     assert len(_segments(ax, "raglab-intervals")) == 2
     assert len(_artist(ax, "raglab-cand").get_offsets()) == 3
     assert ax.get_title() == "m by boundary status: base vs cand"
+
+
+def test_opposite_directions_never_share_an_axis():
+    # a worse false_decline used to be drawn right of zero on the recall panel, under "better ->"
+    rng = np.random.default_rng(3)
+    recall = rng.random(300)
+    declined = (rng.random(300) < 0.2).astype(float)
+    base = {"recall@5": recall, "false_decline": declined}
+    cand = {"recall@5": np.clip(recall + 0.05, 0, 1), "false_decline": np.maximum(declined, rng.random(300) < 0.15)}
+    table = stats.compare(base, cand, n_resamples=300, n_permutations=500)
+    assert "higher_is_better" not in table.columns  # directions come from the registry
+    ax = forest(table)
+    panels = ax.figure.axes
+    assert len(panels) == 2
+    for panel in panels:  # every row on a panel reads the way its label says
+        heading = _labels(panel)[0]
+        x = _artist(panel, "raglab-estimates").get_offsets()[:, 0]
+        if heading == "recall@5":
+            assert panel.get_xlabel().endswith("(better \N{RIGHTWARDS ARROW})") and (x > 0).all()  # better, right
+        else:
+            assert heading == "false_decline (lower is better)"
+            assert panel.get_xlabel().endswith("(\N{LEFTWARDS ARROW} better)") and (x > 0).all()  # worse, right
+            assert "\N{RIGHTWARDS ARROW}" not in panel.get_xlabel()
+    assert [p.get_xlabel().split("   ")[0] for p in panels] == ["difference (candidate - baseline): scores in [0, 1]"] * 2
+    with pytest.raises(ValueError, match=r"opposite directions .*Pass ax=None .*scale='margin'"):
+        forest(table, ax=plt.subplots()[1])
+    one = forest(table, scale="margin", margin=0.02)  # one axis where right is better for both
+    improvement = _artist(one, "raglab-estimates").get_offsets()[:, 0]
+    assert improvement[0] > 0 and improvement[-1] < 0  # recall up (better), false_decline up (worse)
+    assert len(forest(table, panels={"false_decline": "scores in [0, 1]"}).figure.axes) == 1  # the caller's choice
+
+
+def test_the_card_names_the_runs_and_the_evalset():
+    from raglab._meta import set_meta
+
+    rng = np.random.default_rng(4)
+    n = 200
+    base = pd.DataFrame({"question_id": [f"q{i}" for i in range(n)], "hit@5": (rng.random(n) < 0.7).astype(float)})
+    cand = base.assign(**{"hit@5": (rng.random(n) < 0.72).astype(float)})
+    stamp = {"name": "squad-dev", "version": "v3", "hash": "0123abcd", "n": n}
+    set_meta(base, {"run": {"name": "chunk1000_bm25"}, "evalset": stamp})
+    set_meta(cand, {"run": {"name": "chunk500_rerank"}, "evalset": stamp})
+    result = base.rag.gate(cand, metrics=["hit@5"], margin=0.02, n_resamples=200)
+    named = "chunk500_rerank (candidate) vs chunk1000_bm25 (baseline); eval set squad-dev v3"
+    for source in (result, result.table, base.rag.compare(cand, metrics=["hit@5"], n_resamples=200)):
+        assert forest(source).get_title().splitlines()[1] == named
+    title = forest(result, names={"base": "old", "cand": "new"}).get_title()
+    assert title.splitlines()[1] == "new (candidate) vs old (baseline); eval set squad-dev v3"
+    set_meta(cand, {"run": {"name": "chunk500_rerank"}, "evalset": {**stamp, "version": "v4"}})
+    moved = base.rag.gate(cand, metrics=["hit@5"], margin=0.02, n_resamples=200, allow_evalset_mismatch=True)
+    wrapped = " ".join(forest(moved).get_title().split())  # the title wraps to the figure's width
+    assert "eval sets differ: squad-dev v4 (candidate), squad-dev v3 (baseline)" in wrapped
+    plain = _gate(("hit@5",))  # arrays: nothing to name, unless names= says it
+    assert len(forest(plain).get_title().splitlines()) == 2
+    assert forest(plain, names=("a", "b")).get_title().splitlines()[1] == "b (candidate) vs a (baseline); eval set not stamped"
+    with pytest.raises(ValueError, match=r"`names` takes the keys 'base', 'cand' and 'evalset'; got \['baseline'\]"):
+        forest(plain, names={"baseline": "a"})

@@ -132,7 +132,7 @@ def test_a_46_question_slice_does_not_block_when_the_exact_test_does_not():
 
 
 def test_zero_variance_continuous_differences_are_review():
-    base = np.linspace(0, 1, 50)
+    base = np.linspace(0, 0.9, 50)
     result = gate({"ndcg@5": base}, {"ndcg@5": base + 0.01}, margin=0.02, n_resamples=500)
     assert result.decision == "review" and "zero-width" in result.table["reason"].iloc[0]
 
@@ -219,7 +219,7 @@ def test_compare_reports_changed_pairs_and_skewness_like_scipy():
     base = rng.random(120)
     cand = base + np.where(rng.random(120) < 0.4, rng.lognormal(-2, 1, 120), 0.0)
     slices = np.repeat(["a", "b", "c"], 40)
-    table = stats.compare({"rr": base}, {"rr": cand}, slices=slices, n_resamples=200, n_permutations=100)
+    table = stats.compare({"score": base}, {"score": cand}, slices=slices, n_resamples=200, n_permutations=100)
     diffs = cand - base
     for label, mask in [("overall", np.ones(120, bool)), *((s, slices == s) for s in "abc")]:
         row = table.set_index("slice").loc[label]
@@ -237,7 +237,7 @@ def test_bootstrap_rows_with_few_changed_or_skewed_questions_are_review():
     assert row["decision"] == "review" and "only 3 of 12 questions changed" in row["reason"]
     # 20 questions with strongly skewed differences: review, the interval under-covers there.
     skewed = np.r_[np.full(17, -0.01), 0.9, 1.1, 1.3] + np.linspace(0, 0.001, 20)
-    row = gate({"rr": np.zeros(20)}, {"rr": skewed}, margin=0.02, n_resamples=500).table.iloc[0]
+    row = gate({"score": np.zeros(20)}, {"score": skewed}, margin=0.02, n_resamples=500, higher_is_better=True).table.iloc[0]
     assert row["decision"] == "review" and "skewed" in row["reason"]
 
 

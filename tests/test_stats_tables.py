@@ -17,11 +17,11 @@ from raglab._meta import update_meta
 statsmodels_proportion = pytest.importorskip("statsmodels.stats.proportion")
 
 COMPARE_COLUMNS = [
-    "metric", "slice", "n", "n_dropped", "n_changed", "base", "cand", "diff", "low", "high", "p_value", "p_decrease", "p_increase", "skew", "method", "level",
-    "n_resamples", "seed", "test", "n_permutations",
+    "metric", "slice", "n", "n_dropped", "n_changed", "base", "cand", "p_value", "p_decrease", "p_increase", "skew", "method", "level",
+    "n_resamples", "seed", "test", "n_permutations", "diff", "low", "high",
 ]
-SUMMARY_COLUMNS = ["metric", "slice", "n", "n_excluded", "mean", "se", "low", "high", "method", "level",
-                   "n_resamples", "seed"]
+SUMMARY_COLUMNS = ["metric", "slice", "n", "n_excluded", "se", "method", "level", "n_resamples", "seed",
+                   "mean", "low", "high"]
 
 
 def _run(n=600, seed=0):

@@ -130,7 +130,7 @@ def test_compare_reports_tests_per_metric():
     hit_b = (rng.random(n) < 0.7).astype(float)
     hit_c = np.where(rng.random(n) < 0.9, hit_b, 1 - hit_b)
     nd_b = rng.random(n)
-    nd_c = nd_b + rng.normal(0.02, 0.1, n)
+    nd_c = np.clip(nd_b + rng.normal(0.02, 0.1, n), 0, 1)  # an nDCG stays in [0, 1] (compare refuses others)
     slices = rng.choice(["a", "b"], n)
     table = compare({"hit@5": hit_b, "ndcg@5": nd_b}, {"hit@5": hit_c, "ndcg@5": nd_c}, slices=slices, adjust="holm")
     hit = table[table["metric"] == "hit@5"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +46,7 @@ def forest(
     scale: str = "raw",
     sort: str | None = None,
     panels: Mapping[str, str] | None = None,
+    names: Mapping[str, str] | Sequence[str] | None = None,
     **kwargs: Any,
 ) -> Axes:
     """The interval forest of a compare or gate table, drawn as a release card.
@@ -68,15 +69,21 @@ def forest(
     footnote. Rows that survive a Holm adjustment (a Holm gate's blocks; a compare table's rows with
     ``p_adjusted`` below ``1 - level``) carry a dagger, explained in the footnote. The title gives the overall
     decision with the row counts, the interval level and the interval methods; a table whose ``level``
-    is NaN (or outside (0, 1)) reads "level unknown", and its rows get no thick central band.
+    is NaN (or outside (0, 1)) reads "level unknown", and its rows get no thick central band. Below
+    it, the card names what was compared: the candidate and baseline runs and the eval-set version
+    (from the runs' records that ``rows.rag.compare`` / ``rows.rag.gate`` keep, or ``names=``), and
+    says so when the two runs were scored against different eval-set versions.
 
     Units. By default every metric is drawn in its own units, and metrics in different units get
     different panels, stacked with the same row layout: metrics the registry knows as bounded in
     [0, 1] (recall, hit, ndcg, em, faithfulness...) and unknown higher-is-better metrics whose
     baseline and candidate means lie in [0, 1] share one panel; every other metric (latency, cost,
-    a character count) gets a panel of its own. ``panels={metric: name}`` puts metrics with the same
-    name on one panel. ``scale="margin"`` instead draws every row on one axis as *improvement /
-    margin*: right is better for every metric and every margin sits at -1.
+    a character count) gets a panel of its own. Metrics of opposite directions never share an axis:
+    a unit group holding higher-is-better and lower-is-better metrics (``recall@5`` beside
+    ``false_decline``) is split into a panel per direction, each labelled with its own way to better
+    (metrics with no direction join the first). ``panels={metric: name}`` puts metrics with the same
+    name on one panel, as they are. ``scale="margin"`` instead draws every row on one axis as
+    *improvement / margin*: right is better for every metric and every margin sits at -1.
 
     Parameters
     ----------
@@ -92,8 +99,8 @@ def forest(
         until its labels, text columns, title and footnote lie inside the figure (and warns when the
         figure is too small for them); with ``layout="constrained"`` the layout makes the room. The
         title and footnote are wrapped to the figure's width. A table that needs several panels
-        cannot be drawn on one given Axes: that raises a ``ValueError`` (pass ``ax=None``,
-        ``scale="margin"`` or one unit group's rows).
+        cannot be drawn on one given Axes (units or directions differ): that raises a ``ValueError``
+        (pass ``ax=None``, ``scale="margin"`` or one unit group's rows).
     margin : float or dict, optional
         Margins to mark (one for all metrics or ``{metric: margin}``), each a finite number >= 0 as
         in the gate; default: the table's ``margin`` column, if any.
@@ -108,6 +115,10 @@ def forest(
         block, review, pass, then by the worst end (needs a gate table).
     panels : dict, optional
         ``{metric: panel name}``: overrides the unit groups for the metrics it names.
+    names : dict or (baseline, candidate), optional
+        What the card calls the runs: ``{"base": ..., "cand": ..., "evalset": ...}`` (any of the three)
+        or a pair ``(baseline, candidate)``; each name given wins over the runs' records (the run
+        name in ``attrs["raglab"]["run"]["name"]``, the eval-set stamp's name and version).
     **kwargs
         Passed to ``Axes.scatter`` for the points (e.g. ``s=``, ``marker=``).
 
@@ -131,9 +142,10 @@ def forest(
     'Release gate: REVIEW (2 pass, 1 review, 0 block)'
     """
     plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.forest")
-    overall_decision, adjust = None, "unknown"
+    overall_decision, adjust, records = None, "unknown", None
     if hasattr(table, "table") and hasattr(table, "decision") and not isinstance(table, pd.DataFrame):
         overall_decision, adjust = str(table.decision), getattr(table, "settings", {}).get("adjust", "unknown")
+        records = getattr(table, "runs", None)
         table = table.table
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"forest needs a compare or gate table (a DataFrame) or a GateResult, got {type(table).__name__}")
@@ -157,7 +169,7 @@ def forest(
     counts = pd.to_numeric(table["n"], errors="coerce").fillna(0) if "n" in table.columns else None
     empty = (counts <= 0).to_numpy() if counts is not None else np.zeros(len(table), bool)
     dropped = [f"{m} [{s}]" for m, s in zip(table["metric"][empty], table["slice"][empty])]
-    title = _title(table, overall_decision, level)
+    title = _title(table, overall_decision, level, _compared(table, records, names))
     table, marks = table[~empty].reset_index(drop=True), marks[~empty]
 
     if table.empty:  # nothing to draw (an empty table, or only n = 0 rows): say so on the Axes
@@ -177,15 +189,19 @@ def forest(
         if shapeless:  # "right is better" cannot hold for them
             raise ValueError(f"scale='margin' needs a better direction for every metric; {shapeless} have none "
                              "(pass a table with a higher_is_better column, or scale='raw')")
-        groups = dict.fromkeys(names, "improvement / margin")
+        groups = dict.fromkeys(names, ("improvement / margin", ""))
     else:
-        groups = _unit_groups(table, panels)
+        groups = _sides(_unit_groups(table, panels), directions, undirected, panels)
     order = list(dict.fromkeys(groups[n] for n in names))
     if ax is not None and len(order) > 1:
+        units = list(dict.fromkeys(unit for unit, _ in order))
+        what = (f"in {len(units)} different units ({', '.join(units)})" if len(units) > 1 else
+                "of opposite directions (higher is better and lower is better), which one axis would draw reading "
+                "opposite ways")
         raise ValueError(
-            f"forest: the table's metrics are in {len(order)} different units ({', '.join(order)}), drawn as one "
-            "panel each, which one Axes cannot hold. Pass ax=None (forest makes a figure with a panel per "
-            "unit group), scale='margin' (one axis in units of the margin), or one group's rows."
+            f"forest: the table's metrics are {what}, drawn as one panel each, which one Axes cannot hold. "
+            "Pass ax=None (forest makes a figure with a panel per unit group and direction), scale='margin' (one "
+            "axis in units of the margin, right is better), or one group's rows."
         )
     layouts = [_layout(table, [n for n in names if groups[n] == g], directions, sort) for g in order]
     # once for the whole table, so a metric's numbers read the same in every panel
@@ -202,7 +218,7 @@ def forest(
         axes = [ax]
     drawn: set[str] = set()
     columns = []
-    for panel, group, layout in zip(axes, order, layouts):
+    for panel, (group, _side), layout in zip(axes, order, layouts):
         xlabel = "difference (candidate - baseline)"
         if scale == "margin":
             xlabel = "improvement / margin (0 = no change, -1 = the margin; right is better)"
@@ -234,6 +250,27 @@ def forest(
         main.set_title(title, fontsize="medium", pad=20)
     _fit_inside(main, footnote, wrap_title=ours)
     return main
+
+
+def _sides(groups: dict[str, str], directions: dict[str, bool], undirected: set[str],
+           panels: Mapping[str, str] | None) -> dict[str, tuple[str, str]]:
+    """Each metric's panel: its unit group and, where a group holds both directions, which one.
+
+    A higher-is-better and a lower-is-better metric on one axis would read opposite ways (a worse
+    ``false_decline`` drawn right of zero under "better ->"), so such a group is split into a panel per
+    direction; metrics with no direction join the group's first panel. A group named in ``panels=``
+    is the caller's choice and stays whole.
+    """
+    named = {str(panels[m]) for m in panels} if panels else set()
+    side = {m: "" if m in undirected else ("higher" if directions.get(m, True) else "lower") for m in groups}
+    out = {}
+    for group in dict.fromkeys(groups.values()):
+        members = [m for m in groups if groups[m] == group]
+        present = list(dict.fromkeys(side[m] for m in members if side[m]))
+        split = len(present) > 1 and group not in named
+        for m in members:
+            out[m] = (group, (side[m] or present[0]) if split else "")
+    return out
 
 
 def _better(higher: list[bool]) -> str:
@@ -330,12 +367,67 @@ def _wrap(text: Any, full: str, width: float, renderer: Any) -> None:
     text.set_text("\n".join(lines))
 
 
-def _title(table: pd.DataFrame, decision: str | None, level: float) -> str:
+def _stamp_text(stamp: Any) -> str:
+    """An eval-set stamp as ``name version``, or ``""`` when there is none."""
+    if isinstance(stamp, str):
+        return stamp
+    if not isinstance(stamp, Mapping):
+        return ""
+    return " ".join(str(stamp[k]) for k in ("name", "version") if stamp.get(k) not in (None, ""))
+
+
+def _compared(table: pd.DataFrame, records: Any, names: Mapping[str, str] | Sequence[str] | None) -> str:
+    """The card's line naming the candidate and baseline runs and the eval-set version ("" when nothing is known).
+
+    From a GateResult's ``runs``, else ``attrs["raglab"]["comparison"]["runs"]`` (what ``rows.rag.compare``
+    records of each run); ``names`` wins for what it gives.
+    """
+    if not isinstance(records, Mapping) or not records:
+        meta = table.attrs.get("raglab", {})
+        comparison = meta.get("comparison", {}) if isinstance(meta, Mapping) else {}
+        records = comparison.get("runs", {}) if isinstance(comparison, Mapping) else {}
+    records = records if isinstance(records, Mapping) else {}
+    if names is None:
+        given: dict[str, str] = {}
+    elif isinstance(names, Mapping):
+        unknown = sorted(set(map(str, names)) - {"base", "cand", "evalset"})
+        if unknown:
+            raise ValueError(f"`names` takes the keys 'base', 'cand' and 'evalset'; got {unknown}")
+        given = {str(k): str(v) for k, v in names.items()}
+    elif isinstance(names, Sequence) and not isinstance(names, str) and len(names) == 2:
+        given = {"base": str(names[0]), "cand": str(names[1])}
+    else:
+        raise TypeError(f"`names` must be a dict or a pair (baseline, candidate), got {names!r}")
+    runs, stamps = {}, {}
+    for side in ("base", "cand"):
+        record = records.get(side) if isinstance(records.get(side), Mapping) else {}
+        run = record.get("run") if isinstance(record.get("run"), Mapping) else {}
+        runs[side] = given.get(side) or (str(run["name"]) if run.get("name") not in (None, "") else "")
+        stamps[side] = _stamp_text(record.get("evalset"))
+    if "evalset" in given:
+        evalset = f"eval set {given['evalset']}"
+    elif stamps["base"] and stamps["cand"] and stamps["base"] != stamps["cand"]:
+        evalset = f"eval sets differ: {stamps['cand']} (candidate), {stamps['base']} (baseline)"
+    elif stamps["base"] or stamps["cand"]:
+        evalset = f"eval set {stamps['base'] or stamps['cand']}"
+        if not (stamps["base"] and stamps["cand"]):
+            evalset += f" (the {'baseline' if stamps['base'] else 'candidate'}'s; the other run has no stamp)"
+    else:
+        evalset = ""
+    if not (runs["base"] or runs["cand"] or evalset):
+        return ""
+    pair = f"{runs['cand'] or '(unnamed)'} (candidate) vs {runs['base'] or '(unnamed)'} (baseline)"
+    return pair + (f"; {evalset}" if evalset else "; eval set not stamped")
+
+
+def _title(table: pd.DataFrame, decision: str | None, level: float, compared: str = "") -> str:
     methods = "; ".join(dict.fromkeys(table["method"].dropna().astype(str))) if "method" in table.columns else ""
     how = (f"{level:.0%} paired intervals" if np.isfinite(level) else "paired intervals, level unknown") + (
         f" ({methods})" if methods else "")
+    if compared:
+        how = f"{compared}\n{how}"
     if "decision" not in table.columns:
-        return f"Candidate - baseline: {how}"
+        return f"Candidate - baseline\n{how}" if compared else f"Candidate - baseline: {how}"
     values = table["decision"].astype(str).tolist()
     if decision is None:
         decision = _worst([d if d in DECISIONS else "review" for d in values])  # an unknown word is no pass

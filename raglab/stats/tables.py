@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from raglab._errors import RowTableError
 from raglab._registry import metric_info
 from raglab._validation import check_int, check_level, check_option, warn
 from raglab.stats._engine import (
@@ -93,6 +94,44 @@ def _row_skewness(diffs: np.ndarray, codes: np.ndarray, n_groups: int, grouped: 
     return np.where((n >= 3) & (m2 > 1e-24), out, np.nan)
 
 
+def _check_unit_range(names: list[str], values: np.ndarray, what: str, method: str) -> None:
+    """Refuse scores of a metric registered in [0, 1] (recall, hit, ndcg, faithfulness...) that lie outside it.
+
+    A recall of 1.7 or a faithfulness of -0.2 cannot be right (a percentage, a wrong column, a sign
+    error upstream), and a mean and interval over it would look like evidence: refused, naming the
+    metric, the rows (positions in ``what``) and their values. Rounding slack of 1e-9 is allowed.
+    """
+    for j, name in enumerate(names):
+        info = metric_info(name)
+        if not info.bounded:
+            continue
+        column = values[:, j]
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero((column < -1e-9) | (column > 1 + 1e-9))  # NaN (no score) is not out of range
+        if bad.size:
+            shown = ", ".join(f"{column[i]:g} at row {i}" for i in bad[:5]) + (", ..." if bad.size > 5 else "")
+            scored = column[~np.isnan(column)]
+            percent = scored.min() >= 0 and scored.max() <= 100 and (scored > 1).mean() >= 0.5
+            hint = " (percentages? divide by 100)" if percent else ""
+            raise RowTableError(
+                f"{method}: {name!r} is a score in [0, 1] ({info.description or 'registered as bounded'}), but "
+                f"{bad.size} value{'s lie' if bad.size > 1 else ' lies'} in `{what}` outside it: {shown}{hint}. Fix the "
+                f"scores, or give the column another name if it is not {info.base}.",
+                column=name, rows=bad[:50].tolist(), method=method,
+            )
+
+
+def _estimate_last(table: pd.DataFrame, estimate: str) -> pd.DataFrame:
+    """The table with ``estimate, low, high`` as its last columns (the others keep their order).
+
+    A terminal's ``print(table)`` keeps a wide table's first and last few columns and elides the middle
+    with ``...``; with the estimate and its interval last, an 80-column terminal shows
+    ``metric slice n ... mean low high``. (Plain DataFrame, same columns: only their order.)
+    """
+    key = [estimate, "low", "high"]
+    return table[[c for c in table.columns if c not in key] + key]
+
+
 def _nullable_int(values: Sequence[Any]) -> pd.Series:
     return pd.Series(pd.array([None if pd.isna(v) else int(v) for v in values], dtype="Int64"))
 
@@ -140,7 +179,8 @@ def summary(
     Returns
     -------
     pandas.DataFrame
-        ``metric, slice, n, n_excluded, mean, se, low, high, method, level, n_resamples, seed``.
+        ``metric, slice, n, n_excluded, se, method, level, n_resamples, seed, mean, low, high``
+        (the estimate and interval last, so that a terminal's truncated print keeps them in view).
         ``n`` counts the questions with a score; ``n_excluded`` those without one (NaN), which are
         left out of the mean and never silently. ``se`` is ``sqrt(p(1-p)/n)`` for pass/fail data,
         ``sd/sqrt(n)`` for the t interval and the bootstrap standard deviation for the bootstrap.
@@ -158,6 +198,7 @@ def summary(
     names, values = _as_scores(scores, "scores")
     if values.shape[0] == 0:
         raise ValueError("summary needs at least one question (the scores are empty)")
+    _check_unit_range(names, values, "scores", "summary")
     codes, _, grouped, n_groups, rows, unit_codes = _layout(values.shape[0], slices, units)
     present = ~np.isnan(values)
     n_valid = _row_counts(codes, n_groups, grouped, present)
@@ -245,7 +286,7 @@ def summary(
     table = pd.DataFrame.from_records(records)
     table["n_resamples"] = _nullable_int(table["n_resamples"].tolist())
     table["seed"] = _nullable_int(table["seed"].tolist())
-    return table
+    return _estimate_last(table, "mean")
 
 
 def compare(
@@ -302,9 +343,10 @@ def compare(
     Returns
     -------
     pandas.DataFrame
-        ``metric, slice, n, n_dropped, n_changed, base, cand, diff, low, high, p_value, p_decrease,
-        p_increase, skew, method, level, n_resamples, seed, test, n_permutations`` (and
-        ``p_adjusted``; with ``units``, ``n_clusters``). ``n_changed`` counts pairs whose score
+        ``metric, slice, n, n_dropped, n_changed, base, cand, p_value, p_decrease, p_increase, skew,
+        method, level, n_resamples, seed, test, n_permutations, diff, low, high`` (and
+        ``p_adjusted`` after ``p_value``; with ``units``, ``n_clusters`` before ``diff``): the estimate
+        and interval last, so that a terminal's truncated print keeps them in view. ``n_changed`` counts pairs whose score
         differs; ``skew`` is the sample skewness of the differences (the gate reviews bootstrap rows
         with fewer than 5 changed questions, or with |skew| > 1 below 30 questions).
         ``diff`` is the mean of ``cand - base`` over the ``n`` complete pairs, ``base`` and ``cand``
@@ -345,6 +387,8 @@ def compare(
         )
     if b.shape[0] == 0:
         raise ValueError("compare needs at least one question (the scores are empty)")
+    _check_unit_range(names, b, "base", "compare")
+    _check_unit_range(names, c, "cand", "compare")
     seed = _resolve_seed(seed)
     codes, _, grouped, n_groups, rows, unit_codes = _layout(b.shape[0], slices, units)
     complete = ~(np.isnan(b) | np.isnan(c))
@@ -462,6 +506,7 @@ def compare(
         table = table.drop(columns="n_clusters")
     if adjust == "holm":
         table.insert(table.columns.get_loc("p_value") + 1, "p_adjusted", holm(table["p_value"].to_numpy()))
+    table = _estimate_last(table, "diff")
     table.attrs["raglab"] = {
         "comparison": {
             "ci": level,
