@@ -341,8 +341,8 @@ def _bad_value(value: Any) -> tuple[str, str] | None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
-            return (f"text with the lone surrogate {value[exc.start]!r} at character {exc.start} ({value[:40]!r}), "
-                    "which UTF-8 cannot encode (it comes from decoding bytes with errors='surrogateescape')",
+            return (f"text with the lone surrogate {value[exc.start]!r} at character {exc.start} ({value[:40]!r}; it "
+                    "comes from decoding bytes with errors='surrogateescape')",
                     "valid text, e.g. cell.encode('utf-8', 'replace').decode('utf-8')")
         return None
     if isinstance(value, (list, tuple, np.ndarray)):
