@@ -267,7 +267,7 @@ def _to_python(value: Any) -> Any:
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
-def _finite_json(values: list[Any], schema: dict[str, Any]) -> list[Any]:
+def _finite_json(values: Iterable[Any], schema: dict[str, Any]) -> list[Any]:
     """JSON-ready cells with every NaN and infinity (at any depth) as None, recorded in ``schema["nonfinite"]``.
 
     ``NaN``/``Infinity`` are not JSON (jq, ``JSON.parse``, Go and Java refuse them), so files hold
@@ -574,9 +574,18 @@ def _write_jsonl(df: pd.DataFrame, tmp: Path, schema: dict[str, Any], gz: bool) 
     cells = []
     for column in columns:
         col_schema = schema["columns"][column]
+        if col_schema["kind"] == "json":  # NaN and infinities as null, recorded in the sidecar
+            cells.append(_finite_json(df[column].array, col_schema))  # plain Python values in one pass
+            continue
         values = _column_cells(df[column], col_schema)
-        if col_schema["kind"] in ("json", "float"):  # NaN and infinities as null, recorded in the sidecar
-            values = _finite_json(values, col_schema)
+        if col_schema["kind"] == "float":  # NaN is already None; infinities too, recorded in the sidecar
+            numbers = df[column].to_numpy(dtype="float64", na_value=np.nan)
+            rows = np.flatnonzero(np.isinf(numbers)).tolist()
+            col_schema.pop("nonfinite", None)
+            if rows:
+                col_schema["nonfinite"] = [[r, [], "inf" if numbers[r] > 0 else "-inf"] for r in rows]
+                for r in rows:
+                    values[r] = None
         cells.append(values)
     with _open_tmp(tmp, gz) as fh:
         for row in zip(*cells):
@@ -590,10 +599,11 @@ def _write_csv(df: pd.DataFrame, tmp: Path, schema: dict[str, Any], gz: bool) ->
     encoded = []
     for column in columns:
         col_schema = schema["columns"][column]
-        values = _column_cells(df[column], col_schema)
+        if col_schema["kind"] == "json":  # a JSON cell holds null for NaN/infinity (recorded in the sidecar)
+            values = _finite_json(df[column].array, col_schema)
+        else:
+            values = _column_cells(df[column], col_schema)
         if col_schema["kind"] in ("list_str", "list_int", "json"):
-            if col_schema["kind"] == "json":  # a JSON cell holds null for NaN/infinity (recorded in the sidecar)
-                values = _finite_json(values, col_schema)
             values = [json.dumps(v, ensure_ascii=False, default=_json_default, allow_nan=False) for v in values]
         elif col_schema["kind"] in ("str", "category"):
             # An empty field means missing; keep where real empty strings were.
@@ -623,14 +633,14 @@ def _write_parquet(df: pd.DataFrame, tmp: Path, schema: dict[str, Any]) -> None:
             arrays[-1] = arrays[-1].cast(_id_list_type(arrays[-1].type))
             fields.append(pa.field(column, arrays[-1].type))
             continue
-        values = _column_cells(df[column], col_schema)
+        # json cells: plain Python with NaN/infinities as None (recorded in the schema), in one pass
+        values = _finite_json(df[column].array, col_schema) if kind == "json" else _column_cells(df[column], col_schema)
         if kind == "list_str":
             arr = pa.array(values, type=pa.list_(pa.string()))
         elif kind == "list_int":
             arr = pa.array(values, type=pa.list_(pa.int64()))
         elif kind == "json":
             # a missing cell is a Parquet null, not the text "null" that plain pd.read_parquet would show
-            values = _finite_json(values, col_schema)
             arr = pa.array(
                 [None if v is None else json.dumps(v, ensure_ascii=False, default=_json_default, allow_nan=False)
                  for v in values],
