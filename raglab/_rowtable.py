@@ -147,11 +147,20 @@ def _check_id_list(value: Any) -> str | None:
     if isinstance(value, str):
         return f"a string {_describe(value)}{_json_hint(value)}"
     if not _is_list_like(value):
-        return f"{type(value).__name__} {_describe(value)}"
+        return f"{type(value).__name__} {_describe(value)}{_cell_hint(value)}"
     for item in value:
         if not _is_id(item):
-            return f"a list containing {type(item).__name__} {_describe(item)}"
+            return f"a list containing {type(item).__name__} {_describe(item)}{_cell_hint(item)}"
     return None
+
+
+def _cell_hint(value: Any) -> str:
+    """The usual fix for a cell type that is close to what was meant (a set, bytes)."""
+    if isinstance(value, (set, frozenset)):
+        return " (a set has no order: give the ranked list, or list(cell) for gold)"
+    if isinstance(value, (bytes, bytearray)):
+        return " (bytes: decode ids to text, e.g. cell.decode('utf-8'))"
+    return ""
 
 
 def _check_gold(value: Any) -> str | None:
@@ -172,9 +181,9 @@ def _check_gold(value: Any) -> str | None:
     if _is_list_like(value):
         for item in value:
             if not _is_id(item):
-                return f"a list containing {type(item).__name__} {_describe(item)}"
+                return f"a list containing {type(item).__name__} {_describe(item)}{_cell_hint(item)}"
         return None
-    return f"{type(value).__name__} {_describe(value)}"
+    return f"{type(value).__name__} {_describe(value)}{_cell_hint(value)}"
 
 
 def _json_hint(value: Any) -> str:

@@ -9,8 +9,13 @@ Layout on disk::
 
     path/
       v1/rows.jsonl        questions and gold (raglab JSONL)
-      v1/manifest.json     version, row count, per-row and whole-set hashes, created, raglab version
+      v1/rows.jsonl.raglab.json   its dtypes and attrs (covered by the manifest's ``sidecar_hash``)
+      v1/manifest.json     version, sequence, row count, per-row and whole-set hashes, created, raglab version
       v2/...
+
+Versions are ordered by their ``sequence`` (1 for a frozen set, the parent's + 1 for an
+extension); two versions with the same sequence (two extensions of one parent) make "the latest"
+ambiguous, so :meth:`EvalSet.load` then asks for ``version=``.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from raglab._files import user_path, write_file
 from raglab._meta import get_meta, set_meta
 from raglab._rowtable import (
     RowTableError,
@@ -35,7 +41,7 @@ from raglab._rowtable import (
     resolve_column,
     validate_rows,
 )
-from raglab.io import _read_rows, write_rows
+from raglab.io import _read_rows, sidecar_path, write_rows
 
 __all__ = ["EvalSet", "EvalSetTamperedError", "row_hashes", "set_hash"]
 
@@ -142,6 +148,19 @@ def _check_version(version: Any, method: str) -> str:
             "leading dots or surrounding spaces, e.g. 'v1' or '2024-06'."
         )
     return text
+
+
+def _sidecar_hash(rows_path: Path) -> str | None:
+    """SHA-256 of the rows file's sidecar (dtypes and attrs), canonical JSON; None when there is none."""
+    sidecar = sidecar_path(rows_path)
+    if not sidecar.is_file():
+        return None
+    try:
+        record = json.loads(sidecar.read_text(encoding="utf-8-sig"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return "unreadable"
+    text = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _read_manifest(manifest_path: Path) -> dict[str, Any]:
@@ -302,7 +321,7 @@ class EvalSet:
         ('conversation_id', 'conversation_id')
         """
         version = _check_version(version, "EvalSet.freeze")
-        return cls._write(df, Path(path), version, name, columns, question_id, parent=None, units=units)
+        return cls._write(df, user_path(path), version, name, columns, question_id, parent=None, units=units)
 
     @classmethod
     def _write(
@@ -363,11 +382,22 @@ class EvalSet:
             manifest["units"] = units
         if parent is not None:
             manifest["added"] = [q for q in hashes if q not in parent.manifest["row_hashes"]]
-        manifest[_MANIFEST_HASH] = _manifest_hash(manifest)
-        target.mkdir(parents=True)
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            target.mkdir()  # atomic: of two writers of one version, exactly one gets here
+        except FileExistsError:
+            raise FileExistsError(
+                f"{method}: version {version!r} already exists at {str(target)!r}; frozen versions are never "
+                "overwritten. Use EvalSet.load(...).extend(new_rows) to make the next version."
+            ) from None
         try:
             write_rows(rows, target / _ROWS_FILE)
-            (target / _MANIFEST_FILE).write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
+            # the sidecar's dtypes and attrs are part of the version: an edit to them is refused on loading
+            manifest["sidecar_hash"] = _sidecar_hash(target / _ROWS_FILE)
+            manifest[_MANIFEST_HASH] = _manifest_hash(manifest)
+            text = json.dumps(manifest, indent=1, ensure_ascii=False)
+            # the manifest comes last, whole: a version without one is invisible to versions() and load()
+            write_file(target / _MANIFEST_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
         except BaseException:
             for child in target.iterdir():
                 child.unlink()
@@ -377,8 +407,8 @@ class EvalSet:
 
     @classmethod
     def versions(cls, path: str | Path) -> list[str]:
-        """The versions stored under ``path``, oldest first."""
-        root = Path(path)
+        """The versions stored under ``path``, oldest first (by sequence; then by name)."""
+        root = user_path(path)
         found = []
         for manifest_path in root.glob(f"*/{_MANIFEST_FILE}"):
             manifest = _read_manifest(manifest_path)
@@ -386,18 +416,36 @@ class EvalSet:
         return [v for _, v in sorted(found)]
 
     @classmethod
+    def _latest(cls, root: Path) -> str:
+        """The version with the highest sequence; refused when two versions share it (which is latest?)."""
+        found = []
+        for manifest_path in root.glob(f"*/{_MANIFEST_FILE}"):
+            manifest = _read_manifest(manifest_path)
+            found.append((manifest.get("sequence", 0), str(manifest["version"])))
+        if not found:
+            raise FileNotFoundError(f"no eval-set versions under {str(root)!r} (expected */{_MANIFEST_FILE})")
+        top = max(sequence for sequence, _ in found)
+        latest = sorted(version for sequence, version in found if sequence == top)
+        if len(latest) > 1:
+            raise ValueError(
+                f"EvalSet.load: versions {latest} under {str(root)!r} are all number {top} in sequence (each "
+                "extends the same parent), so none is the latest; choose one with version=..., e.g. "
+                f"EvalSet.load({str(root)!r}, version={latest[-1]!r})."
+            )
+        return latest[0]
+
+    @classmethod
     def load(cls, path: str | Path, version: str | int | None = None) -> EvalSet:
         """Open a version (the latest by default) and verify it against its manifest.
 
         Raises :class:`EvalSetTamperedError` listing the question ids whose rows changed, were
-        added or were removed since the version was frozen.
+        added or were removed since the version was frozen, or when the rows' sidecar (their
+        dtypes and attrs) was edited. The latest is the version with the highest sequence; when
+        two versions share it (two extensions of one parent) a ValueError asks for ``version=``.
         """
-        root = Path(path)
+        root = user_path(path)
         if version is None:
-            available = cls.versions(root)
-            if not available:
-                raise FileNotFoundError(f"no eval-set versions under {str(root)!r} (expected */{_MANIFEST_FILE})")
-            version = available[-1]
+            version = cls._latest(root)
         version = _check_version(version, "EvalSet.load")
         target = root / version
         manifest_path = target / _MANIFEST_FILE
@@ -449,6 +497,11 @@ class EvalSet:
             raise EvalSetTamperedError(
                 f"{where} was edited after freezing: {'; '.join(parts)}. Frozen versions must not change: "
                 "restore the file, or put new questions in a new version with extend()."
+            )
+        if "sidecar_hash" in manifest and _sidecar_hash(self.path / _ROWS_FILE) != manifest["sidecar_hash"]:
+            raise EvalSetTamperedError(
+                f"{where}: {str(sidecar_path(self.path / _ROWS_FILE))!r} (the rows' dtypes and attrs) was edited or "
+                "removed after freezing; restore it from version control."
             )
         if len(self._rows) != manifest["n_rows"] or len(expected) != manifest["n_rows"]:
             raise EvalSetTamperedError(

@@ -39,6 +39,7 @@ as columns and restored on reading.
 from __future__ import annotations
 
 import ast
+import contextlib
 import csv
 import gzip
 import hashlib
@@ -46,8 +47,9 @@ import io
 import json
 import math
 import os
+import sys
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -56,7 +58,8 @@ import pandas as pd
 import pyarrow as pa
 
 from raglab._errors import RowTableError
-from raglab._meta import get_meta, set_meta
+from raglab._files import reading, replace_files, user_path, write_file
+from raglab._meta import get_meta, set_meta, storable_meta
 from raglab._rowtable import ROLES
 from raglab._validation import check_option, is_missing, warn
 from raglab.trec import read_trec, write_trec
@@ -88,7 +91,7 @@ def sidecar_path(path: str | os.PathLike[str]) -> Path:
     >>> sidecar_path("runs/base.jsonl").as_posix()
     'runs/base.jsonl.raglab.json'
     """
-    path = Path(path)
+    path = user_path(path)
     return path.with_name(path.name + SIDECAR_SUFFIX)
 
 
@@ -234,7 +237,7 @@ def _build_schema(df: pd.DataFrame) -> dict[str, Any]:
     return {
         "version": _SCHEMA_VERSION,
         "columns": {c: _column_schema(df[c]) for c in df.columns},
-        "attrs": get_meta(df),
+        "attrs": storable_meta(get_meta(df)),
     }
 
 
@@ -261,6 +264,130 @@ def _to_python(value: Any) -> Any:
     return value
 
 
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _finite_json(values: Iterable[Any], schema: dict[str, Any]) -> list[Any]:
+    """JSON-ready cells with every NaN and infinity (at any depth) as None, recorded in ``schema["nonfinite"]``.
+
+    ``NaN``/``Infinity`` are not JSON (jq, ``JSON.parse``, Go and Java refuse them), so files hold
+    null there; ``[row, path, "nan"|"inf"|"-inf"]`` entries let :func:`read_rows` restore them exactly.
+    """
+    found: list[list[Any]] = []
+    out = []
+    for row, value in enumerate(values):
+        out.append(_plain(value, row, [], found))
+    if found:
+        schema["nonfinite"] = found
+    else:
+        schema.pop("nonfinite", None)
+    return out
+
+
+def _plain(value: Any, row: int, path: list[Any], found: list[list[Any]]) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        found.append([row, path, "nan" if value != value else "inf" if value > 0 else "-inf"])
+        return None
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, row, [*path, i], found) for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        return {k: _plain(v, row, [*path, k], found) for k, v in value.items()}
+    return value
+
+
+def _restore_non_finite(out: pd.Series, entries: Iterable[Any]) -> None:
+    """Put back the NaN/infinities a JSON cell held, only where the file still holds null at that place."""
+    for entry in entries:
+        try:
+            row, path, token = entry
+            if not isinstance(row, int) or row >= len(out) or token not in _NON_FINITE:
+                continue
+            if not path:
+                if out.iat[row] is None:
+                    out.iat[row] = _NON_FINITE[token]
+                continue
+            parent = out.iat[row]
+            for step in path[:-1]:
+                parent = parent[step]
+            if isinstance(parent, (list, dict)) and parent[path[-1]] is None:
+                parent[path[-1]] = _NON_FINITE[token]
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue  # the cell was edited since: it keeps what the file holds
+
+
+_CELL_FIXES = {
+    "set": "a list (sorted(cell))",
+    "frozenset": "a list (sorted(cell))",
+    "bytes": "text (cell.decode('utf-8'), or base64 for binary data)",
+    "Decimal": "a float (float(cell)) or text (str(cell)) if every digit matters",
+    "date": "text (cell.isoformat()), or make the column datetime64 (pd.to_datetime)",
+    "datetime": "text (cell.isoformat()), or make the column datetime64 (pd.to_datetime)",
+    "time": "text (cell.isoformat())",
+    "timedelta": "seconds (cell.total_seconds())",
+}
+
+
+def _bad_value(value: Any) -> tuple[str, str] | None:
+    """(what, fix) when ``value`` (at any depth) is a cell no raglab file can hold, else None."""
+    if value is None or isinstance(value, (bool, int, float, np.number, np.bool_, pd.Timestamp)):
+        return None
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return (f"text with the lone surrogate {value[exc.start]!r} at character {exc.start} ({value[:40]!r}; it "
+                    "comes from decoding bytes with errors='surrogateescape')",
+                    "valid text, e.g. cell.encode('utf-8', 'replace').decode('utf-8')")
+        return None
+    if isinstance(value, (list, tuple, np.ndarray)):
+        for item in (value.tolist() if isinstance(value, np.ndarray) else value):
+            bad = _bad_value(item)
+            if bad is not None:
+                return bad
+        return None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            bad = _bad_value(key) if isinstance(key, str) else None
+            bad = bad or _bad_value(item)
+            if bad is not None:
+                return bad
+        return None
+    kind = type(value).__name__
+    fix = _CELL_FIXES.get(kind, "text, a number or a list")
+    article = "an" if kind[:1].lower() in "aeiou" else "a"
+    return f"{article} {kind} ({str(value)[:40]!r})", fix
+
+
+class UnstorableCellError(RowTableError, TypeError):
+    """A cell (or column name) no raglab file can hold; a TypeError too, as the encoders' errors were."""
+
+
+def _unstorable_cell(df: pd.DataFrame, schema: Mapping[str, Any]) -> tuple[str, str, int | None] | None:
+    """The message naming the first column, row and value that no raglab file can hold, if any."""
+    from raglab._rowtable import row_label
+
+    qid = "question_id" if "question_id" in df.columns else None
+    for name in df.columns:
+        bad = _bad_value(name)
+        if bad is not None:
+            return f"write_rows: the column name {name!r} is {bad[0]}; rename it to {bad[1]}.", name, None
+        if schema["columns"][name]["kind"] not in ("str", "category", "json", "list_str", "list_int"):
+            continue
+        for row, value in enumerate(df[name].array):
+            bad = _bad_value(value)
+            if bad is not None:
+                where = f"row {row}" + (f" ({row_label(df, row, qid)})" if qid is not None else "")
+                return (f"write_rows: column {name!r} {where} holds {bad[0]}, which JSONL, CSV and "
+                        f"Parquet files cannot store; convert it to {bad[1]} before writing.", name, row)
+    return None
+
+
 def _column_cells(series: pd.Series, schema: Mapping[str, Any]) -> list[Any]:
     """Python values for one column, missing values as None (NaN kept inside JSON cells)."""
     kind = schema["kind"]
@@ -284,6 +411,10 @@ def _restore_column(values: list[Any], schema: Mapping[str, Any], name: str) -> 
     if kind == "datetime":
         return pd.Series(pd.to_datetime(values), name=name).astype(dtype)
     if kind in ("float", "int", "bool"):
+        for row, path, token in schema.get("nonfinite", ()):  # JSONL holds null where an infinity was
+            if not path and isinstance(row, int) and row < len(values) and values[row] is None \
+                    and token in _NON_FINITE:
+                values[row] = _NON_FINITE[token]
         if dtype in ("float64", "float32"):
             values = [np.nan if v is None else v for v in values]
         elif dtype in ("int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8", "bool") \
@@ -297,6 +428,7 @@ def _restore_column(values: list[Any], schema: Mapping[str, Any], name: str) -> 
         # only where the file still holds a missing cell: rows added or removed since would shift the positions
         if row < len(out) and out.iat[row] is None:
             out.iat[row] = np.nan
+    _restore_non_finite(out, schema.get("nonfinite", ()))
     return out
 
 
@@ -367,7 +499,7 @@ def write_rows(df: pd.DataFrame, path: str | os.PathLike[str], *, format: str | 
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"write_rows needs a DataFrame, got {type(df).__name__}")
-    path = Path(path)
+    path = user_path(path)
     fmt = _format_of(path, format)
     try:
         return _write_rows(df, path, fmt, header)
@@ -383,57 +515,83 @@ def _write_rows(df: pd.DataFrame, path: Path, fmt: str, header: bool) -> Path:
     gz = path.suffix.lower() == ".gz"
     if fmt == "parquet":
         # the row count lets read_rows refuse a file another tool cut (nan_rows/empty_rows index its rows)
-        return _write_atomically(path, lambda tmp: _write_parquet(df, tmp, {**schema, "n_rows": len(df)}))
+        _write_cells(df, schema, lambda: write_file(path, lambda tmp: _write_parquet(df, tmp, {**schema, "n_rows": len(df)})))
+        return path
     writer = _write_jsonl if fmt == "jsonl" else _write_csv
     sidecar = sidecar_path(path)
-    if not header:
-        _write_atomically(path, lambda tmp: writer(df, tmp, schema, gz=gz))
-        sidecar.unlink(missing_ok=True)  # a stale sidecar would describe another file
+    if not header:  # and a stale sidecar, which would describe another file, goes in the same step
+        _write_cells(df, schema, lambda: replace_files([(path, lambda tmp: writer(df, tmp, schema, gz=gz)),
+                                                        (sidecar, None)]))
         return path
-    data_tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    side_tmp = sidecar.with_name(f".{sidecar.name}.tmp-{os.getpid()}")
-    try:
-        writer(df, data_tmp, schema, gz=gz)
-        record = {
-            SCHEMA_KEY: schema,
-            "file": path.name,
-            "format": fmt,
-            "n_rows": len(df),
-            "sha256": hashlib.sha256(data_tmp.read_bytes()).hexdigest(),
-        }
-        side_tmp.write_text(json.dumps(record, ensure_ascii=False, allow_nan=False, indent=1), encoding="utf-8")
-        os.replace(data_tmp, path)
-        os.replace(side_tmp, sidecar)
-    finally:
-        for tmp in (data_tmp, side_tmp):
-            tmp.unlink(missing_ok=True)
+    digest: list[str] = []
+
+    def write_data(tmp: Path) -> None:
+        writer(df, tmp, schema, gz=gz)
+        digest.append(hashlib.sha256(tmp.read_bytes()).hexdigest())
+
+    def write_sidecar(tmp: Path) -> None:
+        record = {SCHEMA_KEY: schema, "file": path.name, "format": fmt, "n_rows": len(df), "sha256": digest[-1]}
+        tmp.write_text(json.dumps(record, ensure_ascii=False, allow_nan=False, indent=1), encoding="utf-8")
+
+    # both files go to names unique to this process and thread, and are moved into place under one lock:
+    # concurrent writers of one path leave one writer's rows with that writer's sidecar
+    _write_cells(df, schema, lambda: replace_files([(path, write_data), (sidecar, write_sidecar)]))
     return path
 
 
 def _write_atomically(path: Path, write: Any) -> Path:
-    """``write(tmp)`` to a temporary name, then move it into place: never a half-written file."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    """``write(tmp)`` to a temporary name, then move it into place (see :mod:`raglab._files`)."""
+    return write_file(path, write)
+
+
+def _write_cells(df: pd.DataFrame, schema: Mapping[str, Any], write: Any) -> None:
+    """Run ``write()``; a cell no format can hold is reported by column and row, not as the encoder's error."""
     try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+        write()
+    except (TypeError, ValueError, UnicodeError, OverflowError, pa.ArrowException):
+        problem = _unstorable_cell(df, schema)
+        if problem is None:
+            raise
+        message, column, row = problem
+        raise UnstorableCellError(message, column=column, rows=None if row is None else [row],
+                                  method="write_rows") from None
 
 
-def _open_tmp(tmp: Path, gz: bool) -> IO[str]:
-    if gz:
-        return gzip.open(tmp, "wt", encoding="utf-8", newline="")
-    return open(tmp, "w", encoding="utf-8", newline="")
+@contextlib.contextmanager
+def _open_tmp(tmp: Path, gz: bool) -> Iterator[IO[str]]:
+    if not gz:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            yield fh
+        return
+    # filename="": the gzip header does not record the temporary name
+    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw) as packed, \
+            io.TextIOWrapper(packed, encoding="utf-8", newline="") as fh:
+        yield fh
 
 
 def _write_jsonl(df: pd.DataFrame, tmp: Path, schema: dict[str, Any], gz: bool) -> None:
     columns = list(df.columns)
-    cells = [_column_cells(df[c], schema["columns"][c]) for c in columns]
+    cells = []
+    for column in columns:
+        col_schema = schema["columns"][column]
+        if col_schema["kind"] == "json":  # NaN and infinities as null, recorded in the sidecar
+            cells.append(_finite_json(df[column].array, col_schema))  # plain Python values in one pass
+            continue
+        values = _column_cells(df[column], col_schema)
+        if col_schema["kind"] == "float":  # NaN is already None; infinities too, recorded in the sidecar
+            numbers = df[column].to_numpy(dtype="float64", na_value=np.nan)
+            rows = np.flatnonzero(np.isinf(numbers)).tolist()
+            col_schema.pop("nonfinite", None)
+            if rows:
+                col_schema["nonfinite"] = [[r, [], "inf" if numbers[r] > 0 else "-inf"] for r in rows]
+                for r in rows:
+                    values[r] = None
+        cells.append(values)
     with _open_tmp(tmp, gz) as fh:
         for row in zip(*cells):
-            fh.write(json.dumps(dict(zip(columns, row)), ensure_ascii=False, default=_json_default) + "\n")
+            # allow_nan=False: never the NaN/Infinity tokens that other JSON readers refuse
+            fh.write(json.dumps(dict(zip(columns, row)), ensure_ascii=False, default=_json_default,
+                                allow_nan=False) + "\n")
 
 
 def _write_csv(df: pd.DataFrame, tmp: Path, schema: dict[str, Any], gz: bool) -> None:
@@ -441,9 +599,12 @@ def _write_csv(df: pd.DataFrame, tmp: Path, schema: dict[str, Any], gz: bool) ->
     encoded = []
     for column in columns:
         col_schema = schema["columns"][column]
-        values = _column_cells(df[column], col_schema)
+        if col_schema["kind"] == "json":  # a JSON cell holds null for NaN/infinity (recorded in the sidecar)
+            values = _finite_json(df[column].array, col_schema)
+        else:
+            values = _column_cells(df[column], col_schema)
         if col_schema["kind"] in ("list_str", "list_int", "json"):
-            values = [json.dumps(v, ensure_ascii=False, default=_json_default) for v in values]
+            values = [json.dumps(v, ensure_ascii=False, default=_json_default, allow_nan=False) for v in values]
         elif col_schema["kind"] in ("str", "category"):
             # An empty field means missing; keep where real empty strings were.
             empties = [i for i, v in enumerate(values) if v == ""]
@@ -472,7 +633,8 @@ def _write_parquet(df: pd.DataFrame, tmp: Path, schema: dict[str, Any]) -> None:
             arrays[-1] = arrays[-1].cast(_id_list_type(arrays[-1].type))
             fields.append(pa.field(column, arrays[-1].type))
             continue
-        values = _column_cells(df[column], col_schema)
+        # json cells: plain Python with NaN/infinities as None (recorded in the schema), in one pass
+        values = _finite_json(df[column].array, col_schema) if kind == "json" else _column_cells(df[column], col_schema)
         if kind == "list_str":
             arr = pa.array(values, type=pa.list_(pa.string()))
         elif kind == "list_int":
@@ -480,7 +642,8 @@ def _write_parquet(df: pd.DataFrame, tmp: Path, schema: dict[str, Any]) -> None:
         elif kind == "json":
             # a missing cell is a Parquet null, not the text "null" that plain pd.read_parquet would show
             arr = pa.array(
-                [None if v is None else json.dumps(v, ensure_ascii=False, default=_json_default) for v in values],
+                [None if v is None else json.dumps(v, ensure_ascii=False, default=_json_default, allow_nan=False)
+                 for v in values],
                 type=pa.string(),
             )
         elif kind in ("str", "category"):
@@ -544,7 +707,7 @@ def read_rows(path: str | os.PathLike[str], *, format: str | None = None, lists:
     >>> str(back["retrieved"].dtype), back.rag.retrieval(k=2)["rr"].tolist()
     ('list<item: string>[pyarrow]', [0.5, 0.0])
     """
-    return _read_rows(Path(path), format=format, lists=lists)
+    return _read_rows(user_path(path), format=format, lists=lists)
 
 
 def _read_rows(path: Path, *, format: str | None = None, lists: str = "python", check: bool = True) -> pd.DataFrame:
@@ -569,12 +732,13 @@ def _read_rows(path: Path, *, format: str | None = None, lists: str = "python", 
                     f"{str(path)!r}: raglab's schema metadata in the file is damaged ({type(exc).__name__}: {exc}); "
                     "restore the file, or rewrite it without metadata (pyarrow.parquet.write_table)."
                 ) from None
-        data = path.read_bytes()
+        with reading(path):  # a writer replaces the file and its sidecar together: read them as a pair
+            data = path.read_bytes()
+            sidecar = _load_sidecar(path)
         digest = hashlib.sha256(data).hexdigest()
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
         text = data.decode("utf-8-sig")
-        sidecar = _load_sidecar(path)
         if sidecar is not None and not check:
             digest = sidecar.get("sha256")  # trusted: the caller checks the content itself
             sidecar = {**sidecar, "n_rows": None}
@@ -709,8 +873,10 @@ def _read_jsonl(path: Path, text: str, sidecar: dict[str, Any] | None, digest: s
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
+            _refuse_json_document(path, text, number)
             raise RowTableError(f"{str(path)!r} line {number} is not valid JSON: {exc.msg}") from None
         if not isinstance(record, dict):
+            _refuse_json_document(path, text, number)
             raise RowTableError(f"{str(path)!r} line {number}: each line must be a JSON object")
         if number == 1 and set(record) == {SCHEMA_KEY}:  # the in-file header of raglab <= 0.1 files
             schema, legacy = record[SCHEMA_KEY], True
@@ -727,6 +893,28 @@ def _read_jsonl(path: Path, text: str, sidecar: dict[str, Any] | None, digest: s
     if schema is None:
         columns = {name: [_maybe_id_text(name, v) for v in values] for name, values in columns.items()}
     return _from_columns(columns, schema, path)
+
+
+def _refuse_json_document(path: Path, text: str, number: int) -> None:
+    """A JSON array of rows (or one object over several lines) given where JSON Lines were expected: say so."""
+    stripped = text.strip()
+    if stripped[:1] not in ("[", "{") or (number != 1 and stripped[:1] == "{"):
+        return
+    try:
+        whole = json.loads(stripped)
+    except (json.JSONDecodeError, RecursionError):
+        return
+    if isinstance(whole, list) and ("\n" in stripped or any(isinstance(item, dict) for item in whole)):
+        raise RowTableError(
+            f"{str(path)!r} holds a JSON array, not JSON Lines (one JSON object per line), which row files are. "
+            "Convert it once, e.g. raglab.write_rows(pd.read_json(path, dtype=False), 'rows.jsonl'), or "
+            "jq -c '.[]' file.json > rows.jsonl."
+        )
+    if isinstance(whole, dict):
+        raise RowTableError(
+            f"{str(path)!r} holds one JSON object spread over several lines, not JSON Lines (one JSON object per "
+            "line, each a row). Write each row on its own line, e.g. jq -c . file.json > rows.jsonl."
+        )
 
 
 def _maybe_id_text(name: str, value: Any) -> Any:
@@ -746,6 +934,7 @@ def _read_csv(path: Path, text: str, sidecar: dict[str, Any] | None, digest: str
             raise RowTableError(f"{str(path)!r} line 1: the raglab header line is not valid JSON") from None
     else:
         fh.seek(0)
+    _allow_fields_of(len(text))
     reader = csv.reader(fh)
     try:
         header = next(reader)
@@ -793,7 +982,7 @@ def _read_csv(path: Path, text: str, sidecar: dict[str, Any] | None, digest: str
             elif kind == "int":
                 columns[name] = [None if v == "" else int(v) for v in values]
             elif kind == "bool":
-                columns[name] = [None if v == "" else v == "True" for v in values]
+                columns[name] = [_csv_bool(v, name, i, path) for i, v in enumerate(values)]
             else:
                 columns[name] = [None if v == "" else v for v in values]
         except RowTableError:
@@ -803,6 +992,30 @@ def _read_csv(path: Path, text: str, sidecar: dict[str, Any] | None, digest: str
                 f"{str(path)!r}: column {name!r} should hold {kind} values as raglab wrote it, but {exc}"
             ) from None
     return _from_columns(columns, schema, path, infer=_infer_csv)
+
+
+_BOOLS = {"true": True, "false": False, "1": True, "0": False}
+
+
+def _csv_bool(text: str, column: str, row: int, path: Path) -> bool | None:
+    """A boolean field: raglab writes True/False; spreadsheets save TRUE/FALSE (or 1/0), all read back as booleans."""
+    if text == "":
+        return None
+    value = _BOOLS.get(text.strip().lower())
+    if value is None:
+        raise RowTableError(
+            f"{str(path)!r}: column {column!r} row {row} should hold a boolean (True/False) as raglab wrote it, got "
+            f"{text[:40]!r}; restore the file, or delete its sidecar {sidecar_path(path).name!r} to read it as a "
+            "plain file."
+        )
+    return value
+
+
+def _allow_fields_of(size: int) -> None:
+    """Let the csv module read fields up to ``size`` characters (its default limit, 131,072, refused long
+    answers and contexts that raglab itself wrote). The limit is process-wide; it is only ever raised."""
+    if csv.field_size_limit() < size:
+        csv.field_size_limit(min(size, sys.maxsize, 2**31 - 1))
 
 
 def _decode_json_cell(text: str, column: str, row: int, path: Path) -> Any:

@@ -302,3 +302,63 @@ def test_runs_pair_ids_as_text_and_refuse_ids_equal_as_text():
     base = pd.DataFrame({"question_id": pd.Series([7, "7"], dtype=object), "score": [0.1, 0.2]})
     with pytest.raises(RowTableError, match=r"\(base\): column 'question_id' must be unique as text .* \['7'\]"):
         pair_runs(base, base.copy())
+
+
+# ---- issue 19: the sidecar is part of the version; the latest is never chosen by name; ~ is home --------
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda record: record["__raglab__"].update(attrs={"retrieval": {"gain": "linear"}}),
+        lambda record: record["__raglab__"]["columns"]["question"].update(dtype="category", kind="category",
+                                                                          categories=["Who?", "What?", "When?"]),
+    ],
+    ids=["attrs", "dtype"],
+)
+def test_an_edit_to_the_rows_sidecar_is_refused(tmp_path, edit):
+    EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    sidecar = tmp_path / "golden" / "v1" / "rows.jsonl.raglab.json"
+    record = json.loads(sidecar.read_text())
+    edit(record)
+    sidecar.write_text(json.dumps(record))
+    # the old loader handed the edited attrs (here an nDCG convention) to every run stamped with the set
+    with pytest.raises(EvalSetTamperedError, match=r"rows.jsonl.raglab.json' \(the rows' dtypes and attrs\) was edited"):
+        EvalSet.load(tmp_path / "golden")
+
+
+def test_a_removed_rows_sidecar_is_refused(tmp_path):
+    EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    (tmp_path / "golden" / "v1" / "rows.jsonl.raglab.json").unlink()
+    with pytest.raises(EvalSetTamperedError, match="edited or removed after freezing"):
+        EvalSet.load(tmp_path / "golden")
+
+
+def test_two_versions_with_the_same_sequence_are_not_chosen_between_by_name(tmp_path):
+    v1 = EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    v1.extend(pd.DataFrame({"question_id": ["q4"], "question": ["Why?"], "gold": [["d4"]]}), version="v2")
+    v1.extend(pd.DataFrame({"question_id": ["q5"], "question": ["How?"], "gold": [["d5"]]}), version="v2-b")
+    with pytest.raises(ValueError, match=r"versions \['v2', 'v2-b'\] .* are all number 2 in sequence .* version="):
+        EvalSet.load(tmp_path / "golden")
+    assert EvalSet.load(tmp_path / "golden", version="v2-b").added == ["q5"]
+    assert EvalSet.versions(tmp_path / "golden") == ["v1", "v2", "v2-b"]
+    # a later extension makes the latest unambiguous again
+    EvalSet.load(tmp_path / "golden", version="v2").extend(
+        pd.DataFrame({"question_id": ["q6"], "question": ["Where?"], "gold": [["d6"]]}))
+    assert EvalSet.load(tmp_path / "golden").version == "v3"
+
+
+def test_a_home_relative_eval_set_path_is_expanded(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    EvalSet.freeze(questions(), "~/golden", version="v1")
+    assert (tmp_path / "home" / "golden" / "v1" / "manifest.json").is_file()
+    assert not (tmp_path / "~").exists()
+    assert EvalSet.load("~/golden").name == "golden" and EvalSet.versions("~/golden") == ["v1"]
+
+
+def test_the_manifest_is_written_whole_and_last(tmp_path):
+    es = EvalSet.freeze(questions(), tmp_path / "golden", version="v1")
+    assert sorted(p.name for p in es.path.iterdir()) == ["manifest.json", "rows.jsonl", "rows.jsonl.raglab.json"]
+    with pytest.raises(FileExistsError, match="already exists"):
+        EvalSet.freeze(questions(), tmp_path / "golden", version="v1")

@@ -61,6 +61,26 @@ def test_each_bad_file_reads_correctly_or_is_refused_naming_it(name, tmp_path):
         assert get_meta(frame) == case["attrs"]
     if "first_id" in case:
         assert frame["question_id"].iloc[0] == case["first_id"]
+    for column, expected in case.get("values", {}).items():  # "nan"/"inf"/"-inf" stand for the floats
+        assert _same(frame[column].tolist(), _floats(expected)), (column, frame[column].tolist())
+    for column, lengths in case.get("lengths", {}).items():
+        assert frame[column].map(len).tolist() == lengths
+
+
+def _floats(value):
+    if isinstance(value, list):
+        return [_floats(v) for v in value]
+    return float(value) if value in ("nan", "inf", "-inf") else value
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float) and a != a:
+        return b != b
+    return type(a) is type(b) and a == b if isinstance(a, (bool, str)) else a == b
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -153,3 +173,100 @@ def test_damaged_trec_files_read_or_are_refused_naming_the_file(tmp_path):
                 except raglab.RowTableError as exc:
                     assert "run.txt" in str(exc) or "qrels.txt" in str(exc), str(exc)
         path.write_bytes(original)
+
+
+# ---- seeded fuzzing of what raglab writes: every file reads back exactly, or the write is refused --------
+
+
+def _strict_json(text: str):
+    def refuse(token):
+        raise AssertionError(f"not JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+_SPECIAL = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e308, 5e-324, 0.1]
+
+
+def _random_cell(rng: random.Random, depth: int = 0):
+    kind = rng.randrange(6 if depth < 3 else 3)
+    if kind == 0:
+        return rng.choice(_SPECIAL)
+    if kind == 1:
+        return rng.choice(["", "a", "null", "NaN", "Infinity", "é\u2028", "007"])
+    if kind == 2:
+        return rng.choice([None, True, 3, -1])
+    if kind in (3, 4):
+        return [_random_cell(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return {rng.choice("abc"): _random_cell(rng, depth + 1) for _ in range(rng.randrange(3))}
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet", ".jsonl.gz"])
+def test_random_non_finite_floats_round_trip_and_never_reach_the_file_as_tokens(tmp_path, suffix):
+    rng = random.Random(f"raglab-nonfinite{suffix}")
+    for trial in range(25):
+        n = rng.randrange(1, 6)
+        rows = pd.DataFrame({
+            "question_id": [f"q{i}" for i in range(n)],
+            "score": [rng.choice(_SPECIAL) for _ in range(n)],
+            "blob": pd.Series([[_random_cell(rng)] if rng.random() < 0.8 else _random_cell(rng) for _ in range(n)],
+                              dtype=object),
+        })
+        path = raglab.write_rows(rows, tmp_path / f"t{trial}{suffix}")
+        back = raglab.read_rows(path)
+        for column in rows.columns:
+            assert _same(back[column].tolist(), rows[column].tolist()), (trial, column, rows[column].tolist())
+        if suffix.startswith(".jsonl"):
+            import gzip
+
+            raw = path.read_bytes()
+            text = (gzip.decompress(raw) if suffix.endswith(".gz") else raw).decode()
+            for line in text.split("\n")[:-1]:  # not splitlines(): a cell may hold U+2028
+                _strict_json(line)
+
+
+def test_random_rankings_write_as_trec_only_when_they_read_back_in_the_same_order(tmp_path):
+    rng = random.Random("raglab-trec-order")
+    written = refused = 0
+    for trial in range(200):
+        n = rng.randrange(1, 6)
+        ids = rng.sample(["a", "b", "c", "d", "e", "f"], n)
+        scores = [float(rng.choice([0, 1, 2, 3])) for _ in range(n)]
+        rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [ids], "retrieved_scores": [scores]})
+        path = tmp_path / f"run{trial}"
+        # trec_eval's order: score descending, ties by document id descending
+        trec_order = [d for _, d in sorted(zip(scores, ids), key=lambda p: (-p[0], [-ord(c) for c in p[1]]))]
+        try:
+            raglab.write_trec(rows, run=path)
+        except raglab.RowTableError as exc:
+            assert trec_order != ids, (ids, scores)  # refused only when the file would reorder the list
+            assert "question 'q1' gives rank" in str(exc)
+            refused += 1
+            continue
+        assert raglab.read_trec(run=path).loc[0, "retrieved"] == ids == trec_order
+        written += 1
+    assert written and refused
+
+
+_UNSTORABLE = [{1, 2}, b"x", __import__("decimal").Decimal("2.5"), __import__("datetime").date(2024, 5, 6),
+               "lone\udc80", object()]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_an_unstorable_cell_anywhere_is_named_by_its_column_and_row(tmp_path, suffix):
+    rng = random.Random(f"raglab-unstorable{suffix}")
+    for trial in range(20):
+        rows = _good_rows()
+        column = rng.choice(["retrieved", "gold", "answer"])
+        row = rng.randrange(len(rows))
+        bad = rng.choice(_UNSTORABLE)
+        cell = bad if rng.random() < 0.5 else ["ok", {"deep": [bad]}]
+        values = rows[column].astype(object).tolist()
+        values[row] = cell
+        rows[column] = pd.Series(values, dtype=object)
+        path = tmp_path / f"t{trial}{suffix}"
+        with pytest.raises(raglab.RowTableError) as info:
+            raglab.write_rows(rows, path)
+        assert info.value.column == column and info.value.rows == [row], str(info.value)
+        assert f"column {column!r} row {row} (question_id " in str(info.value)
+        assert not path.exists()

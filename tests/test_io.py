@@ -467,3 +467,170 @@ def test_a_missing_json_cell_is_a_parquet_null_not_the_text_null(tmp_path):
     assert pq.read_table(path).column("gold").to_pylist()[2] is None
     assert pd.isna(pd.read_parquet(path)["gold"].iloc[2])
     assert read_rows(path)["gold"].tolist() == _plain_frame()["gold"].tolist()
+
+
+# ---- issue 19: what raglab writes, raglab (and any JSON reader) reads back ---------------------------
+
+
+def _strict_json(text: str):
+    """json.loads refusing the NaN/Infinity tokens, as jq, JSON.parse, Go and Java do."""
+    def refuse(token):
+        raise ValueError(f"not JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def non_finite_rows() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "question_id": ["q1", "q2", "q3"],
+            "score": [float("inf"), -float("inf"), np.nan],
+            "claim_scores": [[0.5, float("nan")], {"a": float("inf"), "b": [1.0, -float("inf")]}, None],
+            "blob": pd.Series([float("nan"), None, [float("inf")]], dtype=object),
+        }
+    )
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_files_never_hold_nan_or_infinity_tokens_and_read_back_exactly(tmp_path, suffix):
+    rows = non_finite_rows()
+    path = write_rows(rows, tmp_path / f"rows{suffix}")
+    assert_rows_equal(rows, read_rows(path))
+    if suffix.startswith(".jsonl"):
+        import gzip
+
+        raw = gzip.decompress(path.read_bytes()) if suffix.endswith(".gz") else path.read_bytes()
+        lines = raw.decode().splitlines()
+        records = [_strict_json(line) for line in lines]  # the old writer's NaN/Infinity raised here
+        assert records[0]["score"] is None and records[1]["claim_scores"] == {"a": None, "b": [1.0, None]}
+    if suffix.startswith(".csv"):
+        back = pd.read_csv(path, dtype=str, keep_default_na=False)
+        for cell in back["claim_scores"].tolist() + back["blob"].tolist():
+            _strict_json(cell)
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for cell in pq.read_table(path).column("claim_scores").to_pylist():
+            if cell is not None:
+                _strict_json(cell)
+
+
+def test_an_edited_json_cell_keeps_what_the_file_holds(tmp_path):
+    path = write_rows(non_finite_rows(), tmp_path / "rows.jsonl")
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1].replace('"a": null', '"a": 2.5')
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning, match="changed after raglab wrote it"):
+        back = read_rows(path)
+    assert back.loc[1, "claim_scores"] == {"a": 2.5, "b": [1.0, -float("inf")]}
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz"])
+def test_a_csv_raglab_writes_with_a_long_cell_reads_back(tmp_path, suffix):
+    # csv's default field limit is 131,072 characters: raglab's own reader refused a 200,000-character context
+    long = "x" * 200_000
+    rows = pd.DataFrame({"question_id": ["q1", "q2"], "context": [long, "short"], "retrieved": [["d"] * 40_000, []]})
+    back = read_rows(write_rows(rows, tmp_path / f"rows{suffix}"))
+    assert back.loc[0, "context"] == long and back.loc[0, "retrieved"] == ["d"] * 40_000
+
+
+@pytest.mark.parametrize("true,false", [("TRUE", "FALSE"), ("true", "false"), ("True", "False"), ("1", "0")])
+def test_spreadsheet_booleans_read_back_as_booleans(tmp_path, true, false):
+    rows = pd.DataFrame({"question_id": ["q1", "q2", "q3"], "declined": [True, False, True]})
+    path = write_rows(rows, tmp_path / "rows.csv")
+    # what Excel writes when it saves the file again
+    path.write_text(path.read_text().replace("True", true).replace("False", false))
+    with warnings_allowed():
+        back = read_rows(path)
+    assert back["declined"].tolist() == [True, False, True] and back["declined"].dtype == bool
+
+
+def test_a_boolean_column_holding_other_text_is_named(tmp_path):
+    path = write_rows(pd.DataFrame({"question_id": ["q1", "q2"], "ok": [True, False]}), tmp_path / "rows.csv")
+    path.write_text(path.read_text().replace("False", "maybe"))
+    with warnings_allowed(), pytest.raises(raglab.RowTableError, match=r"column 'ok' row 1 should hold a boolean"):
+        read_rows(path)
+
+
+def warnings_allowed():
+    import warnings
+
+    context = warnings.catch_warnings()
+    context.__enter__()
+    warnings.simplefilter("ignore")
+
+    class _Exit:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            context.__exit__(*exc)
+            return False
+
+    return _Exit()
+
+
+@pytest.mark.parametrize(
+    "cell,what",
+    [
+        ({"d1", "d2"}, r"a set .* convert it to a list \(sorted\(cell\)\)"),
+        (frozenset({"d1"}), r"a frozenset"),
+        (b"d1", r"a bytes .* convert it to text"),
+        (__import__("decimal").Decimal("1.5"), r"a Decimal .*float\(cell\)"),
+        (__import__("datetime").date(2024, 1, 2), r"a date \('2024-01-02'\).*isoformat"),
+        (["ok", {"nested": {1, 2}}], r"a set"),
+        ("caf\udce9", r"text with the lone surrogate '\\udce9' at character 3"),
+        (["d\ud800"], r"text with the lone surrogate"),
+    ],
+)
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_a_cell_no_file_can_hold_is_named_by_column_and_row(tmp_path, suffix, cell, what):
+    rows = pd.DataFrame({"question_id": ["q1", "q2"], "extra": pd.Series(["fine", cell], dtype=object)})
+    with pytest.raises(raglab.RowTableError, match=r"column 'extra' row 1 \(question_id 'q2'\) holds " + what) as info:
+        write_rows(rows, tmp_path / f"rows{suffix}")
+    assert info.value.column == "extra" and info.value.rows == [1]
+    assert not list(tmp_path.iterdir())
+
+
+def test_attrs_a_file_cannot_hold_name_their_key_and_numpy_scalars_are_made_plain(tmp_path):
+    rows = pd.DataFrame({"question_id": ["q1"]})
+    rows.attrs["raglab"] = {"retrieval": {"k": [np.int64(5)], "alpha": np.float64(0.5), "on": np.bool_(True)}}
+    back = read_rows(write_rows(rows, tmp_path / "rows.jsonl"))
+    assert get_meta(back) == {"retrieval": {"k": [5], "alpha": 0.5, "on": True}}
+    rows.attrs["raglab"] = {"retrieval": {"k": [5, float("nan")]}}
+    with pytest.raises(TypeError, match=r"df.attrs\['raglab'\]\['retrieval'\]\['k'\]\[1\] is nan"):
+        write_rows(rows, tmp_path / "bad.jsonl")
+    rows.attrs["raglab"] = {"run": {"started": pd.Timestamp("2024-01-01")}}
+    with pytest.raises(TypeError, match=r"\['run'\]\['started'\] holds a Timestamp"):
+        write_rows(rows, tmp_path / "bad.csv")
+    with pytest.raises(TypeError, match=r"\['x'\] is inf"):
+        set_meta(rows, {"x": float("inf")})
+    assert not (tmp_path / "bad.jsonl").exists() and not (tmp_path / "bad.csv").exists()
+
+
+@pytest.mark.parametrize("text", ['[\n {"question_id": "q1"},\n {"question_id": "q2"}\n]\n',
+                                  '[{"question_id": "q1"}, {"question_id": "q2"}]\n'])
+def test_a_json_array_given_as_jsonl_says_so(tmp_path, text):
+    path = tmp_path / "rows.json"
+    path.write_text(text)
+    with pytest.raises(raglab.RowTableError, match=r"holds a JSON array, not JSON Lines .* jq -c '\.\[\]'"):
+        read_rows(path)
+
+
+def test_one_json_object_over_several_lines_says_so(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{\n "question_id": "q1"\n}\n')
+    with pytest.raises(raglab.RowTableError, match="one JSON object spread over several lines"):
+        read_rows(path)
+
+
+def test_a_home_relative_path_is_expanded(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]], "gold": [["d1"]]})
+    assert write_rows(rows, "~/rows.csv") == tmp_path / "rows.csv"
+    assert read_rows("~/rows.csv")["question_id"].tolist() == ["q1"]
+    raglab.write_trec(rows, run="~/run.txt", qrels="~/qrels.txt")
+    assert raglab.read_trec(run="~/run.txt", qrels="~/qrels.txt")["retrieved"].tolist() == [["d1"]]
+    assert not (tmp_path / "~").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["qrels.txt", "rows.csv", "rows.csv.raglab.json", "run.txt"]

@@ -259,3 +259,18 @@ def test_json_text_read_by_plain_pandas_points_to_read_rows(tmp_path):
         with pytest.raises(raglab.RowTableError, match=rf"{column}.*JSON text\? read files with raglab.read_rows"):
             plain[["question_id", column]].rag.validate(require=[column])
     assert raglab.read_rows(path).rag.validate(require=["retrieved", "gold", "retrieved_spans"]).shape == (1, 4)
+
+
+@pytest.mark.parametrize(
+    ("column", "cell", "hint"),
+    [
+        ("retrieved", {"d1", "d2"}, r"holds set .* \(a set has no order: give the ranked list"),
+        ("gold", {"d1"}, r"holds set .*list\(cell\) for gold"),
+        ("retrieved", [b"d1"], r"holds a list containing bytes b'd1' \(bytes: decode ids to text"),
+    ],
+)
+def test_a_set_or_bytes_cell_is_named_with_its_fix(column, cell, hint):
+    rows = pd.DataFrame({"question_id": ["q1", "q2"], "retrieved": [["d1"], ["d1"]], "gold": [["d1"], ["d1"]]})
+    rows[column] = pd.Series([rows[column][0], cell], dtype=object)
+    with pytest.raises(RowTableError, match=rf"column '{column}' .* row 1 \(question_id 'q2'\) " + hint):
+        rows.rag.validate(require=["retrieved", "gold"])

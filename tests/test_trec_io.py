@@ -201,3 +201,130 @@ def test_a_ranked_list_repeating_an_id_is_refused_before_writing(tmp_path):
     rows["retrieved"] = rows["retrieved"].map(lambda ids: list(dict.fromkeys(ids)))
     raglab.write_trec(rows, run=tmp_path / "run", qrels=tmp_path / "qrels")
     assert raglab.read_trec(run=tmp_path / "run", qrels=tmp_path / "qrels").loc[0, "retrieved"] == ["d1", "d2"]
+
+
+# ---- issue 19: what write_trec writes reads back in the same order, or is refused ----------------------
+
+
+@pytest.mark.parametrize(
+    ("ids", "scores", "message"),
+    [
+        (["d1", "d2"], [0.1, 0.9], r"rank 2 \('d2'\) a higher score than rank 1 \('d1'\)"),
+        (["a", "b"], [0.5, 0.5], r"rank 2 \('b'\) the same score as rank 1 \('a'\)"),
+        (["d1", "d2", "d3"], [3.0, 1.0, 2.0], r"rank 3 \('d3'\) a higher score than rank 2"),
+    ],
+)
+def test_scores_that_would_reorder_the_list_are_refused(tmp_path, ids, scores, message):
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [ids], "retrieved_scores": [scores]})
+    with pytest.raises(raglab.RowTableError, match=message + r".*scores=None"):
+        raglab.write_trec(rows, run=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    # the old writer wrote them, and the file read back re-ranked: pytrec_eval (trec_eval) sees the same order
+    raglab.write_trec(rows, run=tmp_path / "run", scores=None)
+    assert raglab.read_trec(run=tmp_path / "run").loc[0, "retrieved"] == ids
+
+
+def test_ties_already_in_trec_eval_order_are_written(tmp_path):
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["z", "m", "a", "b"]],
+                         "retrieved_scores": [[0.5, 0.5, 0.5, 0.1]], "gold": [{"m": 1}]})
+    raglab.write_trec(rows, run=tmp_path / "run", qrels=tmp_path / "qrels")
+    back = raglab.read_trec(run=tmp_path / "run", qrels=tmp_path / "qrels")
+    assert back.loc[0, "retrieved"] == ["z", "m", "a", "b"]
+    # trec_eval's own order for this run puts m second: reciprocal rank 1/2
+    with open(tmp_path / "run") as fh:
+        run = pytrec_eval.parse_run(fh)
+    measure = pytrec_eval.RelevanceEvaluator({"q1": {"m": 1}}, {"recip_rank"}).evaluate(run)
+    assert measure["q1"]["recip_rank"] == pytest.approx(0.5)
+
+
+def test_write_trec_refuses_one_path_for_run_and_qrels(tmp_path):
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]], "gold": [["d1"]]})
+    (tmp_path / "both.txt").write_text("keep\n")
+    with pytest.raises(ValueError, match=r"run= and qrels= are the same file .* the qrels would overwrite the run"):
+        raglab.write_trec(rows, run=tmp_path / "both.txt", qrels=tmp_path / "sub" / ".." / "both.txt")
+    assert (tmp_path / "both.txt").read_text() == "keep\n"
+
+
+def test_a_question_id_starting_with_hash_is_refused(tmp_path):
+    rows = pd.DataFrame({"question_id": ["#12", "q2"], "retrieved": [["d1"], ["d2"]], "gold": [["d1"], ["d2"]]})
+    for what in ("run", "qrels"):
+        with pytest.raises(raglab.RowTableError, match=r"'#12' starts with '#'.*comments"):
+            raglab.write_trec(rows, **{what: tmp_path / what})
+        assert not (tmp_path / what).exists()
+    # '#' inside an id is data, and round trips (trec_eval's fixture qrels.test.with-comments has such a docno)
+    rows = pd.DataFrame({"question_id": ["q#1"], "retrieved": [["#d1", "d#2"]], "gold": [["#d1"]]})
+    raglab.write_trec(rows, run=tmp_path / "run", qrels=tmp_path / "qrels")
+    back = raglab.read_trec(run=tmp_path / "run", qrels=tmp_path / "qrels")
+    assert back.loc[0, "question_id"] == "q#1" and back.loc[0, "retrieved"] == ["#d1", "d#2"]
+
+
+def test_an_empty_ranking_is_named_unless_the_qrels_bring_it_back(tmp_path):
+    rows = pd.DataFrame({"question_id": ["q1", "q2", "q3"], "retrieved": [["d1"], [], []],
+                         "gold": [["d1"], ["d2"], []]})
+    with pytest.warns(UserWarning, match=r"1 question\(s\) retrieved nothing and have no gold.*\['q3'\]"):
+        raglab.write_trec(rows, run=tmp_path / "run", qrels=tmp_path / "qrels")
+    back = raglab.read_trec(run=tmp_path / "run", qrels=tmp_path / "qrels")
+    assert back["question_id"].tolist() == ["q1", "q2"] and back.loc[1, "retrieved"] == []
+    with pytest.warns(UserWarning, match=r"2 question\(s\) retrieved nothing \(e.g. \['q2', 'q3'\]\)"):
+        raglab.write_trec(rows, run=tmp_path / "run")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        raglab.write_trec(rows.iloc[:2], run=tmp_path / "run", qrels=tmp_path / "qrels")  # q2 comes back
+
+
+def test_a_run_file_read_as_qrels_is_refused(tmp_path, trec_dir):
+    with pytest.raises(raglab.RowTableError, match=r"results.test' line 1: a qrels line has 4 fields .* has 6.*"
+                                                   r"Pass it as run="):
+        raglab.read_trec(qrels=trec_dir / "results.test")
+
+
+def test_the_rank_column_disagreeing_with_scores_is_said_and_can_be_followed(tmp_path):
+    (tmp_path / "run").write_text("q1 Q0 a 1 0.5 r\nq1 Q0 b 2 0.5 r\nq1 Q0 c 3 0.9 r\nq2 Q0 x 1 1.0 r\n")
+    with pytest.warns(UserWarning, match=r"in 1 of 2 topic\(s\) .* rank column orders the documents differently"):
+        rows = raglab.read_trec(run=tmp_path / "run")
+    assert rows.loc[0, "retrieved"] == ["c", "b", "a"]  # trec_eval: score desc, then docno desc
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ranked = raglab.read_trec(run=tmp_path / "run", order="rank")
+    assert ranked.loc[0, "retrieved"] == ["a", "b", "c"] and ranked.loc[0, "retrieved_scores"] == [0.5, 0.5, 0.9]
+    assert get_meta(ranked)["run"]["ties"].startswith("rank column")
+    (tmp_path / "bad").write_text("q1 Q0 a first 0.5 r\n")
+    with pytest.raises(raglab.RowTableError, match=r"bad' line 1: order='rank' needs an integer rank"):
+        raglab.read_trec(run=tmp_path / "bad", order="rank")
+
+
+def test_the_fixture_runs_read_without_a_rank_warning(trec_dir):
+    # results.test's ranks agree with trec_eval's order, so reading it says nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        raglab.read_trec(run=trec_dir / "results.test")
+
+
+def test_a_lone_surrogate_in_an_id_is_named(tmp_path):
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d\udc80"]]})
+    with pytest.raises(raglab.RowTableError, match=r"'retrieved' id of question 'q1'.*lone surrogate '\\udc80'"):
+        raglab.write_trec(rows, run=tmp_path / "run")
+
+
+def test_means_follow_trec_eval_dash_c_not_its_default_line(trec_dir):
+    """results.trunc lacks judged topic 302: the rows' mean is trec_eval -c; the default `all` line is the mean
+    over the run's topics, which pytrec_eval (per query) reproduces and read_trec's docstring tells how to get."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = raglab.read_trec(run=trec_dir / "results.trunc", qrels=trec_dir / "qrels.test")
+    scored = rows.rag.retrieval(k=[10], no_relevant="zero")
+    dash_c = trec_eval_output(trec_dir / "out.test.aqc")
+    assert f"{scored['recall@10'].mean():.4f}" == dash_c[("recall_10", "all")]
+    with open(trec_dir / "qrels.test") as fh:
+        qrels = pytrec_eval.parse_qrel(fh)
+    run: dict[str, dict[str, float]] = defaultdict(dict)
+    for line in (trec_dir / "results.trunc").read_text().splitlines():  # trailing junk fields: pytrec_eval's
+        fields = line.split()                                               # parse_run refuses them
+        run[fields[0]][fields[2]] = float(fields[4])
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, {"recall.10"}).evaluate(run)
+    default_all = sum(m["recall_10"] for m in per_query.values()) / len(per_query)  # trec_eval without -c
+    ranked = scored[rows["retrieved"].map(len) > 0]
+    assert ranked["recall@10"].mean() == pytest.approx(default_all)
+    assert scored["recall@10"].mean() != pytest.approx(default_all)
