@@ -76,7 +76,7 @@ import pandas as pd
 try:  # pydantic (the judge extra) is imported by the modules below
     from raglab.judge._api import DEFAULT_METRICS, JudgeEstimate, estimate_rows, judge_rows, judge_table
     from raglab.judge._base import METRICS, JudgeError
-    from raglab.judge._cache import CallCache, MemoryCache
+    from raglab.judge._cache import CacheBusyError, CallCache, MemoryCache
     from raglab.judge._lexical import LexicalJudge
     from raglab.judge._llm import LLMJudge, RunStats
     from raglab.judge._noise import JudgeNoise, judge_noise
@@ -95,6 +95,7 @@ __all__ = [
     "JudgeEstimate",
     "JudgeNoise",
     "CallCache",
+    "CacheBusyError",
     "MemoryCache",
     "RunStats",
     "METRICS",
