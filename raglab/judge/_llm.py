@@ -36,6 +36,7 @@ How a run works
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import contextlib
 import inspect
@@ -50,6 +51,7 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from raglab._optional import import_optional
 from raglab._validation import check_option, warn
@@ -424,8 +426,9 @@ class LLMJudge:
                     "(for a local server that needs none, pass api_key='none'). To run without a model, use "
                     "raglab.judge.LexicalJudge()."
                 )
-            base_url = self._base_url.get() if self._base_url is not None else None
-            client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=self.timeout)
+            base_url, headers = _userinfo_as_header(self._base_url.get() if self._base_url is not None else None)
+            client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=self.timeout,
+                                        default_headers=headers)
             self._client_is_async = True
             self._resources["owned_client"] = True
         self._resources["client"] = client
@@ -499,8 +502,8 @@ class LLMJudge:
             raise
         except _Fatal as exc:
             raise JudgeError(self._scrub(str(exc))) from None
-        except JudgeError as exc:
-            raise JudgeError(self._scrub(str(exc))) from None
+        except JudgeError as exc:  # keeps its class (e.g. CacheBusyError)
+            raise type(exc)(self._scrub(str(exc))) from None
         finally:
             stats.seconds = time.perf_counter() - started
             _close_bar(bar, shown_at)
@@ -1018,6 +1021,24 @@ class _Run:
 
 class _Deadline(Exception):
     """A request's reply was not complete within the judge's ``timeout`` (wall clock)."""
+
+
+def _userinfo_as_header(url: str | None) -> tuple[str | None, dict[str, str] | None]:
+    """``url`` without its user and password, and the Basic ``Authorization`` header they stand for.
+
+    httpx turns a URL's user and password into exactly this header (it replaces the SDK's Bearer
+    key), so the request is unchanged; but the URL it logs at INFO and puts in errors then holds no
+    password.
+    """
+    if url is None:
+        return None, None
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+    host = parts.netloc.rsplit("@", 1)[1]
+    bare = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return bare, {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
 
 
 def _stored(tokens: int | None) -> int:
