@@ -369,6 +369,8 @@ class LocalOpenAIServer:
         The JSON bodies received, in order.
     headers : list of dict
         The headers of those requests (names lower-cased), in order: tests check what was sent.
+    faults_served : int
+        Requests answered with an injected fault.
 
     Examples
     --------
@@ -416,6 +418,7 @@ class LocalOpenAIServer:
         self.requests_received = 0
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []  # the request headers, lower-cased names, in order
+        self.faults_served = 0
         self._in_flight = 0
         self.peak_in_flight = 0
         self._httpd: ThreadingHTTPServer | None = None
@@ -531,6 +534,7 @@ class LocalOpenAIServer:
                     fault.remaining -= 1
                     if fault.remaining == 0:
                         self._faults.remove(fault)
+                    self.faults_served += 1
                     return fault
         return None
 
@@ -548,6 +552,7 @@ class LocalOpenAIServer:
             self.requests_received = 0
             self.requests = []
             self.headers = []
+            self.faults_served = 0
             self.peak_in_flight = self._in_flight
 
     # ---- answering ----------------------------------------------------------------------------

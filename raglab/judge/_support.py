@@ -41,7 +41,7 @@ class _Secret:
 
 # Header and query names whose values are credentials (matched case-insensitively, as a part of the name).
 _SECRET_NAME = re.compile(r"auth|key|token|secret|passw|cookie|signature|sig$|credential", re.I)
-_MIN_SECRET = 4  # shorter values are not scrubbed (they would mangle ordinary text); see Scrubber
+_MIN_SECRET = 8  # shorter values are placeholders ("none", "EMPTY", "ollama"), not scrubbed; see Scrubber
 
 
 class Scrubber:
@@ -55,14 +55,16 @@ class Scrubber:
     credentials (``Authorization``, ``api-key``, ``X-Api-Key``, ``token``, ...), and the user and
     password of a ``base_url`` (raw, percent-decoded, and as the Basic-auth base64 pair). Each is
     also matched in its JSON-escaped forms, so an echo inside a JSON reply is caught before parsing.
-    Values shorter than 4 characters are not scrubbed (``api_key="none"`` style placeholders are
-    longer and harmless; a 3-character credential is no credential).
+    Values shorter than 8 characters are not scrubbed: they are the placeholders local servers
+    take (``api_key="none"``, ``"EMPTY"``, ``"ollama"``), and replacing them would mangle ordinary
+    words in reasons ("none of the words"). URLs are redacted by structure whatever the password's
+    length (:meth:`redact_url`), and a Basic header's base64 pair is always long enough.
 
     Examples
     --------
-    >>> scrub = Scrubber(["sk-live-123"], urls=["http://bob:pw%21x@host/v1"])
-    >>> scrub.text("Authorization: Bearer sk-live-123 from bob:pw!x")
-    'Authorization: Bearer *** from ***'
+    >>> scrub = Scrubber(["sk-live-123", "none"], urls=["http://bob:pass%21word@host/v1"])
+    >>> scrub.text("Authorization: Bearer sk-live-123 from bob:pass!word; none of it")
+    'Authorization: Bearer *** from ***; none of it'
     >>> scrub.data({"reason": ["sk-live-123"]})
     {'reason': ['***']}
     >>> Scrubber.redact_url("http://bob:secret@host:8000/v1")
