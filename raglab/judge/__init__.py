@@ -133,6 +133,13 @@ def _estimate(
     question_id, question, answer, context, reference : str, optional
         Column names to use instead of the defaults.
 
+    Returns
+    -------
+    JudgeEstimate
+        The expected calls, tokens and cost, and two bounds: ``fallback_calls`` (per-claim calls if
+        every batched verification falls back) and ``max_calls`` (moreover every claim split not yet
+        cached reaching the judge's ``max_claims``).
+
     Examples
     --------
     >>> import pandas as pd, raglab
@@ -143,6 +150,8 @@ def _estimate(
     ...     rows, metrics=["faithfulness"], prices={"input": 0.40, "output": 1.60})
     >>> est.calls, est.cached, est.cost > 0
     (2, 0, True)
+    >>> est.fallback_calls, est.max_calls     # 2 claims one by one; worst: 1 + 1 + max_claims=50
+    (2, 52)
     """
     return estimate_rows(self, rows, metrics=metrics, repeats=repeats, prices=prices,
                          columns={"question_id": question_id, "question": question, "answer": answer, "context": context, "reference": reference})

@@ -30,7 +30,13 @@ How a run works
   warn, or raise :class:`JudgeError` above ``failure_threshold`` (``errors="ignore"`` only records).
 * Every completed call is committed to the SQLite cache at once; a re-run makes no calls, and a
   killed run resumes where it stopped. Entries are validated like fresh replies when read: an
-  invalid one is a miss (called again, counted in ``RunStats.cache_invalid``).
+  invalid one is a miss (called again, counted in ``RunStats.cache_invalid``). Token usage is
+  bookkeeping, never validity: a missing, negative, huge or non-numeric count is stored as
+  unreported (-1) and counted in ``RunStats.usage_unreported``.
+* Limits: ``timeout`` is a wall-clock deadline per request (not the SDK's per-read timeout);
+  ``max_claims`` bounds the verification calls of one row; every string that comes from the
+  server passes one :class:`~raglab.judge._support.Scrubber` before it is parsed, logged, cached
+  or put in an error, so no credential the request carried can come back.
 """
 
 from __future__ import annotations
@@ -132,6 +138,8 @@ class LLMJudge:
         ``Authorization`` header leaks nothing into reasons, errors, logs or the cache).
     client : openai.AsyncOpenAI or openai.OpenAI, optional
         A client you configured yourself (proxies, Azure, headers); used with ``max_retries=0``.
+        The judge's ``timeout`` is the deadline of each request whatever the client's own timeout;
+        its credential headers (``default_headers``) are scrubbed like the key.
     temperature : float or None
         Sampling temperature (default 0.0; None sends none, for models that refuse one).
     seed : int, optional
