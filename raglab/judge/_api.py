@@ -161,8 +161,8 @@ def judge_rows(
             warn(f"rag.judge: {what}; their scores are NaN and `judge_error` says why.", UserWarning)
     good = [i for i in range(n) if i not in bad]
     results: list[list[dict[str, MetricOut]]] = [
-        [{m: MetricOut(error=bad[i], failed=True) for m in chosen} for _ in range(repeats)] if i in bad else []
-        for i in range(n)]
+        [{m: MetricOut(error=bad[i] if r == 0 else None, failed=True) for m in chosen} for r in range(repeats)]
+        if i in bad else [] for i in range(n)]  # the reason once per metric, not once per repeat
     ran = False
     if good:
         judged = judge._run([rows[i] for i in good], chosen, repeats=repeats, errors=errors, progress=progress,
