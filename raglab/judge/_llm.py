@@ -400,6 +400,7 @@ class LLMJudge:
             if client is None:
                 continue
             secrets.append(getattr(client, "api_key", None))
+            secrets.append(getattr(client, "_azure_ad_token", None))  # AzureOpenAI's static token, when given
             urls.append(getattr(client, "base_url", None))
             for name in ("_custom_headers", "default_headers", "_custom_query", "default_query"):
                 with contextlib.suppress(Exception):
