@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import sqlite3
 import subprocess
 import sys
@@ -68,7 +67,7 @@ def test_a_dripped_reply_is_cut_at_the_deadline(sync):
         assert server.requests_received == 1
     assert elapsed < 8  # a generous bound on a 2 s deadline (the drip alone lasts over 10 s)
     assert out.loc[0, "judge_error"] == "relevance: relevance call failed: timed out on 1 attempts"
-    assert math.isnan(out.loc[0, "relevance"]) if not isinstance(out.loc[0, "relevance"], type(pd.NA)) else True
+    assert pd.isna(out.loc[0, "relevance"])
 
 
 def test_a_dripped_reply_is_retried_and_the_retry_scores():
