@@ -13,7 +13,10 @@ JSON-schema ``response_format`` and come from
 
 Faults are injected for the next requests (optionally only those whose schema name contains a
 given text): HTTP errors with ``Retry-After`` (429) or without (500), malformed JSON, JSON that
-breaks the schema, and truncated replies with ``finish_reason="length"``. A request whose
+breaks the schema, truncated replies with ``finish_reason="length"``, replies dripped one byte at a
+time (:meth:`~LocalOpenAIServer.drip_next`), replies or errors that echo the request's headers
+(:meth:`~LocalOpenAIServer.echo_headers_next`, as a careless proxy does), and any ``usage`` values
+(:meth:`~LocalOpenAIServer.usage_next`: huge, negative, missing or not numbers). A request whose
 ``max_tokens`` (or ``max_completion_tokens`` / ``max_output_tokens``) is too small for the reply
 is truncated the same way. Latency is a ``time.sleep`` in the handler thread (the server is
 threaded, so it is never the bottleneck). Counters say how many requests arrived.
@@ -72,11 +75,39 @@ class Reply:
 
 @dataclass
 class _Fault:
-    kind: str  # "status" | "malformed" | "invalid" | "truncate"
+    kind: str  # "status" | "malformed" | "invalid" | "truncate" | "drip" | "echo" | "usage"
     remaining: int
     match: str | None
     status: int = 500
     retry_after: float | None = None
+    interval: float = 0.04  # drip: seconds between bytes
+    usage: dict[str, Any] = field(default_factory=dict)  # usage: the values to report
+
+_DROP = object()  # usage_next: leave the field out
+
+
+def _echo(content: str, headers: dict[str, str]) -> str:
+    """``content`` with the request's headers (credentials first) appended to every text of the JSON reply.
+
+    Verdict labels stay as they were; reasons, evidence, claims and claim copies carry the echo, as
+    a reply that quotes its request would (so a batched verification's copies no longer match).
+    """
+    ordered = sorted(headers.items(), key=lambda kv: (kv[0] not in ("authorization", "api-key", "x-api-key"), kv[0]))
+    echo = " [request headers: " + "; ".join(f"{k}: {v}" for k, v in ordered) + "]"
+
+    def walk(value: Any, key: str | None = None) -> Any:
+        if isinstance(value, str):
+            return value if key == "verdict" else value + echo
+        if isinstance(value, list):
+            return [walk(v, key) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v, k) for k, v in value.items()}
+        return value
+
+    try:
+        return json.dumps(walk(json.loads(content)))
+    except ValueError:
+        return content + echo
 
 
 def extract_section(text: str, tag: str) -> str | None:
@@ -335,7 +366,11 @@ class LocalOpenAIServer:
     peak_in_flight : int
         The most requests being answered at the same time (how much concurrency a client achieved).
     requests : list of dict
-        The JSON bodies received, in order (headers are not kept).
+        The JSON bodies received, in order.
+    headers : list of dict
+        The headers of those requests (names lower-cased), in order: tests check what was sent.
+    faults_served : int
+        Requests answered with an injected fault.
 
     Examples
     --------
@@ -382,6 +417,8 @@ class LocalOpenAIServer:
         self._faults: list[_Fault] = []
         self.requests_received = 0
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # the request headers, lower-cased names, in order
+        self.faults_served = 0
         self._in_flight = 0
         self.peak_in_flight = 0
         self._httpd: ThreadingHTTPServer | None = None
@@ -453,6 +490,32 @@ class LocalOpenAIServer:
         """Reply to the next ``n`` requests with half the content and ``finish_reason="length"``."""
         self._add(_Fault("truncate", n, match))
 
+    def drip_next(self, n: int = 1, *, interval: float = 0.04, match: str | None = None) -> None:
+        """Send the next ``n`` replies one byte every ``interval`` seconds (each read is quick; the whole is slow).
+
+        The drip stops when the client hangs up or the server stops.
+        """
+        if not interval > 0:
+            raise ValueError(f"`interval` must be > 0 seconds, got {interval!r}")
+        self._add(_Fault("drip", n, match, interval=float(interval)))
+
+    def echo_headers_next(self, n: int = 1, *, status: int = 200, match: str | None = None) -> None:
+        """Echo the request's headers (``Authorization`` included) in the next ``n`` replies.
+
+        ``status=200``: appended to the reply's free texts (reasons, evidence, claims); another
+        status: an error whose message quotes the headers.
+        """
+        self._add(_Fault("echo", n, match, status=status))
+
+    def usage_next(self, n: int = 1, *, prompt_tokens: Any = _DROP, completion_tokens: Any = _DROP,
+                   match: str | None = None) -> None:
+        """Report these ``usage`` values (any JSON value: ``10**20``, ``-5``, ``"many"``, None) in the next ``n`` replies.
+
+        A field not given is left out of ``usage``.
+        """
+        self._add(_Fault("usage", n, match, usage={"prompt_tokens": prompt_tokens,
+                                                   "completion_tokens": completion_tokens}))
+
     def _add(self, fault: _Fault) -> None:
         if fault.remaining < 1:
             raise ValueError(f"`n` must be at least 1, got {fault.remaining}")
@@ -471,6 +534,7 @@ class LocalOpenAIServer:
                     fault.remaining -= 1
                     if fault.remaining == 0:
                         self._faults.remove(fault)
+                    self.faults_served += 1
                     return fault
         return None
 
@@ -487,6 +551,8 @@ class LocalOpenAIServer:
         with self._lock:
             self.requests_received = 0
             self.requests = []
+            self.headers = []
+            self.faults_served = 0
             self.peak_in_flight = self._in_flight
 
     # ---- answering ----------------------------------------------------------------------------
@@ -510,10 +576,15 @@ class LocalOpenAIServer:
             return _error(400, "The request body is not valid JSON.", "invalid_request_error", None)
         with self._lock:
             self.requests.append(body)
+            self.headers.append(dict(headers))
         if self.latency > 0:
             time.sleep(self.latency)
         name = _schema_name(body)
         fault = self._take_fault(name)
+        if fault is not None and fault.kind == "echo" and fault.status != 200:
+            quoted = "; ".join(f"{k}: {v}" for k, v in sorted(headers.items(), key=lambda kv: kv[0] != "authorization"))
+            return _error(fault.status, f"Bad request (raglab.testing); you sent headers: {quoted}",
+                          "invalid_request_error", None)
         if fault is not None and fault.kind == "status":
             extra = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
             message = "Rate limit reached (raglab.testing)." if fault.status == 429 else "Injected server error (raglab.testing)."
@@ -535,11 +606,13 @@ class LocalOpenAIServer:
             content = json.dumps({"unexpected": True})
         elif fault is not None and fault.kind == "truncate":
             content, finish = content[: len(content) // 2], "length"
+        elif fault is not None and fault.kind == "echo":
+            content = _echo(content, headers)
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
         if isinstance(limit, int) and _approx_tokens(content) > limit:
             content, finish = content[: max(0, limit * 4)], "length"
-        prompt_tokens = _approx_tokens(_user_text(body.get("messages") or []))
-        completion_tokens = _approx_tokens(content)
+        prompt_tokens: Any = _approx_tokens(_user_text(body.get("messages") or []))
+        completion_tokens: Any = _approx_tokens(content)
         if responses_api:
             payload = _responses_payload(body, content, finish, prompt_tokens, completion_tokens, self.model)
         else:
@@ -562,7 +635,19 @@ class LocalOpenAIServer:
                     "total_tokens": prompt_tokens + completion_tokens,
                 },
             }
-        return 200, {}, json.dumps(payload).encode()
+        if fault is not None and fault.kind == "usage":
+            names = ({"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"} if responses_api
+                     else {"prompt_tokens": "prompt_tokens", "completion_tokens": "completion_tokens"})
+            usage = payload["usage"]
+            for field_name, value in fault.usage.items():
+                usage.pop(names[field_name], None)
+                if value is not _DROP:
+                    usage[names[field_name]] = value
+            usage.pop("total_tokens", None)
+        encoded = json.dumps(payload).encode()
+        if fault is not None and fault.kind == "drip":
+            return 200, {}, encoded, fault.interval
+        return 200, {}, encoded
 
 
 def _responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:
@@ -633,7 +718,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
         return
 
-    def _send(self, status: int, headers: dict[str, str], payload: bytes) -> None:
+    def _send(self, status: int, headers: dict[str, str], payload: bytes, drip: float | None = None) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -641,7 +726,17 @@ class _Handler(BaseHTTPRequestHandler):
             for key, value in headers.items():
                 self.send_header(key, value)
             self.end_headers()
-            self.wfile.write(payload)
+            if drip is None:
+                self.wfile.write(payload)
+                return
+            self.wfile.flush()
+            for i in range(len(payload)):  # one byte at a time: every read is quick, the reply is not
+                if self.owner._httpd is None:  # the server stopped: stop dripping
+                    self.close_connection = True
+                    return
+                self.wfile.write(payload[i:i + 1])
+                self.wfile.flush()
+                time.sleep(drip)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (cancelled run): not an error here
             self.close_connection = True
 

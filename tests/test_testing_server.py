@@ -181,3 +181,28 @@ def test_server_process_and_repr_and_errors():
     with pytest.raises(ValueError, match="at least 1"):
         server.fail_next(0)
     assert extract_section("<x>\na\n</x>", "y") is None
+
+
+def test_hostile_faults_echo_headers_report_any_usage_and_drip():
+    with LocalOpenAIServer() as server:
+        client = _client(server, api_key="sk-echo-me-123")
+        server.echo_headers_next(1)
+        server.usage_next(1, prompt_tokens=10**20, completion_tokens=-4)
+        server.usage_next(1, prompt_tokens="many")
+        server.echo_headers_next(1, status=400)
+        echoed = json.loads(_ask(client, "<answer>\nParis is big.\n</answer>").choices[0].message.content)
+        raw = client.chat.completions.with_raw_response.create(
+            model="m", messages=[{"role": "user", "content": "<answer>\nParis is big.\n</answer>"}],
+            response_format=_format("raglab_claims"))
+        huge = json.loads(raw.text)["usage"]
+        missing = json.loads(client.chat.completions.with_raw_response.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], response_format=_format("raglab_claims")).text)["usage"]
+        with pytest.raises(openai.BadRequestError, match="authorization: Bearer sk-echo-me-123"):
+            _ask(client, "hi")
+        assert server.faults_served == 4 and server.headers[0]["authorization"] == "Bearer sk-echo-me-123"
+        server.drip_next(1, interval=0.002)
+        slow = _ask(client, "<answer>\nParis is big.\n</answer>")  # arrives whole, a byte at a time
+    assert echoed["claims"][0].startswith("Paris is big. [request headers: authorization: Bearer sk-echo-me-123;")
+    assert huge == {"prompt_tokens": 10**20, "completion_tokens": -4}
+    assert missing == {"prompt_tokens": "many"}
+    assert json.loads(slow.choices[0].message.content) == {"claims": ["Paris is big."]}

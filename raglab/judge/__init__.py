@@ -76,7 +76,7 @@ import pandas as pd
 try:  # pydantic (the judge extra) is imported by the modules below
     from raglab.judge._api import DEFAULT_METRICS, JudgeEstimate, estimate_rows, judge_rows, judge_table
     from raglab.judge._base import METRICS, JudgeError
-    from raglab.judge._cache import CallCache, MemoryCache
+    from raglab.judge._cache import CacheBusyError, CallCache, MemoryCache
     from raglab.judge._lexical import LexicalJudge
     from raglab.judge._llm import LLMJudge, RunStats
     from raglab.judge._noise import JudgeNoise, judge_noise
@@ -95,6 +95,7 @@ __all__ = [
     "JudgeEstimate",
     "JudgeNoise",
     "CallCache",
+    "CacheBusyError",
     "MemoryCache",
     "RunStats",
     "METRICS",
@@ -132,6 +133,13 @@ def _estimate(
     question_id, question, answer, context, reference : str, optional
         Column names to use instead of the defaults.
 
+    Returns
+    -------
+    JudgeEstimate
+        The expected calls, tokens and cost, and two bounds: ``fallback_calls`` (per-claim calls if
+        every batched verification falls back) and ``max_calls`` (moreover every claim split not yet
+        cached reaching the judge's ``max_claims``).
+
     Examples
     --------
     >>> import pandas as pd, raglab
@@ -142,6 +150,8 @@ def _estimate(
     ...     rows, metrics=["faithfulness"], prices={"input": 0.40, "output": 1.60})
     >>> est.calls, est.cached, est.cost > 0
     (2, 0, True)
+    >>> est.fallback_calls, est.max_calls     # 2 claims one by one; worst: 1 + 1 + max_claims=50
+    (2, 52)
     """
     return estimate_rows(self, rows, metrics=metrics, repeats=repeats, prices=prices,
                          columns={"question_id": question_id, "question": question, "answer": answer, "context": context, "reference": reference})

@@ -13,8 +13,10 @@ import pandas as pd
 from raglab._meta import carry_meta, get_meta, set_meta
 from raglab._results import ResultBase, jsonable
 from raglab._rowtable import RowTableError, validate_rows
+from raglab._validation import warn
 from raglab.judge._base import (
     METRICS,
+    MetricOut,
     RowInputs,
     assemble,
     check_errors_option,
@@ -22,6 +24,7 @@ from raglab.judge._base import (
     check_progress,
     check_repeats,
     context_or_none,
+    input_problem,
     join_errors,
     text_or_none,
 )
@@ -77,6 +80,7 @@ def judge_rows(
     progress: bool = True,
     ci: float = 0.95,
     ids: Sequence[Any] | None = None,
+    _names: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """Judge answers without a row table; returns the judge's output columns (one row per answer).
 
@@ -105,6 +109,10 @@ def judge_rows(
         Level of the sampling interval reported with judge noise.
     ids : sequence, optional
         Row labels used in error messages (e.g. question ids).
+
+    A row whose text cannot be sent at all (not valid Unicode: a lone surrogate) is not judged:
+    its scores are NaN and ``judge_error`` names the column, passage and position; the other rows
+    are judged (``errors="raise"`` raises :class:`RowTableError` before any call instead).
 
     Returns
     -------
@@ -142,15 +150,34 @@ def judge_rows(
                 raise ValueError(f"judge_rows: metric {metric!r} needs `{needed}s`; pass {needed}s=[...]")
     rows = _row_objects(columns, n)
     labels = [str(i) for i in range(n)] if ids is None else [repr(v) for v in _as_list(ids, n, "ids") or []]
-    results = judge._run(rows, chosen, repeats=repeats, errors=errors, progress=progress, labels=labels)
+    # The one place where a row's bad input becomes that row's judge_error (the others are judged).
+    bad = {i: problem for i, row in enumerate(rows) if (problem := input_problem(row, _names)) is not None}
+    if bad:
+        first = next(iter(bad))
+        what = f"{len(bad)} of {n} rows cannot be sent to the judge (first: row {labels[first]}: {bad[first]})"
+        if errors == "raise":
+            raise RowTableError(f"judge: {what}. Fix or drop those rows, or pass errors='warn' to judge the others.")
+        if errors == "warn":
+            warn(f"rag.judge: {what}; their scores are NaN and `judge_error` says why.", UserWarning)
+    good = [i for i in range(n) if i not in bad]
+    results: list[list[dict[str, MetricOut]]] = [
+        [{m: MetricOut(error=bad[i] if r == 0 else None, failed=True) for m in chosen} for r in range(repeats)]
+        if i in bad else [] for i in range(n)]  # the reason once per metric, not once per repeat
+    ran = False
+    if good:
+        judged = judge._run([rows[i] for i in good], chosen, repeats=repeats, errors=errors, progress=progress,
+                            labels=[labels[i] for i in good])
+        for i, out in zip(good, judged):
+            results[i] = out
+        ran = True
     frame = assemble(results, chosen, repeats)
     record = {**judge.record(), "metrics": list(chosen)}
     if repeats > 1:
         record["repeats"] = repeats
         record["noise"] = noise_from_results(results, chosen, ci=ci).to_dict()
     last = getattr(judge, "last_run", None)
-    if last is not None:
-        record["run"] = last.to_dict()
+    if last is not None and ran:
+        record["run"] = {**last.to_dict(), "rows_unsendable": len(bad)}
     set_meta(frame, {"judge": record})
     return frame
 
@@ -295,6 +322,7 @@ def judge_frame(
         progress=progress,
         ci=ci,
         ids=ids,
+        _names={role: resolved[role] for role in ("question", "answer", "context", "reference") if role in resolved},
     )
     result = df.copy()
     carry_meta(df, result)
@@ -338,6 +366,14 @@ class JudgeEstimate(ResultBase):
     kind); the number of verification calls per claim is exact once the claim split is cached,
     else guessed from the answer's sentences. ``cached`` counts calls already in the cache, which
     a run will not make again. ``cost`` is None without a price table.
+
+    The figures above are the expected run. Two bounds say how far a claims metric can go beyond
+    it: ``fallback_calls`` are the per-claim calls made if every batched verification still to make
+    fails to bind one verdict to each claim (each is then redone one claim per call), and
+    ``max_calls`` is the most calls the run can make, where moreover every claim split not yet
+    cached reaches the judge's ``max_claims`` (longer splits are not verified). Retries of a call
+    (HTTP errors, malformed replies) are requests, not calls, and are in neither figure.
+    ``rows_unsendable`` rows hold text that cannot be sent (see :func:`judge_rows`): no calls.
     """
 
     rows: int
@@ -348,6 +384,10 @@ class JudgeEstimate(ResultBase):
     cost: float | None
     currency: str
     by_kind: pd.DataFrame
+    fallback_calls: int = 0
+    max_calls: int = 0
+    max_claims: int | None = None
+    rows_unsendable: int = 0
 
     @property
     def new_calls(self) -> int:
@@ -359,9 +399,15 @@ class JudgeEstimate(ResultBase):
 
     def __repr__(self) -> str:
         cost = "" if self.cost is None else f", about {self.cost:.4g} {self.currency}"
+        bound = ""
+        if self.max_calls > self.new_calls:
+            cap = "" if self.max_claims is None else f" and claim splits reach max_claims={self.max_claims}"
+            bound = (f"; up to {self.max_calls} new calls if batched verifications fall back to one call per claim "
+                     f"(+{self.fallback_calls}){cap}")
+        skipped = f"; {self.rows_unsendable} rows cannot be sent" if self.rows_unsendable else ""
         return (
             f"JudgeEstimate({self.rows} rows: {self.calls} calls ({self.cached} already cached, {self.new_calls} to make), "
-            f"~{self.prompt_tokens:,} prompt + ~{self.completion_tokens:,} completion tokens to spend{cost})"
+            f"~{self.prompt_tokens:,} prompt + ~{self.completion_tokens:,} completion tokens to spend{cost}{bound}{skipped})"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -369,7 +415,9 @@ class JudgeEstimate(ResultBase):
         return jsonable({
             "rows": self.rows, "calls": self.calls, "cached": self.cached, "new_calls": self.new_calls,
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "cost": self.cost,
-            "currency": self.currency, "by_kind": self.by_kind.to_dict(orient="records"),
+            "currency": self.currency, "fallback_calls": self.fallback_calls, "max_calls": self.max_calls,
+            "max_claims": self.max_claims, "rows_unsendable": self.rows_unsendable,
+            "by_kind": self.by_kind.to_dict(orient="records"),
         })
 
     def _title(self) -> str:
@@ -404,14 +452,23 @@ def estimate_rows(
     n = len(df)
     rows = _row_objects(data, n)
     table: dict[str, list[int]] = {}
+    beyond = [0, 0]  # new calls of tier 1 (fallbacks) and tier 2 (claim splits reaching max_claims)
+    unsendable = 0
     for row in rows:
+        if input_problem(row) is not None:
+            unsendable += 1
+            continue
         for repeat in range(repeats):
             seen = set()
-            for kind, inputs, known in judge._estimate_calls(row, chosen, repeat):
+            for kind, inputs, known, tier in judge._estimate_calls(row, chosen, repeat):
                 key = judge.call_key(kind, inputs, repeat)
                 if key in seen:
                     continue
                 seen.add(key)
+                if tier > 0:
+                    if not (known and _valid_entry(kind, inputs, judge.cache.get(key)) is not None):
+                        beyond[tier - 1] += 1
+                    continue
                 stats = table.setdefault(kind, [0, 0, 0, 0])
                 stats[0] += 1
                 if known and _valid_entry(kind, inputs, judge.cache.get(key)) is not None:
@@ -434,10 +491,15 @@ def estimate_rows(
                         "completion_tokens": c_tokens, "cost": cost})
     by_kind = pd.DataFrame(records, columns=["kind", "calls", "cached", "prompt_tokens", "completion_tokens", "cost"])
     total_cost = None if prompt_price is None else float(sum(r["cost"] for r in records))
+    calls, cached = int(by_kind["calls"].sum()), int(by_kind["cached"].sum())
     return JudgeEstimate(
         rows=n,
-        calls=int(by_kind["calls"].sum()),
-        cached=int(by_kind["cached"].sum()),
+        calls=calls,
+        cached=cached,
+        fallback_calls=beyond[0],
+        max_calls=calls - cached + beyond[0] + beyond[1],
+        max_claims=getattr(judge, "max_claims", None),
+        rows_unsendable=unsendable,
         prompt_tokens=int(by_kind["prompt_tokens"].sum()),
         completion_tokens=int(by_kind["completion_tokens"].sum()),
         cost=total_cost,

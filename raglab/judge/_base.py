@@ -95,6 +95,38 @@ class MetricOut:
     calls: dict[str, tuple[int, int]] = field(default_factory=dict)  # call key -> (prompt, completion) tokens
 
 
+def input_problem(row: RowInputs, names: Mapping[str, str] | None = None) -> str | None:
+    """Why ``row`` cannot be sent to a judge at all, or None: the one check of a row's texts.
+
+    A text that is not valid Unicode (a lone surrogate such as ``"\\ud800"``, typically from bytes
+    decoded with ``errors="surrogateescape"``) cannot be written as UTF-8 JSON, so no request, cache
+    key or file can hold it. :func:`raglab.judge.judge_rows` turns the answer into that row's
+    ``judge_error`` (naming the column, the passage and the position) and judges the other rows.
+
+    Examples
+    --------
+    >>> input_problem(RowInputs(answer="ok"))
+    >>> input_problem(RowInputs(answer="ok", context=["fine", "bad \\ud800 text"]), {"context": "ctx"})
+    "column 'ctx', passage 2: the text is not valid Unicode at position 4 ('\\\\ud800', a lone surrogate); it cannot be sent to the judge: fix or drop it"
+    """
+    for role in ("question", "answer", "context", "reference"):
+        value = getattr(row, role)
+        texts = value if isinstance(value, list) else [value]
+        for k, text in enumerate(texts):
+            if not isinstance(text, str):
+                continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                name = (names or {}).get(role) or role
+                passage = f", passage {k + 1}" if isinstance(value, list) else ""
+                bad = text[exc.start:exc.end]
+                kind = "a lone surrogate" if all(0xD800 <= ord(c) <= 0xDFFF for c in bad) else exc.reason
+                return (f"column {name!r}{passage}: the text is not valid Unicode at position {exc.start} "
+                        f"({ascii(bad)}, {kind}); it cannot be sent to the judge: fix or drop it")
+    return None
+
+
 def check_metrics(metrics: Sequence[str] | str) -> list[str]:
     """Validate ``metrics`` (a name or a list of names) and return them as a list without repeats."""
     if isinstance(metrics, str):

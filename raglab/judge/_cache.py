@@ -4,7 +4,13 @@ Keys are ``sha256(fingerprint, call kind, exact inputs, repeat index)`` computed
 a change of model, prompt, schema, temperature or seed misses the cache and a re-run of the same
 judge on the same rows makes no calls. Each completed call is committed on its own (autocommit),
 so a run killed half way (even with SIGKILL) keeps every call that finished. Only the parsed reply
-and its token usage are stored: never a request header, never the API key.
+(scrubbed of credentials by the judge) and its token usage are stored: never a request header,
+never the API key.
+
+Several processes may share one cache. A read or write waits up to ``busy_timeout`` seconds
+(default 30) for another process's write to finish; if the cache is still held then,
+:class:`CacheBusyError` says so. A busy cache is healthy: its stored calls are never at risk, and
+nothing advises deleting it.
 """
 
 from __future__ import annotations
@@ -17,7 +23,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CallCache", "MemoryCache", "open_cache"]
+from raglab.judge._base import JudgeError
+
+__all__ = ["CallCache", "CacheBusyError", "MemoryCache", "open_cache"]
+
+
+class CacheBusyError(JudgeError):
+    """The judge cache stayed locked by another process (or connection) for longer than ``busy_timeout``.
+
+    The cache is healthy: its stored calls are kept. Wait for the other run to finish and re-run.
+    """
+
+
+def _is_busy(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _FILE_NAME = "judge-cache.sqlite3"
@@ -74,6 +94,9 @@ class CallCache:
     ----------
     path : str or path-like
         A ``.db``/``.sqlite``/``.sqlite3`` file, or a folder that will hold ``judge-cache.sqlite3``.
+    busy_timeout : float
+        Seconds a read or write waits for another process that holds the cache's lock (default 30);
+        then :class:`CacheBusyError` (the cache is busy, not broken: nothing stored is lost).
 
     A judge opens one from its ``cache=`` path; pass a ``CallCache`` (``LLMJudge(..., cache=cache)``)
     to share one between judges, or to count and clear stored calls.
@@ -94,24 +117,30 @@ class CallCache:
     >>> cache.close()
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
+        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) or not 0 <= busy_timeout < 1e6:
+            raise ValueError(f"`busy_timeout` must be a number of seconds >= 0, but {busy_timeout!r} was passed.")
+        self.busy_timeout = float(busy_timeout)
         path = Path(path).expanduser()
         if path.suffix.lower() not in _SQLITE_SUFFIXES:
             path = path / _FILE_NAME
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+        # One wait, stated once: sqlite's busy handler (the connect timeout sets the same handler).
+        self._conn = sqlite3.connect(str(path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
         try:
+            self._conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
             self._conn.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode: a committed call survives the process being killed (it may be
             # lost only on power failure), at a fraction of FULL's cost.
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA busy_timeout=30000")
             self._conn.execute(_SCHEMA)
             columns = [row[1] for row in self._conn.execute("PRAGMA table_info(calls)")]
         except sqlite3.DatabaseError as exc:
             self._conn.close()
+            if _is_busy(exc):
+                raise self._busy(exc) from None
             raise ValueError(
                 f"the judge cache {str(path)!r} is not a usable SQLite database ({exc}); "
                 "delete it or pass another cache= path"
@@ -123,10 +152,21 @@ class CallCache:
                 f"expected {_COLUMNS}); pass another cache= path, or delete the file if it is a stale judge cache"
             )
 
-    def _error(self, exc: Exception) -> ValueError:
+    def _busy(self, exc: Exception) -> CacheBusyError:
+        return CacheBusyError(
+            f"the judge cache {str(self.path)!r} is busy: another process (or connection) held its lock for more than "
+            f"busy_timeout={self.busy_timeout:g}s ({exc}). The cache is healthy and keeps every stored call; wait for "
+            "the other run to finish and re-run (completed calls are not made again), or open it with "
+            "CallCache(path, busy_timeout=...) to wait longer."
+        )
+
+    def _error(self, exc: Exception) -> Exception:
+        if _is_busy(exc):
+            return self._busy(exc)
         return ValueError(
-            f"the judge cache {str(self.path)!r} cannot be read or written ({type(exc).__name__}: {exc}); it may be "
-            "corrupted: delete it (its calls will be made again) or pass another cache= path"
+            f"the judge cache {str(self.path)!r} cannot be read or written ({type(exc).__name__}: {exc}). Its stored "
+            "calls are kept in the file: check the disk (space, permissions), or pass another cache= path to go on "
+            "without it"
         )
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -161,25 +201,29 @@ class CallCache:
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
 
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[Any, int]:
+        """Run one statement: (its first row, its row count)."""
+        try:
+            with self._lock:
+                cur = self._conn.execute(sql, params)
+                return cur.fetchone(), int(cur.rowcount)
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+
     def __len__(self) -> int:
-        with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        return int(self._execute("SELECT COUNT(*) FROM calls")[0][0])
 
     def count(self, fingerprint: str | None = None) -> int:
         """Stored calls (of one judge fingerprint when given)."""
         if fingerprint is None:
             return len(self)
-        with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM calls WHERE fingerprint = ?", (fingerprint,)).fetchone()[0])
+        return int(self._execute("SELECT COUNT(*) FROM calls WHERE fingerprint = ?", (fingerprint,))[0][0])
 
     def clear(self, fingerprint: str | None = None) -> int:
         """Delete stored calls (of one fingerprint, or all); returns how many were deleted."""
-        with self._lock:
-            if fingerprint is None:
-                cur = self._conn.execute("DELETE FROM calls")
-            else:
-                cur = self._conn.execute("DELETE FROM calls WHERE fingerprint = ?", (fingerprint,))
-        return int(cur.rowcount)
+        if fingerprint is None:
+            return self._execute("DELETE FROM calls")[1]
+        return self._execute("DELETE FROM calls WHERE fingerprint = ?", (fingerprint,))[1]
 
     def close(self) -> None:
         with self._lock:

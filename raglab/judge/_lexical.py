@@ -246,5 +246,5 @@ class LexicalJudge:
                 per_metric[metric] = self._label_metric(rows, spec)
         return [[{m: per_metric[m][i] for m in metrics} for _ in range(repeats)] for i in range(len(rows))]
 
-    def _estimate_calls(self, row: RowInputs, metrics: Sequence[str], repeat: int) -> list[tuple[str, dict[str, Any], bool]]:
+    def _estimate_calls(self, row: RowInputs, metrics: Sequence[str], repeat: int) -> list[tuple[str, dict[str, Any], bool, int]]:
         return []

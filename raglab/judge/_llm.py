@@ -30,12 +30,19 @@ How a run works
   warn, or raise :class:`JudgeError` above ``failure_threshold`` (``errors="ignore"`` only records).
 * Every completed call is committed to the SQLite cache at once; a re-run makes no calls, and a
   killed run resumes where it stopped. Entries are validated like fresh replies when read: an
-  invalid one is a miss (called again, counted in ``RunStats.cache_invalid``).
+  invalid one is a miss (called again, counted in ``RunStats.cache_invalid``). Token usage is
+  bookkeeping, never validity: a missing, negative, huge or non-numeric count is stored as
+  unreported (-1) and counted in ``RunStats.usage_unreported``.
+* Limits: ``timeout`` is a wall-clock deadline per request (not the SDK's per-read timeout);
+  ``max_claims`` bounds the verification calls of one row; every string that comes from the
+  server passes one :class:`~raglab.judge._support.Scrubber` before it is parsed, logged, cached
+  or put in an error, so no credential the request carried can come back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import contextlib
 import inspect
@@ -50,6 +57,7 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from raglab._optional import import_optional
 from raglab._validation import check_option, warn
@@ -81,6 +89,7 @@ from raglab.judge._replies import (  # noqa: F401  (re-exported: tests and the t
 from raglab.judge._schemas import BATCHED_KINDS, SCHEMAS, json_schema, schema_hash
 from raglab.judge._support import (  # noqa: F401
     RunStats,
+    Scrubber,
     _CallFailed,
     _Fatal,
     _LoopThread,
@@ -89,6 +98,7 @@ from raglab.judge._support import (  # noqa: F401
     _retry_after,
     _Secret,
     _Unbound,
+    plausible_tokens,
 )
 
 __all__ = ["LLMJudge", "RunStats"]
@@ -115,11 +125,21 @@ class LLMJudge:
         The judge model (pinned in the fingerprint; use a dated snapshot for reproducible runs).
     base_url : str, optional
         Any OpenAI-compatible server (vLLM, Ollama, llama.cpp server, a proxy); default OpenAI.
+        A user and password in it (``http://user:pw@host/v1``) are sent but never shown: ``repr``,
+        errors and the ``base_url`` attribute show ``***@host``, and the fingerprint leaves them out
+        (like the API key, credentials say who pays, not which judge answers: one model on one
+        server is one judge whoever calls it).
     api_key : str, optional
         Defaults to ``OPENAI_API_KEY``. A server that needs none still wants a value: pass
-        ``api_key="none"``. The key is never written to the cache, the results, attrs or reprs.
+        ``api_key="none"``. The key is never written to the cache, the results, attrs or reprs:
+        every string derived from a request or a reply passes one scrubber
+        (:class:`raglab.judge._support.Scrubber`) that replaces the key, the client's credential
+        headers and the user and password of ``base_url`` with ``***`` (so a server that echoes the
+        ``Authorization`` header leaks nothing into reasons, errors, logs or the cache).
     client : openai.AsyncOpenAI or openai.OpenAI, optional
         A client you configured yourself (proxies, Azure, headers); used with ``max_retries=0``.
+        The judge's ``timeout`` is the deadline of each request whatever the client's own timeout;
+        its credential headers (``default_headers``) are scrubbed like the key.
     temperature : float or None
         Sampling temperature (default 0.0; None sends none, for models that refuse one).
     seed : int, optional
@@ -143,7 +163,17 @@ class LLMJudge:
     max_format_retries : int
         Attempts after the first for malformed, schema-breaking or truncated replies (default 2).
     timeout : float
-        Seconds per request.
+        Wall-clock deadline in seconds for each request, from sending it to the last byte of the reply
+        (a reply that arrives too slowly, even one byte at a time, is cut off at the deadline and
+        retried as a timeout). With a sync ``OpenAI`` client the judge stops waiting at the
+        deadline; the client's worker thread finishes the read on its own (its own ``timeout`` bounds
+        each read, not the whole reply).
+    max_claims : int
+        Most claims one answer (or reference) may be split into (default 50). A claim split longer
+        than this is not verified: the row keeps its claims, its score is NaN and ``judge_error``
+        says so (and the run counts it as failed), instead of one call per claim without bound.
+        Pass a larger value to verify it (the claim split is cached, so only the verification is
+        made). :meth:`estimate` counts up to ``max_claims`` verification calls in its worst case.
     backoff, max_backoff : float
         Exponential backoff base and cap in seconds (jittered: a wait is uniform between half and
         all of ``min(max_backoff, backoff * 2**attempt)``).
@@ -194,6 +224,7 @@ class LLMJudge:
         max_backoff: float = 30.0,
         max_retry_after: float = 120.0,
         failure_threshold: float = 0.5,
+        max_claims: int = 50,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError(f"`model` must be a non-empty string, but {model!r} was passed.")
@@ -219,7 +250,8 @@ class LLMJudge:
             raise ValueError(f"`base_url` must be an http(s) URL such as 'http://localhost:8000/v1', but {base_url!r} was passed.")
         for name, value, low in (("max_concurrency", max_concurrency, 1), ("max_tokens", max_tokens, 1),
                                  ("max_tokens_limit", max_tokens_limit, 1),
-                                 ("max_retries", max_retries, 0), ("max_format_retries", max_format_retries, 0)):
+                                 ("max_retries", max_retries, 0), ("max_format_retries", max_format_retries, 0),
+                                 ("max_claims", max_claims, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"`{name}` must be an integer >= {low}, but {value!r} was passed.")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
@@ -227,7 +259,10 @@ class LLMJudge:
         if client is not None and (api_key is not None or base_url is not None):
             raise ValueError("pass either `client=` or `base_url=`/`api_key=`, not both (configure the client instead)")
         self.model = model
-        self.base_url = base_url
+        #: The server URL as shown (a user and password in it are ``***``); the real one is kept secret.
+        self.base_url = Scrubber.redact_url(base_url)
+        self._base_url = _Secret(base_url) if base_url is not None else None
+        self.max_claims = max_claims
         self.temperature = None if temperature is None else float(temperature)
         self.seed = seed
         self.max_concurrency = max_concurrency
@@ -275,7 +310,7 @@ class LLMJudge:
     @property
     def endpoint(self) -> str:
         """The normalised server URL (part of the judge's identity: one model name on two servers is two judges)."""
-        url = self.base_url
+        url = self._base_url.get() if self._base_url is not None else None
         if url is None and self._client_arg is not None:
             url = getattr(self._client_arg, "base_url", None)
         if url is None:
@@ -310,6 +345,7 @@ class LLMJudge:
             "schema_hash": schema_hash(),
             "claim_splitting": "llm",
             "verification": self.verify,
+            "max_claims": self.max_claims,
             "raglab_version": __version__,
         }
 
@@ -351,22 +387,30 @@ class LLMJudge:
                 self._resources["loop"] = _LoopThread()
             return self._resources["loop"]
 
-    def _secrets(self) -> list[str]:
-        found = []
+    def _scrubber(self) -> Scrubber:
+        """The one scrubber for every string derived from a request or reply (see :class:`Scrubber`)."""
+        secrets: list[Any] = [os.environ.get("OPENAI_API_KEY")]
         if self._api_key is not None:
-            found.append(self._api_key.get())
-        key = getattr(self._client, "api_key", None)
-        if isinstance(key, str):
-            found.append(key)
-        env = os.environ.get("OPENAI_API_KEY")
-        if env:
-            found.append(env)
-        return [s for s in found if s and len(s) >= 6]
+            secrets.append(self._api_key.get())
+        urls: list[Any] = [os.environ.get("OPENAI_BASE_URL")]
+        if self._base_url is not None:
+            urls.append(self._base_url.get())
+        headers: list[Any] = []
+        for client in (self._client_arg, self._resources["client"]):
+            if client is None:
+                continue
+            secrets.append(getattr(client, "api_key", None))
+            secrets.append(getattr(client, "_azure_ad_token", None))  # AzureOpenAI's static token, when given
+            urls.append(getattr(client, "base_url", None))
+            for name in ("_custom_headers", "default_headers", "_custom_query", "default_query"):
+                with contextlib.suppress(Exception):
+                    value = getattr(client, name, None)
+                    if isinstance(value, Mapping):
+                        headers.append(value)
+        return Scrubber(secrets, urls=urls, headers=headers)
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets():
-            text = text.replace(secret, "***")
-        return text
+        return self._scrubber().text(text)
 
     def _get_client(self) -> Any:
         if self._resources["client"] is not None:
@@ -391,7 +435,9 @@ class LLMJudge:
                     "(for a local server that needs none, pass api_key='none'). To run without a model, use "
                     "raglab.judge.LexicalJudge()."
                 )
-            client = openai.AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout)
+            base_url, headers = _userinfo_as_header(self._base_url.get() if self._base_url is not None else None)
+            client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=self.timeout,
+                                        default_headers=headers)
             self._client_is_async = True
             self._resources["owned_client"] = True
         self._resources["client"] = client
@@ -465,8 +511,8 @@ class LLMJudge:
             raise
         except _Fatal as exc:
             raise JudgeError(self._scrub(str(exc))) from None
-        except JudgeError as exc:
-            raise JudgeError(self._scrub(str(exc))) from None
+        except JudgeError as exc:  # keeps its class (e.g. CacheBusyError)
+            raise type(exc)(self._scrub(str(exc))) from None
         finally:
             stats.seconds = time.perf_counter() - started
             _close_bar(bar, shown_at)
@@ -503,37 +549,63 @@ class LLMJudge:
              "Re-run to retry them (completed calls are cached), or pass errors='ignore' to silence this.",
              UserWarning)
 
-    def _estimate_calls(self, row: RowInputs, metrics: Sequence[str], repeat: int) -> list[tuple[str, dict[str, Any], bool]]:
-        """The calls one row needs: (kind, inputs, known) where known=False means the inputs depend on a reply."""
+    def _estimate_calls(self, row: RowInputs, metrics: Sequence[str],
+                        repeat: int) -> list[tuple[str, dict[str, Any], bool, int]]:
+        """The calls one row needs: (kind, inputs, known, tier).
+
+        ``known=False`` means the inputs depend on a reply not yet cached (the claim split is guessed
+        from the answer's sentences). ``tier`` 0: calls the run is expected to make; 1: the per-claim
+        calls a batched verification falls back to when its reply does not bind one verdict to each
+        claim; 2: the further calls of the worst case, where a claim split not yet known reaches
+        ``max_claims`` (placeholder claims). A claim split longer than ``max_claims`` is not verified.
+        """
         from raglab.tripwires import content_words, split_sentences
 
-        calls: list[tuple[str, dict[str, Any], bool]] = []
+        calls: list[tuple[str, dict[str, Any], bool, int]] = []
+        cap = self.max_claims
+        batched = self.verify == "batched"
         for name in metrics:
             spec = JUDGE_METRICS[name]
             if spec.shape == "label":
                 plan = label_plan(spec, row)
                 if isinstance(plan, dict):
-                    calls.append((spec.call, plan, True))
+                    calls.append((spec.call, plan, True, 0))
             elif spec.shape == "items":
                 plan = items_plan(spec, row)
                 if isinstance(plan, list):
-                    calls.extend((spec.call, inputs, True) for inputs in plan)
+                    calls.extend((spec.call, inputs, True, 0) for inputs in plan)
             else:
                 plan = claim_plan(spec, row)
                 if isinstance(plan, str):
                     continue
                 claim_inputs, source, base = plan
-                calls.append(("claims", claim_inputs, True))
+                calls.append(("claims", claim_inputs, True, 0))
                 hit = _valid_entry("claims", claim_inputs, self.cache.get(self.call_key("claims", claim_inputs, repeat)))
                 claims = _clean_claims(hit["reply"].get("claims")) if hit is not None else None
-                guess = claims if claims is not None else [
-                    s for s in split_sentences(claim_inputs["answer"]) if content_words(s)]
-                if not guess or (source == "context" and base["context"] == EMPTY_CONTEXT):
+                known = claims is not None
+                guess = claims if known else [s for s in split_sentences(claim_inputs["answer"]) if content_words(s)]
+                if source == "context" and base["context"] == EMPTY_CONTEXT:
                     continue
-                if self.verify == "batched" and len(guess) > 1:
-                    calls.append((f"verify_{source}", {**base, "claims": guess}, claims is not None))
-                else:
-                    calls.extend((f"verify_{source}_one", {**base, "claim": c}, claims is not None) for c in guess)
+                made = 0
+                if guess and len(guess) <= cap:
+                    one = [(f"verify_{source}_one", {**base, "claim": c}, known) for c in guess]
+                    if batched and len(guess) > 1:
+                        many = (f"verify_{source}", {**base, "claims": guess}, known)
+                        calls.append((*many, 0))
+                        verdicts = (_valid_entry(many[0], many[1], self.cache.get(self.call_key(many[0], many[1], repeat)))
+                                    if known else None)
+                        unbound = verdicts is not None and UNBOUND in verdicts["reply"]
+                        if verdicts is None or unbound:  # a known misbinding: the per-claim calls will be made
+                            calls.extend((*c, 0 if unbound else 1) for c in one)
+                        made = 1 + len(one)
+                    else:
+                        calls.extend((*c, 0) for c in one)
+                        made = len(one)
+                if not known:  # the worst case: the split reaches max_claims and every batch falls back
+                    worst = (1 if batched and cap > 1 else 0) + cap
+                    size = max(1, round(sum(map(len, guess)) / len(guess))) if guess else 40
+                    calls.extend((f"verify_{source}_one", {**base, "claim": f"<unknown claim {k} {'x' * size}>"}, False, 2)
+                                 for k in range(max(0, worst - made)))
         return calls
 
 
@@ -586,6 +658,7 @@ class _Run:
         self.semaphore: asyncio.Semaphore | None = None
         self.resume_at = 0.0
         self.rng = random.Random(judge.seed)
+        self.scrub = judge._scrubber()  # every string from the server passes it before any use
 
     # ---- the whole run ------------------------------------------------------------------------
     async def all(self, rows: Sequence[RowInputs], metrics: Sequence[str], repeats: int) -> list[list[dict[str, MetricOut]]]:
@@ -636,7 +709,7 @@ class _Run:
                 await self.label_metric(spec, row, repeat, out)
         except _CallFailed as exc:
             out.score = None
-            out.error = self.judge._scrub(str(exc))
+            out.error = self.scrub.text(str(exc))
             out.failed = True
         return out
 
@@ -655,6 +728,13 @@ class _Run:
             out.verdicts, out.reasons = [], []
             out.error = REASON_NO_CLAIMS if spec.claims_of == "answer" else REASON_NO_REFERENCE_CLAIMS
             return
+        if len(claims) > self.judge.max_claims:  # bounded work per row: never one call per claim without limit
+            self.stats.claims_over_cap += 1
+            what = "answer" if spec.claims_of == "answer" else "reference answer"
+            out.error = (f"the {what} was split into {len(claims)} claims, more than max_claims={self.judge.max_claims}: "
+                         "not verified (pass a larger max_claims= to verify them; the claim split is cached)")
+            out.failed = True
+            return
         if source_kind == "context" and base["context"] == EMPTY_CONTEXT:
             self._unsupported(out)
             return
@@ -665,7 +745,7 @@ class _Run:
                 items = reply["verdicts"]
             except _Unbound as exc:  # the model does not bind verdicts to claims here: one call per claim
                 self.stats.fallbacks += 1
-                log.info("verifying claims one by one: %s", exc)
+                log.info("verifying claims one by one: %s", self.scrub.text(str(exc)))
         if items is None:
             items = await asyncio.gather(
                 *(self.call(f"verify_{source_kind}_one", {**base, "claim": c}, repeat, out) for c in claims)
@@ -729,9 +809,12 @@ class _Run:
                         entry = await self.request(kind, inputs, repeat)
                     except _Unbound as exc:
                         # Remember it: a warm re-run goes straight to the per-claim calls.
-                        entry = {"reply": {UNBOUND: str(exc)}, "prompt_tokens": exc.tokens[0],
+                        entry = {"reply": {UNBOUND: self.scrub.text(str(exc))}, "prompt_tokens": exc.tokens[0],
                                  "completion_tokens": exc.tokens[1], "attempts": exc.tokens[2]}
-                    self.cache.put(key, kind=kind, fingerprint=self.fingerprint, **entry)
+                    # Unreported usage is stored as -1 (the columns are NOT NULL); read back as unreported.
+                    self.cache.put(key, kind=kind, fingerprint=self.fingerprint,
+                                   **{**entry, "prompt_tokens": _stored(entry["prompt_tokens"]),
+                                      "completion_tokens": _stored(entry["completion_tokens"])})
                     self.stats.calls += 1
             except asyncio.CancelledError:
                 future.cancel()
@@ -742,7 +825,10 @@ class _Run:
                 future.set_exception(exc)
                 raise
             future.set_result(entry)
-        out.calls[key] = (int(entry["prompt_tokens"]), int(entry["completion_tokens"]))
+        prompt, completion = plausible_tokens(entry["prompt_tokens"]), plausible_tokens(entry["completion_tokens"])
+        if prompt is None or completion is None:
+            self.stats.usage_unreported += 1
+        out.calls[key] = (prompt or 0, completion or 0)
         if UNBOUND in entry["reply"]:
             raise _Unbound(entry["reply"][UNBOUND])
         return entry["reply"]
@@ -759,7 +845,8 @@ class _Run:
         system, user = PROMPTS[kind], user_message(kind, inputs)
         max_tokens = judge.max_tokens
         transport_failures = format_failures = unbound_failures = 0
-        prompt_tokens = completion_tokens = 0
+        prompt_tokens: int | None = 0  # None once any attempt's usage was unreported
+        completion_tokens: int | None = 0
         attempts = 0
         while True:
             delay = self.resume_at - time.monotonic()
@@ -777,17 +864,17 @@ class _Run:
                 code = getattr(exc, "code", None)
                 if status in (401, 403) or (status == 429 and code == "insufficient_quota"):
                     raise _Fatal(
-                        f"the judge server refused the request (HTTP {status}: {_message(exc)}). Check the API key, "
+                        f"the judge server refused the request (HTTP {status}: {_message(exc, self.scrub)}). Check the API key, "
                         "its permissions and quota; completed calls are cached."
                     ) from None
                 if status == 404:
                     raise _Fatal(
-                        f"the judge server answered HTTP 404 ({_message(exc)}): check model={judge.model!r} and "
+                        f"the judge server answered HTTP 404 ({_message(exc, self.scrub)}): check model={judge.model!r} and "
                         f"base_url={judge.base_url!r}."
                     ) from None
                 retryable = status in (408, 409, 429) or status >= 500
                 if not retryable:
-                    raise _CallFailed(f"{kind} call rejected with HTTP {status}: {_message(exc)}") from None
+                    raise _CallFailed(f"{kind} call rejected with HTTP {status}: {_message(exc, self.scrub)}") from None
                 transport_failures += 1
                 if transport_failures > judge.max_retries:
                     what = "rate limited (HTTP 429)" if status == 429 else f"HTTP {status}"
@@ -801,20 +888,25 @@ class _Run:
                     wait = self._wait_for(transport_failures - 1)
                 await self._pause(wait, f"{kind}: HTTP {status}")
                 continue
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            except (openai.APITimeoutError, openai.APIConnectionError, _Deadline) as exc:
                 transport_failures += 1
-                what = "timed out" if isinstance(exc, openai.APITimeoutError) else "connection error"
+                # timed out: the SDK's per-read timeout, or the judge's wall-clock deadline (_Deadline)
+                what = "connection error" if isinstance(exc, openai.APIConnectionError) and not isinstance(
+                    exc, openai.APITimeoutError) else "timed out"
                 if transport_failures > judge.max_retries:
                     raise _CallFailed(f"{kind} call failed: {what} on {attempts} attempts") from None
                 await self._pause(self._wait_for(transport_failures - 1), f"{kind}: {what}")
                 continue
             except openai.OpenAIError as exc:  # anything else the SDK raises (e.g. an unparseable response)
-                raise _CallFailed(f"{kind} call failed: {type(exc).__name__}: {str(exc)[:300]}") from None
-            prompt_tokens += reply.prompt_tokens
-            completion_tokens += reply.completion_tokens
-            self.stats.prompt_tokens += reply.prompt_tokens
-            self.stats.completion_tokens += reply.completion_tokens
-            problem, parsed, unbound = self._check(kind, inputs, reply, max_tokens)
+                raise _CallFailed(f"{kind} call failed: {type(exc).__name__}: {self.scrub.text(exc)[:300]}") from None
+            if reply.prompt_tokens is None or reply.completion_tokens is None:
+                prompt_tokens = completion_tokens = None
+            else:
+                prompt_tokens = None if prompt_tokens is None else prompt_tokens + reply.prompt_tokens
+                completion_tokens = None if completion_tokens is None else completion_tokens + reply.completion_tokens
+            self.stats.prompt_tokens += reply.prompt_tokens or 0
+            self.stats.completion_tokens += reply.completion_tokens or 0
+            problem, parsed, unbound = self._check(kind, inputs, reply, max_tokens, self.scrub)
             if problem is None:
                 return {"reply": parsed, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                         "attempts": attempts}
@@ -829,7 +921,7 @@ class _Run:
             if reply.finish == "length":
                 max_tokens = min(max_tokens * 2, judge.max_tokens_limit)
             self.stats.retries += 1
-            log.info("retrying %s call: %s", kind, problem)
+            log.info("retrying %s call: %s", kind, self.scrub.text(problem))
 
     async def _pause(self, seconds: float, why: str) -> None:
         self.stats.retries += 1
@@ -838,12 +930,13 @@ class _Run:
         await asyncio.sleep(seconds)
 
     @staticmethod
-    def _check(kind: str, inputs: Mapping[str, Any], reply: _Reply,
-               max_tokens: int) -> tuple[str | None, dict[str, Any] | None, bool]:
+    def _check(kind: str, inputs: Mapping[str, Any], reply: _Reply, max_tokens: int,
+               scrub: Scrubber) -> tuple[str | None, dict[str, Any] | None, bool]:
+        """Parse and check a reply; the parsed reply is scrubbed (credentials an echo put in it are ``***``)."""
         if reply.finish == "length":
             return f"the reply was cut off at max_tokens={max_tokens} (finish_reason 'length')", None, False
         if reply.refusal:
-            return f"the model refused: {reply.refusal[:200]}", None, False
+            return f"the model refused: {scrub.text(reply.refusal)[:200]}", None, False
         if reply.finish == "content_filter":
             return "the reply was withheld by a content filter (finish_reason 'content_filter')", None, False
         if not reply.content:
@@ -852,6 +945,11 @@ class _Run:
             data = json.loads(reply.content)
         except json.JSONDecodeError as exc:
             return f"the reply is not valid JSON ({exc.msg} at char {exc.pos})", None, False
+        data = scrub.data(data)
+        try:  # JSON may escape a lone surrogate ("\ud800"): such text cannot be stored or sent on
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"the reply holds text that is not valid Unicode ({exc.reason} at char {exc.start})", None, False
         return check_reply(kind, inputs, data, wire=True)
 
     async def send(self, name: str, kind: str, system: str, user: str, max_tokens: int, repeat: int, *,
@@ -880,8 +978,8 @@ class _Run:
                 content=response.output_text,
                 finish=finish,
                 refusal=None,
-                prompt_tokens=int(getattr(usage, "input_tokens", 0) or 0),
-                completion_tokens=int(getattr(usage, "output_tokens", 0) or 0),
+                prompt_tokens=plausible_tokens(getattr(usage, "input_tokens", None)),
+                completion_tokens=plausible_tokens(getattr(usage, "output_tokens", None)),
             )
         body = {
             "model": judge.model,
@@ -895,8 +993,8 @@ class _Run:
             body["seed"] = judge.seed + repeat
         completion = await self._invoke(body, "chat")
         usage = getattr(completion, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        prompt_tokens = plausible_tokens(getattr(usage, "prompt_tokens", None))
+        completion_tokens = plausible_tokens(getattr(usage, "completion_tokens", None))
         choices = getattr(completion, "choices", None) or []
         if not choices:
             return _Reply(None, "no choices", None, prompt_tokens, completion_tokens)
@@ -913,24 +1011,60 @@ class _Run:
         """Send ``body`` with the SDK's public ``chat.completions.create`` or ``responses.create``.
 
         An async client is awaited on the judge's loop; a sync client runs in the judge's thread pool.
+        Either way the whole exchange has a wall-clock deadline of ``timeout`` seconds: the SDK's own
+        ``timeout`` bounds each read, so a reply dripped a byte at a time would otherwise hold a call
+        without bound. At the deadline an async request is cancelled (its connection closed).
         """
         judge = self.judge
         client = judge._client
         method = client.responses.create if api == "responses" else client.chat.completions.create
         if judge._client_is_async:
-            return await method(**body)
-        return await asyncio.get_running_loop().run_in_executor(judge._executor, lambda: method(**body))
+            pending = method(**body)
+        else:
+            pending = asyncio.get_running_loop().run_in_executor(judge._executor, lambda: method(**body))
+        try:
+            return await asyncio.wait_for(pending, judge.timeout)
+        except asyncio.TimeoutError:
+            raise _Deadline() from None
 
 
-def _message(exc: Exception) -> str:
+class _Deadline(Exception):
+    """A request's reply was not complete within the judge's ``timeout`` (wall clock)."""
+
+
+def _userinfo_as_header(url: str | None) -> tuple[str | None, dict[str, str] | None]:
+    """``url`` without its user and password, and the Basic ``Authorization`` header they stand for.
+
+    httpx turns a URL's user and password into exactly this header (it replaces the SDK's Bearer
+    key), so the request is unchanged; but the URL it logs at INFO and puts in errors then holds no
+    password.
+    """
+    if url is None:
+        return None, None
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+    host = parts.netloc.rsplit("@", 1)[1]
+    bare = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return bare, {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+
+
+def _stored(tokens: int | None) -> int:
+    """A call's token count as the cache stores it: -1 when unreported (see ``plausible_tokens``)."""
+    return -1 if tokens is None else int(tokens)
+
+
+def _message(exc: Exception, scrub: Scrubber) -> str:
+    """The server's error message, scrubbed, then shortened (a cut never leaves part of a key)."""
     body = getattr(exc, "body", None)
     if isinstance(body, Mapping):
         inner = body.get("error", body)
         if isinstance(inner, Mapping) and inner.get("message"):
-            return str(inner["message"])[:300]
+            return scrub.text(str(inner["message"]))[:300]
         if body.get("message"):
-            return str(body["message"])[:300]
-    return str(getattr(exc, "message", exc))[:300]
+            return scrub.text(str(body["message"]))[:300]
+    return scrub.text(str(getattr(exc, "message", exc)))[:300]
 
 
 def _reason_text(item: Mapping[str, Any]) -> str:

@@ -130,11 +130,12 @@ def check_reply(kind: str, inputs: Mapping[str, Any], data: Any, *, wire: bool) 
 
 
 def _valid_entry(kind: str, inputs: Mapping[str, Any], entry: Any) -> dict[str, Any] | None:
-    """A cache entry checked as a fresh reply would be; None when it cannot be trusted."""
+    """A cache entry checked as a fresh reply would be; None when it cannot be trusted.
+
+    Only the reply decides: token counts are bookkeeping (a server may report none, or nonsense,
+    which is stored as -1 = unreported), never a reason to pay for a call again.
+    """
     if not isinstance(entry, Mapping):
-        return None
-    tokens = [entry.get("prompt_tokens"), entry.get("completion_tokens")]
-    if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in tokens):
         return None
     reply = entry.get("reply")
     if kind in BATCHED_KINDS and isinstance(reply, Mapping) and set(reply) == {UNBOUND}:
