@@ -410,6 +410,9 @@ def expand_neighbors(
             f"{[str(c) for c in df.columns]}. Pass retrieved='your_column' to use another name.", method=method)
     # (doc, position) -> row of the table; the table's positions are 0.. per document.
     at = {(d, p): i for i, (d, p) in enumerate(zip(docs, positions))}
+    last: dict[Any, int] = {}  # each document's last position: a window wider than the document stops at its ends
+    for d, p in zip(docs, positions):
+        last[d] = max(last.get(d, p), p)
     expanded: list[list[Any]] = []
     spans_out: list[list[dict[str, Any]]] = []
     chars: list[int] = []
@@ -420,7 +423,7 @@ def expand_neighbors(
         for cid in ids:
             i = index[cid]
             d, p = docs[i], positions[i]
-            for q in [p, *range(p - window, p), *range(p + 1, p + window + 1)]:
+            for q in [p, *range(max(0, p - window), p), *range(p + 1, min(last[d], p + window) + 1)]:
                 j = at.get((d, q))
                 if j is not None and ids_list[j] not in seen:
                     seen.add(ids_list[j])

@@ -335,6 +335,7 @@ def depth_gap(
     method = method_name
     df = rows
     ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
+    qid_col = resolve_column(df, "question_id", question_id, method=method, required=False)
     if candidates not in df.columns:
         raise missing_column_error(df, candidates, role=None, method=method, keyword="candidates")
     if candidate_spans is not None and candidate_spans not in df.columns:
@@ -371,6 +372,8 @@ def depth_gap(
             "candidates": retrieval(df, k=depths["candidates"], retrieved=candidates,
                                     retrieved_spans=candidate_spans, **common),
         }
+    # after scoring, so that a malformed cell is reported by retrieval's own checks first
+    _check_context_in_candidates(df, ranked_col, candidates, depths["context"], depths["candidates"], method, qid_col)
     records = []
     for metric in ("recall", "hit"):
         context = scored["context"][f"{metric}@{depths['context']}"].to_numpy(dtype=float)
@@ -401,6 +404,40 @@ def depth_gap(
         }
     }
     return table
+
+
+def _check_context_in_candidates(
+    df: pd.DataFrame, ranked_col: str, candidates: str, k: int, candidate_k: int, method: str, qid: str | None
+) -> None:
+    """Refuse context chunks (top k of ``ranked_col``) that are not among the top ``candidate_k`` candidates.
+
+    The context is chosen from the candidates, so recall on the candidates can never be lower; a
+    chunk outside them means the columns or depths do not describe one pipeline, and the gap would
+    be negative.
+    """
+    def flat(column: str, depth: int) -> tuple[np.ndarray, list[Any]]:
+        cells = [c[:depth] if isinstance(c, (list, tuple, np.ndarray)) else [] for c in _as_cells(df[column])]
+        lengths = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
+        return np.repeat(np.arange(len(cells)), lengths), list(itertools.chain.from_iterable(cells))
+
+    ctx_row, ctx_ids = flat(ranked_col, k)
+    cand_row, cand_ids = flat(candidates, candidate_k)
+    if not ctx_row.size:
+        return
+    inside = pd.MultiIndex.from_arrays([ctx_row, pd.array(ctx_ids, dtype=object)]).isin(
+        pd.MultiIndex.from_arrays([cand_row, pd.array(cand_ids, dtype=object)]))
+    if inside.all():
+        return
+    outside = np.flatnonzero(~inside)
+    rows = pd.unique(ctx_row[outside])
+    shown = [row_label(df, int(r), qid) for r in rows[:5]]
+    raise RowTableError(
+        f"{method}: {rows.size} question(s) have chunks in {ranked_col!r} (top {k}) that are not among the candidates "
+        f"in {candidates!r} (top {candidate_k}): {', '.join(shown)}; e.g. {ctx_ids[int(outside[0])]!r}. The context is chosen "
+        "from the candidates, so the candidates' recall would be lower and the gap negative. Pass the candidates the "
+        "context was chosen from (or a larger candidate_k).",
+        column=candidates, rows=[int(r) for r in rows[:5]], method=method,
+    )
 
 
 def _scoring_name(method: str) -> str:

@@ -402,3 +402,13 @@ def test_the_chunk_holding_each_span_start_matches_a_brute_force_search():
             holding = np.flatnonzero((s <= first) & (first < e))
             expected = holding[np.argmax(e[holding])] if len(holding) else -1  # furthest-reaching, first of equals
             assert holder[i] == expected
+
+
+def test_a_window_wider_than_the_document_stops_at_its_ends():
+    # issue 19: window=10**9 on a 3-chunk document walked a billion positions (memory exhausted)
+    table = chunks.fixed({"a": 300, "b": 200}, size=100)
+    rows = pd.DataFrame({"question_id": ["q1", "q2"], "retrieved": [["a#1"], ["b#0", "a#2"]]})
+    wide = expand_neighbors(rows, table, window=10**9)
+    assert wide["retrieved"].tolist() == [["a#1", "a#0", "a#2"], ["b#0", "b#1", "a#2", "a#0", "a#1"]]
+    assert wide["context_chars"].tolist() == [300, 500]
+    assert wide["retrieved"].tolist() == expand_neighbors(rows, table, window=2)["retrieved"].tolist()
