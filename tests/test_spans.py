@@ -473,3 +473,15 @@ def test_union_rule_bulk_kernel_on_many_overlapping_pieces():
     out = span_retrieval_scores([ranked], [gold], [40, 41])
     assert out["recall@40"].tolist() == [0.0] and out["recall@41"].tolist() == [1.0]  # [100, 990), then [980, 1200)
     assert span_metrics(ranked, gold, [40, 41])["rr"] == out["rr"][0] == 1 / 41
+
+
+def test_union_rule_on_thousands_of_nested_pieces_of_one_span():
+    # each window sits inside the one before, so no union of them covers the span until the whole-span chunk
+    # comes (rank 3001); the kernel's work grows with pairs x log(ranks), not pairs squared
+    gold = [span("a", 0, 10**6)]
+    ranked = [span("a", 100 * i, 10**6 - 100 * i - 1) for i in range(3000)] + [span("a", 0, 10**6)]
+    out = span_retrieval_scores([ranked] * 20, [gold] * 20, [3000, 3001])
+    assert out["rr"].tolist() == [1 / 3001] * 20
+    assert out["recall@3000"].tolist() == [0.0] * 20 and out["recall@3001"].tolist() == [1.0] * 20
+    # half the span: the first window alone covers 999,999 characters
+    assert span_retrieval_scores([ranked], [gold], 1, min_overlap=0.5)["rr"].tolist() == [1.0]

@@ -474,51 +474,47 @@ def _flatten_spans(cells: np.ndarray, what: str, *, missing_ok: bool) -> dict[st
 
 
 def _found_by_union(
-    unit: np.ndarray, rank: np.ndarray, lo: np.ndarray, hi: np.ndarray, length: np.ndarray, rule: tuple[str, int, int]
+    unit: np.ndarray, rank: np.ndarray, lo: np.ndarray, hi: np.ndarray, g_start: np.ndarray, length: np.ndarray,
+    rule: tuple[str, int, int],
 ) -> tuple[np.ndarray, np.ndarray]:
     """The union rule for many spans at once: each span's first rank at which the chunks so far cover enough of it.
 
     Input: one entry per (chunk, gold span) pair that overlaps, the overlap ``[lo, hi)`` clipped to
-    the span, the chunk's ``rank`` and the span's index ``unit``; ``length`` is every span's length.
-    The pieces' end points cut each span into elementary segments; a segment is first covered at
-    the best rank of the pieces that hold it; sorted by that rank, the running sum of segment
-    lengths is the covered length of the span after each rank, and the span is found at the first
-    rank where it meets ``rule``. Returns the spans found (ascending) and their ranks.
+    the span, the chunk's ``rank`` and the span's index ``unit``; ``g_start`` and ``length`` are
+    every span's start and length. The covered length of a span by the pieces of rank <= r is the
+    length of their union: pieces sorted by start, each adds what lies beyond the furthest end
+    before it (a running maximum). It only grows with r, so each span's first rank meeting ``rule``
+    is found by bisection over the ranks, all spans at once: O(pairs x log(ranks)) time and
+    O(pairs) memory, whatever the pieces' overlaps. Returns the spans found (ascending) and their ranks.
     """
-    n_pairs = unit.size
-    if n_pairs == 0:
+    if unit.size == 0:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty
-    point_unit = np.concatenate([unit, unit])
-    point = np.concatenate([lo, hi])
-    order = np.lexsort((point, point_unit))
-    su, sp = point_unit[order], point[order]
-    new = np.ones(su.size, dtype=bool)
-    new[1:] = (su[1:] != su[:-1]) | (sp[1:] != sp[:-1])
-    boundary = np.cumsum(new) - 1
-    b_unit, b_point = su[new], sp[new]
-    where = np.empty(su.size, dtype=np.int64)
-    where[order] = boundary
-    first, last = where[:n_pairs], where[n_pairs:]  # segments first..last-1 of the pair's span
-    count = last - first
-    total = int(count.sum())
-    offsets = np.repeat(np.cumsum(count) - count, count)
-    segment = np.repeat(first, count) + np.arange(total, dtype=np.int64) - offsets
-    segment_rank = np.repeat(rank, count)
-    by_segment = np.lexsort((segment_rank, segment))
-    segments, at = np.unique(segment[by_segment], return_index=True)
-    best = segment_rank[by_segment][at]
-    seg_unit = b_unit[segments]
-    seg_length = b_point[segments + 1] - b_point[segments]
-    by_rank = np.lexsort((best, seg_unit))
-    seg_unit, best, seg_length = seg_unit[by_rank], best[by_rank], seg_length[by_rank]
-    running = np.cumsum(seg_length)
-    starts = np.flatnonzero(np.r_[True, seg_unit[1:] != seg_unit[:-1]])
-    group_start = starts[np.cumsum(np.r_[True, seg_unit[1:] != seg_unit[:-1]]) - 1]
-    covered = running - running[group_start] + seg_length[group_start]
-    meets = _relevant_overlaps(covered, length[seg_unit], rule)
-    found_units, at = np.unique(seg_unit[meets], return_index=True)
-    return found_units, best[meets][at]
+    order = np.lexsort((lo, unit))
+    unit, rank = unit[order], rank[order]
+    # Coordinates relative to each span, shifted so that spans never share one: the running maximum of
+    # one span's ends then stays below the next span's starts.
+    shift = np.concatenate([[0], np.cumsum(length + 1)[:-1]])
+    base = shift[unit] - g_start[unit]
+    a, b = lo[order] + base, hi[order] + base
+    units, first = np.unique(unit, return_index=True)
+    deepest = np.maximum.reduceat(rank, first)
+    low, high = np.ones(units.size, dtype=np.int64), deepest + 1  # the answer is in [low, high]; high = not found
+    slot = np.searchsorted(units, unit)
+    while (low < high).any():
+        mid = (low + high) // 2
+        use = rank <= mid[slot]
+        ends = np.where(use, b, -1)
+        before = np.empty_like(ends)
+        before[0] = -1
+        np.maximum.accumulate(ends[:-1], out=before[1:])
+        gain = np.where(use, np.maximum(b - np.maximum(a, before), 0), 0)
+        covered = np.add.reduceat(gain, first)  # pairs are sorted by span: exact integer sums
+        meets = _relevant_overlaps(covered, length[units], rule)
+        high = np.where(meets & (low < high), mid, high)
+        low = np.where(~meets & (low < high), mid + 1, low)
+    found = low <= deepest
+    return units[found], low[found]
 
 
 def _gold_span_table(cells: np.ndarray) -> dict[str, np.ndarray]:
@@ -648,7 +644,7 @@ def _span_retrieval_scores(
             pair_gold[overlap > 0], chunk_rank[pair_chunk[overlap > 0]],
             np.maximum(chunks["start"][pair_chunk], g_start[pair_gold])[overlap > 0],
             np.minimum(chunks["end"][pair_chunk], g_end[pair_gold])[overlap > 0],
-            g_end - g_start, rule,
+            g_start, g_end - g_start, rule,
         )
         f_row = g_row[spans_found]
         # The relevant chunks: those at whose rank a span is found (a chunk completing two spans counts once).
