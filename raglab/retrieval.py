@@ -399,6 +399,7 @@ def depth_gap(
             "context_column": ranked_col,
             "candidates_column": candidates,
             "gold_unit": conventions.get("gold_unit"),
+            **({"span_rule": conventions["span_rule"]} if "span_rule" in conventions else {}),
             "relevance": conventions.get("relevance", "grade > 0"),
             "unanswerable": "excluded from means",
         }

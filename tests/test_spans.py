@@ -485,3 +485,14 @@ def test_union_rule_on_thousands_of_nested_pieces_of_one_span():
     assert out["recall@3000"].tolist() == [0.0] * 20 and out["recall@3001"].tolist() == [1.0] * 20
     # half the span: the first window alone covers 999,999 characters
     assert span_retrieval_scores([ranked], [gold], 1, min_overlap=0.5)["rr"].tolist() == [1.0]
+
+
+def test_depth_gap_on_span_gold_follows_the_rule_and_records_it():
+    # the context holds half of the gold span; the candidates hold both halves
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["a#1"]], "retrieved_spans": [[span("a", 150, 300)]],
+                         "candidates": [["a#1", "a#0"]], "candidate_spans": [CHUNKS_150], "gold_spans": [GOLD]})
+    gap = rows.rag.depth_gap(candidate_spans="candidate_spans").set_index("metric")
+    assert (gap.loc["recall", "context"], gap.loc["recall", "candidates"], gap.loc["recall", "n_lost"]) == (0.0, 1.0, 1)
+    assert gap.attrs["raglab"]["depth_gap"]["span_rule"]["rule"] == "union"
+    old = rows.rag.depth_gap(candidate_spans="candidate_spans", span_rule="per_chunk").set_index("metric")
+    assert (old.loc["recall", "context"], old.loc["recall", "gap"]) == (1.0, 0.0)  # the old rule hid the loss

@@ -14,9 +14,9 @@ Rules (recorded by ``df.rag.retrieval`` in ``attrs["raglab"]["retrieval"]["span_
   a fraction of the span's length. Cutting a span can never make it count earlier, and a
   re-chunking that leaves the same gold characters in the top r for every r leaves every metric equal.
 - ``span_rule="per_chunk"`` (raglab's earlier default, kept as an explicit option; notebook 02
-  shows it as the trap it was): each chunk is
-  judged alone and a span is found at the first chunk that overlaps it by ``min_overlap`` (default
-  1 character). A window that clips a span's edge counts it as found, so cutting can score higher.
+  shows it as the trap it was): each chunk is judged alone and a span is found at the first chunk
+  that overlaps it by ``min_overlap`` (default 1 character). A window that clips a span's edge
+  counts it as found, so cutting can score higher.
 - A fraction is compared exactly, in integers: the float is read as the decimal it prints as
   (``0.07`` is 7/100, via ``fractions.Fraction(repr(x))``; a ``Fraction`` is used as given) and the
   test is ``overlap * denominator >= numerator * span_length``. So ``min_overlap=0.07`` on a
@@ -150,6 +150,7 @@ def span_rule_record(span_rule: str, min_overlap: Any) -> dict[str, Any]:
         "precision": "relevant chunks in the top k, divided by k (ap and r_precision use the same chunks)",
         "coverage": "gold characters inside the union of the top-k chunk spans (independent of the rule)",
     }
+
 
 def check_min_overlap(min_overlap: Any) -> tuple[float, str]:
     """Validate ``min_overlap`` and return ``(value, unit)``: unit "characters" or "fraction of the gold span".
