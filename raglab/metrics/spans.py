@@ -31,9 +31,9 @@ Rules (recorded by ``df.rag.retrieval`` in ``attrs["raglab"]["retrieval"]["span_
   relevant chunk, as it would be uncut; under ``"per_chunk"`` every chunk that overlaps a span
   enough. precision@k counts relevant chunks in the top k and divides by k; AP averages, over the
   spans, the precision at the rank each span is found (0 for spans not found); R-precision is the
-  precision at R = number of gold spans. Splitting a chunk that holds two whole spans into two
-  chunks that hold one each can raise precision (two relevant chunks, as two relevant ids would);
-  cutting a span never does.
+  precision at R = number of gold spans. Precision can rise when a re-chunking spreads spans that
+  one chunk completed over several chunks (more relevant chunks, as more relevant ids would); the
+  pieces of one span are one relevant chunk, never more.
 - ``coverage@k``: the fraction of gold characters (the union of the gold spans) inside the union
   of the top-k chunk spans of the same document; nothing is counted twice. It does not depend on
   ``span_rule``.
