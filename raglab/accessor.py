@@ -267,8 +267,9 @@ class RagAccessor:
         *,
         gain: str = "exponential",
         gold_by: str = "auto",
-        min_overlap: int | float = 1,
+        min_overlap: int | float | None = None,
         no_relevant: str = "exclude",
+        span_rule: str = "union",
         question_id: str | None = None,
         retrieved: str | None = None,
         gold: str | None = None,
@@ -306,7 +307,7 @@ class RagAccessor:
 
         return _retrieval.retrieval(
             self._df, k=k, gain=gain, gold_by=gold_by, min_overlap=min_overlap, no_relevant=no_relevant,
-            question_id=question_id, retrieved=retrieved, gold=gold, gold_spans=gold_spans,
+            span_rule=span_rule, question_id=question_id, retrieved=retrieved, gold=gold, gold_spans=gold_spans,
             retrieved_spans=retrieved_spans, method_name="rag.retrieval"
         )
 
@@ -318,7 +319,8 @@ class RagAccessor:
         k: int | None = None,
         candidate_k: int | None = None,
         gold_by: str = "auto",
-        min_overlap: int | float = 1,
+        min_overlap: int | float | None = None,
+        span_rule: str = "union",
         question_id: str | None = None,
         retrieved: str | None = None,
         gold: str | None = None,
@@ -343,7 +345,8 @@ class RagAccessor:
 
         return _retrieval.depth_gap(
             self._df, candidates=candidates, candidate_spans=candidate_spans, k=k, candidate_k=candidate_k,
-            gold_by=gold_by, min_overlap=min_overlap, question_id=question_id, retrieved=retrieved, gold=gold,
+            gold_by=gold_by, min_overlap=min_overlap, span_rule=span_rule, question_id=question_id, retrieved=retrieved,
+            gold=gold,
             gold_spans=gold_spans, retrieved_spans=retrieved_spans, method_name="rag.depth_gap"
         )
 

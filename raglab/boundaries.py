@@ -40,6 +40,14 @@ __all__ = ["BoundaryReport", "boundaries", "boundary_report", "expand_neighbors"
 
 STATUS_COLUMN = "boundary_status"
 
+#: Why neither the boundary report nor its plot splits two runs by ``gold_reached``.
+GOLD_REACHED_SPLIT = (
+    "gold_reached is the baseline's own outcome (how much gold its retrieval reached): slices of it select on the "
+    "baseline's luck, so questions where the baseline did badly improve under any other run and those where it did "
+    "well fall back (regression to the mean), which a split would draw as an effect. Split by boundary_status, which "
+    "depends on the gold and the chunk table only, the same for both runs."
+)
+
 
 # --------------------------------------------------------------------------------------------------
 # Helpers
@@ -410,6 +418,9 @@ def expand_neighbors(
             f"{[str(c) for c in df.columns]}. Pass retrieved='your_column' to use another name.", method=method)
     # (doc, position) -> row of the table; the table's positions are 0.. per document.
     at = {(d, p): i for i, (d, p) in enumerate(zip(docs, positions))}
+    last: dict[Any, int] = {}  # each document's last position: a window wider than the document stops at its ends
+    for d, p in zip(docs, positions):
+        last[d] = max(last.get(d, p), p)
     expanded: list[list[Any]] = []
     spans_out: list[list[dict[str, Any]]] = []
     chars: list[int] = []
@@ -420,7 +431,7 @@ def expand_neighbors(
         for cid in ids:
             i = index[cid]
             d, p = docs[i], positions[i]
-            for q in [p, *range(p - window, p), *range(p + 1, p + window + 1)]:
+            for q in [p, *range(max(0, p - window), p), *range(p + 1, min(last[d], p + window) + 1)]:
                 j = at.get((d, q))
                 if j is not None and ids_list[j] not in seen:
                     seen.add(ids_list[j])
@@ -481,9 +492,9 @@ def expand_neighbors(
 class BoundaryReport(ResultBase):
     """A metric by boundary status for two runs (``table``) and the questions that explain it (``rows``).
 
-    ``table`` is :func:`raglab.runs.compare`'s table with a ``split`` column (``"boundary_status"``,
-    then ``"gold_reached"`` when the baseline has retrieved spans); ``rows`` has one row per question
-    and metric whose score changed, largest change first, with its boundary status.
+    ``table`` is :func:`raglab.runs.compare`'s table with a ``split`` column (``"boundary_status"``);
+    ``rows`` has one row per question and metric whose score changed, largest change first, with its
+    boundary status (and the baseline's ``gold_reached``, to read a row, never to split by).
     """
 
     table: pd.DataFrame
@@ -522,13 +533,19 @@ def boundary_report(
     """Any metric split by the baseline's boundary status, for both runs, with paired intervals per status.
 
     The status comes from :func:`boundaries` on the baseline (``base``) against ``chunks``:
-    ``boundary_status`` is ``"cut"``, ``"not cut"`` or ``"unanswerable"``; when the baseline has
-    retrieved spans (or ids of ``chunks``) the table is also split by ``gold_reached``
-    (``"complete"``, ``"partial"``, ``"missed"``, ``"unanswerable"``; the ``unanswerable`` slice is
-    shown only when a metric scores those questions, and ``overall`` counts every paired question). Each split is
-    :func:`raglab.runs.compare` with the status as the slice (paired bootstrap intervals; pairs with
-    a missing score are dropped per metric). ``rows`` lists the questions whose score changed, largest
-    change first, with their status: the per-question rows that explain the difference.
+    ``boundary_status`` is ``"cut"``, ``"not cut"`` or ``"unanswerable"`` (the ``unanswerable`` slice
+    is shown only when a metric scores those questions, and ``overall`` counts every paired
+    question). It depends on the gold and the chunk table only, never on what either run retrieved,
+    so both runs are compared on the same questions. The table is :func:`raglab.runs.compare` with
+    the status as the slice (paired bootstrap intervals; pairs with a missing score are dropped per
+    metric). ``rows`` lists the questions whose score changed, largest change first, with their
+    status: the per-question rows that explain the difference.
+
+    The table is **not** split by ``gold_reached``: that is the baseline's own outcome (how much
+    gold its retrieval reached), so its slices select on the baseline's luck. Questions where the
+    baseline happened to do badly improve under any other run, and those where it did well fall
+    back (regression to the mean), which such a split would show as an effect. When the baseline
+    has retrieved spans, ``rows`` still says each question's ``gold_reached`` (the baseline's).
 
     Parameters
     ----------
@@ -552,7 +569,7 @@ def boundary_report(
     BoundaryReport
         ``.table`` (``split``, ``metric``, ``slice``, ``n``, ``base``, ``cand``, ``diff``, ``low``,
         ``high``, ... from ``compare``), ``.rows`` (``on``, ``metric``, ``boundary_status``,
-        ``gold_reached`` when known, ``gold_chunks``, ``base``, ``cand``, ``diff``).
+        ``gold_reached`` (the baseline's) when known, ``gold_chunks``, ``base``, ``cand``, ``diff``).
 
     Examples
     --------
@@ -595,10 +612,11 @@ def boundary_report(
     frame = base[[on, *names]].copy()
     frame.attrs = dict(base.attrs)
     frame[STATUS_COLUMN] = labels
-    splits = [STATUS_COLUMN]
+    splits = [STATUS_COLUMN]  # never the baseline's gold_reached: see the docstring (regression to the mean)
+    described = [STATUS_COLUMN]
     if "gold_reached" in status.columns:
         frame["gold_reached"] = status["gold_reached"].fillna("unanswerable").to_numpy(dtype=object)
-        splits.append("gold_reached")
+        described.append("gold_reached")
     cand_frame = cand[[on, *names]].copy()
     cand_frame.attrs = dict(cand.attrs)
     answerable = labels != "unanswerable"
@@ -607,8 +625,8 @@ def boundary_report(
                             "status to split by. Check the gold_spans column.", method=method)
     tables = []
     for split in splits:
-        t = runs.compare(frame, cand_frame, metrics=names, by=split, on=on, how=how, ci=ci,
-                         n_resamples=n_resamples, seed=seed, method_name=method)
+        t = runs.compare(frame.drop(columns=[c for c in described if c != split]), cand_frame, metrics=names, by=split,
+                         on=on, how=how, ci=ci, n_resamples=n_resamples, seed=seed, method_name=method)
         t = t[(t["slice"] != "unanswerable") | (t["n"] > 0)]  # kept when a metric scores them (e.g. judged)
         tables.append(t.assign(split=split))
     table = pd.concat(tables, ignore_index=True)
@@ -625,13 +643,14 @@ def boundary_report(
         c = pd.to_numeric(merged[f"{m}_cand"], errors="coerce").to_numpy(dtype=float)
         diff = c - b
         keep = ~np.isnan(diff) & (diff != 0)
-        part = merged.loc[keep, [on, *splits, "gold_chunks"]].assign(metric=m, base=b[keep], cand=c[keep], diff=diff[keep])
+        part = merged.loc[keep, [on, *described, "gold_chunks"]].assign(metric=m, base=b[keep], cand=c[keep], diff=diff[keep])
         parts.append(part)
     changed = pd.concat(parts, ignore_index=True)
     order = np.lexsort((changed[on].astype(str).to_numpy(), -changed["diff"].abs().to_numpy()))
     changed = changed.iloc[order].reset_index(drop=True)
-    changed = changed[[on, "metric", *splits, "gold_chunks", "base", "cand", "diff"]]
+    changed = changed[[on, "metric", *described, "gold_chunks", "base", "cand", "diff"]]
     settings = {"metrics": names, "on": on, "splits": splits, "n_questions": int(len(frame)),
+                "not_split_by": {"gold_reached": GOLD_REACHED_SPLIT},
                 "n_cut": int((labels == "cut").sum()), "n_unanswerable": int((~answerable).sum()),
                 "status_from": "baseline", "ci": ci, "n_resamples": n_resamples, "seed": seed}
     table.attrs["raglab"] = {"boundary_report": jsonable(settings)}

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from raglab._validation import check_int, check_option
+from raglab._validation import check_int, check_option, is_missing
 
 __all__ = ["COLUMNS", "fixed", "from_spans", "sentences", "token_approximation"]
 
@@ -60,6 +60,9 @@ def _doc_items(docs: Any, *, lengths_ok: bool, name: str = "docs") -> list[tuple
         )
     seen: set[Any] = set()
     for doc_id, value in items:
+        if is_missing(doc_id):
+            raise ValueError(f"`{name}` has a missing doc_id ({doc_id!r}); every document needs an id (chunk ids are "
+                             "made from it)")
         if doc_id in seen:
             raise ValueError(f"`{name}` repeats doc_id {doc_id!r}; give each document once")
         seen.add(doc_id)
@@ -76,7 +79,22 @@ def _doc_items(docs: Any, *, lengths_ok: bool, name: str = "docs") -> list[tuple
             continue
         raise TypeError(f"`{name}`[{doc_id!r}] must be the document's text (str) or, for unit='chars', its length "
                         f"(int); got {type(value).__name__} {value!r}")
+    _check_id_text([doc_id for doc_id, _ in items], f"`{name}` doc_id")
     return items
+
+
+def _check_id_text(doc_ids: Sequence[Any] | np.ndarray, where: str) -> None:
+    """Refuse distinct doc ids that print alike (``1`` and ``"1"``): chunk ids ``f"{doc_id}#{position}"`` would collide."""
+    distinct = pd.unique(pd.Series(list(doc_ids), dtype=object))
+    texts = pd.Series(distinct, dtype=object).astype(str)
+    clash = texts.duplicated(keep=False).to_numpy()
+    if clash.any():
+        first = texts[clash].iloc[0]
+        same = [d for d, t in zip(distinct[clash], texts[clash]) if t == first]
+        raise ValueError(
+            f"{where} holds {' and '.join(repr(d) for d in same)}: different ids that print alike, so their chunk ids "
+            f"('{first}#0', ...) would be the same. Use one type of id, e.g. all text: str(doc_id)."
+        )
 
 
 def _table(doc_ids: Sequence[Any] | np.ndarray, starts: np.ndarray, ends: np.ndarray, positions: np.ndarray) -> pd.DataFrame:
@@ -409,6 +427,8 @@ def from_spans(
     rest = [c for c in df.columns if c not in (chunk_id, doc_id, start, end, "position")]
     out = pd.DataFrame({"doc_id": df[doc_id].to_numpy(), "start": s, "end": e})
     has_ids = chunk_id is not None and chunk_id in df.columns
+    if not has_ids:  # ids are made from the doc ids: 1 and "1" would make the same ones
+        _check_id_text(df[doc_id].to_numpy(dtype=object), f"`{name}` column {doc_id!r}")
     if has_ids:
         out["chunk_id"] = df[chunk_id].to_numpy()
     for c in rest:

@@ -33,7 +33,7 @@ from raglab._rowtable import (
 )
 from raglab._validation import warn
 from raglab.metrics._kernel import _arrow_id_kind, _arrow_lists, _as_cells, list_lengths
-from raglab.metrics.spans import _span_retrieval_scores, check_min_overlap
+from raglab.metrics.spans import _span_retrieval_scores, check_span_rule, span_rule_record
 
 __all__ = ["depth_gap", "retrieval"]
 
@@ -44,8 +44,9 @@ def retrieval(
     k: int | Iterable[int] = 5,
     gain: str = "exponential",
     gold_by: str = "auto",
-    min_overlap: int | float = 1,
+    min_overlap: int | float | None = None,
     no_relevant: str = "exclude",
+    span_rule: str = "union",
     question_id: str | None = None,
     retrieved: str | None = None,
     gold: str | None = None,
@@ -89,10 +90,18 @@ def retrieval(
     gold_by : {"auto", "ids", "spans"}
         Gold unit: ids (``gold`` vs ``retrieved``) or character spans (``gold_spans`` vs
         ``retrieved_spans``). ``"auto"`` uses spans when both span columns exist, else ids.
-    min_overlap : int or float
-        Span gold only: characters (int) or fraction of the gold span (float in (0, 1]) a chunk
-        must overlap to be relevant; a fraction is compared exactly (0.07 of a 100-character
-        span is 7 characters). See :mod:`raglab.metrics.spans` for the full rules.
+    min_overlap : int, float or None
+        Span gold only: characters (int) or fraction of the gold span (float in (0, 1]) that must
+        reach the model for a gold span to count as found; a fraction is compared exactly (0.07 of
+        a 100-character span is 7 characters). None: the whole span (1.0) under
+        ``span_rule="union"``, 1 character under ``"per_chunk"``.
+    span_rule : {"union", "per_chunk"}
+        Span gold only. ``"union"`` (default): a gold span is found at the first rank where the
+        chunks so far *together* cover ``min_overlap`` of it, so a span cut by a chunk boundary
+        counts only when its pieces reached the model. ``"per_chunk"``: one chunk alone must overlap
+        it by ``min_overlap`` (the old rule: with its default of 1 character it rewards cutting).
+        The rule, and per metric how it is decided, is recorded in
+        ``attrs["raglab"]["retrieval"]["span_rule"]``. See :mod:`raglab.metrics.spans`.
     no_relevant : {"exclude", "zero"}
         A question whose gold judges ids (or spans) but none with grade > 0: ``"exclude"``
         (default) scores it NaN, left out of means and counted as unanswerable; ``"zero"``
@@ -163,7 +172,7 @@ def retrieval(
     }
     measured: list[np.ndarray] = []  # the kernel's list lengths (ids), saving a pass over the column
     if use_spans:
-        value, unit = check_min_overlap(min_overlap)
+        span_rule, min_overlap = check_span_rule(span_rule, min_overlap)
         gold_col = resolve_column(df, "gold_spans", gold_spans, method=method)
         ranked_col = resolve_column(df, "retrieved_spans", retrieved_spans, method=method)
         # The ids that go with these spans: `retrieved` when given, the default pair otherwise.
@@ -173,7 +182,8 @@ def retrieval(
         scores, judged_none_relevant = guarded(
             df,
             lambda: _span_retrieval_scores(
-                df[ranked_col], df[gold_col], ks, min_overlap=min_overlap, gain=gain, no_relevant=no_relevant
+                df[ranked_col], df[gold_col], ks, span_rule=span_rule, min_overlap=min_overlap, gain=gain,
+                no_relevant=no_relevant,
             ),
             {"retrieved_spans": ranked_col, "gold_spans": gold_col},
             method,
@@ -183,13 +193,7 @@ def retrieval(
             {
                 "gold_unit": "character spans",
                 "retrieved_column": ranked_col,
-                "span_rule": {
-                    "min_overlap": value,
-                    "unit": unit,
-                    "relevant_chunk": "overlaps a gold span of the same doc_id by >= min_overlap",
-                    "recall": "gold spans found (a span split over two chunks counts once)",
-                    "coverage": "gold characters inside the union of the top-k chunk spans",
-                },
+                "span_rule": span_rule_record(span_rule, min_overlap),
             }
         )
     else:
@@ -279,7 +283,8 @@ def depth_gap(
     k: int | None = None,
     candidate_k: int | None = None,
     gold_by: str = "auto",
-    min_overlap: int | float = 1,
+    min_overlap: int | float | None = None,
+    span_rule: str = "union",
     question_id: str | None = None,
     retrieved: str | None = None,
     gold: str | None = None,
@@ -303,7 +308,7 @@ def depth_gap(
         Columns of the retriever's raw candidates (and their spans, for span gold).
     k, candidate_k : int, optional
         Context and candidate depths (default: the longest list of each column).
-    gold_by, min_overlap, question_id, retrieved, gold, gold_spans, retrieved_spans
+    gold_by, min_overlap, span_rule, question_id, retrieved, gold, gold_spans, retrieved_spans
         As in :func:`retrieval`.
     method_name : str
         The name errors start with; the scoring itself reports as the matching ``retrieval``
@@ -330,6 +335,7 @@ def depth_gap(
     method = method_name
     df = rows
     ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
+    qid_col = resolve_column(df, "question_id", question_id, method=method, required=False)
     if candidates not in df.columns:
         raise missing_column_error(df, candidates, role=None, method=method, keyword="candidates")
     if candidate_spans is not None and candidate_spans not in df.columns:
@@ -355,7 +361,8 @@ def depth_gap(
         return max(1, int(lengths.max()) if len(lengths) else 1)
 
     depths = {"context": depth(ranked_col, k, "k"), "candidates": depth(candidates, candidate_k, "candidate_k")}
-    common = {"gold_by": "spans" if uses_spans else "ids", "min_overlap": min_overlap, "question_id": question_id,
+    common = {"gold_by": "spans" if uses_spans else "ids", "min_overlap": min_overlap, "span_rule": span_rule,
+              "question_id": question_id,
               "gold": gold, "gold_spans": gold_spans, "method_name": _scoring_name(method)}
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*replaces existing column")
@@ -365,6 +372,8 @@ def depth_gap(
             "candidates": retrieval(df, k=depths["candidates"], retrieved=candidates,
                                     retrieved_spans=candidate_spans, **common),
         }
+    # after scoring, so that a malformed cell is reported by retrieval's own checks first
+    _check_context_in_candidates(df, ranked_col, candidates, depths["context"], depths["candidates"], method, qid_col)
     records = []
     for metric in ("recall", "hit"):
         context = scored["context"][f"{metric}@{depths['context']}"].to_numpy(dtype=float)
@@ -390,11 +399,46 @@ def depth_gap(
             "context_column": ranked_col,
             "candidates_column": candidates,
             "gold_unit": conventions.get("gold_unit"),
+            **({"span_rule": conventions["span_rule"]} if "span_rule" in conventions else {}),
             "relevance": conventions.get("relevance", "grade > 0"),
             "unanswerable": "excluded from means",
         }
     }
     return table
+
+
+def _check_context_in_candidates(
+    df: pd.DataFrame, ranked_col: str, candidates: str, k: int, candidate_k: int, method: str, qid: str | None
+) -> None:
+    """Refuse context chunks (top k of ``ranked_col``) that are not among the top ``candidate_k`` candidates.
+
+    The context is chosen from the candidates, so recall on the candidates can never be lower; a
+    chunk outside them means the columns or depths do not describe one pipeline, and the gap would
+    be negative.
+    """
+    def flat(column: str, depth: int) -> tuple[np.ndarray, list[Any]]:
+        cells = [c[:depth] if isinstance(c, (list, tuple, np.ndarray)) else [] for c in _as_cells(df[column])]
+        lengths = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
+        return np.repeat(np.arange(len(cells)), lengths), list(itertools.chain.from_iterable(cells))
+
+    ctx_row, ctx_ids = flat(ranked_col, k)
+    cand_row, cand_ids = flat(candidates, candidate_k)
+    if not ctx_row.size:
+        return
+    inside = pd.MultiIndex.from_arrays([ctx_row, pd.array(ctx_ids, dtype=object)]).isin(
+        pd.MultiIndex.from_arrays([cand_row, pd.array(cand_ids, dtype=object)]))
+    if inside.all():
+        return
+    outside = np.flatnonzero(~inside)
+    rows = pd.unique(ctx_row[outside])
+    shown = [row_label(df, int(r), qid) for r in rows[:5]]
+    raise RowTableError(
+        f"{method}: {rows.size} question(s) have chunks in {ranked_col!r} (top {k}) that are not among the candidates "
+        f"in {candidates!r} (top {candidate_k}): {', '.join(shown)}; e.g. {ctx_ids[int(outside[0])]!r}. The context is chosen "
+        "from the candidates, so the candidates' recall would be lower and the gap negative. Pass the candidates the "
+        "context was chosen from (or a larger candidate_k).",
+        column=candidates, rows=[int(r) for r in rows[:5]], method=method,
+    )
 
 
 def _scoring_name(method: str) -> str:

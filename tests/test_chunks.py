@@ -278,3 +278,31 @@ def test_from_spans_refuses_a_column_it_would_overwrite():
     with pytest.raises(ValueError, match=r"\['chunk_id'\].*chunk_id='chunk_id' to keep your chunk ids"):
         from_spans(numbered, chunk_id=None)
     assert from_spans(numbered)["chunk_id"].tolist() == ["c1"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Doc ids that would make bad chunk ids (issue 19)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_doc_ids_that_print_alike_are_refused_naming_both():
+    with pytest.raises(ValueError, match=r"`docs` doc_id holds 1 and '1': different ids that print alike.*'1#0'"):
+        chunks.fixed({1: 10, "1": 10}, size=5)
+    with pytest.raises(ValueError, match=r"doc_id holds 1 and '1'"):
+        chunks.sentences({1: "A b. C d.", "1": "E f."})
+    spans = [{"doc_id": 1, "start": 0, "end": 5}, {"doc_id": "1", "start": 0, "end": 5}]
+    with pytest.raises(ValueError, match=r"`table` column 'doc_id' holds 1 and '1'"):
+        chunks.from_spans(spans)
+    # with chunk ids of their own, no id is made from the doc ids: kept as given
+    named = chunks.from_spans([{**s, "chunk_id": c} for s, c in zip(spans, ["x", "y"])])
+    assert named["chunk_id"].tolist() == ["x", "y"] and named["doc_id"].tolist() == [1, "1"]
+
+
+@pytest.mark.parametrize("missing", [None, float("nan"), pd.NA])
+def test_a_missing_doc_id_is_refused_not_turned_into_nan_chunk_ids(missing):
+    with pytest.raises(ValueError, match=r"`docs` has a missing doc_id"):
+        chunks.fixed({missing: 10, "a": 10}, size=5)
+    with pytest.raises(ValueError, match=r"`docs` has a missing doc_id"):
+        chunks.sentences({missing: "A b. C d."})
+    with pytest.raises(ValueError, match=r"column 'doc_id' is missing in row 0"):
+        chunks.from_spans([{"doc_id": missing, "start": 0, "end": 5}])

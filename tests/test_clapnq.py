@@ -96,6 +96,10 @@ def test_span_retrieval_scores_and_the_manifest_agree(runs):
         assert scores.loc[has_gold, ["recall@5", "coverage@5"]].notna().all().all()
         assert round(float(scores["recall@5"].mean()), 4) == summary[name]["recall@5"]
         assert round(float(scores["coverage@5"].mean()), 4) == summary[name]["coverage@5"]
+        old = run.rag.retrieval(k=5, span_rule="per_chunk")
+        assert round(float(old["recall@5"].mean()), 4) == summary[name]["recall@5_per_chunk"]
+        # a sentence wholly in the top 5 is also touched by one of its chunks: the old rule only adds cut sentences
+        assert (old["recall@5"] >= scores["recall@5"])[has_gold].all()
     assert summary["chunk512_bm25"]["recall@5"] > summary["chunk256_bm25"]["recall@5"]
 
 

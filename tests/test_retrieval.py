@@ -231,3 +231,20 @@ def test_non_finite_grades_are_refused_by_retrieval_too(grade):
     rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1", "d2"]], "gold": [{"d1": grade, "d2": 1}]})
     with pytest.raises(RowTableError, match=r"grade -?inf; grades must be finite numbers"):
         retrieval(rows, k=2, gain="linear")
+
+
+def test_depth_gap_refuses_context_chunks_that_are_not_candidates():
+    # issue 19: a context chunk outside the candidates made the candidates' recall lower: a negative gap
+    rows = pd.DataFrame({"question_id": ["q1", "q2", "q3"], "retrieved": [["d1"], ["d9"], ["d4", "d7"]],
+                         "candidates": [["d1", "d2"], ["d4", "d5"], ["d4", "d5", "d7"]],
+                         "gold": [["d2"], ["d9"], ["d7"]]})
+    with pytest.raises(RowTableError, match=r"1 question\(s\) have chunks in 'retrieved' \(top 2\) that are not among "
+                                            r"the candidates in 'candidates' \(top 3\): question_id 'q2'; e\.g\. 'd9'"):
+        rt.depth_gap(rows)
+    # the depth counts too: d7 is a candidate only below candidate_k=2
+    fine = rows.drop(index=1)
+    with pytest.raises(RowTableError, match=r"question_id 'q3'; e\.g\. 'd7'") as caught:
+        fine.rag.depth_gap(candidate_k=2)
+    assert caught.value.column == "candidates" and caught.value.rows == [1]
+    gap = rt.depth_gap(fine)
+    assert (gap["gap"] >= 0).all() and gap["gap"].tolist() == [0.5, 0.5]

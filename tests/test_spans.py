@@ -14,7 +14,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import raglab
@@ -48,25 +48,35 @@ def test_same_labels_score_two_chunkings_without_relabelling():
     assert (small["recall@1"], small["recall@2"], small["rr"]) == (0.0, 1.0, 0.5)
     assert small["precision@3"] == pytest.approx(1 / 3)
     assert (small["coverage@1"], small["coverage@2"]) == (0.0, 1.0)
-    # 150-char chunks: each chunk holds 50 of the 100 gold characters; the span counts once in recall.
-    assert (large["recall@1"], large["recall@2"], large["rr"]) == (1.0, 1.0, 1.0)
-    assert (large["precision@1"], large["precision@2"]) == (1.0, 1.0)  # both chunks are relevant
+    # 150-char chunks: each chunk holds 50 of the 100 gold characters. The span is found at rank 2, where
+    # the two pieces together hold all of it; the chunk completing it is the one relevant chunk.
+    assert (large["recall@1"], large["recall@2"], large["rr"]) == (0.0, 1.0, 0.5)
+    assert (large["precision@1"], large["precision@2"]) == (0.0, 0.5)
     assert (large["coverage@1"], large["coverage@2"]) == (0.5, 1.0)
-    assert (large["ndcg@2"], large["ap"], large["r_precision"]) == (1.0, 1.0, 1.0)
+    # rank 2: nDCG = (1/log2 3) / 1, AP = (1/2) / 1, R-precision = precision at R = 1: 0
+    assert (large["ndcg@2"], large["ap"], large["r_precision"]) == (1 / math.log2(3), 0.5, 0.0)
+    assert large.name == 1 and rows.loc[[1]].rag.retrieval(k=2).attrs["raglab"]["retrieval"]["span_rule"]["rule"] == "union"
+    # the old rule: each half counts alone, so the cut span is "found" at rank 1 and both halves are relevant
+    old = rows.loc[[1]].rag.retrieval(k=[1, 2], span_rule="per_chunk").iloc[0]
+    assert (old["recall@1"], old["rr"], old["precision@2"], old["ndcg@2"]) == (1.0, 1.0, 1.0, 1.0)
 
 
 def test_min_overlap_in_characters_and_as_a_fraction():
-    # each 150-char chunk overlaps the 100-char gold span by exactly 50 characters
-    assert span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=50)["recall@2"] == 1.0
-    assert span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=51)["recall@2"] == 0.0
-    assert span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=0.5)["recall@2"] == 1.0
-    split = span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=0.6)
+    # one chunk alone (per_chunk): each 150-char chunk overlaps the 100-char gold span by exactly 50 characters
+    assert span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=50, span_rule="per_chunk")["recall@2"] == 1.0
+    assert span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=51, span_rule="per_chunk")["recall@2"] == 0.0
+    assert span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=0.5, span_rule="per_chunk")["recall@2"] == 1.0
+    split = span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=0.6, span_rule="per_chunk")
     assert split["recall@2"] == 0.0 and split["precision@2"] == 0.0
     assert split["coverage@2"] == 1.0  # coverage counts characters whatever the matching rule
+    # the union (default): measured over both chunks together: 50 characters at rank 1, 100 at rank 2
+    for min_overlap, rr in ((50, 1.0), (51, 0.5), (0.5, 1.0), (0.6, 0.5), (1.0, 0.5), (100, 0.5), (None, 0.5)):
+        assert span_metrics(CHUNKS_150, GOLD, k=2, min_overlap=min_overlap)["rr"] == rr, min_overlap
     # a character threshold longer than the gold span is capped at the span: a 10-char span inside a chunk counts
-    assert span_metrics([span("a", 0, 500)], [span("a", 10, 20)], k=1, min_overlap=200)["recall@1"] == 1.0
-    # the whole gold span inside one chunk, as a fraction
-    assert span_metrics([span("a", 0, 199), span("a", 0, 200)], GOLD, k=2, min_overlap=1.0)["rr"] == 0.5
+    for rule in ("union", "per_chunk"):
+        assert span_metrics([span("a", 0, 500)], [span("a", 10, 20)], k=1, min_overlap=200, span_rule=rule)["recall@1"] == 1.0
+        # the whole gold span inside one chunk, as a fraction
+        assert span_metrics([span("a", 0, 199), span("a", 0, 200)], GOLD, k=2, min_overlap=1.0, span_rule=rule)["rr"] == 0.5
 
 
 def test_one_chunk_covering_several_spans():
@@ -238,12 +248,13 @@ def a_span(draw, *, gold):
     min_overlap=st.sampled_from([1, 5, 30, 0.25, 0.5, 1.0, 0.07, 0.1 + 0.2, 1 / 3, Fraction(2, 7)]),
     gain=st.sampled_from(["exponential", "linear"]),
     which=st.sampled_from([None, SPAN_METRICS]),
+    span_rule=st.sampled_from(["union", "per_chunk"]),
 )
-def test_bulk_spans_equal_the_per_question_definition_exactly(rows, ks, min_overlap, gain, which):
+def test_bulk_spans_equal_the_per_question_definition_exactly(rows, ks, min_overlap, gain, which, span_rule):
     out = span_retrieval_scores([r for r, _ in rows], [g for _, g in rows], ks, min_overlap=min_overlap, gain=gain,
-                                metrics=which)
+                                metrics=which, span_rule=span_rule)
     for i, (chunks, gold) in enumerate(rows):
-        expected = span_metrics(chunks, gold, ks, min_overlap=min_overlap, gain=gain, metrics=which)
+        expected = span_metrics(chunks, gold, ks, min_overlap=min_overlap, gain=gain, metrics=which, span_rule=span_rule)
         assert list(out) == list(expected)
         for name, value in expected.items():
             got = out[name][i]
@@ -323,3 +334,165 @@ def test_span_bad_cells_carry_the_input_and_row():
     with pytest.raises(metrics.BadCellError) as caught:
         span_retrieval_scores([CHUNKS_100, []], [[span("a", 0, 9, grade="x")], GOLD], 1)
     assert (caught.value.what, caught.value.row) == ("gold_spans", 0)
+
+
+# --------------------------------------------------------------------------------------------------
+# The union rule does not reward cutting (properties; the oracle is character sets)
+# --------------------------------------------------------------------------------------------------
+
+DOC_LENGTH = 120
+
+
+def chars(spans):
+    """The set of (doc, character) pairs of some spans."""
+    return {(s["doc_id"], c) for s in spans for c in range(s["start"], s["end"])}
+
+
+def wholly_reached(ranked, gold, r):
+    """Indices of the gold spans all of whose characters are in the top r chunks (the oracle, by sets)."""
+    seen = chars(ranked[:r])
+    return {i for i, g in enumerate(gold) if chars([g]) <= seen}
+
+
+@st.composite
+def a_question(draw):
+    gold = []
+    for _ in range(draw(st.integers(1, 3))):
+        start = draw(st.integers(0, DOC_LENGTH - 2))
+        end = draw(st.integers(start + 1, min(DOC_LENGTH, start + 40)))
+        gold.append(span(draw(st.sampled_from(["a", "b"])), start, end, grade=draw(st.sampled_from([1, 2]))))
+    ranked = []
+    for _ in range(draw(st.integers(1, 6))):
+        start = draw(st.integers(0, DOC_LENGTH - 1))
+        ranked.append(span(draw(st.sampled_from(["a", "b"])), start, draw(st.integers(start + 1, DOC_LENGTH))))
+    return ranked, gold
+
+
+RANK_METRICS = ("recall", "hit", "ndcg")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(question=a_question(), data=st.data())
+def test_cutting_so_that_only_part_of_a_span_reaches_the_model_never_raises_the_score(question, data):
+    ranked, gold = question
+    cut = []  # re-chunk: shrink, shift or drop chunks, or move a chunk's tail to the end of the list
+    tails = []
+    for chunk in ranked:
+        action = data.draw(st.sampled_from(["keep", "shrink", "shift", "split", "drop"]))
+        start, end = chunk["start"], chunk["end"]
+        if action == "shrink":
+            start = data.draw(st.integers(start, end))
+            end = data.draw(st.integers(start, end))
+        elif action == "shift":
+            delta = data.draw(st.integers(-20, 20))
+            start, end = min(max(0, start + delta), DOC_LENGTH), min(max(0, end + delta), DOC_LENGTH)
+        elif action == "split" and end - start > 1:
+            middle = data.draw(st.integers(start + 1, end - 1))
+            tails.append(span(chunk["doc_id"], middle, end))
+            end = middle
+        elif action == "drop":
+            start, end = 0, 0
+        cut.append(span(chunk["doc_id"], start, end))
+    cut += tails
+    depth = len(cut)
+    # only re-chunkings under which no gold span is wholly reached at a rank where it was not before
+    assume(all(wholly_reached(cut, gold, r) <= wholly_reached(ranked, gold, r) for r in range(1, depth + 1)))
+    ks = list(range(1, depth + 1))
+    before = span_metrics(ranked, gold, ks)
+    after = span_metrics(cut, gold, ks)
+    bulk = span_retrieval_scores([ranked, cut], [gold, gold], ks)
+    for k in ks:
+        for name in (f"{m}@{k}" for m in RANK_METRICS):  # (coverage@k counts the parts, by design)
+            assert after[name] <= before[name] + 1e-12, (name, before[name], after[name])
+            assert bulk[name].tolist() == [before[name], after[name]]
+    assert after["rr"] <= before["rr"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(question=a_question(), data=st.data())
+def test_rechunking_without_changing_what_reaches_the_model_leaves_every_score_equal(question, data):
+    ranked, gold = question
+    gold_chars = chars(gold)
+    moved = []  # move each chunk boundary across characters that are not gold (so each chunk holds the same gold)
+    for chunk in ranked:
+        doc, start, end = chunk["doc_id"], chunk["start"], chunk["end"]
+
+        def free(a, b, doc=doc):
+            return not any((doc, c) in gold_chars for c in range(min(a, b), max(a, b)))
+
+        starts = [x for x in range(0, end) if free(x, start)]
+        start2 = data.draw(st.sampled_from(starts))
+        ends = [x for x in range(start2 + 1, DOC_LENGTH + 1) if free(x, end)]
+        moved.append(span(doc, start2, data.draw(st.sampled_from(ends))) if ends else chunk)
+    for r in range(1, len(ranked) + 1):  # the oracle: the same gold characters reach the model at every depth
+        assert chars(moved[:r]) & gold_chars == chars(ranked[:r]) & gold_chars
+    ks = list(range(1, len(ranked) + 1))
+    before, after = span_metrics(ranked, gold, ks), span_metrics(moved, gold, ks)
+    assert after == before
+    bulk = span_retrieval_scores([ranked, moved], [gold, gold], ks)
+    for name, value in before.items():
+        assert bulk[name].tolist() == [value, value], name
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(question=a_question())
+def test_a_span_is_found_exactly_when_all_of_it_reached_the_model(question):
+    ranked, gold = question
+    out = span_metrics(ranked, gold, list(range(1, len(ranked) + 1)))
+    for r in range(1, len(ranked) + 1):
+        # distinct spans (a repeated label counts once): recall@r is the share of them wholly in the top r
+        distinct = {(g["doc_id"], g["start"], g["end"]) for g in gold}
+        whole = {(g["doc_id"], g["start"], g["end"]) for i, g in enumerate(gold) if i in wholly_reached(ranked, gold, r)}
+        assert out[f"recall@{r}"] == len(whole) / len(distinct)
+        assert out[f"hit@{r}"] == float(bool(whole))
+
+
+def test_the_old_per_chunk_rule_rewards_cutting_the_union_rule_does_not():
+    gold = [span("a", 10, 30), span("a", 60, 80)]
+    whole = [span("a", 0, 40)]   # holds the first span entirely
+    cut = [span("a", 20, 70)]    # a window across both: half of each, neither entirely
+    assert wholly_reached(cut, gold, 1) <= wholly_reached(whole, gold, 1)
+    old = [span_metrics(c, gold, 1, span_rule="per_chunk")["recall@1"] for c in (whole, cut)]
+    new = [span_metrics(c, gold, 1)["recall@1"] for c in (whole, cut)]
+    assert old == [0.5, 1.0]  # the trap: cutting both spans doubles recall
+    assert new == [0.5, 0.0]
+    rows = pd.DataFrame({"question_id": ["whole", "cut"], "gold_spans": [gold, gold], "retrieved_spans": [whole, cut]})
+    record = rows.rag.retrieval(k=1).attrs["raglab"]["retrieval"]["span_rule"]
+    assert (record["rule"], record["min_overlap"], record["unit"]) == ("union", 1.0, "fraction of the gold span")
+    assert {"recall", "hit", "ndcg", "precision", "relevant_chunk", "found_at"} <= set(record)
+    old_record = rows.rag.retrieval(k=1, span_rule="per_chunk").attrs["raglab"]["retrieval"]["span_rule"]
+    assert (old_record["rule"], old_record["min_overlap"], old_record["unit"]) == ("per_chunk", 1, "characters")
+    with pytest.raises(ValueError, match=r"`span_rule` must be one of \['union', 'per_chunk'\]"):
+        rows.rag.retrieval(k=1, span_rule="any")
+
+
+def test_union_rule_bulk_kernel_on_many_overlapping_pieces():
+    # 40 nested and overlapping windows over one 1000-character span: found where the union first covers it
+    gold = [span("a", 100, 1100)]
+    ranked = [span("a", 100 + 10 * i, 600 + 10 * i) for i in range(40)] + [span("a", 980, 1200)]
+    out = span_retrieval_scores([ranked], [gold], [40, 41])
+    assert out["recall@40"].tolist() == [0.0] and out["recall@41"].tolist() == [1.0]  # [100, 990), then [980, 1200)
+    assert span_metrics(ranked, gold, [40, 41])["rr"] == out["rr"][0] == 1 / 41
+
+
+def test_union_rule_on_thousands_of_nested_pieces_of_one_span():
+    # each window sits inside the one before, so no union of them covers the span until the whole-span chunk
+    # comes (rank 3001); the kernel's work grows with pairs x log(ranks), not pairs squared
+    gold = [span("a", 0, 10**6)]
+    ranked = [span("a", 100 * i, 10**6 - 100 * i - 1) for i in range(3000)] + [span("a", 0, 10**6)]
+    out = span_retrieval_scores([ranked] * 20, [gold] * 20, [3000, 3001])
+    assert out["rr"].tolist() == [1 / 3001] * 20
+    assert out["recall@3000"].tolist() == [0.0] * 20 and out["recall@3001"].tolist() == [1.0] * 20
+    # half the span: the first window alone covers 999,999 characters
+    assert span_retrieval_scores([ranked], [gold], 1, min_overlap=0.5)["rr"].tolist() == [1.0]
+
+
+def test_depth_gap_on_span_gold_follows_the_rule_and_records_it():
+    # the context holds half of the gold span; the candidates hold both halves
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["a#1"]], "retrieved_spans": [[span("a", 150, 300)]],
+                         "candidates": [["a#1", "a#0"]], "candidate_spans": [CHUNKS_150], "gold_spans": [GOLD]})
+    gap = rows.rag.depth_gap(candidate_spans="candidate_spans").set_index("metric")
+    assert (gap.loc["recall", "context"], gap.loc["recall", "candidates"], gap.loc["recall", "n_lost"]) == (0.0, 1.0, 1)
+    assert gap.attrs["raglab"]["depth_gap"]["span_rule"]["rule"] == "union"
+    old = rows.rag.depth_gap(candidate_spans="candidate_spans", span_rule="per_chunk").set_index("metric")
+    assert (old.loc["recall", "context"], old.loc["recall", "gap"]) == (1.0, 0.0)  # the old rule hid the loss

@@ -153,7 +153,7 @@ def load_run(
     >>> run = load_run(512)
     >>> scores = run.rag.retrieval(k=5)
     >>> round(float(scores["recall@5"].mean()), 3), round(float(scores["coverage@5"].mean()), 3)
-    (0.797, 0.756)
+    (0.71, 0.756)
     """
     size = _check_size(size)
     folder = data_dir(path)

@@ -119,7 +119,8 @@ class Matched:
         Each gold unit (id or span) found, at its first rank (1-based), best rank first.
     relevant_ranks : tuple of int
         Ranks of the relevant ranked items, what precision counts (for ids: the ranks in ``found``;
-        for spans: every chunk that overlaps a gold span enough).
+        for spans: the chunks at whose rank a span is found, or under ``span_rule="per_chunk"`` every
+        chunk that overlaps a gold span enough).
     grades : tuple of float
         The grade (> 0) of every gold unit, found or not; ``len(grades)`` is R.
     """

@@ -4,26 +4,39 @@ Gold labels tied to chunk ids go stale when the corpus is re-chunked. Labels as 
 (``{"doc_id", "start", "end"}``, end exclusive as in Python slicing, optional ``"grade"``, default 1)
 score any chunking: each retrieved chunk carries its own span, and relevance is decided by overlap.
 
-Rules (recorded by ``df.rag.retrieval`` when spans are used):
+Rules (recorded by ``df.rag.retrieval`` in ``attrs["raglab"]["retrieval"]["span_rule"]``):
 
-- A chunk is relevant to a gold span of the same document when they overlap by at least
-  ``min_overlap``: an ``int`` is a number of characters (capped at the gold span's length, so a
-  short span wholly inside a chunk always counts); a ``float`` in (0, 1] is a fraction of the gold
-  span's length. A chunk is relevant when it is relevant to any gold span.
+- ``span_rule="union"`` (the default): a gold span is **found at rank r** at the first r where the
+  chunks at ranks 1..r of the same document *together* cover at least ``min_overlap`` of it,
+  measured over the union of their spans (characters counted once). The default ``min_overlap=1.0``
+  is the whole span: a gold span cut by a chunk boundary counts only when every piece reached the
+  model. An ``int`` is a number of characters (capped at the span's length), a ``float`` in (0, 1]
+  a fraction of the span's length. Cutting a span can never make it count earlier, and a
+  re-chunking that leaves the same gold characters in the top r for every r leaves every metric equal.
+- ``span_rule="per_chunk"`` (raglab's earlier default, kept as an explicit option; notebook 02
+  shows it as the trap it was): each chunk is judged alone and a span is found at the first chunk
+  that overlaps it by ``min_overlap`` (default 1 character). A window that clips a span's edge
+  counts it as found, so cutting can score higher.
 - A fraction is compared exactly, in integers: the float is read as the decimal it prints as
-  (``0.07`` is 7/100, via ``fractions.Fraction(repr(x))``; a ``Fraction`` is used as given) and a
-  chunk is relevant when ``overlap * denominator >= numerator * span_length``. So
-  ``min_overlap=0.07`` on a 100-character span needs exactly 7 characters (the float product
-  ``0.07 * 100`` is 7.000000000000001 and would need 8).
-- The gold *units* are the spans. A span is found at the first rank of a chunk relevant to it;
-  recall@k counts spans found in the top k (a span split over two chunks counts once); rr is one
-  over the first rank at which any span is found; nDCG credits each span once, at that rank, against
-  the ideal of one span per rank (capped at 1, reached when one chunk covers several spans).
-- precision@k counts relevant chunks in the top k and divides by k; AP averages, over the spans,
-  the chunk precision at the rank each span is found (0 for spans not found); R-precision is the
-  chunk precision at R = number of gold spans.
+  (``0.07`` is 7/100, via ``fractions.Fraction(repr(x))``; a ``Fraction`` is used as given) and the
+  test is ``overlap * denominator >= numerator * span_length``. So ``min_overlap=0.07`` on a
+  100-character span needs exactly 7 characters (the float product ``0.07 * 100`` is
+  7.000000000000001 and would need 8).
+- The gold *units* are the spans. recall@k counts spans found at ranks <= k; hit@k is 1 when one
+  is; rr is one over the first rank at which a span is found; nDCG credits each span once, at the
+  rank where it is found, against the ideal of one span per rank (capped at 1, reached when one
+  chunk completes several spans).
+- A chunk is **relevant** (what precision counts) when a gold span is found at its rank: under
+  ``"union"`` the chunk that completes a span, so a span cut into two retrieved pieces is one
+  relevant chunk, as it would be uncut; under ``"per_chunk"`` every chunk that overlaps a span
+  enough. precision@k counts relevant chunks in the top k and divides by k; AP averages, over the
+  spans, the precision at the rank each span is found (0 for spans not found); R-precision is the
+  precision at R = number of gold spans. Precision can rise when a re-chunking spreads spans that
+  one chunk completed over several chunks (more relevant chunks, as more relevant ids would); the
+  pieces of one span are one relevant chunk, never more.
 - ``coverage@k``: the fraction of gold characters (the union of the gold spans) inside the union
-  of the top-k chunk spans of the same document; nothing is counted twice.
+  of the top-k chunk spans of the same document; nothing is counted twice. It does not depend on
+  ``span_rule``.
 
 When every chunk is a whole document and the gold spans are whole documents these rules give the
 same numbers as gold ids. The rank metrics are the registered ones (:mod:`raglab.metrics.specs`),
@@ -35,8 +48,10 @@ Examples
 >>> gold = [{"doc_id": "a", "start": 100, "end": 200}]
 >>> chunks = [{"doc_id": "a", "start": 150, "end": 300}, {"doc_id": "a", "start": 0, "end": 150}]
 >>> out = span_metrics(chunks, gold, k=[1, 2])
->>> out["recall@1"], out["coverage@1"], out["coverage@2"]
-(1.0, 0.5, 1.0)
+>>> out["recall@1"], out["recall@2"], out["coverage@1"], out["coverage@2"]
+(0.0, 1.0, 0.5, 1.0)
+>>> span_metrics(chunks, gold, k=[1, 2], span_rule="per_chunk")["recall@1"]   # the old rule: half counts
+1.0
 """
 
 from __future__ import annotations
@@ -65,7 +80,79 @@ from raglab.metrics._common import (
 from raglab.metrics._kernel import _as_cells, _score
 from raglab.metrics.specs import score_columns, select
 
-__all__ = ["check_min_overlap", "span_metrics", "span_retrieval_scores"]
+__all__ = ["SPAN_RULES", "check_min_overlap", "check_span_rule", "span_metrics", "span_retrieval_scores"]
+
+#: How a gold span counts as found: by the union of the chunks so far, or by one chunk alone (the old rule).
+SPAN_RULES: tuple[str, ...] = ("union", "per_chunk")
+
+#: ``min_overlap`` when none is given, per rule: the whole span (union), one character (per chunk).
+DEFAULT_MIN_OVERLAP: dict[str, int | float] = {"union": 1.0, "per_chunk": 1}
+
+
+def check_span_rule(span_rule: Any, min_overlap: Any = None) -> tuple[str, int | float]:
+    """Validate ``span_rule`` and resolve ``min_overlap`` (None: the rule's default).
+
+    Parameters
+    ----------
+    span_rule : {"union", "per_chunk"}
+        ``"union"``: a span is found when the chunks so far together cover ``min_overlap`` of it;
+        ``"per_chunk"``: when one chunk alone overlaps it by ``min_overlap`` (the old rule).
+    min_overlap : int, float, fractions.Fraction or None
+        See :func:`check_min_overlap`; None takes 1.0 (the whole span) under ``"union"`` and 1
+        character under ``"per_chunk"``.
+
+    Returns
+    -------
+    tuple
+        ``(span_rule, min_overlap)``.
+
+    Examples
+    --------
+    >>> check_span_rule("union"), check_span_rule("per_chunk"), check_span_rule("union", 0.5)
+    (('union', 1.0), ('per_chunk', 1), ('union', 0.5))
+    """
+    if not isinstance(span_rule, str) or span_rule not in SPAN_RULES:
+        raise ValueError(
+            f"`span_rule` must be one of {list(SPAN_RULES)}, got {span_rule!r}: 'union' (a span counts when the "
+            "chunks so far together cover min_overlap of it) or 'per_chunk' (one chunk alone must overlap it)"
+        )
+    if min_overlap is None:
+        min_overlap = DEFAULT_MIN_OVERLAP[span_rule]
+    check_min_overlap(min_overlap)
+    return span_rule, min_overlap
+
+
+def span_rule_record(span_rule: str, min_overlap: Any) -> dict[str, Any]:
+    """What ``attrs["raglab"]["retrieval"]["span_rule"]`` records: the rule, the threshold, and per metric how it is decided.
+
+    Examples
+    --------
+    >>> record = span_rule_record("union", 1.0)
+    >>> record["rule"], record["min_overlap"], record["unit"]
+    ('union', 1.0, 'fraction of the gold span')
+    """
+    value, unit = check_min_overlap(min_overlap)
+    if span_rule == "union":
+        found = ("the first rank r at which the chunks at ranks 1..r of the same doc_id together cover >= min_overlap "
+                 "of the span (union of their spans, characters counted once)")
+        relevant = "a chunk at whose rank a gold span is found (the chunk that completes it)"
+    else:
+        found = "the first rank of a chunk that alone overlaps the span (same doc_id) by >= min_overlap"
+        relevant = "a chunk that overlaps a gold span of the same doc_id by >= min_overlap"
+    return {
+        "rule": span_rule,
+        "min_overlap": value,
+        "unit": unit,
+        "found_at": found,
+        "recall": "gold spans found at ranks <= k, over all gold spans (a span counts once)",
+        "hit": "1 if a gold span is found at a rank <= k",
+        "ndcg": "each gold span credited once, at the rank where it is found",
+        "rr": "one over the first rank at which a gold span is found",
+        "relevant_chunk": relevant,
+        "precision": "relevant chunks in the top k, divided by k (ap and r_precision use the same chunks)",
+        "coverage": "gold characters inside the union of the top-k chunk spans (independent of the rule)",
+    }
+
 
 def check_min_overlap(min_overlap: Any) -> tuple[float, str]:
     """Validate ``min_overlap`` and return ``(value, unit)``: unit "characters" or "fraction of the gold span".
@@ -207,7 +294,8 @@ def span_metrics(
     gold_spans: Sequence[Mapping[str, Any]] | None,
     k: int | Iterable[int] = 5,
     *,
-    min_overlap: int | float = 1,
+    span_rule: str = "union",
+    min_overlap: int | float | None = None,
     gain: str = "exponential",
     metrics: str | Iterable[str] | None = None,
 ) -> dict[str, float]:
@@ -221,9 +309,13 @@ def span_metrics(
         Gold spans, optionally with ``grade`` (default 1); none with grade > 0 means unanswerable.
     k : int or iterable of int
         Cut-offs.
-    min_overlap : int or float
+    span_rule : {"union", "per_chunk"}
+        ``"union"`` (default): a span is found at the first rank where the chunks so far together
+        cover ``min_overlap`` of it; ``"per_chunk"``: where one chunk alone overlaps it by
+        ``min_overlap`` (the old rule, which rewards cutting). See the module notes.
+    min_overlap : int, float or None
         Characters (int, capped at the gold span's length) or fraction of the gold span (float in
-        (0, 1]) a chunk must overlap to be relevant to it.
+        (0, 1]); None: 1.0, the whole span, under ``"union"``, and 1 character under ``"per_chunk"``.
     gain : {"exponential", "linear"}
         nDCG gain.
     metrics : str or iterable of str, optional
@@ -239,12 +331,15 @@ def span_metrics(
     --------
     >>> gold = [{"doc_id": "a", "start": 100, "end": 200}]
     >>> chunks = [{"doc_id": "b", "start": 0, "end": 500}, {"doc_id": "a", "start": 150, "end": 400}]
-    >>> out = span_metrics(chunks, gold, k=2)
+    >>> out = span_metrics(chunks, gold, k=2)     # half of the span reached the model: not found
     >>> out["recall@2"], out["rr"], out["coverage@2"]
-    (1.0, 0.5, 0.5)
+    (0.0, 0.0, 0.5)
+    >>> span_metrics(chunks, gold, k=2, min_overlap=0.5)["recall@2"]
+    1.0
     """
     ks = _check_ks(k)
     _check_gain(gain)
+    span_rule, min_overlap = check_span_rule(span_rule, min_overlap)
     rule = _overlap_rule(min_overlap)
     specs = select(metrics, "spans")
     if isinstance(retrieved_spans, (str, Mapping)) or not isinstance(retrieved_spans, (Sequence, np.ndarray)):
@@ -254,7 +349,7 @@ def span_metrics(
     names = score_columns(ks, coverage=True, metrics=metrics)
     if not units:
         return dict.fromkeys(names, math.nan)
-    matched = _match_spans(chunks, units, rule)
+    matched = (_match_spans_union if span_rule == "union" else _match_spans)(chunks, units, rule)
     out: dict[str, float] = {}
     for spec in specs:
         for k_ in ks if spec.per_k else [None]:
@@ -286,6 +381,37 @@ def _match_spans(chunks: list[tuple[Any, int, int]], units: list[tuple[Any, int,
     return Matched(
         found=tuple((r, units[u][3]) for r, u in found),
         relevant_ranks=tuple(relevant_ranks),
+        grades=tuple(unit[3] for unit in units),
+    )
+
+
+def _match_spans_union(
+    chunks: list[tuple[Any, int, int]], units: list[tuple[Any, int, int, float]], rule: tuple[str, int, int]
+) -> Matched:
+    """One question under the union rule: each span at the first rank r where chunks 1..r cover enough of it.
+
+    The definition, by brute force: for every rank, the union of the chunks so far (same document),
+    clipped to the span and merged, is measured and compared with ``min_overlap``. A relevant chunk
+    is one at whose rank some span is found.
+    """
+    first_rank: list[int | None] = [None] * len(units)
+    for u, (g_doc, g_start, g_end, _) in enumerate(units):
+        pieces: list[tuple[int, int]] = []
+        for rank, (doc, start, end) in enumerate(chunks, start=1):
+            if doc != g_doc:
+                continue
+            lo, hi = max(start, g_start), min(end, g_end)
+            if lo >= hi:
+                continue
+            pieces.append((lo, hi))
+            covered = sum(b - a for a, b in _merge(pieces))
+            if _relevant_overlap(covered, g_end - g_start, rule):
+                first_rank[u] = rank
+                break
+    found = sorted((r, u) for u, r in enumerate(first_rank) if r is not None)
+    return Matched(
+        found=tuple((r, units[u][3]) for r, u in found),
+        relevant_ranks=tuple(sorted({r for r, _ in found})),
         grades=tuple(unit[3] for unit in units),
     )
 
@@ -350,6 +476,50 @@ def _flatten_spans(cells: np.ndarray, what: str, *, missing_ok: bool) -> dict[st
     return out
 
 
+def _found_by_union(
+    unit: np.ndarray, rank: np.ndarray, lo: np.ndarray, hi: np.ndarray, g_start: np.ndarray, length: np.ndarray,
+    rule: tuple[str, int, int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """The union rule for many spans at once: each span's first rank at which the chunks so far cover enough of it.
+
+    Input: one entry per (chunk, gold span) pair that overlaps, the overlap ``[lo, hi)`` clipped to
+    the span, the chunk's ``rank`` and the span's index ``unit``; ``g_start`` and ``length`` are
+    every span's start and length. The covered length of a span by the pieces of rank <= r is the
+    length of their union: pieces sorted by start, each adds what lies beyond the furthest end
+    before it (a running maximum). It only grows with r, so each span's first rank meeting ``rule``
+    is found by bisection over the ranks, all spans at once: O(pairs x log(ranks)) time and
+    O(pairs) memory, whatever the pieces' overlaps. Returns the spans found (ascending) and their ranks.
+    """
+    if unit.size == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty
+    order = np.lexsort((lo, unit))
+    unit, rank = unit[order], rank[order]
+    # Coordinates relative to each span, shifted so that spans never share one: the running maximum of
+    # one span's ends then stays below the next span's starts.
+    shift = np.concatenate([[0], np.cumsum(length + 1)[:-1]])
+    base = shift[unit] - g_start[unit]
+    a, b = lo[order] + base, hi[order] + base
+    units, first = np.unique(unit, return_index=True)
+    deepest = np.maximum.reduceat(rank, first)
+    low, high = np.ones(units.size, dtype=np.int64), deepest + 1  # the answer is in [low, high]; high = not found
+    slot = np.searchsorted(units, unit)
+    while (low < high).any():
+        mid = (low + high) // 2
+        use = rank <= mid[slot]
+        ends = np.where(use, b, -1)
+        before = np.empty_like(ends)
+        before[0] = -1
+        np.maximum.accumulate(ends[:-1], out=before[1:])
+        gain = np.where(use, np.maximum(b - np.maximum(a, before), 0), 0)
+        covered = np.add.reduceat(gain, first)  # pairs are sorted by span: exact integer sums
+        meets = _relevant_overlaps(covered, length[units], rule)
+        high = np.where(meets & (low < high), mid, high)
+        low = np.where(~meets & (low < high), mid + 1, low)
+    found = low <= deepest
+    return units[found], low[found]
+
+
 def _gold_span_table(cells: np.ndarray) -> dict[str, np.ndarray]:
     flat = _flatten_spans(cells, "gold_spans", missing_ok=True)
     spans = flat["spans"]
@@ -378,7 +548,8 @@ def span_retrieval_scores(
     gold_spans: Any,
     k: int | Iterable[int] = 5,
     *,
-    min_overlap: int | float = 1,
+    span_rule: str = "union",
+    min_overlap: int | float | None = None,
     gain: str = "exponential",
     no_relevant: str = "exclude",
     metrics: str | Iterable[str] | None = None,
@@ -391,7 +562,7 @@ def span_retrieval_scores(
         One ranked list of chunk spans per question (``[]`` when nothing was retrieved).
     gold_spans : sequence of (list of span dicts | None)
         One per question; missing or empty means unanswerable (NaN everywhere).
-    k, min_overlap, gain, metrics
+    k, span_rule, min_overlap, gain, metrics
         As in :func:`span_metrics`.
     no_relevant : {"exclude", "zero"}
         A question whose gold spans all have grade <= 0: NaN (``"exclude"``, the default) or 0 on
@@ -409,22 +580,26 @@ def span_retrieval_scores(
     >>> chunks = [[{"doc_id": "a", "start": 0, "end": 150}], []]
     >>> out = span_retrieval_scores(chunks, gold, k=1)
     >>> out["recall@1"].tolist(), out["coverage@1"].tolist()
-    ([1.0, nan], [0.5, nan])
+    ([0.0, nan], [0.5, nan])
+    >>> span_retrieval_scores(chunks, gold, k=1, span_rule="per_chunk")["recall@1"].tolist()
+    [1.0, nan]
     """
     return _span_retrieval_scores(
-        retrieved_spans, gold_spans, k, min_overlap=min_overlap, gain=gain, no_relevant=no_relevant, metrics=metrics
+        retrieved_spans, gold_spans, k, span_rule=span_rule, min_overlap=min_overlap, gain=gain,
+        no_relevant=no_relevant, metrics=metrics,
     )[0]
 
 
 def _span_retrieval_scores(
-    retrieved_spans: Any, gold_spans: Any, k: int | Iterable[int], *, min_overlap: Any, gain: str, no_relevant: str,
-    metrics: str | Iterable[str] | None = None,
+    retrieved_spans: Any, gold_spans: Any, k: int | Iterable[int], *, min_overlap: Any = None, gain: str,
+    no_relevant: str, metrics: str | Iterable[str] | None = None, span_rule: str = "union",
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """:func:`span_retrieval_scores` and the mask of questions whose gold spans all have grade <= 0."""
     ks = _check_ks(k)
     _check_gain(gain)
     _check_no_relevant(no_relevant)
     specs = select(metrics, "spans")
+    span_rule, min_overlap = check_span_rule(span_rule, min_overlap)
     rule = _overlap_rule(min_overlap)
     chunk_cells = _as_cells(retrieved_spans)
     gold_cells = _as_cells(gold_spans)
@@ -467,15 +642,28 @@ def _span_retrieval_scores(
     overlap = np.minimum(chunks["end"][pair_chunk], g_end[pair_gold]) - np.maximum(
         chunks["start"][pair_chunk], g_start[pair_gold]
     )
-    match = _relevant_overlaps(overlap, g_end[pair_gold] - g_start[pair_gold], rule)
-    m_chunk, m_gold = pair_chunk[match], pair_gold[match]
-
-    # Each span is found at its first relevant chunk (pairs come in chunk order, so first = best rank).
-    spans_found, at = np.unique(m_gold, return_index=True)
-    f_row = g_row[spans_found]
-    f_rank = chunk_rank[m_chunk[at]]
+    if span_rule == "union":
+        spans_found, f_rank = _found_by_union(
+            pair_gold[overlap > 0], chunk_rank[pair_chunk[overlap > 0]],
+            np.maximum(chunks["start"][pair_chunk], g_start[pair_gold])[overlap > 0],
+            np.minimum(chunks["end"][pair_chunk], g_end[pair_gold])[overlap > 0],
+            g_start, g_end - g_start, rule,
+        )
+        f_row = g_row[spans_found]
+        # The relevant chunks: those at whose rank a span is found (a chunk completing two spans counts once).
+        width = int(chunk_rank.max(initial=0)) + 1
+        relevant_keys = np.unique(f_row.astype(np.int64) * width + f_rank)
+        prec_row, prec_rank = relevant_keys // width, relevant_keys % width
+    else:
+        match = _relevant_overlaps(overlap, g_end[pair_gold] - g_start[pair_gold], rule)
+        m_chunk, m_gold = pair_chunk[match], pair_gold[match]
+        # Each span is found at its first relevant chunk (pairs come in chunk order, so first = best rank).
+        spans_found, at = np.unique(m_gold, return_index=True)
+        f_row = g_row[spans_found]
+        f_rank = chunk_rank[m_chunk[at]]
+        relevant_chunks = np.unique(m_chunk)
+        prec_row, prec_rank = chunks["row"][relevant_chunks], chunk_rank[relevant_chunks]
     order = np.lexsort((spans_found, f_rank, f_row))
-    relevant_chunks = np.unique(m_chunk)
     ideal = np.lexsort((-g_grade, g_row))
     found = Found(
         n=n,
@@ -483,8 +671,8 @@ def _span_retrieval_scores(
         found_row=f_row[order].astype(np.int64),
         found_rank=f_rank[order].astype(np.int64),
         found_grade=g_grade[spans_found][order],
-        prec_row=chunks["row"][relevant_chunks].astype(np.int64),
-        prec_rank=chunk_rank[relevant_chunks].astype(np.int64),
+        prec_row=prec_row.astype(np.int64),
+        prec_rank=prec_rank.astype(np.int64),
         ideal_row=g_row[ideal],
         ideal_grade=g_grade[ideal],
     )

@@ -150,8 +150,10 @@ def boundary_metric(
         The output of :func:`raglab.boundaries.boundary_report` (or its ``.table``).
     metric : str, optional
         The metric to show (default: the first in the table).
-    split : {"boundary_status", "gold_reached"}
-        Which status to split by (``gold_reached`` only when the report has it).
+    split : {"boundary_status"}
+        The status to split by. ``"gold_reached"`` is refused, with the reason: it is the baseline's
+        own outcome, so its slices draw regression to the mean as an effect (see
+        :func:`raglab.boundaries.boundary_report`).
     labels : (str, str)
         Names of the two runs in the legend.
     ax : matplotlib Axes, optional
@@ -199,7 +201,11 @@ def boundary_metric(
             raise ValueError("boundary_metric: the report's table is empty")
         metric = metrics[0]
     check_option("metric", metric, metrics)
-    check_option("split", split, list(dict.fromkeys(table["split"].astype(str))))
+    if split == "gold_reached":
+        from raglab.boundaries import GOLD_REACHED_SPLIT  # the row-table floor, imported when used (as above)
+
+        raise ValueError(f"boundary_metric refuses split='gold_reached': {GOLD_REACHED_SPLIT}")
+    check_option("split", split, [s for s in dict.fromkeys(table["split"].astype(str)) if s != "gold_reached"])
     if len(labels) != 2:
         raise ValueError(f"`labels` must name the two runs, e.g. ('256 chars', '512 chars'); got {labels!r}")
     of_metric = table[table["metric"].astype(str) == metric]
