@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import sys
 
-#: What a broken installation or environment raises at import (a shared library that will not load is an OSError).
-BROKEN_INSTALL = (ImportError, MemoryError, SyntaxError, OSError)
+#: What a broken installation or environment raises at import: anything. A shared library that will not load
+#: is an OSError, a memory limit a MemoryError or (inside an extension module's initialisation) a SystemError.
+BROKEN_INSTALL = (Exception,)
 
 
 def cannot_start(exc: BaseException) -> int:
