@@ -1,9 +1,13 @@
 """The ``raglab`` command line.
 
-Exit codes follow the gate: 0 pass, 1 block, 3 review; 2 is argparse's usage error and bad input
-(every file error names the file); 4 is an internal error or a broken installation (a dependency
-that fails to import, memory exhausted), never 1, which CI would read as a block. A closed pipe
-(``raglab ... | head``) is not an error. ``python -m raglab`` runs the same command line.
+Exit codes follow the gate: 0 pass, 1 block, 3 review, and only once the table reached stdout; 2 is
+argparse's usage error and bad input (every file error names the file, every option its flag); 4 is
+everything else: stdout closed or failing, memory or another resource exhausted, a broken
+installation, a bug. Never 1, which CI would read as a block. A reader that closes the pipe
+(``raglab ... | head``) is not an error. The rule is written once, above :func:`_exit_code`.
+Output paths (``--json``, ``--output``) never name an input, an input's sidecar or another output.
+``python -m raglab`` runs the same command line; the ``raglab`` console script (``raglab_launcher``)
+also turns an exit that a native library forces (OpenBLAS's ``exit(1)``) into 4.
 Each subcommand lives with the code it runs and is added here.
 """
 
@@ -772,6 +776,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`raglab size ... | head -3`): not an error
         _drop_stdout()
         return 0
+    except SystemExit as exc:
+        if exc.code in (None, 0, ERROR_EXIT):  # parser.error: a usage error, as argparse exits
+            raise
+        return _failed(args.command, exc)  # sys.exit(1) somewhere below must not read as "block"
     except Exception as exc:  # the one rule: _exit_code
         return _failed(args.command, exc)
 
@@ -789,7 +797,7 @@ def _say_nothing_more() -> None:
         raise _OutputLost(f"cannot write to stdout: {exc}") from exc
 
 
-def _failed(command: str, exc: Exception) -> int:
+def _failed(command: str, exc: BaseException) -> int:
     """Report a failure that escaped the command (one line on stderr) and return its exit code."""
     code = _exit_code(exc, reading_input=False)
     if code == ERROR_EXIT:

@@ -339,3 +339,57 @@ def test_score_with_qrels_that_match_no_row_is_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"the run {str(run)!r}" in err and "'a0', 'a1', 'a2'" in err and str(qrels) in err
     assert not out.exists()
+
+
+# ---- the console script: an exit code raglab did not choose is not a decision ------------------------
+
+
+def _poisoned(tmp_path, action):
+    """A sitecustomize that runs ``action`` when pandas is imported: a native library ending the process."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, signal, sys\n"
+        "class _Dies:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'pandas':\n"
+        f"            {action}\n"
+        "sys.meta_path.insert(0, _Dies())\n"
+    )
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+
+
+@pytest.mark.parametrize(("action", "what"), [
+    ("os._exit(1)", "exit 1"),  # as OpenBLAS does: "Memory allocation still failed after 10 retries, giving up."
+    ("os.kill(os.getpid(), signal.SIGSEGV)", "signal SIGSEGV"),
+    ("os.kill(os.getpid(), signal.SIGKILL)", "signal SIGKILL"),  # the OOM killer
+])
+def test_the_console_script_turns_an_exit_raglab_did_not_choose_into_4(tmp_path, action, what):
+    env = _poisoned(tmp_path, action)
+    done = subprocess.run([*LAUNCHER, "size", "--p", "0.7", "--mde", "0.05"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 4, done.stderr  # was 1 ("block") for exit(1)
+    assert done.stderr.strip().splitlines()[-1].startswith(f"raglab: the command ended without a result ({what}")
+
+
+@pytest.mark.slow
+def test_the_console_script_passes_decisions_and_usage_errors_through(runs, tmp_path):
+    done = subprocess.run([*LAUNCHER, *_gate_args(runs, "hit@5")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout.startswith("GateResult: BLOCK"), done.stderr
+    done = subprocess.run([*LAUNCHER, "gate", runs["base"]], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "usage: raglab gate" in done.stderr
+    # a raglab_launcher.py in the current directory is not what runs (the console script, as pip writes it)
+    script, work = tmp_path / "bin" / "raglab", tmp_path / "work"
+    script.parent.mkdir()
+    work.mkdir()
+    script.write_text("import sys\nfrom raglab_launcher import main\nsys.exit(main())\n")
+    (work / "raglab_launcher.py").write_text("import sys\nsys.exit(1)\n")
+    done = subprocess.run([PY, str(script), "--version"], capture_output=True, text=True, timeout=120, cwd=work)
+    assert done.returncode == 0 and done.stdout.startswith("raglab "), done.stderr
+
+
+def test_a_sys_exit_1_below_the_command_is_not_a_block(runs, monkeypatch, capsys):
+    def gate(*args, **kwargs):
+        sys.exit(1)
+
+    monkeypatch.setattr("raglab.accessor.RagAccessor.gate", gate)
+    assert main(_gate_args(runs)) == 4
+    assert "internal error: SystemExit: 1" in capsys.readouterr().err
