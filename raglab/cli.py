@@ -659,7 +659,8 @@ def _cli_speak(text: str, parser: argparse.ArgumentParser | None = None) -> str:
     '`--n-resamples` must be an integer >= 1, got 0; or pass --n-permutations 0'
     """
     sides = {"base": "in BASE: ", "cand": "in CANDIDATE: "}
-    text = re.sub(r"^rag\.(?:gate|compare)(?: \((base|cand)\))?: ", lambda m: sides.get(m.group(1) or "", ""), text)
+    text = re.sub(r"^(?:rag\.)?(?:gate|compare)(?: \((base|cand)\))?: ", lambda m: sides.get(m.group(1) or "", ""),
+                  text)
     for pattern, replacement in _CLI_WORDS:
         text = re.sub(pattern, replacement, text)
     for name, flag in sorted(_flags(parser).items(), key=lambda item: -len(item[0])):

@@ -317,6 +317,7 @@ def test_gate_warnings_name_flags_not_python(runs, capsys):
     err = capsys.readouterr().err
     assert "--higher-is-better / --lower-is-better" in err
     assert "higher_is_better" not in err and "(CLI:" not in err
+    assert "raglab gate: warning: guessed from the metric name" in err  # not "warning: gate: ..."
 
 
 # ---- raglab score with qrels that judge none of the rows ---------------------------------------------
