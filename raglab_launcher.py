@@ -86,11 +86,11 @@ def _supervise(argv: list[str]) -> int:
 
     read_fd, write_fd = os.pipe()
     read_fd, write_fd = _high_fd(read_fd), _high_fd(write_fd)
-    # -c puts the current directory first on sys.path, where the console script has its own folder: drop it,
-    # so that the child imports the raglab this process would (not a checkout that happens to be here).
-    code = (f"import sys; sys.path[:1] = [] if sys.path[:1] == [''] else sys.path[:1]; import raglab_launcher; "
+    # The child imports raglab from where this process would: the same sys.path (-c alone would put the
+    # current directory first, where the console script has its own folder), and the same interpreter flags.
+    code = (f"import sys; sys.path[:] = {sys.path!r}; import raglab_launcher; "
             f"sys.exit(raglab_launcher._child({write_fd}))")
-    command = [sys.executable, "-c", code, *argv]
+    command = [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", code, *argv]
     try:
         child = subprocess.Popen(command, pass_fds=(write_fd,))
     except OSError as exc:  # cannot start a process (no memory, no process slots): no command ran
@@ -119,9 +119,14 @@ def _supervise(argv: list[str]) -> int:
     return 4
 
 
+def supervised() -> bool:
+    """Whether ``raglab`` runs its command in a supervised child process here (POSIX only)."""
+    return os.name == "posix"
+
+
 def main() -> int:
     """Run ``raglab`` (the console script): supervised in a child process on POSIX, see the module docs."""
-    if os.name != "posix":
+    if not supervised():
         return _run()
     return _supervise(sys.argv[1:])
 

@@ -6,8 +6,9 @@ everything else: stdout closed or failing, memory or another resource exhausted,
 installation, a bug. Never 1, which CI would read as a block. A reader that closes the pipe
 (``raglab ... | head``) is not an error. The rule is written once, above :func:`_exit_code`.
 Output paths (``--json``, ``--output``) never name an input, an input's sidecar or another output.
-``python -m raglab`` runs the same command line; the ``raglab`` console script (``raglab_launcher``)
-also turns an exit that a native library forces (OpenBLAS's ``exit(1)``) into 4.
+``python -m raglab`` runs the same command line. Both it and the ``raglab`` console script run the
+command in a supervised child process (``raglab_launcher``), which also turns an exit a native
+library forces (OpenBLAS's ``exit(1)``) into 4.
 Each subcommand lives with the code it runs and is added here.
 """
 

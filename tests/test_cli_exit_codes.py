@@ -345,13 +345,13 @@ def test_score_with_qrels_that_match_no_row_is_exit_2(tmp_path, capsys):
 # ---- the console script: an exit code raglab did not choose is not a decision ------------------------
 
 
-def _poisoned(tmp_path, action):
-    """A sitecustomize that runs ``action`` when pandas is imported: a native library ending the process."""
+def _poisoned(tmp_path, action, module="pandas"):
+    """A sitecustomize that runs ``action`` when ``module`` is imported: a native library ending the process."""
     (tmp_path / "sitecustomize.py").write_text(
         "import os, signal, sys\n"
         "class _Dies:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'pandas':\n"
+        f"        if name == {module!r}:\n"
         f"            {action}\n"
         "sys.meta_path.insert(0, _Dies())\n"
     )
@@ -394,3 +394,13 @@ def test_a_sys_exit_1_below_the_command_is_not_a_block(runs, monkeypatch, capsys
     monkeypatch.setattr("raglab.accessor.RagAccessor.gate", gate)
     assert main(_gate_args(runs)) == 4
     assert "internal error: SystemExit: 1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_python_dash_m_raglab_is_supervised_too(tmp_path):
+    # a library ending the process after raglab's own imports (raglab.cli is imported by the command only)
+    env = _poisoned(tmp_path, "os._exit(1)", module="raglab.cli")
+    done = subprocess.run([PY, "-m", "raglab", "size", "--p", "0.7", "--mde", "0.05"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 4, done.stderr  # was 1
+    assert "the command ended without a result (exit 1" in done.stderr
