@@ -612,13 +612,37 @@ def _exit_code(exc: BaseException, *, reading_input: bool = True) -> int:
 
 def _environment_failure(exc: BaseException) -> bool:
     """Whether ``exc`` says the machine or the installation failed: memory or another resource exhausted,
-    a module that will not import, the interpreter or numpy's linear algebra failing."""
+    a module that will not import, the interpreter or numpy's linear algebra failing.
+
+    The exceptions it was raised from count too: a reader that reports a MemoryError, or a thread it
+    could not start ("Resource temporarily unavailable"), as an unreadable file still failed for lack
+    of memory, not because of the file.
+
+    Examples
+    --------
+    >>> try:
+    ...     try:
+    ...         raise MemoryError()
+    ...     except MemoryError:
+    ...         raise ValueError("'run.parquet' cannot be read as a parquet file") from None
+    ... except ValueError as exc:
+    ...     _environment_failure(exc)
+    True
+    """
     numpy = sys.modules.get("numpy")
-    if numpy is not None and isinstance(exc, numpy.linalg.LinAlgError):  # a ValueError, but numpy failing
-        return True
-    if isinstance(exc, OSError):
-        return exc.errno in _RESOURCE_ERRNOS
-    return isinstance(exc, (MemoryError, ImportError, SystemError))
+    resource_words = [os.strerror(number) for number in _RESOURCE_ERRNOS]
+    seen = 0
+    while exc is not None and seen < 8:
+        if numpy is not None and isinstance(exc, numpy.linalg.LinAlgError):  # a ValueError, but numpy failing
+            return True
+        if isinstance(exc, OSError) and exc.errno in _RESOURCE_ERRNOS:
+            return True
+        if isinstance(exc, (MemoryError, ImportError, SystemError)):
+            return True
+        if seen and any(words in str(exc) for words in resource_words):  # a library's text for errno
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 # Python keywords in raglab's messages, and the flags that say the same on the command line (the

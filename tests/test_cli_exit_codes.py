@@ -404,3 +404,19 @@ def test_python_dash_m_raglab_is_supervised_too(tmp_path):
                           env=env, cwd=tmp_path, timeout=120)
     assert done.returncode == 4, done.stderr  # was 1
     assert "the command ended without a result (exit 1" in done.stderr
+
+
+@pytest.mark.parametrize("cause", [
+    MemoryError(),
+    RuntimeError("Unknown error: Failed to launch worker thread: Resource temporarily unavailable"),  # pyarrow
+])
+def test_a_reader_that_calls_memory_trouble_a_bad_file_still_exits_4(runs, monkeypatch, capsys, cause):
+    def read_rows(path, **kwargs):
+        try:
+            raise cause
+        except Exception:
+            raise raglab.RowTableError(f"{path!r} cannot be read as a parquet file: {cause}") from None
+
+    monkeypatch.setattr("raglab.io.read_rows", read_rows)
+    assert main(_gate_args(runs)) == 4  # not 2: the file is fine, the machine is out of memory
+    assert "cannot run" in capsys.readouterr().err
