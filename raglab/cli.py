@@ -1,9 +1,14 @@
 """The ``raglab`` command line.
 
-Exit codes follow the gate: 0 pass, 1 block, 3 review; 2 is argparse's usage error and bad input
-(every file error names the file); 4 is an internal error or a broken installation (a dependency
-that fails to import, memory exhausted), never 1, which CI would read as a block. A closed pipe
-(``raglab ... | head``) is not an error. ``python -m raglab`` runs the same command line.
+Exit codes follow the gate: 0 pass, 1 block, 3 review, and only once the table reached stdout; 2 is
+argparse's usage error and bad input (every file error names the file, every option its flag); 4 is
+everything else: stdout closed or failing, memory or another resource exhausted, a broken
+installation, a bug. Never 1, which CI would read as a block. A reader that closes the pipe
+(``raglab ... | head``) is not an error. The rule is written once, above :func:`_exit_code`.
+Output paths (``--json``, ``--output``) never name an input, an input's sidecar or another output.
+``python -m raglab`` runs the same command line. Both it and the ``raglab`` console script run the
+command in a supervised child process (``raglab_launcher``), which also turns an exit a native
+library forces (OpenBLAS's ``exit(1)``) into 4.
 Each subcommand lives with the code it runs and is added here.
 """
 
@@ -11,9 +16,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
+import io
 import os
 import re
 import sys
+import typing
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -30,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     """
     from raglab._version import __version__
 
-    parser = argparse.ArgumentParser(prog="raglab", description="Evaluate RAG systems one question at a time.")
+    parser = _Parser(prog="raglab", description="Evaluate RAG systems one question at a time.")
     parser.add_argument("--version", action="version", version=f"raglab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -232,8 +240,6 @@ def _run_demo(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------------
 
 GATE_EXIT = {"pass": 0, "block": 1, "review": 3}
-ERROR_EXIT = 2  # the usage-error code argparse uses
-INTERNAL_ERROR_EXIT = 4  # a crash must not look like a decision (Python's own crash code, 1, is "block")
 
 
 class CommandError(Exception):
@@ -328,12 +334,15 @@ def _run_gate(args: argparse.Namespace) -> int:
 
     from raglab.io import read_rows
 
-    with _cli_warnings("gate"):
+    with _cli_warnings(args):
         try:
+            _refuse_overwriting({"--json": args.json}, {"BASE": args.base, "CANDIDATE": args.cand})
             margin = _gate_margin(args)
             directions = _gate_directions(args)
             base = read_rows(args.base)
+            inputs = {"baseline": _file_record(args.base)}
             cand = read_rows(args.cand)
+            inputs["candidate"] = _file_record(args.cand)
             result = base.rag.gate(
                 cand,
                 margin=margin,
@@ -351,21 +360,97 @@ def _run_gate(args: argparse.Namespace) -> int:
                 adjust=None if args.adjust == "none" else args.adjust,
                 allow_evalset_mismatch=args.allow_evalset_mismatch,
             )
-        except _INPUT_ERRORS as exc:
-            return _input_error("gate", exc, {"baseline": args.base, "candidate": args.cand})
+        except Exception as exc:
+            return _input_error(args, exc, {"baseline": args.base, "candidate": args.cand})
     code = GATE_EXIT[result.decision]
-    if args.json:  # the log before the table: a closed stdout must not lose it
+    if args.json:  # the log before the table: a closed stdout must not lose the decision
         try:
-            result.to_json(args.json)
+            _write_decision_log(args.json, result, inputs)
         except OSError as exc:
-            print(f"raglab gate: error: cannot write the decision log {args.json!r}: {exc.strerror or exc}",
-                  file=sys.stderr)
+            if _exit_code(exc) != ERROR_EXIT:
+                raise
+            _err(f"raglab gate: error: cannot write the decision log {args.json!r}: {exc.strerror or exc}")
             return ERROR_EXIT
-    with pd.option_context("display.width", 200, "display.max_columns", 30):
-        _say(repr(result))
-    if args.json:
-        _say(f"decision log written to {args.json}")
+    try:
+        with pd.option_context("display.width", 200, "display.max_columns", 30):
+            _say(repr(result))
+        if args.json:
+            _say(f"decision log written to {args.json}")
+    except _OutputLost as exc:
+        logged = f"it is in the decision log {args.json!r}" if args.json else "no --json log was asked for"
+        raise _OutputLost(f"{exc}; the decision ({result.decision}) was not delivered ({logged})") from None
     return code
+
+
+def _file_record(path: str) -> dict[str, Any]:
+    """What the decision log records of an input file: its path, size and SHA-256, and its sidecar's."""
+    from raglab.io import sidecar_path
+
+    record: dict[str, Any] = {"path": path, **_digest(path)}
+    sidecar = sidecar_path(path)
+    record["sidecar"] = {"path": str(sidecar), **_digest(sidecar)} if sidecar.is_file() else None
+    return record
+
+
+def _digest(path: str | os.PathLike[str]) -> dict[str, Any]:
+    import hashlib
+
+    sha = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            sha.update(block)
+            size += len(block)
+    return {"bytes": size, "sha256": sha.hexdigest()}
+
+
+def _write_decision_log(path: str, result: Any, inputs: dict[str, Any]) -> None:
+    """The gate's decision log plus ``inputs`` (the files gated and their SHA-256), written atomically."""
+    import json
+    from pathlib import Path
+
+    from raglab.io import _write_atomically  # one atomic-write helper (temporary name, then os.replace)
+
+    log = {**result.to_dict(), "inputs": inputs}
+    text = json.dumps(log, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    _write_atomically(Path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _refuse_overwriting(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:
+    """Refuse an output path that is an input file, an input's sidecar (``X.raglab.json``) or another output.
+
+    ``outputs`` and ``inputs`` map what the user typed (a flag or a positional name) to the path.
+
+    Examples
+    --------
+    >>> _refuse_overwriting({"--json": "runs/base.jsonl.raglab.json"}, {"BASE": "runs/base.jsonl"})
+    Traceback (most recent call last):
+    ...
+    raglab.cli.CommandError: --json 'runs/base.jsonl.raglab.json' is the sidecar of BASE 'runs/base.jsonl': refusing to overwrite it; choose another path for --json
+    """
+    from raglab.io import sidecar_path
+
+    taken: list[tuple[str, str]] = []  # (what it is, path)
+    for name, path in inputs.items():
+        if path is not None:
+            taken += [(f"{name} {path!r}", path), (f"the sidecar of {name} {path!r}", str(sidecar_path(path)))]
+    for flag, path in outputs.items():
+        if path is None:
+            continue
+        for what, other in taken:
+            if _same_file(path, other):
+                raise CommandError(f"{flag} {path!r} is {what}: refusing to overwrite it; choose another path for {flag}")
+        taken += [(f"the path given to {flag}", path)]
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file: the same resolved path, or (both existing) the same inode."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 # --------------------------------------------------------------------------------------------------
@@ -414,19 +499,25 @@ def _run_score(args: argparse.Namespace) -> int:
     import numpy as np
 
     from raglab._meta import get_meta
-    from raglab.io import read_rows, write_rows
+    from raglab.io import read_rows, sidecar_path, write_rows
     from raglab.retrieval import retrieval
     from raglab.trec import read_trec
 
     ks = sorted({k for group in (args.k or [[5]]) for k in group})
-    with _cli_warnings("score"):
+    with _cli_warnings(args):
         try:
             if (args.rows is None) == (args.run_file is None):
                 raise CommandError("give a row file ROWS, or a TREC run with --run RUN --qrels QRELS (not both)")
+            _refuse_overwriting({"--output": args.output, "the sidecar of --output": str(sidecar_path(args.output))},
+                                {"ROWS": args.rows, "--run": args.run_file, "--qrels": args.qrels})
             if args.run_file is not None:
                 if args.qrels is None:
                     raise CommandError("--run needs --qrels QRELS (the judgments to score against)")
                 rows = read_trec(run=args.run_file, qrels=args.qrels)
+                if not rows["retrieved"].map(len).any():  # every run topic was dropped: none is judged
+                    run_ids = read_trec(run=args.run_file)["question_id"]
+                    raise CommandError(_no_shared_ids(f"the run {args.run_file!r}", run_ids, args.qrels,
+                                                      rows["question_id"]))
             else:
                 rows = read_rows(args.rows)
                 if args.qrels is not None:
@@ -434,13 +525,17 @@ def _run_score(args: argparse.Namespace) -> int:
                     qid = args.question_id or "question_id"
                     if qid not in rows.columns:
                         raise CommandError(f"{args.rows!r} has no column {qid!r}; pass --question-id COL")
-                    rows = rows.assign(**{args.gold or "gold": rows[qid].astype(str).map(gold)})
+                    ids = rows[qid].astype(str)
+                    if len(rows) and not ids.isin(gold.index).any():
+                        raise CommandError(_no_shared_ids(f"{args.rows!r} (column {qid!r})", ids, args.qrels,
+                                                          gold.index))
+                    rows = rows.assign(**{args.gold or "gold": ids.map(gold)})
             scored = retrieval(rows, k=ks, gain=args.gain, no_relevant=args.no_relevant,
                                question_id=args.question_id, retrieved=args.retrieved, gold=args.gold,
                                method_name="raglab score")
             write_rows(scored, args.output)
-        except _INPUT_ERRORS as exc:
-            return _input_error("score", exc)
+        except Exception as exc:
+            return _input_error(args, exc)
     meta = get_meta(scored)
     columns = meta["retrieval"]["columns"]
     counts = meta["retrieval_counts"]
@@ -456,47 +551,158 @@ def _run_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _no_shared_ids(rows_what: str, row_ids: Any, qrels: str, qrels_ids: Any) -> str:
+    """The error for rows and qrels that share no question id, with a few ids from each side."""
+    def few(ids: Any) -> str:
+        ids = list(dict.fromkeys(str(i) for i in ids))
+        return ", ".join(repr(i) for i in ids[:3]) + (f", ... ({len(ids)} in all)" if len(ids) > 3 else "")
+
+    return (f"no question id of {rows_what} is judged in the qrels {qrels!r}: the rows have {few(row_ids)}; the "
+            f"qrels judge {few(qrels_ids)}. Check that the files belong together (and --question-id)")
+
+
 # --------------------------------------------------------------------------------------------------
 # Errors, pipes and the entry point
 # --------------------------------------------------------------------------------------------------
 
-_INPUT_ERRORS = (CommandError, OSError, ValueError, KeyError, TypeError, EOFError)
+# ---- The one rule: every way out of `raglab` and its exit code ------------------------------------
+#
+#   0 / 1 / 3  a gate decision (pass / block / review), only once its table was written to stdout (a
+#              reader that closed the pipe, `| head`, is not an error: the code stands);
+#   2          bad input or usage: argparse's errors, CommandError, and what reading or checking the
+#              user's files and options raised (ValueError, KeyError, TypeError, EOFError, OSError);
+#   4          everything else: the output could not be written (stdout closed, disk full), memory or
+#              another resource exhausted, a broken installation, a numerical library failing, a bug.
+#              Never 1, which CI reads as "block".
+#
+# A non-zero `raglab size`/`score`/`demo` is 2 or 4 by the same rule; their success is 0.
 
-# Python keywords in raglab's messages, and the flags that say the same on the command line.
+ERROR_EXIT = 2  # the usage-error code argparse uses
+INTERNAL_ERROR_EXIT = 4  # a crash must not look like a decision (Python's own crash code, 1, is "block")
+
+_INPUT_ERRORS = (CommandError, OSError, ValueError, KeyError, TypeError, EOFError)
+#: OSError numbers that describe the machine, not the user's file: a resource is exhausted.
+_RESOURCE_ERRNOS = frozenset(getattr(errno, name) for name in ("ENOMEM", "EAGAIN", "EMFILE", "ENFILE", "ENOSPC",
+                                                               "EDQUOT") if hasattr(errno, name))
+
+
+class _OutputLost(Exception):
+    """stdout could not be written (closed, or failing): the command's result was not delivered (exit 4)."""
+
+
+def _exit_code(exc: BaseException, *, reading_input: bool = True) -> int:
+    """The exit code of a failure: 2 for bad input or usage, 4 for anything else (see the rule above).
+
+    ``reading_input`` says whether ``exc`` came from reading and checking the user's files and options;
+    outside that, only a :class:`CommandError` is bad input.
+
+    Examples
+    --------
+    >>> _exit_code(ValueError("`n_resamples` must be an integer >= 1")), _exit_code(MemoryError())
+    (2, 4)
+    >>> _exit_code(OSError(errno.ENOSPC, "No space left on device")), _exit_code(KeyError("x"), reading_input=False)
+    (4, 4)
+    """
+    if isinstance(exc, CommandError):
+        return ERROR_EXIT
+    if isinstance(exc, _OutputLost) or _environment_failure(exc):
+        return INTERNAL_ERROR_EXIT
+    return ERROR_EXIT if reading_input and isinstance(exc, _INPUT_ERRORS) else INTERNAL_ERROR_EXIT
+
+
+def _environment_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` says the machine or the installation failed: memory or another resource exhausted,
+    a module that will not import, the interpreter or numpy's linear algebra failing.
+
+    The exceptions it was raised from count too: a reader that reports a MemoryError, or a thread it
+    could not start ("Resource temporarily unavailable"), as an unreadable file still failed for lack
+    of memory, not because of the file.
+
+    Examples
+    --------
+    >>> try:
+    ...     try:
+    ...         raise MemoryError()
+    ...     except MemoryError:
+    ...         raise ValueError("'run.parquet' cannot be read as a parquet file") from None
+    ... except ValueError as exc:
+    ...     _environment_failure(exc)
+    True
+    """
+    numpy = sys.modules.get("numpy")
+    resource_words = [os.strerror(number) for number in _RESOURCE_ERRNOS]
+    seen = 0
+    while exc is not None and seen < 8:
+        if numpy is not None and isinstance(exc, numpy.linalg.LinAlgError):  # a ValueError, but numpy failing
+            return True
+        if isinstance(exc, OSError) and exc.errno in _RESOURCE_ERRNOS:
+            return True
+        if isinstance(exc, (MemoryError, ImportError, SystemError)):
+            return True
+        if seen and any(words in str(exc) for words in resource_words):  # a library's text for errno
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+# Python keywords in raglab's messages, and the flags that say the same on the command line (the
+# parameters named `like_this` or like_this=... are translated from the parser itself: _cli_speak).
 _CLI_WORDS = (
+    (r"\b\w+=(?:\{[^}]*\}|\S+) \(CLI: ([^)]*)\)", r"\1"),  # the library's own command-line spelling wins
     (r"Pass metrics=\[\.\.\.\] naming per-question score columns present in both runs\.",
      "Pass --metric M naming per-question score columns present in both files (score retrieval first with "
      "`raglab score`)."),
     (r"\bmetrics=\[[^\]]*\]", "--metric M"),
+    (r"`metrics`", "`--metric`"),
     (r"\bhow='inner'", "--how inner"),
     (r"\ballow_evalset_mismatch=True", "--allow-evalset-mismatch"),
-    (r"\bmargin=", "--margin "),
     (r"\bunits=False", "no --units"),
     (r"\bk=(\[[^\]]*\]|\d+)", r"--k \1"),
     (r"\bpass gain='linear'", "pass --gain linear"),
-    (r"\bno_relevant=", "--no-relevant "),
     (r"\brag\.gate\b", "raglab gate"),
     (r"\brag\.compare\b", "raglab gate"),
 )
 
 
-def _cli_speak(text: str) -> str:
-    """A raglab message with Python keywords replaced by the matching command-line flags.
+def _flags(parser: argparse.ArgumentParser | None) -> dict[str, str]:
+    """Each option's Python name (its ``dest``, the library's parameter name) and its long flag."""
+    if parser is None:
+        return {}
+    return {action.dest: max(action.option_strings, key=len) for action in parser._actions
+            if action.option_strings and action.dest not in ("help", "version", argparse.SUPPRESS)}
+
+
+def _cli_speak(text: str, parser: argparse.ArgumentParser | None = None) -> str:
+    """A raglab message with Python keywords replaced by the matching command-line flags of ``parser``.
 
     Examples
     --------
     >>> _cli_speak("rag.gate (base): ids repeat. Pass how='inner' to compare the shared ones.")
     'in BASE: ids repeat. Pass --how inner to compare the shared ones.'
+    >>> gate = build_parser()._subparsers._group_actions[0].choices["gate"]
+    >>> _cli_speak("`n_resamples` must be an integer >= 1, got 0; or pass n_permutations=0", gate)
+    '`--n-resamples` must be an integer >= 1, got 0; or pass --n-permutations 0'
     """
     sides = {"base": "in BASE: ", "cand": "in CANDIDATE: "}
-    text = re.sub(r"^rag\.(?:gate|compare)(?: \((base|cand)\))?: ", lambda m: sides.get(m.group(1) or "", ""), text)
+    text = re.sub(r"^(?:rag\.)?(?:gate|compare)(?: \((base|cand)\))?: ", lambda m: sides.get(m.group(1) or "", ""),
+                  text)
     for pattern, replacement in _CLI_WORDS:
         text = re.sub(pattern, replacement, text)
+    for name, flag in sorted(_flags(parser).items(), key=lambda item: -len(item[0])):
+        text = text.replace(f"`{name}`", f"`{flag}`")
+        text = re.sub(rf"(?<![\w-]){re.escape(name)}=", f"{flag} ", text)
     return text
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors (``parser.error``) name options by their flags, not Python names."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        super().error(_cli_speak(message, self))
+
+
 @contextlib.contextmanager
-def _cli_warnings(command: str) -> Iterator[None]:
+def _cli_warnings(args: argparse.Namespace) -> Iterator[None]:
     """Inside: each warning printed once, as one stderr line in command-line words (flags, not keywords)."""
     import warnings
 
@@ -504,10 +710,10 @@ def _cli_warnings(command: str) -> Iterator[None]:
 
     def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                      file: Any = None, line: str | None = None) -> None:
-        text = _cli_speak(str(message)).removeprefix(f"raglab {command}: ")
+        text = _cli_speak(str(message), args.parser).removeprefix(f"raglab {args.command}: ")
         if text not in shown:  # "always" lets a repeat through from any code location: drop it here
             shown.add(text)
-            print(f"raglab {command}: warning: {text}", file=sys.stderr)
+            _err(f"raglab {args.command}: warning: {text}")
 
     with warnings.catch_warnings():
         warnings.simplefilter("always")
@@ -515,11 +721,14 @@ def _cli_warnings(command: str) -> Iterator[None]:
         yield
 
 
-def _input_error(command: str, exc: BaseException, files: dict[str, str] | None = None) -> int:
+def _input_error(args: argparse.Namespace, exc: BaseException, files: dict[str, str] | None = None) -> int:
     """Print a bad-input error as one line naming the file where there is one; exit code 2.
 
+    What is not bad input by the rule above (memory, a resource, a bug) is raised again, for :func:`main`.
     ``files`` maps the sides raglab's messages speak of ("baseline", "candidate") to the user's files.
     """
+    if _exit_code(exc) != ERROR_EXIT:
+        raise exc
     if type(exc) is KeyError and exc.args:  # a bare KeyError prints its message quoted
         text = str(exc.args[0])
     elif isinstance(exc, OSError) and exc.filename is not None:
@@ -527,35 +736,53 @@ def _input_error(command: str, exc: BaseException, files: dict[str, str] | None 
         text = reason if str(exc.filename) in reason else f"cannot open {str(exc.filename)!r}: {reason}"
     else:
         text = str(exc)
-    text = _cli_speak(text)
+    text = _cli_speak(text, args.parser)
     for side, path in (files or {}).items():
         text = text.replace(f"the {side} run", f"the {side} file {path!r}")
-    print(f"raglab {command}: error: {text}", file=sys.stderr)
+    _err(f"raglab {args.command}: error: {text}")
     return ERROR_EXIT
 
 
+def _err(text: str) -> None:
+    """One line on stderr, if there is a stderr to write to (``print(file=None)`` would go to stdout)."""
+    if sys.stderr is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        print(text, file=sys.stderr, flush=True)
+
+
 def _say(text: str) -> None:
-    """Print to stdout; a reader that closed the pipe (``| head``) is not an error."""
+    """Print to stdout. A reader that closed the pipe (``| head``) is not an error; a stdout that is
+    closed or failing raises :class:`_OutputLost` (exit 4: the result was not delivered)."""
+    out = sys.stdout
+    if out is None:  # fd 1 was closed when Python started (`raglab ... >&-`): print() would drop the text
+        raise _OutputLost("stdout is closed")
     try:
-        print(text, flush=True)
+        out.write(text + "\n")
+        out.flush()
     except BrokenPipeError:
         _drop_stdout()
+    except (OSError, ValueError) as exc:  # ValueError: I/O on a closed file object
+        _drop_stdout()
+        raise _OutputLost(f"cannot write to stdout: {exc}") from exc
 
 
 def _drop_stdout() -> None:
-    """Point stdout at /dev/null so that the interpreter's final flush raises no second BrokenPipeError."""
+    """Point stdout at /dev/null so that the interpreter's final flush raises nothing (it would exit 120)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # no real stdout (e.g. captured in tests)
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # no real stdout (captured in tests)
         pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the process exit code.
+    """Run the command line; returns the process exit code (argparse's usage errors raise SystemExit(2)).
 
-    0 pass, 1 block, 3 review (``raglab gate``); 2 bad input or usage; 4 internal error or broken
-    installation (never 1, a block).
+    0 pass, 1 block, 3 review (``raglab gate``, once the table is written); 2 bad input or usage; 4
+    anything else: output that could not be written, memory exhausted, a broken installation, a bug
+    (never 1, a block). The rule is spelled out above :func:`_exit_code`.
 
     Examples
     --------
@@ -566,39 +793,65 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not hasattr(args, "parser"):
+        args.parser = parser._subparsers._group_actions[0].choices[args.command]
     try:
-        return int(args.run(args) or 0)
+        code = int(args.run(args) or 0)
+        _say_nothing_more()
+        return code
     except BrokenPipeError:  # the reader went away (`raglab size ... | head -3`): not an error
         _drop_stdout()
         return 0
-    except (ImportError, MemoryError) as exc:  # a broken environment or a memory limit: not a verdict
-        print(f"raglab {args.command}: cannot run: {type(exc).__name__}: {exc}. The installation or environment "
-              f"is broken (reinstall raglab, or raise the memory limit); exit {INTERNAL_ERROR_EXIT} is not a "
-              "gate decision.", file=sys.stderr)
-        return INTERNAL_ERROR_EXIT
-    except Exception:  # report, but never with a code that means a gate decision
+    except SystemExit as exc:
+        if exc.code in (None, 0, ERROR_EXIT):  # parser.error: a usage error, as argparse exits
+            raise
+        return _failed(args.command, exc)  # sys.exit(1) somewhere below must not read as "block"
+    except Exception as exc:  # the one rule: _exit_code
+        return _failed(args.command, exc)
+
+
+def _say_nothing_more() -> None:
+    """Flush stdout at the end of a command: what it printed must have reached stdout."""
+    if sys.stdout is None:
+        raise _OutputLost("stdout is closed")
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+    except (OSError, ValueError) as exc:
+        _drop_stdout()
+        raise _OutputLost(f"cannot write to stdout: {exc}") from exc
+
+
+def _failed(command: str, exc: BaseException) -> int:
+    """Report a failure that escaped the command (one line on stderr) and return its exit code."""
+    code = _exit_code(exc, reading_input=False)
+    if code == ERROR_EXIT:
+        _err(f"raglab {command}: error: {exc}")
+    elif isinstance(exc, _OutputLost):
+        _err(f"raglab {command}: error: {exc}. Exit {INTERNAL_ERROR_EXIT} is not a gate decision.")
+    elif _environment_failure(exc):  # the environment: memory, a resource, the installation
+        _err(f"raglab {command}: cannot run: {type(exc).__name__}: {exc}. The installation or environment is "
+             f"broken (reinstall raglab, or raise the memory limit); exit {INTERNAL_ERROR_EXIT} is not a gate "
+             "decision.")
+    else:  # a bug: the traceback to report, then the one line that says what the exit code means
         import traceback
 
-        traceback.print_exc()
-        print(f"raglab {args.command}: internal error (exit {INTERNAL_ERROR_EXIT}); please report it with the "
-              "traceback above", file=sys.stderr)
-        return INTERNAL_ERROR_EXIT
+        _err(traceback.format_exc().rstrip())
+        _err(f"raglab {command}: internal error: {type(exc).__name__}: {exc} (exit {INTERNAL_ERROR_EXIT}, not a "
+             "gate decision); please report it with the traceback above")
+    return code
 
 
 def entry() -> int:
-    """The console-script entry point: :func:`main`, with a closed stdout handled at exit too.
+    """The console-script entry point (and ``python -m raglab``): :func:`main`.
 
     Examples
     --------
     >>> callable(entry)
     True
     """
-    code = main()
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _drop_stdout()
-    return code
+    return main()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 
@@ -121,7 +122,9 @@ def test_inner_join(files, tmp_path, capsys):
         (["--metric", "hit@5", "--margin", "-1"], "must be a finite number >= 0"),
         (["--metric", "hit@5", "--margin", "0.02", "--margin-for", "ndcg=0.1"], "--margin-for names metrics"),
         (["--metric", "hit@5", "--margin", "0.02", "--by", "kind"], "needs column 'kind'"),
-        (["--metric", "hit@5", "--margin", "0.02", "--n-resamples", "0"], "`n_resamples` must be an integer >= 1"),
+        (["--metric", "hit@5", "--margin", "0.02", "--n-resamples", "0"], "`--n-resamples` must be an integer >= 1"),
+        (["--metric", "hit@5", "--margin", "0.02", "--ci", "1.5"], "`--ci` must be a confidence level"),
+        (["--metric", "hit@5", "--margin", "0.02", "--seed", "-1"], "`--seed` must be a non-negative integer"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_2(files, capsys, args, message):
@@ -129,6 +132,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(files, capsys, args, message):
     err = capsys.readouterr().err
     assert err.startswith("raglab gate: error: ") and err.count("\n") == 1
     assert pytest.importorskip("re").search(message, err)
+    assert not re.search(r"`(n_resamples|ci|seed)`", err)  # flags, never Python names
 
 
 def test_missing_file_exits_2(files, tmp_path, capsys):
