@@ -152,7 +152,7 @@ def test_compare_columns_counts_and_means():
         assert row["diff"] == pytest.approx((c - b)[complete].mean(), abs=1e-12)
         assert row["low"] <= row["diff"] <= row["high"]
         expected = (("paired score (Tango)", 0.95, pd.NA, pd.NA) if row["metric"] == "hit@5"
-                    else ("paired bootstrap (expanded percentile)", 0.95, 10_000, 0))
+                    else ("paired betting (Waudby-Smith-Ramdas)", 0.95, pd.NA, 0))
         assert (row["method"], row["level"], row["n_resamples"], row["seed"]) == expected
     assert table.loc[table["metric"] == "ndcg@5", "n_dropped"].sum() > 0
 
@@ -160,7 +160,7 @@ def test_compare_columns_counts_and_means():
 def test_compare_slice_intervals_match_scipy_on_each_slice():
     base = _run(n=1500)
     cand = _candidate(base)
-    table = base.rag.compare(cand, metrics=["ndcg@5"], by="qtype", seed=2)
+    table = base.rag.compare(cand, metrics=["ndcg@5"], by="qtype", seed=2, method="percentile")
     for _, row in table.iterrows():
         mask = np.ones(len(base), bool) if row["slice"] == "overall" else (base["qtype"] == row["slice"]).to_numpy()
         b, c = base.loc[mask, "ndcg@5"].to_numpy(), cand.loc[mask, "ndcg@5"].to_numpy()
