@@ -43,6 +43,7 @@ import warnings
 from math import comb
 
 import numpy as np
+import pandas as pd
 
 import raglab
 from raglab import stats
@@ -61,9 +62,12 @@ RR_MEAN = float(RR_LEVELS @ RR_PROBS)
 
 # Replicates per row: the full run (the default) and --quick.
 FULL_REPS = {"slice_pass_fail": 20_000, "slice_rr": 600, "null_pass_fail": 1200, "null_rr": 300,
-             "equal_pass_fail": 2000, "equal_rr": 1000}
+             "equal_pass_fail": 2000, "equal_rr": 1000, "margin_small": 2000, "margin_400": 1000,
+             "margin_1000": 600, "power": 300}
 QUICK_REPS = {"slice_pass_fail": 500, "slice_rr": 60, "null_pass_fail": 50, "null_rr": 15,
-              "equal_pass_fail": 100, "equal_rr": 100}
+              "equal_pass_fail": 100, "equal_rr": 100, "margin_small": 200, "margin_400": 100,
+              "margin_1000": 100, "power": 50}
+CHUNK = 100  # replicates per compare() call in parts 4-5 (one column each)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -157,6 +161,130 @@ class CountCache:
                 new += prob * passed_new
                 old += prob * passed_old
         return new, old
+
+
+# --------------------------------------------------------------------------------------------------
+# 4-5. A drop exactly at the margin, spread the way regressions spread; and the price in power
+# --------------------------------------------------------------------------------------------------
+
+AT_MARGIN_NS = (10, 30, 120, 400, 1000)
+BASE_SCORE = 0.6  # differences d need base and cand = base + d inside [0, 1]: d in [-0.6, 0.4]
+BREAK_LOW, BREAK_HIGH = 0.2, 0.6  # a broken question loses U(0.2, 0.6) (mean 0.4)
+
+
+def few_break(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
+    """Zero-inflated, left-skewed: 1 question in 20 breaks (loses U(0.2, 0.6)), the rest are unchanged."""
+    broken = rng.random((n, reps)) < MARGIN / 0.4
+    return np.where(broken, -rng.uniform(BREAK_LOW, BREAK_HIGH, (n, reps)), 0.0)
+
+
+def skewed_drop(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
+    """Left-skewed: every question moves a little (N(+0.01, 0.03)) and 7.3% break (lose U(0.2, 0.6))."""
+    share = (MARGIN + 0.01) / (0.4 + 0.01)  # 0.01 (1 - share) - 0.4 share = -MARGIN
+    small = np.clip(rng.normal(0.01, 0.03, (n, reps)), -0.19, 0.21)  # symmetric about 0.01: mean kept
+    return np.where(rng.random((n, reps)) < share, -rng.uniform(BREAK_LOW, BREAK_HIGH, (n, reps)), small)
+
+
+def heavy_tailed(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
+    """Heavy-tailed: 0.05 x Student t(2), clipped symmetrically at +-0.38, shifted down by the margin."""
+    return np.clip(0.05 * rng.standard_t(2, (n, reps)), -0.38, 0.38) - MARGIN
+
+
+def lognormal_drop(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
+    """Unbounded (a latency-like metric): mirrored lognormal(0, 1), sd 0.2, skewness -6.2, mean -margin."""
+    z = np.exp(rng.normal(0.0, 1.0, (n, reps)))
+    return -MARGIN - 0.2 * (z - np.exp(0.5)) / np.sqrt((np.e - 1) * np.e)
+
+
+def unchanged_rr(rng: np.random.Generator, n: int, reps: int, changed: float) -> np.ndarray:
+    base, cand = rr_pairs(rng, (n, reps), changed=changed)
+    return cand - base
+
+
+def _tables(d: np.ndarray, method: str, n_resamples: int, bounded: bool) -> pd.DataFrame:
+    """compare() on every replicate (one column each), CHUNK columns per call."""
+    reps = d.shape[1]
+    base = np.full(d.shape, BASE_SCORE) if bounded else np.zeros(d.shape)
+    frames = []
+    for start in range(0, reps, CHUNK):
+        cols = range(start, min(reps, start + CHUNK))
+        frames.append(stats.compare({f"r{j}": base[:, j] for j in cols}, {f"r{j}": base[:, j] + d[:, j] for j in cols},
+                                    method=method, n_resamples=n_resamples, n_permutations=0, seed=start))
+    return pd.concat(frames, ignore_index=True)
+
+
+def new_passes(d: np.ndarray, bounded: bool) -> np.ndarray:
+    """The gate's decision step on each replicate's row: method 'auto' on a bounded metric is the
+    betting interval (asked for by name here, as the replicate columns are not named like metrics)."""
+    table = _tables(d, "betting" if bounded else "auto", 1000 if not bounded else 100, bounded)
+    decided = stats.gate_comparison(table, MARGIN, higher_is_better=True).table
+    return (decided["decision"] == "pass").to_numpy()
+
+
+def old_passes(d: np.ndarray) -> np.ndarray:
+    """The gate before this change: expanded percentile bootstrap (1,000 resamples); review below 10
+    questions, with fewer than 5 changed, or with |skewness| > 1 below 30 questions; else pass if
+    low >= -margin."""
+    t = _tables(d, "auto", 1000, bounded=False)
+    screened = (t["n"] < 30) & (t["skew"].abs() > 1)
+    return ((t["n"] >= 10) & (t["n_changed"] >= 5) & ~screened & (t["low"] >= -MARGIN - 1e-9)).to_numpy()
+
+
+def at_margin(rng: np.random.Generator, replicates: dict[str, int], quick: bool = False) -> None:
+    print(f"4. A TRUE mean drop exactly equal to the margin ({MARGIN}): share of runs the gate PASSES (target <= 2.5%,")
+    print("   what a 95% interval's low end promises). new = raglab.stats.gate now (betting interval on metrics known "
+          "to lie in [0, 1],")
+    print("   expanded percentile bootstrap otherwise); old = the gate before (expanded percentile everywhere, skew "
+          "screen below 30)")
+    if quick:
+        quick_note(replicates, ["margin_small", "margin_400", "margin_1000"])
+    print(f"   {'differences':<62s} {'n':>5s} {'reps':>5s}  {'new: P(pass)':>13s}  {'old: P(pass)':>13s}  "
+          f"{'target':>7s} {'met':>4s}")
+    regimes = [
+        ("bounded, a few break: 5% lose U(0.2,0.6), the rest 0", few_break, True),
+        ("bounded, skewed: all +N(0.01,0.03), 7.3% lose U(0.2,0.6)", skewed_drop, True),
+        ("bounded, heavy-tailed: 0.05 t(2) clipped at +-0.38", heavy_tailed, True),
+        ("unbounded, a few break (same data, metric with no bounds)", few_break, False),
+        ("unbounded, lognormal: skewness -6.2, sd 0.2", lognormal_drop, False),
+    ]
+    for label, make, bounded in regimes:
+        for n in AT_MARGIN_NS:
+            reps = replicates["margin_small" if n <= 120 else f"margin_{n}"]
+            d = make(rng, n, reps)
+            assert abs(d.mean() + MARGIN) < 0.2, "the simulated drop is not at the margin"
+            new, new_se = rate(int(new_passes(d, bounded).sum()), reps)
+            old, old_se = rate(int(old_passes(d).sum()), reps)
+            verdict = met(new, 0.025, True, reps if quick else None)
+            if not quick:  # within Monte Carlo error of the target counts as met
+                verdict = "yes" if new <= 0.025 + 2 * new_se else "NO"
+            print(f"   {label:<62s} {n:>5d} {reps:>5d}  {pct(new, new_se):>13s}  {pct(old, old_se):>13s}  "
+                  f"{'<= 2.5%':>7s} {verdict:>4s}")
+    print("   (met: the rate is within 2 Monte Carlo SEs of 2.5% or below; betting rows hold at any n by construction, "
+          "bootstrap rows have no guarantee)\n")
+
+
+def power_cost(rng: np.random.Generator, replicates: dict[str, int], quick: bool = False) -> None:
+    reps = replicates["power"]
+    print(f"5. The price: a release that truly did NOT change, margin {MARGIN}: share of runs the gate PASSES, "
+          "betting interval (new) against the expanded percentile bootstrap (old)")
+    if quick:
+        quick_note(replicates, ["power"])
+    print(f"   {'differences':<46s} {'n':>5s} {'reps':>5s}  {'new: P(pass)':>13s}  {'old: P(pass)':>13s}  "
+          f"{'mean width new/old':>18s}")
+    for changed in (0.15, 0.30):
+        label = f"rr-like, {changed:.0%} of questions re-drawn"
+        for n in (100, 400, 1000, 2000):
+            d = unchanged_rr(rng, n, reps, changed)
+            new_t = _tables(d, "betting", 100, bounded=False)
+            old_t = _tables(d, "auto", 1000, bounded=False)
+            new = stats.gate_comparison(new_t, MARGIN, higher_is_better=True).table["decision"] == "pass"
+            old = old_passes(d)
+            ratio = float((new_t["high"] - new_t["low"]).mean() / (old_t["high"] - old_t["low"]).mean())
+            p_new, se_new = rate(int(new.sum()), reps)
+            p_old, se_old = rate(int(old.sum()), reps)
+            print(f"   {label:<46s} {n:>5d} {reps:>5d}  {pct(p_new, se_new):>13s}  {pct(p_old, se_old):>13s}  "
+                  f"{ratio:>18.2f}")
+    print()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -314,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true",
                         help="far fewer replicates per row, no exact columns (under 20 s; full run about 2.5 min)")
+    parser.add_argument("--parts", default="1,2,3,4,5", help="which experiments to run (default 1,2,3,4,5)")
     args = parser.parse_args(argv)
     replicates = QUICK_REPS if args.quick else FULL_REPS
     warnings.simplefilter("ignore", UserWarning)  # dropped pairs / guessed directions: none expected
@@ -326,7 +455,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.getloadavg()[0]:.2f} at start. Rates are 'estimate ±Monte Carlo SE'.\n")
     rng = np.random.default_rng(SEED)
     started = time.perf_counter()
-    for part in (small_slices, no_change, equal_runs):
+    parts = {"1": small_slices, "2": no_change, "3": equal_runs, "4": at_margin, "5": power_cost}
+    for part in (parts[key] for key in args.parts.split(",")):
         start = time.perf_counter()
         part(rng, replicates, quick=args.quick)
         print(f"   ({time.perf_counter() - start:.0f} s)\n")

@@ -367,8 +367,8 @@ def paired_proportion_interval(base: Any, cand: Any, *, ci: float = 0.95) -> Int
 _BETTING_LABEL = "paired betting (Waudby-Smith-Ramdas)"
 _BETTING_ORDERS = 8  # random orders of the sample whose capitals are averaged (order-free, steadier)
 _BETTING_TRUNCATION = 0.75  # a bet never stakes more than this share of the capital (WSR's c)
-_BETTING_GRID = 48  # candidate means per refinement round
-_BETTING_ROUNDS = 5  # rounds of refinement: the bound is exact to 48**-5 of the range (4e-9)
+_BETTING_GRID = 24  # candidate means per refinement round
+_BETTING_ROUNDS = 5  # rounds of refinement: the bound is exact to 25**-5 of its bracket (1e-7)
 
 
 def _betting_lambdas(ordered: np.ndarray, alpha: float) -> np.ndarray:
@@ -390,22 +390,26 @@ def _betting_lower(x: np.ndarray, alpha: float, rng: np.random.Generator, orders
     [0, 1]), so ``K(m) >= 1 / alpha`` happens with probability at most ``alpha`` (Ville / Markov).
     The capital is averaged over ``orders`` random orders of the sorted sample (an average of such
     capitals keeps expectation 1, and sorting first makes the bound independent of row order).
-    ``K`` falls as ``m`` rises, so the bound is the smallest ``m`` not rejected, found on a grid
-    refined in rounds.
+    Every factor of ``K`` falls as ``m`` rises, so the bound is the smallest ``m`` not rejected,
+    found on a grid refined in rounds inside a bracket that is checked first.
     """
     ordered = np.sort(x)
     perms = np.argsort(rng.random((orders, x.size)), axis=1)
     seq = ordered[perms]  # (orders, n)
     lam = _betting_lambdas(seq, alpha)
     threshold = np.log(1.0 / alpha) + np.log(orders)  # mean capital >= 1/alpha  <=>  logsumexp >= this
-    low, high = 0.0, 1.0  # invariant: low is rejected (or 0), high is not rejected
-    if _log_capital(seq, lam, np.array([0.0]))[0] < threshold:
+    mean = float(ordered.mean())
+    spread = 4.0 * (float(ordered.std()) + 0.1) * math.sqrt(math.log(1.0 / alpha) / x.size)
+    # Bracket: low rejected (or 0, which bounds the mean anyway), high not rejected.
+    probes = np.array([0.0, max(0.0, mean - spread), mean, 1.0])
+    rejected = _log_capital(seq, lam, probes) >= threshold
+    if not rejected[0]:
         return 0.0
+    k = int(rejected.sum())  # rejected candidates are a prefix: K falls as m rises
+    low, high = probes[k - 1], probes[k] if k < probes.size else 1.0
     for _ in range(_BETTING_ROUNDS):
         grid = np.linspace(low, high, _BETTING_GRID + 2)[1:-1]
-        rejected = _log_capital(seq, lam, grid) >= threshold
-        # K decreases in m: the rejected candidates are a prefix of the grid.
-        k = int(rejected.sum())
+        k = int((_log_capital(seq, lam, grid) >= threshold).sum())
         low, high = (grid[k - 1] if k else low), (grid[k] if k < grid.size else high)
     return float(low)
 
