@@ -423,7 +423,8 @@ def _log_capital(seq: np.ndarray, lam: np.ndarray, grid: np.ndarray) -> np.ndarr
         with np.errstate(divide="ignore"):
             cap = np.where(m > 0, np.minimum(lam[None], _BETTING_TRUNCATION / np.where(m > 0, m, 1.0)), lam[None])
         logs = np.log1p(cap * (seq[None] - m)).sum(axis=-1)  # (grid, orders)
-        out[start : start + per] = _special.logsumexp(logs, axis=-1)
+        top = logs.max(axis=-1)
+        out[start : start + per] = top + np.log(np.exp(logs - top[:, None]).sum(axis=-1))  # logsumexp
     return out
 
 
