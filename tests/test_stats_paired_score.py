@@ -169,7 +169,7 @@ def test_bounded_metrics_get_intervals_inside_their_bounds():
     t_high = values.mean() + sps.t.ppf(0.975, 9) * values.std(ddof=1) / np.sqrt(10)
     assert t_high > 1  # the failure the bound prevents (scipy's t)
     row = stats.summary({"ndcg@5": values}).iloc[0]
-    assert row["high"] == 1.0 and row["method"] == "t (clipped to [0, 1])"
+    assert row["high"] < 1.0 and row["method"] == "wilson (bounded score, effective n)"
     # All values equal: a t interval collapses to a point; the bounded score gets Wilson's instead.
     flat = stats.summary({"faithfulness": np.full(12, 0.8)}).iloc[0]
     z = sps.norm.ppf(0.975)

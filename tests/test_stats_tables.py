@@ -63,8 +63,12 @@ def test_summary_wilson_and_t_per_slice_match_statsmodels_and_scipy():
             assert row["method"] == "wilson"
             assert row["se"] == pytest.approx(np.sqrt(values.mean() * (1 - values.mean()) / len(values)), rel=1e-12)
         else:
-            low, high = scipy.stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=scipy.stats.sem(values))
-            assert row["method"] == "t"
+            # nDCG lies in [0, 1]: Wilson's score interval at the effective n = n p (1 - p) / s^2 with the t
+            # quantile, i.e. the roots of (p - mu)^2 = z^2 mu (1 - mu) / n_eff, solved here with np.roots.
+            p, n_eff = values.mean(), len(values) * values.mean() * (1 - values.mean()) / values.var(ddof=1)
+            k = scipy.stats.t.ppf(0.975, len(values) - 1) ** 2 / n_eff
+            low, high = sorted(np.roots([1 + k, -(2 * p + k), p * p]).real)
+            assert row["method"] == "wilson (bounded score, effective n)"
             assert row["se"] == pytest.approx(scipy.stats.sem(values), rel=1e-12)
         assert (row["low"], row["high"]) == pytest.approx((low, high), abs=1e-12)
         assert pd.isna(row["n_resamples"]) and pd.isna(row["seed"])

@@ -168,25 +168,33 @@ def _t_bounds(values: np.ndarray, level: float) -> tuple[float, float, float, fl
 
 
 def _bounded_t(values: np.ndarray, mean: float, low: float, high: float, level: float) -> tuple[float, float, float, str]:
-    """A t interval for a score known to lie in [0, 1], kept inside [0, 1].
+    """An interval for the mean of a score known to lie in [0, 1], inside [0, 1].
 
-    The t interval is clipped to [0, 1] (and says so in its method). When every value is the same (the t interval collapses to
-    a point, e.g. ten questions that all score 1.0) it says nothing about sampling error; a
-    [0, 1]-valued score has variance at most ``mean (1 - mean)``, so the Wilson score interval at
-    that variance is used instead: never zero-width, never outside [0, 1].
+    Near a bound (recall-like means of 0.9-0.99) the t interval under-covers: the scores pile up at
+    the bound and the mean's distribution is skewed away from it. A [0, 1]-valued score has variance
+    at most ``mean (1 - mean)``, and a pass/fail one exactly that; so the Wilson score interval is
+    used with the *effective* number of questions ``n mean (1 - mean) / s^2`` (the questions of a
+    pass/fail metric with the same mean and standard error) and the t quantile on ``n - 1`` degrees
+    of freedom. It is never outside [0, 1], it is Wilson's interval (with t's quantile) on pass/fail
+    data, and it keeps 93-96% coverage near the bounds where the clipped t interval gives 47-93%
+    (``benchmarks/coverage.py``, part C). When every value is the same (the standard deviation is 0)
+    Wilson's interval at ``n`` is used: never zero-width.
     """
     n = values.size
     if n >= 2 and low == high:
         z = float(_sps.norm.ppf(0.5 + level / 2.0))
         low, high = _wilson_bounds(mean, n, z)
         return mean, low, high, "wilson (bounded score, all values equal)"
-    clipped = (np.isfinite(low) and low < 0) or (np.isfinite(high) and high > 1)
-    if clipped:
-        return mean, max(0.0, low), min(1.0, high), "t (clipped to [0, 1])"
-    return mean, low, high, "t"
+    if n < 2 or not np.isfinite(low):
+        return mean, low, high, "t"
+    variance = float(np.var(values, ddof=1))
+    effective = n * mean * (1.0 - mean) / variance  # >= n - 1 for values in [0, 1]
+    z = float(_sps.t.ppf(0.5 + level / 2.0, n - 1))
+    low, high = _wilson_bounds(mean, effective, z)
+    return mean, low, high, "wilson (bounded score, effective n)"
 
 
-def _wilson_arrays(p: Any, n: int, z: float) -> tuple[np.ndarray, np.ndarray]:
+def _wilson_arrays(p: Any, n: float, z: float) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score bounds for proportion(s) ``p`` of one ``n`` (scalars or arrays)."""
     p = np.asarray(p, dtype=float)
     denom = 1 + z**2 / n
@@ -197,7 +205,7 @@ def _wilson_arrays(p: Any, n: int, z: float) -> tuple[np.ndarray, np.ndarray]:
             np.where(p >= 1, 1.0, np.minimum(1.0, centre + half)))
 
 
-def _wilson_bounds(p: float, n: int, z: float) -> tuple[float, float]:
+def _wilson_bounds(p: float, n: float, z: float) -> tuple[float, float]:
     low, high = _wilson_arrays(p, n, z)
     return float(low), float(high)
 

@@ -45,7 +45,7 @@ from raglab.stats.tests import _mcnemar_p, _one_sided_mcnemar, holm
 
 __all__ = ["compare", "summary"]
 
-_SUMMARY_METHODS = ("auto", "wilson", "exact", "normal", "t", "percentile", "bca")
+_SUMMARY_METHODS = ("auto", "wilson", "exact", "normal", "t", "betting", "percentile", "bca")
 _ADJUST = (None, "holm")
 _COMPARE_METHODS = ("auto", "score", "betting", "percentile", "bca")
 _FEW_DISCORDANT = 10  # below this many changed pass/fail questions a bootstrap interval under-covers
@@ -128,12 +128,15 @@ def summary(
         and one row per slice for each metric; missing labels form the slice ``"(missing)"``.
     ci : float
         Confidence level.
-    method : {"auto", "wilson", "exact", "normal", "t", "percentile", "bca"}
-        ``"auto"`` uses the Wilson interval for pass/fail data (every value 0 or 1) and the t interval
-        otherwise (kept inside [0, 1] for metrics known to lie there); with ``units``, the expanded
+    method : {"auto", "wilson", "exact", "normal", "t", "betting", "percentile", "bca"}
+        ``"auto"`` uses the Wilson interval for pass/fail data (every value 0 or 1); for other metrics
+        known to lie in [0, 1] Wilson's interval at the effective n ``n mean (1 - mean) / s^2`` (it
+        keeps its coverage near the bounds, where t's does not); the t interval otherwise; with ``units``, the expanded
         percentile cluster bootstrap (see :func:`compare`). ``"wilson"``, ``"exact"``
-        (Clopper-Pearson) and ``"normal"`` need pass/fail data; ``"percentile"`` and ``"bca"`` are
-        bootstrap intervals, computed for all metrics and slices from the same resamples.
+        (Clopper-Pearson) and ``"normal"`` need pass/fail data; ``"betting"`` (scores in [0, 1]) is
+        the betting interval of :func:`compare`, valid at every n and for any shape (wider than t);
+        ``"percentile"`` and ``"bca"`` are bootstrap intervals, computed for all metrics and slices
+        from the same resamples.
     n_resamples, seed : int
         For the bootstrap methods; the seed is reported in the table.
     units : array-like, optional
@@ -152,7 +155,7 @@ def summary(
     >>> from raglab.stats import summary
     >>> t = summary({"hit@5": [1, 0, 1, 1, float("nan")], "ndcg@5": [0.9, 0.1, 0.5, 0.7, 0.3]})
     >>> t[["metric", "slice", "n", "n_excluded", "mean", "method"]].to_string(index=False)
-    'metric   slice  n  n_excluded  mean method\\n hit@5 overall  4           1  0.75 wilson\\nndcg@5 overall  5           0  0.50      t'
+    'metric   slice  n  n_excluded  mean                              method\\n hit@5 overall  4           1  0.75                              wilson\\nndcg@5 overall  5           0  0.50 wilson (bounded score, effective n)'
     """
     check_option("method", method, _SUMMARY_METHODS)
     level = check_level(ci)
@@ -177,6 +180,9 @@ def summary(
                 f"summary: method={method!r} is an interval for pass/fail scores, but {name!r} has values other "
                 "than 0 and 1; use method='t' or a bootstrap method for it."
             )
+        if chosen_method == "betting" and not (np.nanmin(values[:, j], initial=0.0) >= 0
+                                               and np.nanmax(values[:, j], initial=1.0) <= 1):
+            raise ValueError(f"summary: method='betting' needs scores in [0, 1]; {name!r} has values outside it")
         if unit_codes is not None and chosen_method not in _BOOT_METHODS:
             raise ValueError(f"summary: units= needs a bootstrap method ('percentile' or 'bca'), not {chosen_method!r}")
         chosen.append(chosen_method)
@@ -188,7 +194,7 @@ def summary(
     ]
     boot_columns = [j for j, m in enumerate(chosen) if m in _BOOT_METHODS]
     expand = method == "auto"  # the automatic cluster bootstrap is the expanded percentile (better at 20 clusters)
-    seed_used = _resolve_seed(seed) if boot_columns else None
+    seed_used = _resolve_seed(seed) if boot_columns or "betting" in chosen else None
     boot_low = boot_high = boot_se = None
     if boot_columns:
         boot_method = chosen[boot_columns[0]]
@@ -213,6 +219,12 @@ def summary(
                 se = boot_se[r, b] if n else np.nan
                 label_method = _boot_label("expanded percentile" if expand else m, paired=False,
                                            clustered=unit_codes is not None)
+            elif m == "betting":
+                selected = values[(codes == r - 1) if (grouped and r) else slice(None), j]
+                selected = selected[~np.isnan(selected)]
+                mean, se, _, _ = _t_bounds(selected, level)
+                low, high = _betting_bounds(selected, 0.0, 1.0, level, [seed_used, 3])
+                label_method = _BETTING_LABEL.replace("paired ", "")
             elif m == "t":
                 selected = values[(codes == r - 1) if (grouped and r) else slice(None), j]
                 selected = selected[~np.isnan(selected)]
@@ -241,7 +253,7 @@ def summary(
                     "method": label_method,
                     "level": level,
                     "n_resamples": n_resamples if resampled else None,
-                    "seed": seed_used if resampled else None,
+                    "seed": seed_used if resampled or m == "betting" else None,
                 }
             )
     table = pd.DataFrame.from_records(records)
