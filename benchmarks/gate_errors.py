@@ -196,15 +196,11 @@ def lognormal_drop(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
     return -MARGIN - 0.2 * (z - np.exp(0.5)) / np.sqrt((np.e - 1) * np.e)
 
 
-def unchanged_rr(rng: np.random.Generator, n: int, reps: int, changed: float) -> np.ndarray:
-    base, cand = rr_pairs(rng, (n, reps), changed=changed)
-    return cand - base
-
-
-def _tables(d: np.ndarray, method: str, n_resamples: int, bounded: bool) -> pd.DataFrame:
-    """compare() on every replicate (one column each), CHUNK columns per call."""
+def _tables(d: np.ndarray, method: str, n_resamples: int, bounded: bool, base: np.ndarray | None = None) -> pd.DataFrame:
+    """compare() on every replicate (one column each, cand = base + d), CHUNK columns per call."""
     reps = d.shape[1]
-    base = np.full(d.shape, BASE_SCORE) if bounded else np.zeros(d.shape)
+    if base is None:
+        base = np.full(d.shape, BASE_SCORE) if bounded else np.zeros(d.shape)
     frames = []
     for start in range(0, reps, CHUNK):
         cols = range(start, min(reps, start + CHUNK))
@@ -221,11 +217,11 @@ def new_passes(d: np.ndarray, bounded: bool) -> np.ndarray:
     return (decided["decision"] == "pass").to_numpy()
 
 
-def old_passes(d: np.ndarray) -> np.ndarray:
+def old_passes(d: np.ndarray, base: np.ndarray | None = None) -> np.ndarray:
     """The gate before this change: expanded percentile bootstrap (1,000 resamples); review below 10
     questions, with fewer than 5 changed, or with |skewness| > 1 below 30 questions; else pass if
     low >= -margin."""
-    t = _tables(d, "auto", 1000, bounded=False)
+    t = _tables(d, "auto", 1000, bounded=False, base=base)
     screened = (t["n"] < 30) & (t["skew"].abs() > 1)
     return ((t["n"] >= 10) & (t["n_changed"] >= 5) & ~screened & (t["low"] >= -MARGIN - 1e-9)).to_numpy()
 
@@ -274,11 +270,12 @@ def power_cost(rng: np.random.Generator, replicates: dict[str, int], quick: bool
     for changed in (0.15, 0.30):
         label = f"rr-like, {changed:.0%} of questions re-drawn"
         for n in (100, 400, 1000, 2000):
-            d = unchanged_rr(rng, n, reps, changed)
-            new_t = _tables(d, "betting", 100, bounded=False)
-            old_t = _tables(d, "auto", 1000, bounded=False)
+            base, cand = rr_pairs(rng, (n, reps), changed=changed)
+            d = cand - base
+            new_t = _tables(d, "betting", 100, bounded=True, base=base)
+            old_t = _tables(d, "auto", 1000, bounded=False, base=base)
             new = stats.gate_comparison(new_t, MARGIN, higher_is_better=True).table["decision"] == "pass"
-            old = old_passes(d)
+            old = old_passes(d, base)
             ratio = float((new_t["high"] - new_t["low"]).mean() / (old_t["high"] - old_t["low"]).mean())
             p_new, se_new = rate(int(new.sum()), reps)
             p_old, se_old = rate(int(old.sum()), reps)
