@@ -18,6 +18,14 @@ intra-cluster correlation 0.3; for pass/fail, discordance and direction vary by 
 without ``units=``. True means: normal and lognormal differences 0.03, rr-like -0.03, clustered
 0.03 (pass/fail 0.02); one run: Beta(4, 4) 0.5, lognormal latency exp(0.5), clustered 0.5.
 
+The betting interval (``method="betting"``, the default for metrics known to lie in [0, 1]) is
+shown where the differences are bounded (rr-like, pass/fail). Part C (issue 18): drops spread the
+way regressions spread (``gate_errors.py`` part 4's data), n = 10, 30, 120, 400, 1000, reporting how
+often the LOW end is above the truth (the gate's false passes at a margin equal to the drop).
+Part B adds recall-like means near 1 (0.9-0.99; values in {0, 1/3, 1/2, 2/3, 1}) with the summary's
+default for bounded metrics (Wilson at the effective n), the betting interval and plain t; part A
+adds cluster counts 12-40.
+
 Each cell reports the empirical coverage of the true mean (an interval that is missing or
 zero-width and misses the truth counts as not covering), its Monte Carlo standard error
 ``sqrt(c (1 - c) / replicates)`` and the mean width. To run in a few minutes the script uses
@@ -27,7 +35,8 @@ metric column: every column's interval is its own bootstrap of its own data, and
 resampled question indices (as all metrics of one call do), which leaves each replicate's coverage
 unbiased.
 
-Run: ``.venv/bin/python benchmarks/coverage.py [--reps 800] [--resamples 1500]`` (about 2 minutes on 2 cores).
+Run: ``.venv/bin/python benchmarks/coverage.py [--reps 800] [--resamples 1500] [--parts ABC]`` (about 10 minutes
+on 2 busy cores).
 """
 
 from __future__ import annotations

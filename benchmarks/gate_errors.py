@@ -21,6 +21,16 @@ bootstrap for continuous ones; ``adjust="holm"`` unless stated):
    is shown for contrast. Pass/fail: base rate 0.7, discordance 0.10 split evenly. Continuous:
    reciprocal-rank-like scores, 30% of questions re-drawn from the same distribution.
 3. **A large run that truly did not change** must pass: 2,000 questions, target at least 90%.
+4. **A true drop exactly equal to the margin, spread the way regressions spread** (issue 18): a few
+   questions break badly (5% lose U(0.2, 0.6), the rest unchanged), everyone moves a little and 7.3%
+   break, heavy-tailed differences (0.05 t(2), clipped), each on a metric known to lie in [0, 1];
+   the same "few break" data and a mirrored lognormal (skewness -6.2) on a metric with no known
+   bounds. n = 10, 30, 120, 400, 1000. Target: P(pass) at most 2.5% (what the interval's low end
+   promises). "old" is the gate before issue 18 (expanded percentile everywhere, review below 30
+   questions when |skewness| > 1).
+5. **The price**: a release that truly did not change (rr-like, 15% or 30% of questions re-drawn),
+   n = 100 to 2,000: P(pass) with the betting interval against the old bootstrap, and the ratio of
+   their mean widths.
 
 Monte Carlo standard errors are ``sqrt(p (1 - p) / replicates)``. Continuous rows use fewer
 bootstrap resamples and sign flips than the defaults (printed) so the script runs in a few minutes;
@@ -31,7 +41,8 @@ exact columns (summing every count triple is itself about 10 s): a smoke test wh
 Monte Carlo errors several times larger, labelled QUICK in every table header with its replicate
 counts. Use the full run for the figures quoted in the README.
 
-Run: ``.venv/bin/python benchmarks/gate_errors.py [--quick]`` (full: about 2.5 minutes on 2 cores).
+Run: ``.venv/bin/python benchmarks/gate_errors.py [--quick] [--parts 1,2,3,4,5]`` (full: about 15 minutes on 2
+busy cores; parts 4-5 alone about 8).
 """
 
 from __future__ import annotations

@@ -470,7 +470,17 @@ def gate(
       p-value (more false blocks as rows multiply).
     * **review** otherwise, and always for a row with fewer than :data:`MIN_QUESTIONS` paired
       questions (or :data:`MIN_CLUSTERS` clusters), with no interval, or with a zero-width
-      interval. The table's ``reason`` column says why.
+      interval; a bootstrap row (a metric with no known bounds, or clusters) also needs
+      :data:`MIN_CHANGED` changed questions and :data:`MIN_RESAMPLED` questions or clusters. The
+      table's ``reason`` column says why.
+
+    A pass means what it says for metrics known to lie in [0, 1]: at a true drop equal to the
+    margin the chance of a pass is at most ``(1 - ci) / 2`` at any n and for any shape of the
+    differences (a few questions breaking badly included), because their interval is the betting
+    interval. For metrics with no known bounds (latency, characters) no interval can promise that:
+    the bootstrap's measured rates are in ``benchmarks/gate_errors.py`` (part 4). A single
+    ``margin`` given for several metrics that include unbounded ones warns: give those a margin in
+    their own units.
 
     For a lower-is-better metric (latency, cost, hallucination rate) the signs flip: pass if
     ``high <= margin``, block if ``low > 0``. Bounds within ``GATE_TOLERANCE * max(1, margin)`` of a
