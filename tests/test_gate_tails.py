@@ -131,3 +131,23 @@ def test_one_margin_for_several_metrics_including_unbounded_ones_warns():
 def test_method_betting_refuses_scores_outside_zero_one():
     with pytest.raises(ValueError, match="method='betting' needs scores known to lie in"):
         stats.compare({"x": [0.0, 2.0, 1.0]}, {"x": [1.0, 0.0, 1.0]}, method="betting")
+
+
+def test_bootstrap_rows_below_thirty_questions_or_clusters_are_review_whatever_their_shape():
+    # A metric with no known bounds keeps the bootstrap; below 30 questions (or clusters) it has no
+    # guarantee, and the rule looks at the count only (a skewness screen kept the samples that missed the tail).
+    rng = np.random.default_rng(11)
+    symmetric = rng.normal(0.0, 0.01, 25)
+    row = stats.gate({"score": np.zeros(25)}, {"score": symmetric}, margin=0.5, higher_is_better=True,
+                     n_resamples=300, n_permutations=0).table.iloc[0]
+    assert row["decision"] == "review" and "only 25 questions for a bootstrap interval" in row["reason"]
+    # clusters: 20 conversations of 10 questions, a bounded metric resampled by cluster -> review
+    units = np.repeat(np.arange(20), 10)
+    values = rng.random(200)
+    row = stats.gate({"faithfulness": values}, {"faithfulness": values + rng.normal(0, 0.01, 200)}, margin=0.5, units=units,
+                     higher_is_better=True, n_resamples=300, n_permutations=0).table.iloc[0]
+    assert row["decision"] == "review" and "only 20 clusters" in row["reason"]
+    units = np.repeat(np.arange(40), 5)
+    row = stats.gate({"faithfulness": values}, {"faithfulness": values + rng.normal(0, 0.01, 200)}, margin=0.5,
+                     units=units, higher_is_better=True, n_resamples=300, n_permutations=0).table.iloc[0]
+    assert row["decision"] == "pass"
