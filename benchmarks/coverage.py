@@ -255,7 +255,9 @@ def main() -> None:
                 d, truth = make(rng, n, reps)
                 zeros = np.zeros_like(d)
                 results = {"percentile": paired(zeros, d, "percentile", resamples=res),
-                           **({"betting": paired(zeros, d, "betting", resamples=res)} if make is rr_like else {}),
+                           # base and cand in [0, 1] with the same differences
+                           **({"betting": paired(np.maximum(0, -d), np.maximum(0, d), "betting", resamples=res)}
+                              if make is rr_like else {}),
                            "expanded": paired(zeros, d, "auto", resamples=res),
                            "BCa": paired(zeros, d, "bca", resamples=res),
                            "t": paired(zeros, d, "t", resamples=res)}
