@@ -419,7 +419,7 @@ def no_change(rng: np.random.Generator, replicates: dict[str, int], quick: bool 
           f"{'blocked rows/run':>16s}  {'target':>7s} {'met':>4s}")
     cases = [
         ("pass/fail, base 0.7, discordance 0.10 (5% each way)", reps_pf, {}),
-        (f"rr-like, 30% re-drawn ({perms:,} sign flips, 1,000 res.)", reps_cont,
+        (f"rr-like [0, 1], betting, 30% re-drawn ({perms:,} flips)", reps_cont,
          {"n_resamples": 1000, "n_permutations": perms}),
     ]
     for label, reps, options in cases:
@@ -430,8 +430,10 @@ def no_change(rng: np.random.Generator, replicates: dict[str, int], quick: bool 
                 pairs = [rr_pairs(rng, (n,), changed=0.3) for _ in range(3)]
             else:
                 pairs = [pass_fail_pairs(rng, (n,), 0.05, 0.05) for _ in range(3)]
-            base = {f"m{j}": b for j, (b, _) in enumerate(pairs)}
-            cand = {f"m{j}": c for j, (_, c) in enumerate(pairs)}
+            # rr-like rows named as [0, 1] metrics get the gate's default for them (the betting interval)
+            names = ["rr", "ndcg@5", "recall@5"] if "n_permutations" in options else ["m0", "m1", "m2"]
+            base = {name: b for name, (b, _) in zip(names, pairs)}
+            cand = {name: c for name, (_, c) in zip(names, pairs)}
             for adjust in blocked:
                 blocked[adjust].append(gate_decision(base, cand, slices=slices, adjust=adjust,
                                                      **({"n_resamples": 100} | options))[1])

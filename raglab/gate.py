@@ -236,7 +236,9 @@ def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust:
     # No method column: assume a bootstrap interval, so the checks a bootstrap needs still apply.
     resampled = ~out["method"].isin(_VALID_LABELS).to_numpy() if "method" in out.columns else np.ones(len(out), bool)
     changed = out["n_changed"] if "n_changed" in out.columns else pd.Series([None] * len(out))
-    _warn_if_holm_cannot_block(out, resampled, family, 1 - level)
+    # Every row but Tango's takes its p-value from sign flips or resamples (betting rows included).
+    coarse = (out["method"] != _SCORE_LABEL).to_numpy() if "method" in out.columns else np.ones(len(out), bool)
+    _warn_if_holm_cannot_block(out, coarse, family, 1 - level)
     decided = [
         _decide(lo, hi, mg, hb, n=int(0 if pd.isna(k) else k), clustered=clustered, p_worse=p, alpha=1 - level,
                 family=family, resampled=bool(rs), n_changed=None if pd.isna(ch) else int(ch))

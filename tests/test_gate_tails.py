@@ -151,3 +151,18 @@ def test_bootstrap_rows_below_thirty_questions_or_clusters_are_review_whatever_t
     row = stats.gate({"faithfulness": values}, {"faithfulness": values + rng.normal(0, 0.01, 200)}, margin=0.5,
                      units=units, higher_is_better=True, n_resamples=300, n_permutations=0).table.iloc[0]
     assert row["decision"] == "pass"
+
+
+def test_betting_rows_still_warn_when_holm_can_never_block_them():
+    # Their p-values come from sign flips like a bootstrap row's: too few flips can never survive Holm.
+    rng = np.random.default_rng(1)
+    base = {name: rng.random(300) for name in ("rr", "ndcg@5", "recall@5")}
+    cand = {k: np.clip(v + rng.normal(0, 0.05, 300), 0, 1) for k, v in base.items()}
+    slices = np.repeat([f"s{i}" for i in range(8)], 300 // 8 + 1)[:300]
+    with pytest.warns(UserWarning, match=r"27 rows, Holm needs a one-sided p-value below 0.00093.*at least 1080"):
+        result = stats.gate(base, cand, margin=0.02, slices=slices, n_permutations=500, n_resamples=300,
+                            higher_is_better=True)
+    assert set(result.table["method"]) == {_BETTING_LABEL} and result.table["n_resamples"].isna().all()
+    # without sign flips the p-values come from the resamples, and the table says how many
+    table = stats.compare(base, cand, n_permutations=0, n_resamples=300)
+    assert (table["n_resamples"] == 300).all() and (table["method"] == _BETTING_LABEL).all()

@@ -485,7 +485,8 @@ def compare(
                     "skew": skew[r, j],
                     "method": label,
                     "level": level,
-                    "n_resamples": None if score[j] or betting[j] else n_resamples,
+                    # betting rows read the resamples only for their p-values, when there are no sign flips
+                    "n_resamples": None if score[j] or (betting[j] and n_permutations) else n_resamples,
                     "seed": None if score[j] and not permutations[j] else seed,
                     "test": tests[j],
                     "n_permutations": permutations[j],
