@@ -94,7 +94,6 @@ def _pass_rate(d, method):
     return float((decided["decision"] == "pass").mean()), float((table["low"] >= -MARGIN).mean())
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("n", [15, 30, 120])
 def test_a_drop_at_the_margin_passes_at_most_2_5_percent_with_the_betting_interval(n):
     # The same samples through the plain percentile bootstrap: its low end is above -margin far more
