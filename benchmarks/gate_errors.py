@@ -21,6 +21,18 @@ bootstrap for continuous ones; ``adjust="holm"`` unless stated):
    is shown for contrast. Pass/fail: base rate 0.7, discordance 0.10 split evenly. Continuous:
    reciprocal-rank-like scores, 30% of questions re-drawn from the same distribution.
 3. **A large run that truly did not change** must pass: 2,000 questions, target at least 90%.
+4. **A true drop exactly equal to the margin, spread the way regressions spread** (issue 18): a few
+   questions break badly (5% lose U(0.2, 0.6), the rest unchanged), everyone moves a little and 7.3%
+   break, heavy-tailed differences (0.05 t(2), clipped), each on a metric known to lie in [0, 1];
+   the same "few break" data and a mirrored lognormal (skewness -6.2) on a metric with no known
+   bounds. n = 10, 30, 120, 400, 1000. Target: P(pass) at most 2.5% (what the interval's low end
+   promises). "old" is the gate before issue 18 (expanded percentile everywhere, review below 30
+   questions when |skewness| > 1).
+5. **The price**: a release that truly did not change (rr-like, 15% or 30% of questions re-drawn),
+   n = 100 to 2,000: P(pass) with the betting interval against the old bootstrap, and the ratio of
+   their mean widths.
+6. **Power to block** a real drop of 4 margins (rr-like, 30% re-ranked, mean drop 0.08), n = 50 to
+   400: P(block) with the betting interval against the old bootstrap.
 
 Monte Carlo standard errors are ``sqrt(p (1 - p) / replicates)``. Continuous rows use fewer
 bootstrap resamples and sign flips than the defaults (printed) so the script runs in a few minutes;
@@ -31,7 +43,8 @@ exact columns (summing every count triple is itself about 10 s): a smoke test wh
 Monte Carlo errors several times larger, labelled QUICK in every table header with its replicate
 counts. Use the full run for the figures quoted in the README.
 
-Run: ``.venv/bin/python benchmarks/gate_errors.py [--quick]`` (full: about 2.5 minutes on 2 cores).
+Run: ``.venv/bin/python benchmarks/gate_errors.py [--quick] [--parts 1,2,3,4,5]`` (full: about 15 minutes on 2
+busy cores; parts 4-5 alone about 8).
 """
 
 from __future__ import annotations
@@ -43,6 +56,7 @@ import warnings
 from math import comb
 
 import numpy as np
+import pandas as pd
 
 import raglab
 from raglab import stats
@@ -61,9 +75,12 @@ RR_MEAN = float(RR_LEVELS @ RR_PROBS)
 
 # Replicates per row: the full run (the default) and --quick.
 FULL_REPS = {"slice_pass_fail": 20_000, "slice_rr": 600, "null_pass_fail": 1200, "null_rr": 300,
-             "equal_pass_fail": 2000, "equal_rr": 1000}
+             "equal_pass_fail": 2000, "equal_rr": 1000, "margin_small": 2000, "margin_400": 1000,
+             "margin_1000": 600, "power": 300}
 QUICK_REPS = {"slice_pass_fail": 500, "slice_rr": 60, "null_pass_fail": 50, "null_rr": 15,
-              "equal_pass_fail": 100, "equal_rr": 100}
+              "equal_pass_fail": 100, "equal_rr": 100, "margin_small": 200, "margin_400": 100,
+              "margin_1000": 100, "power": 50}
+CHUNK = 100  # replicates per compare() call in parts 4-5 (one column each)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -157,6 +174,150 @@ class CountCache:
                 new += prob * passed_new
                 old += prob * passed_old
         return new, old
+
+
+# --------------------------------------------------------------------------------------------------
+# 4-5. A drop exactly at the margin, spread the way regressions spread; and the price in power
+# --------------------------------------------------------------------------------------------------
+
+AT_MARGIN_NS = (10, 30, 120, 400, 1000)
+BASE_SCORE = 0.6  # differences d need base and cand = base + d inside [0, 1]: d in [-0.6, 0.4]
+BREAK_LOW, BREAK_HIGH = 0.2, 0.6  # a broken question loses U(0.2, 0.6) (mean 0.4)
+
+
+def few_break(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
+    """Zero-inflated, left-skewed: 1 question in 20 breaks (loses U(0.2, 0.6)), the rest are unchanged."""
+    broken = rng.random((n, reps)) < MARGIN / 0.4
+    return np.where(broken, -rng.uniform(BREAK_LOW, BREAK_HIGH, (n, reps)), 0.0)
+
+
+def skewed_drop(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
+    """Left-skewed: every question moves a little (N(+0.01, 0.03)) and 7.3% break (lose U(0.2, 0.6))."""
+    share = (MARGIN + 0.01) / (0.4 + 0.01)  # 0.01 (1 - share) - 0.4 share = -MARGIN
+    small = np.clip(rng.normal(0.01, 0.03, (n, reps)), -0.19, 0.21)  # symmetric about 0.01: mean kept
+    return np.where(rng.random((n, reps)) < share, -rng.uniform(BREAK_LOW, BREAK_HIGH, (n, reps)), small)
+
+
+def heavy_tailed(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
+    """Heavy-tailed: 0.05 x Student t(2), clipped symmetrically at +-0.38, shifted down by the margin."""
+    return np.clip(0.05 * rng.standard_t(2, (n, reps)), -0.38, 0.38) - MARGIN
+
+
+def lognormal_drop(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
+    """Unbounded (a latency-like metric): mirrored lognormal(0, 1), sd 0.2, skewness -6.2, mean -margin."""
+    z = np.exp(rng.normal(0.0, 1.0, (n, reps)))
+    return -MARGIN - 0.2 * (z - np.exp(0.5)) / np.sqrt((np.e - 1) * np.e)
+
+
+def _tables(d: np.ndarray, method: str, n_resamples: int, bounded: bool, base: np.ndarray | None = None) -> pd.DataFrame:
+    """compare() on every replicate (one column each, cand = base + d), CHUNK columns per call."""
+    reps = d.shape[1]
+    if base is None:
+        base = np.full(d.shape, BASE_SCORE) if bounded else np.zeros(d.shape)
+    frames = []
+    for start in range(0, reps, CHUNK):
+        cols = range(start, min(reps, start + CHUNK))
+        frames.append(stats.compare({f"r{j}": base[:, j] for j in cols}, {f"r{j}": base[:, j] + d[:, j] for j in cols},
+                                    method=method, n_resamples=n_resamples, n_permutations=0, seed=start))
+    return pd.concat(frames, ignore_index=True)
+
+
+def new_passes(d: np.ndarray, bounded: bool) -> np.ndarray:
+    """The gate's decision step on each replicate's row: method 'auto' on a bounded metric is the
+    betting interval (asked for by name here, as the replicate columns are not named like metrics)."""
+    table = _tables(d, "betting" if bounded else "auto", 1000 if not bounded else 100, bounded)
+    decided = stats.gate_comparison(table, MARGIN, higher_is_better=True).table
+    return (decided["decision"] == "pass").to_numpy()
+
+
+def old_passes(d: np.ndarray, base: np.ndarray | None = None) -> np.ndarray:
+    """The gate before this change: expanded percentile bootstrap (1,000 resamples); review below 10
+    questions, with fewer than 5 changed, or with |skewness| > 1 below 30 questions; else pass if
+    low >= -margin."""
+    t = _tables(d, "auto", 1000, bounded=False, base=base)
+    screened = (t["n"] < 30) & (t["skew"].abs() > 1)
+    return ((t["n"] >= 10) & (t["n_changed"] >= 5) & ~screened & (t["low"] >= -MARGIN - 1e-9)).to_numpy()
+
+
+def at_margin(rng: np.random.Generator, replicates: dict[str, int], quick: bool = False) -> None:
+    print(f"4. A TRUE mean drop exactly equal to the margin ({MARGIN}): share of runs the gate PASSES (target <= 2.5%,")
+    print("   what a 95% interval's low end promises). new = raglab.stats.gate now (betting interval on metrics known "
+          "to lie in [0, 1],")
+    print("   expanded percentile bootstrap otherwise); old = the gate before (expanded percentile everywhere, skew "
+          "screen below 30)")
+    if quick:
+        quick_note(replicates, ["margin_small", "margin_400", "margin_1000"])
+    print(f"   {'differences':<62s} {'n':>5s} {'reps':>5s}  {'new: P(pass)':>13s}  {'old: P(pass)':>13s}  "
+          f"{'target':>7s} {'met':>4s}")
+    regimes = [
+        ("bounded, a few break: 5% lose U(0.2,0.6), the rest 0", few_break, True),
+        ("bounded, skewed: all +N(0.01,0.03), 7.3% lose U(0.2,0.6)", skewed_drop, True),
+        ("bounded, heavy-tailed: 0.05 t(2) clipped at +-0.38", heavy_tailed, True),
+        ("unbounded, a few break (same data, metric with no bounds)", few_break, False),
+        ("unbounded, lognormal: skewness -6.2, sd 0.2", lognormal_drop, False),
+    ]
+    for label, make, bounded in regimes:
+        for n in AT_MARGIN_NS:
+            reps = replicates["margin_small" if n <= 120 else f"margin_{n}"]
+            d = make(rng, n, reps)
+            assert abs(d.mean() + MARGIN) < 0.2, "the simulated drop is not at the margin"
+            new, new_se = rate(int(new_passes(d, bounded).sum()), reps)
+            old, old_se = rate(int(old_passes(d).sum()), reps)
+            verdict = met(new, 0.025, True, reps if quick else None)
+            if not quick:  # within Monte Carlo error of the target counts as met
+                verdict = "yes" if new <= 0.025 + 2 * new_se else "NO"
+            print(f"   {label:<62s} {n:>5d} {reps:>5d}  {pct(new, new_se):>13s}  {pct(old, old_se):>13s}  "
+                  f"{'<= 2.5%':>7s} {verdict:>4s}")
+    print("   (met: the rate is within 2 Monte Carlo SEs of 2.5% or below; betting rows hold at any n by construction, "
+          "bootstrap rows have no guarantee)\n")
+
+
+def power_cost(rng: np.random.Generator, replicates: dict[str, int], quick: bool = False) -> None:
+    reps = replicates["power"]
+    print(f"5. The price: a release that truly did NOT change, margin {MARGIN}: share of runs the gate PASSES, "
+          "betting interval (new) against the expanded percentile bootstrap (old)")
+    if quick:
+        quick_note(replicates, ["power"])
+    print(f"   {'differences':<46s} {'n':>5s} {'reps':>5s}  {'new: P(pass)':>13s}  {'old: P(pass)':>13s}  "
+          f"{'mean width new/old':>18s}")
+    for changed in (0.15, 0.30):
+        label = f"rr-like, {changed:.0%} of questions re-drawn"
+        for n in (100, 400, 1000, 2000):
+            base, cand = rr_pairs(rng, (n, reps), changed=changed)
+            d = cand - base
+            new_t = _tables(d, "betting", 100, bounded=True, base=base)
+            old_t = _tables(d, "auto", 1000, bounded=False, base=base)
+            new = stats.gate_comparison(new_t, MARGIN, higher_is_better=True).table["decision"] == "pass"
+            old = old_passes(d, base)
+            ratio = float((new_t["high"] - new_t["low"]).mean() / (old_t["high"] - old_t["low"]).mean())
+            p_new, se_new = rate(int(new.sum()), reps)
+            p_old, se_old = rate(int(old.sum()), reps)
+            print(f"   {label:<46s} {n:>5d} {reps:>5d}  {pct(p_new, se_new):>13s}  {pct(p_old, se_old):>13s}  "
+                  f"{ratio:>18.2f}")
+    print()
+
+
+def block_power(rng: np.random.Generator, replicates: dict[str, int], quick: bool = False) -> None:
+    reps = replicates["power"]
+    print(f"6. Power to BLOCK a real drop of 4 margins ({4 * MARGIN:g}), rr-like scores, 30% re-ranked: share of runs "
+          "the gate BLOCKS, betting interval (new) against the expanded percentile bootstrap (old)")
+    if quick:
+        quick_note(replicates, ["power"])
+    print("   (one row; one-sided p-values from 1,000 bootstrap resamples, n_permutations=0)")
+    print(f"   {'differences':<46s} {'n':>5s} {'reps':>5s}  {'new: P(block)':>13s}  {'old: P(block)':>13s}")
+    for n in (50, 100, 200, 400):
+        base, cand = rr_pairs(rng, (n, reps), changed=0.3, drop=4 * MARGIN)
+        d = cand - base
+        decided = {}
+        for key, method in (("new", "betting"), ("old", "auto")):
+            table = _tables(d, method, 1000, bounded=True, base=base)
+            # adjust=None: each replicate is its own one-row gate (Holm over the chunk would mix replicates)
+            decided[key] = stats.gate_comparison(table, MARGIN, higher_is_better=True, adjust=None).table["decision"] == "block"
+        p_new, se_new = rate(int(decided["new"].sum()), reps)
+        p_old, se_old = rate(int(decided["old"].sum()), reps)
+        print(f"   {'rr-like, 30% re-ranked, mean drop 0.08':<46s} {n:>5d} {reps:>5d}  {pct(p_new, se_new):>13s}  "
+              f"{pct(p_old, se_old):>13s}")
+    print()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -258,7 +419,7 @@ def no_change(rng: np.random.Generator, replicates: dict[str, int], quick: bool 
           f"{'blocked rows/run':>16s}  {'target':>7s} {'met':>4s}")
     cases = [
         ("pass/fail, base 0.7, discordance 0.10 (5% each way)", reps_pf, {}),
-        (f"rr-like, 30% re-drawn ({perms:,} sign flips, 1,000 res.)", reps_cont,
+        (f"rr-like [0, 1], betting, 30% re-drawn ({perms:,} flips)", reps_cont,
          {"n_resamples": 1000, "n_permutations": perms}),
     ]
     for label, reps, options in cases:
@@ -269,8 +430,10 @@ def no_change(rng: np.random.Generator, replicates: dict[str, int], quick: bool 
                 pairs = [rr_pairs(rng, (n,), changed=0.3) for _ in range(3)]
             else:
                 pairs = [pass_fail_pairs(rng, (n,), 0.05, 0.05) for _ in range(3)]
-            base = {f"m{j}": b for j, (b, _) in enumerate(pairs)}
-            cand = {f"m{j}": c for j, (_, c) in enumerate(pairs)}
+            # rr-like rows named as [0, 1] metrics get the gate's default for them (the betting interval)
+            names = ["rr", "ndcg@5", "recall@5"] if "n_permutations" in options else ["m0", "m1", "m2"]
+            base = {name: b for name, (b, _) in zip(names, pairs)}
+            cand = {name: c for name, (_, c) in zip(names, pairs)}
             for adjust in blocked:
                 blocked[adjust].append(gate_decision(base, cand, slices=slices, adjust=adjust,
                                                      **({"n_resamples": 100} | options))[1])
@@ -314,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true",
                         help="far fewer replicates per row, no exact columns (under 20 s; full run about 2.5 min)")
+    parser.add_argument("--parts", default="1,2,3,4,5,6", help="which experiments to run (default 1,2,3,4,5,6)")
     args = parser.parse_args(argv)
     replicates = QUICK_REPS if args.quick else FULL_REPS
     warnings.simplefilter("ignore", UserWarning)  # dropped pairs / guessed directions: none expected
@@ -326,7 +490,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.getloadavg()[0]:.2f} at start. Rates are 'estimate ±Monte Carlo SE'.\n")
     rng = np.random.default_rng(SEED)
     started = time.perf_counter()
-    for part in (small_slices, no_change, equal_runs):
+    parts = {"1": small_slices, "2": no_change, "3": equal_runs, "4": at_margin, "5": power_cost, "6": block_power}
+    for part in (parts[key] for key in args.parts.split(",")):
         start = time.perf_counter()
         part(rng, replicates, quick=args.quick)
         print(f"   ({time.perf_counter() - start:.0f} s)\n")

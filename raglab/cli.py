@@ -285,8 +285,9 @@ def _add_gate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--units", default=None, metavar="COL", help="cluster column: resample whole clusters")
     p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument(
-        "--method", choices=["auto", "score", "percentile", "bca"], default="auto",
-        help="interval: auto = Tango's score interval for pass/fail metrics, expanded percentile bootstrap otherwise",
+        "--method", choices=["auto", "score", "betting", "percentile", "bca"], default="auto",
+        help="interval: auto = Tango's score interval for pass/fail metrics, the betting interval for other metrics "
+             "known to lie in [0, 1], expanded percentile bootstrap otherwise",
     )
     p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")

@@ -3,8 +3,8 @@
 :func:`gate` compares two runs (:func:`raglab.stats.compare`) and decides each row: **pass** if the
 interval's worst end is within the margin, **block** if the whole interval is on the bad side and
 the drop is significant family-wise (Holm), **review** otherwise or when the row cannot carry a
-decision (too few questions, no interval, a zero-width interval, a bootstrap with too few changed
-questions or strong skew). :data:`GATE_RULE` states the rule in words; the overall decision is the
+decision (too few questions, no interval, a zero-width interval, a bootstrap row with too few changed
+questions or fewer than :data:`MIN_RESAMPLED` questions or clusters). :data:`GATE_RULE` states the rule in words; the overall decision is the
 worst row. :func:`gate_comparison` is the decision step alone, on a comparison table you already
 have; both return a :class:`GateResult`, whose ``to_json`` writes the log for reviewers.
 
@@ -32,7 +32,7 @@ from raglab._results import jsonable as _jsonable
 from raglab._validation import check_option, warn
 from raglab._version import __version__
 from raglab.stats._engine import MIN_CLUSTERS
-from raglab.stats.intervals import _SCORE_LABEL
+from raglab.stats.intervals import _BETTING_LABEL, _SCORE_LABEL
 from raglab.stats.tables import _ADJUST, compare
 from raglab.stats.tests import holm
 
@@ -50,7 +50,10 @@ __all__ = [
 DECISIONS = ("pass", "review", "block")  # gate decisions, from best to worst
 MIN_QUESTIONS = 10  # below this many paired questions a gate row is review, whatever its interval says
 MIN_CHANGED = 5  # a bootstrap row resting on fewer changed questions is review (benchmarks/gate_errors.py)
-_SMALL_N, _MAX_SKEW = 30, 1.0  # below 30 questions, |skewness| above 1 makes bootstrap intervals under-cover
+# Below this many questions (or clusters) a bootstrap row is review: with no known bounds nothing guarantees its
+# low end when a few questions change a lot (benchmarks/gate_errors.py, part 4; benchmarks/coverage.py).
+MIN_RESAMPLED = 30
+_VALID_LABELS = (_SCORE_LABEL, _BETTING_LABEL)  # intervals valid at every n: the bootstrap checks do not apply
 GATE_TOLERANCE = 1e-9  # bounds within this (times max(1, margin)) of a threshold count as on it
 
 GATE_RULE = (
@@ -60,7 +63,9 @@ GATE_RULE = (
     "at most that); otherwise REVIEW. Lower-is-better metrics flip the signs (pass if high <= margin; block if "
     f"low > 0). A row with fewer than {MIN_QUESTIONS} paired questions (or {MIN_CLUSTERS} clusters), no interval "
     "or a zero-width interval is REVIEW, with the reason; so is a bootstrap row with fewer than "
-    f"{MIN_CHANGED} changed questions, or with |skewness| > {_MAX_SKEW:g} below {_SMALL_N} questions. Bounds "
+    f"{MIN_CHANGED} changed questions or fewer than {MIN_RESAMPLED} questions (or clusters): a bootstrap "
+    "has no guarantee when a few questions change a lot (metrics known to lie in [0, 1] get the betting "
+    "interval instead, valid at every n). Bounds "
     "within 1e-9 x max(1, margin) of a threshold count as on it. The overall decision is the worst row: every "
     "row must pass for the change to pass."
 )
@@ -93,6 +98,15 @@ def _check_direction(value: Any, name: str) -> bool:
 
 def _margins(margin: Any, names: Sequence[str]) -> dict[str, float]:
     margins = _per_metric(margin, names, "margin", _check_margin)
+    unbounded = [name for name in names if metric_info(name).known and not metric_info(name).bounded]
+    if not isinstance(margin, Mapping) and unbounded and len(names) > 1:
+        warn(
+            f"gate: one margin ({float(margin):g}) is applied to every metric, including {unbounded}, which are not "
+            "on a 0-1 scale (characters, seconds, cost): a drop of that size means something else in their units. "
+            "Give a margin per metric in that metric's units, e.g. margin={"
+            + ", ".join(f"{n!r}: ..." for n in names) + "} (CLI: --margin-for METRIC=X).",
+            UserWarning,
+        )
     missing = [name for name in names if name not in margins]
     if missing:
         raise ValueError(
@@ -128,16 +142,17 @@ def _decide(
     family: int = 1,
     resampled: bool = False,
     n_changed: int | None = None,
-    skew: float = float("nan"),
 ) -> tuple[str, str]:
     """One row's decision and its reason.
 
     ``p_worse`` is the row's one-sided p-value for the bad direction (Holm-adjusted over ``family``
     rows when ``family > 1``); a block needs it below ``alpha / 2`` as well as the interval on the
     bad side of zero. ``resampled`` rows (bootstrap intervals) also need :data:`MIN_CHANGED`
-    questions whose score changed, and no strong skew below 30 questions: a bootstrap can only
-    recombine the changes it saw (with no question worse in the sample, no resample is worse), and
-    it under-covers with skewed differences at small n (``benchmarks/coverage.py``).
+    questions whose score changed and :data:`MIN_RESAMPLED` questions (or clusters): a bootstrap can
+    only recombine the changes it saw (with no question worse in the sample, no resample is worse),
+    so when a few questions change a lot its low end is too optimistic, the more so the fewer
+    questions (``benchmarks/gate_errors.py``). The rule looks at counts only, never at the sample's
+    shape: a screen on skewness would keep exactly the samples that missed the tail.
     """
     unit = "clusters" if clustered else "questions"
     if not (np.isfinite(low) and np.isfinite(high)):
@@ -156,10 +171,11 @@ def _decide(
             f"only {n_changed} of {n} {unit} changed: a bootstrap interval cannot show changes the sample has "
             f"not seen (the gate needs at least {MIN_CHANGED} changed)"
         )
-    if resampled and n < _SMALL_N and np.isfinite(skew) and abs(skew) > _MAX_SKEW:
+    if resampled and n < MIN_RESAMPLED:
         return "review", (
-            f"{n} {unit} with skewed differences (skewness {skew:+.2g}): bootstrap intervals under-cover here "
-            f"(below {_SMALL_N} {unit}, |skewness| > {_MAX_SKEW:g}); look at the rows or add questions"
+            f"only {n} {unit} for a bootstrap interval: with no known bounds on the metric, its low end has no "
+            f"guarantee when a few {unit} change a lot (the gate needs at least {MIN_RESAMPLED}; metrics known to "
+            "lie in [0, 1] get the betting interval, which holds at any n)"
         )
     tol = GATE_TOLERANCE * max(1.0, margin)
     # Express everything as "improvement": for lower-is-better metrics a rise is the bad direction.
@@ -218,16 +234,16 @@ def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust:
     clustered = "n_clusters" in out.columns
     counts = out["n_clusters"] if clustered else out["n"]
     # No method column: assume a bootstrap interval, so the checks a bootstrap needs still apply.
-    resampled = (out["method"] != _SCORE_LABEL).to_numpy() if "method" in out.columns else np.ones(len(out), bool)
+    resampled = ~out["method"].isin(_VALID_LABELS).to_numpy() if "method" in out.columns else np.ones(len(out), bool)
     changed = out["n_changed"] if "n_changed" in out.columns else pd.Series([None] * len(out))
-    skews = out["skew"] if "skew" in out.columns else pd.Series([np.nan] * len(out))
-    _warn_if_holm_cannot_block(out, resampled, family, 1 - level)
+    # Every row but Tango's takes its p-value from sign flips or resamples (betting rows included).
+    coarse = (out["method"] != _SCORE_LABEL).to_numpy() if "method" in out.columns else np.ones(len(out), bool)
+    _warn_if_holm_cannot_block(out, coarse, family, 1 - level)
     decided = [
         _decide(lo, hi, mg, hb, n=int(0 if pd.isna(k) else k), clustered=clustered, p_worse=p, alpha=1 - level,
-                family=family, resampled=bool(rs), n_changed=None if pd.isna(ch) else int(ch),
-                skew=float(sk) if pd.notna(sk) else float("nan"))
-        for lo, hi, mg, hb, k, p, rs, ch, sk in zip(
-            out["low"], out["high"], out["margin"], hib, counts, adjusted, resampled, changed, skews
+                family=family, resampled=bool(rs), n_changed=None if pd.isna(ch) else int(ch))
+        for lo, hi, mg, hb, k, p, rs, ch in zip(
+            out["low"], out["high"], out["margin"], hib, counts, adjusted, resampled, changed
         )
     ]
     out.insert(position + 2, "decision", [d for d, _ in decided])
@@ -471,13 +487,24 @@ def gate(
       p-value (more false blocks as rows multiply).
     * **review** otherwise, and always for a row with fewer than :data:`MIN_QUESTIONS` paired
       questions (or :data:`MIN_CLUSTERS` clusters), with no interval, or with a zero-width
-      interval. The table's ``reason`` column says why.
+      interval; a bootstrap row (a metric with no known bounds, or clusters) also needs
+      :data:`MIN_CHANGED` changed questions and :data:`MIN_RESAMPLED` questions or clusters. The
+      table's ``reason`` column says why.
+
+    A pass means what it says for metrics known to lie in [0, 1]: at a true drop equal to the
+    margin the chance of a pass is at most ``(1 - ci) / 2`` at any n and for any shape of the
+    differences (a few questions breaking badly included), because their interval is the betting
+    interval. For metrics with no known bounds (latency, characters) no interval can promise that:
+    the bootstrap's measured rates are in ``benchmarks/gate_errors.py`` (part 4). A single
+    ``margin`` given for several metrics that include unbounded ones warns: give those a margin in
+    their own units.
 
     For a lower-is-better metric (latency, cost, hallucination rate) the signs flip: pass if
     ``high <= margin``, block if ``low > 0``. Bounds within ``GATE_TOLERANCE * max(1, margin)`` of a
     threshold count as on it, so float rounding never decides. The overall decision is the worst
     row. The intervals are :func:`compare`'s (``method="auto"``: Tango's score interval for
-    pass/fail metrics, the expanded percentile bootstrap otherwise), and the one printed and drawn
+    pass/fail metrics, the betting interval for other metrics known to lie in [0, 1], the expanded
+    percentile bootstrap otherwise), and the one printed and drawn
     for a row is the one that decided it.
 
     Parameters

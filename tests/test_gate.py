@@ -213,7 +213,7 @@ def test_decision_log_keeps_every_interval_and_the_run_records(tmp_path):
         assert key in first
     assert first["n"] == 300 and first["method"] == "paired score (Tango)" and first["seed"] is None
     faith = next(r for r in log["rows"] if r["metric"] == "faithfulness")
-    assert faith["seed"] == 7 and faith["method"] == "paired bootstrap (expanded percentile)"
+    assert faith["seed"] == 7 and faith["method"] == "paired betting (Waudby-Smith-Ramdas)"
     assert log["settings"]["adjust"] == "holm" and "Holm" in log["settings"]["block_rule"]
     assert all(r["reason"] for r in log["rows"])
 

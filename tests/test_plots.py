@@ -111,7 +111,7 @@ def test_overall_rows_are_bold_diamonds_and_the_title_says_decision_and_level():
     ax = forest(result)
     title = ax.get_title()
     assert title.startswith(f"Release gate: {result.decision.upper()} (")
-    assert "95% paired intervals" in title and "Tango" in title and "bootstrap" in title
+    assert "95% paired intervals" in title and "Tango" in title and "betting" in title
     points = _artist(ax, "raglab-estimates")
     diamond = MarkerStyle("D")
     diamond = diamond.get_path().transformed(diamond.get_transform()).vertices

@@ -63,8 +63,12 @@ def test_summary_wilson_and_t_per_slice_match_statsmodels_and_scipy():
             assert row["method"] == "wilson"
             assert row["se"] == pytest.approx(np.sqrt(values.mean() * (1 - values.mean()) / len(values)), rel=1e-12)
         else:
-            low, high = scipy.stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=scipy.stats.sem(values))
-            assert row["method"] == "t"
+            # nDCG lies in [0, 1]: Wilson's score interval at the effective n = n p (1 - p) / s^2 with the t
+            # quantile, i.e. the roots of (p - mu)^2 = z^2 mu (1 - mu) / n_eff, solved here with np.roots.
+            p, n_eff = values.mean(), len(values) * values.mean() * (1 - values.mean()) / values.var(ddof=1)
+            k = scipy.stats.t.ppf(0.975, len(values) - 1) ** 2 / n_eff
+            low, high = sorted(np.roots([1 + k, -(2 * p + k), p * p]).real)
+            assert row["method"] == "wilson (bounded score, effective n)"
             assert row["se"] == pytest.approx(scipy.stats.sem(values), rel=1e-12)
         assert (row["low"], row["high"]) == pytest.approx((low, high), abs=1e-12)
         assert pd.isna(row["n_resamples"]) and pd.isna(row["seed"])
@@ -152,7 +156,7 @@ def test_compare_columns_counts_and_means():
         assert row["diff"] == pytest.approx((c - b)[complete].mean(), abs=1e-12)
         assert row["low"] <= row["diff"] <= row["high"]
         expected = (("paired score (Tango)", 0.95, pd.NA, pd.NA) if row["metric"] == "hit@5"
-                    else ("paired bootstrap (expanded percentile)", 0.95, 10_000, 0))
+                    else ("paired betting (Waudby-Smith-Ramdas)", 0.95, pd.NA, 0))
         assert (row["method"], row["level"], row["n_resamples"], row["seed"]) == expected
     assert table.loc[table["metric"] == "ndcg@5", "n_dropped"].sum() > 0
 
@@ -160,7 +164,7 @@ def test_compare_columns_counts_and_means():
 def test_compare_slice_intervals_match_scipy_on_each_slice():
     base = _run(n=1500)
     cand = _candidate(base)
-    table = base.rag.compare(cand, metrics=["ndcg@5"], by="qtype", seed=2)
+    table = base.rag.compare(cand, metrics=["ndcg@5"], by="qtype", seed=2, method="percentile")
     for _, row in table.iterrows():
         mask = np.ones(len(base), bool) if row["slice"] == "overall" else (base["qtype"] == row["slice"]).to_numpy()
         b, c = base.loc[mask, "ndcg@5"].to_numpy(), cand.loc[mask, "ndcg@5"].to_numpy()

@@ -33,8 +33,10 @@ from raglab.stats._engine import (
     _unit_codes,
 )
 from raglab.stats.intervals import (
+    _BETTING_LABEL,
     _PROPORTION_METHODS,
     _SCORE_LABEL,
+    _betting_bounds,
     _bounded_t,
     _t_bounds,
     _tango_bounds,
@@ -44,9 +46,9 @@ from raglab.stats.tests import _mcnemar_p, _one_sided_mcnemar, holm
 
 __all__ = ["compare", "summary"]
 
-_SUMMARY_METHODS = ("auto", "wilson", "exact", "normal", "t", "percentile", "bca")
+_SUMMARY_METHODS = ("auto", "wilson", "exact", "normal", "t", "betting", "percentile", "bca")
 _ADJUST = (None, "holm")
-_COMPARE_METHODS = ("auto", "score", "percentile", "bca")
+_COMPARE_METHODS = ("auto", "score", "betting", "percentile", "bca")
 _FEW_DISCORDANT = 10  # below this many changed pass/fail questions a bootstrap interval under-covers
 
 
@@ -165,12 +167,15 @@ def summary(
         and one row per slice for each metric; missing labels form the slice ``"(missing)"``.
     ci : float
         Confidence level.
-    method : {"auto", "wilson", "exact", "normal", "t", "percentile", "bca"}
-        ``"auto"`` uses the Wilson interval for pass/fail data (every value 0 or 1) and the t interval
-        otherwise (kept inside [0, 1] for metrics known to lie there); with ``units``, the expanded
+    method : {"auto", "wilson", "exact", "normal", "t", "betting", "percentile", "bca"}
+        ``"auto"`` uses the Wilson interval for pass/fail data (every value 0 or 1); for other metrics
+        known to lie in [0, 1] Wilson's interval at the effective n ``n mean (1 - mean) / s^2`` (it
+        keeps its coverage near the bounds, where t's does not); the t interval otherwise; with ``units``, the expanded
         percentile cluster bootstrap (see :func:`compare`). ``"wilson"``, ``"exact"``
-        (Clopper-Pearson) and ``"normal"`` need pass/fail data; ``"percentile"`` and ``"bca"`` are
-        bootstrap intervals, computed for all metrics and slices from the same resamples.
+        (Clopper-Pearson) and ``"normal"`` need pass/fail data; ``"betting"`` (scores in [0, 1]) is
+        the betting interval of :func:`compare`, valid at every n and for any shape (wider than t);
+        ``"percentile"`` and ``"bca"`` are bootstrap intervals, computed for all metrics and slices
+        from the same resamples.
     n_resamples, seed : int
         For the bootstrap methods; the seed is reported in the table.
     units : array-like, optional
@@ -190,7 +195,7 @@ def summary(
     >>> from raglab.stats import summary
     >>> t = summary({"hit@5": [1, 0, 1, 1, float("nan")], "ndcg@5": [0.9, 0.1, 0.5, 0.7, 0.3]})
     >>> t[["metric", "slice", "n", "n_excluded", "mean", "method"]].to_string(index=False)
-    'metric   slice  n  n_excluded  mean method\\n hit@5 overall  4           1  0.75 wilson\\nndcg@5 overall  5           0  0.50      t'
+    'metric   slice  n  n_excluded  mean                              method\\n hit@5 overall  4           1  0.75                              wilson\\nndcg@5 overall  5           0  0.50 wilson (bounded score, effective n)'
     """
     check_option("method", method, _SUMMARY_METHODS)
     level = check_level(ci)
@@ -216,6 +221,9 @@ def summary(
                 f"summary: method={method!r} is an interval for pass/fail scores, but {name!r} has values other "
                 "than 0 and 1; use method='t' or a bootstrap method for it."
             )
+        if chosen_method == "betting" and not (np.nanmin(values[:, j], initial=0.0) >= 0
+                                               and np.nanmax(values[:, j], initial=1.0) <= 1):
+            raise ValueError(f"summary: method='betting' needs scores in [0, 1]; {name!r} has values outside it")
         if unit_codes is not None and chosen_method not in _BOOT_METHODS:
             raise ValueError(f"summary: units= needs a bootstrap method ('percentile' or 'bca'), not {chosen_method!r}")
         chosen.append(chosen_method)
@@ -227,7 +235,7 @@ def summary(
     ]
     boot_columns = [j for j, m in enumerate(chosen) if m in _BOOT_METHODS]
     expand = method == "auto"  # the automatic cluster bootstrap is the expanded percentile (better at 20 clusters)
-    seed_used = _resolve_seed(seed) if boot_columns else None
+    seed_used = _resolve_seed(seed) if boot_columns or "betting" in chosen else None
     boot_low = boot_high = boot_se = None
     if boot_columns:
         boot_method = chosen[boot_columns[0]]
@@ -252,6 +260,12 @@ def summary(
                 se = boot_se[r, b] if n else np.nan
                 label_method = _boot_label("expanded percentile" if expand else m, paired=False,
                                            clustered=unit_codes is not None)
+            elif m == "betting":
+                selected = values[(codes == r - 1) if (grouped and r) else slice(None), j]
+                selected = selected[~np.isnan(selected)]
+                mean, se, _, _ = _t_bounds(selected, level)
+                low, high = _betting_bounds(selected, 0.0, 1.0, level, [seed_used, 3])
+                label_method = _BETTING_LABEL.replace("paired ", "")
             elif m == "t":
                 selected = values[(codes == r - 1) if (grouped and r) else slice(None), j]
                 selected = selected[~np.isnan(selected)]
@@ -280,7 +294,7 @@ def summary(
                     "method": label_method,
                     "level": level,
                     "n_resamples": n_resamples if resampled else None,
-                    "seed": seed_used if resampled else None,
+                    "seed": seed_used if resampled or m == "betting" else None,
                 }
             )
     table = pd.DataFrame.from_records(records)
@@ -316,14 +330,19 @@ def compare(
         Cluster labels per question: resample (and sign-flip) whole clusters.
     ci : float
         Confidence level.
-    method : {"auto", "score", "percentile", "bca"}
+    method : {"auto", "score", "betting", "percentile", "bca"}
         The interval on ``mean(cand - base)``. ``"auto"`` (the default) takes, per metric, the
         interval that keeps its coverage at small n: for pass/fail metrics (every value 0 or 1 on
         both sides, no ``units``) Tango's score interval for paired proportions
         (:func:`paired_proportion_interval`), never zero-width however few pairs differ; for other
-        metrics (and with ``units``) the *expanded* percentile bootstrap, whose level is widened by
-        ``sqrt(n/(n-1)) * t(n-1) / z`` for the row's ``n`` questions or clusters. ``"score"`` asks
-        for the score interval (pass/fail metrics only). ``"percentile"`` and ``"bca"`` give the
+        metrics known to lie in [0, 1] (``metric_info(name).bounded``: recall, nDCG, rr,
+        faithfulness...; no ``units``) the *betting* interval of Waudby-Smith and Ramdas (2023) on
+        differences in [-1, 1], whose each side holds at ``(1 - ci) / 2`` for any distribution and
+        any n (a few questions breaking badly included), at the price of a wider interval (about
+        1.4 times the t interval's width at large n); for the rest (and with ``units``) the
+        *expanded* percentile bootstrap, whose level is widened by ``sqrt(n/(n-1)) * t(n-1) / z``
+        for the row's ``n`` questions or clusters. ``"score"`` asks for the score interval
+        (pass/fail metrics only), ``"betting"`` for the betting interval (scores in [0, 1]). ``"percentile"`` and ``"bca"`` give the
         plain bootstrap intervals for every metric (as ``scipy.stats.bootstrap``). All bootstrap
         rows of one call share the same resampled question sets; the same call with the same seed
         reproduces every number exactly (row order does not matter), while adding metrics or slices
@@ -348,7 +367,7 @@ def compare(
         ``p_adjusted`` after ``p_value``; with ``units``, ``n_clusters`` before ``diff``): the estimate
         and interval last, so that a terminal's truncated print keeps them in view. ``n_changed`` counts pairs whose score
         differs; ``skew`` is the sample skewness of the differences (the gate reviews bootstrap rows
-        with fewer than 5 changed questions, or with |skew| > 1 below 30 questions).
+        with fewer than 5 changed questions or fewer than 30 questions or clusters).
         ``diff`` is the mean of ``cand - base`` over the ``n`` complete pairs, ``base`` and ``cand``
         the means over the same pairs. ``p_value`` is the two-sided test's; ``p_decrease`` and
         ``p_increase`` are the one-sided p-values for the candidate being lower / higher (exact
@@ -365,7 +384,7 @@ def compare(
     >>> t[["metric", "n", "diff", "test"]].to_string(index=False)
     'metric   n  diff                  test\\n hit@5 200  0.25         exact McNemar\\n    rr 200  0.05 sign-flip permutation'
     >>> t["method"].tolist()
-    ['paired score (Tango)', 'paired bootstrap (expanded percentile)']
+    ['paired score (Tango)', 'paired betting (Waudby-Smith-Ramdas)']
     """
     check_option("method", method, _COMPARE_METHODS)
     check_option("adjust", adjust, _ADJUST)
@@ -408,8 +427,22 @@ def compare(
             f"{[n for n, s in zip(names, score) if not s]} are not pass/fail (or units= was given). "
             "Use method='auto' to take the bootstrap for those."
         )
-    boot_method = "percentile" if method in ("auto", "score") else method
-    if all(score):  # every interval is Tango's and every test McNemar: no resample would be read
+    # Bounded continuous metrics (known to lie in [0, 1], so differences in [-1, 1]) get the betting
+    # interval: valid at every n whatever the shape of the differences (a few questions breaking badly).
+    in_unit = [bool(np.nanmin(np.r_[b[:, j], c[:, j]], initial=0.0) >= 0
+                    and np.nanmax(np.r_[b[:, j], c[:, j]], initial=1.0) <= 1) for j in range(len(names))]
+    betting = [not score[j] and unit_codes is None and in_unit[j]
+               and (method == "betting" or (method == "auto" and metric_info(names[j]).bounded))
+               for j in range(len(names))]
+    if method == "betting" and not all(betting):
+        raise ValueError(
+            "compare: method='betting' needs scores known to lie in [0, 1] without units=; "
+            f"{[n for n, s in zip(names, betting) if not s]} have values outside [0, 1] (or units= was given). "
+            "Use method='auto' to take the bootstrap for those."
+        )
+    boot_method = "percentile" if method in ("auto", "score", "betting") else method
+    needs_boot = any(not (s or w) for s, w in zip(score, betting)) or (n_permutations == 0 and any(betting))
+    if not needs_boot:  # every interval is Tango's or a betting bound and no test reads a resample
         engine, boot = _Resampler(diffs, codes, n_groups, units=None, grouped=grouped), None
         low, high = np.full(engine.theta.shape, np.nan), np.full(engine.theta.shape, np.nan)
     else:
@@ -437,6 +470,10 @@ def compare(
         no_pairs = n_pairs[:, scored] < 2  # one pair says nothing about sampling error, as for the bootstrap
         low[:, scored] = np.where(no_pairs, np.nan, low[:, scored])
         high[:, scored] = np.where(no_pairs, np.nan, high[:, scored])
+    for j in (j for j in range(len(names)) if betting[j]):
+        for r in range(len(rows)):
+            mask = complete[:, j] & ((codes == r - 1) if (grouped and r) else True)
+            low[r, j], high[r, j] = _betting_bounds(diffs[mask, j], -1.0, 1.0, level, [seed, 2])
 
     # Paired tests: exact McNemar for pass/fail metrics, sign flips (shared across metrics) otherwise.
     p_values = np.full(engine.theta.shape, np.nan)
@@ -471,7 +508,7 @@ def compare(
                              clustered=unit_codes is not None)
     records = []
     for j, name in enumerate(names):
-        label = _SCORE_LABEL if score[j] else boot_label
+        label = _SCORE_LABEL if score[j] else _BETTING_LABEL if betting[j] else boot_label
         for r, row in enumerate(rows):
             n = int(n_pairs[r, j])
             records.append(
@@ -492,7 +529,8 @@ def compare(
                     "skew": skew[r, j],
                     "method": label,
                     "level": level,
-                    "n_resamples": None if score[j] else n_resamples,
+                    # betting rows read the resamples only for their p-values, when there are no sign flips
+                    "n_resamples": None if score[j] or (betting[j] and n_permutations) else n_resamples,
                     "seed": None if score[j] and not permutations[j] else seed,
                     "test": tests[j],
                     "n_permutations": permutations[j],

@@ -1,0 +1,171 @@
+"""Issue 18 §1: a pass must mean what it says when a few questions break badly.
+
+The betting interval (Waudby-Smith & Ramdas 2023) on metrics known to lie in [0, 1] is checked
+against exact enumeration (its coverage for every count vector of a small discrete distribution),
+against a seeded simulation in which the old bootstrap rule fails, and for the properties the
+gate relies on (row order, bounds, never zero-width).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from raglab import stats
+from raglab.stats.intervals import _BETTING_LABEL, _betting_bounds
+
+MARGIN = 0.02
+
+
+def _multinomial(counts: tuple[int, ...], probs: np.ndarray) -> float:
+    return float(sps.multinomial.pmf(counts, sum(counts), probs))
+
+
+@pytest.mark.parametrize("n", [6, 12])
+def test_betting_bounds_cover_exactly_by_enumeration(n):
+    # Values {-1, -0.2, 0, 0.5} (differences of [0, 1] scores): the bounds depend only on the counts,
+    # so the chance that each side misses is an exact sum over every count vector.
+    support = np.array([-1.0, -0.2, 0.0, 0.5])
+    compositions = [c for c in itertools.product(range(n + 1), repeat=3) if sum(c) <= n]
+    bounds = {}
+    for c in compositions:
+        counts = (*c, n - sum(c))
+        values = np.repeat(support, counts)
+        bounds[counts] = _betting_bounds(values, -1.0, 1.0, 0.95, 0)
+    rng = np.random.default_rng(0)
+    for probs in [np.array([0.02, 0.03, 0.9, 0.05]), np.array([0.05, 0.0, 0.95, 0.0]), *rng.dirichlet(np.ones(4), 6)]:
+        mean = float(probs @ support)
+        miss_low = sum(_multinomial(k, probs) for k, (lo, _) in bounds.items() if lo > mean)
+        miss_high = sum(_multinomial(k, probs) for k, (_, hi) in bounds.items() if hi < mean)
+        assert miss_low <= 0.025 + 1e-12 and miss_high <= 0.025 + 1e-12
+
+
+def test_betting_bounds_are_at_least_as_wide_as_the_exact_binomial_interval():
+    # For 0/1 values Clopper-Pearson is the narrowest interval that is valid for every p in this sense
+    # (exact tails); a valid betting interval can be wider but its tails cannot be shorter on average.
+    # The check that can fail: betting on 0/1 data never excludes the Clopper-Pearson point estimate and
+    # contains the mean, and at n = 1,000 it is at most 1.5 times as wide (the Chernoff price).
+    for n, k in [(20, 3), (100, 50), (1000, 480)]:
+        x = np.r_[np.ones(k), np.zeros(n - k)]
+        lo, hi = _betting_bounds(x, 0.0, 1.0, 0.95, 1)
+        cp = sps.binomtest(k, n).proportion_ci(0.95)
+        assert lo <= k / n <= hi
+        assert (hi - lo) >= 0.9 * (cp.high - cp.low)
+        if n == 1000:
+            assert (hi - lo) <= 1.5 * (cp.high - cp.low)
+
+
+def test_betting_bounds_do_not_depend_on_row_order_and_stay_inside_the_range():
+    rng = np.random.default_rng(3)
+    d = np.where(rng.random(200) < 0.1, -rng.random(200), 0.0)
+    first = _betting_bounds(d, -1.0, 1.0, 0.95, 7)
+    assert _betting_bounds(rng.permutation(d), -1.0, 1.0, 0.95, 7) == first
+    assert -1.0 <= first[0] < d.mean() < first[1] <= 1.0
+    # Hoeffding's bound holds for any distribution on [-1, 1] but ignores the variance; betting adapts to
+    # it, so on these mostly-unchanged differences each side is well inside Hoeffding's (2 sqrt(log(40) / 2n)).
+    hoeffding = 2.0 * math.sqrt(math.log(40.0) / (2 * d.size))
+    assert d.mean() - first[0] < 0.4 * hoeffding and first[1] - d.mean() < 0.4 * hoeffding
+    # never zero-width, even when nothing changed; below two values there is no interval
+    lo, hi = _betting_bounds(np.zeros(50), -1.0, 1.0, 0.95, 0)
+    assert lo < 0 < hi
+    assert all(np.isnan(_betting_bounds(np.zeros(1), -1.0, 1.0, 0.95, 0)))
+
+
+def _left_skewed(rng, n, reps):
+    """Every question moves a little (N(+0.01, 0.03)), 7.3% break (lose U(0.2, 0.6)): true mean -MARGIN."""
+    share = (MARGIN + 0.01) / 0.41
+    small = np.clip(rng.normal(0.01, 0.03, (n, reps)), -0.19, 0.21)
+    return np.where(rng.random((n, reps)) < share, -rng.uniform(0.2, 0.6, (n, reps)), small)
+
+
+def _pass_rate(d, method):
+    base = np.full(d.shape, 0.6)
+    cols = range(d.shape[1])
+    table = stats.compare({f"r{j}": base[:, j] for j in cols}, {f"r{j}": base[:, j] + d[:, j] for j in cols},
+                          method=method, n_resamples=400, n_permutations=0, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        decided = stats.gate_comparison(table, MARGIN, higher_is_better=True).table
+    return float((decided["decision"] == "pass").mean()), float((table["low"] >= -MARGIN).mean())
+
+
+@pytest.mark.parametrize("n", [15, 30, 120])
+def test_a_drop_at_the_margin_passes_at_most_2_5_percent_with_the_betting_interval(n):
+    # The same samples through the plain percentile bootstrap: its low end is above -margin far more
+    # often than 2.5% (the simulation can see the failure the issue reports), the betting interval's is not.
+    d = _left_skewed(np.random.default_rng(n), n, 200)
+    betting, _ = _pass_rate(d, "betting")
+    _, percentile = _pass_rate(d, "percentile")
+    assert betting <= 0.025 + 2 * math.sqrt(0.025 * 0.975 / 200)
+    assert percentile > 0.05
+
+
+def test_the_gate_uses_the_betting_interval_for_bounded_metrics_and_needs_no_changed_count():
+    rng = np.random.default_rng(5)
+    base = rng.random(400)
+    result = stats.gate({"ndcg@10": base, "latency_s": 1 + base}, {"ndcg@10": base, "latency_s": 1 + base},
+                        margin={"ndcg@10": 0.02, "latency_s": 0.5}, n_resamples=500, n_permutations=0,
+                        higher_is_better={"ndcg@10": True, "latency_s": False})
+    row = result.table.set_index("metric").loc["ndcg@10"]
+    assert row["method"] == _BETTING_LABEL and row["n_changed"] == 0
+    # 400 unchanged questions rule out a 0.02 drop for any distribution on [-1, 1] (0.98^400 < 0.1%)
+    assert row["decision"] == "pass" and -MARGIN < row["low"] < 0 < row["high"]
+    # the unbounded metric keeps the bootstrap, whose zero-width interval says nothing: review
+    assert result.table.set_index("metric").loc["latency_s", "decision"] == "review"
+
+
+def test_one_margin_for_several_metrics_including_unbounded_ones_warns():
+    base = {"recall@5": [0.5, 1.0] * 20, "prompt_chars": [900.0, 1100.0] * 20}
+    cand = {"recall@5": [0.5, 1.0] * 20, "prompt_chars": [950.0, 1000.0] * 20}
+    with pytest.warns(UserWarning, match=r"one margin \(0.02\).*'prompt_chars'.*margin per metric"):
+        stats.gate(base, cand, margin=0.02, n_resamples=200, n_permutations=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # a margin per metric, or one metric: no warning
+        stats.gate(base, cand, margin={"recall@5": 0.02, "prompt_chars": 50.0}, n_resamples=200, n_permutations=0)
+        stats.gate({"latency_s": [1.0, 1.2] * 20}, {"latency_s": [1.1, 1.0] * 20}, margin=0.05,
+                   n_resamples=200, n_permutations=0, higher_is_better=False)
+
+
+def test_method_betting_refuses_scores_outside_zero_one():
+    with pytest.raises(ValueError, match="method='betting' needs scores known to lie in"):
+        stats.compare({"x": [0.0, 2.0, 1.0]}, {"x": [1.0, 0.0, 1.0]}, method="betting")
+
+
+def test_bootstrap_rows_below_thirty_questions_or_clusters_are_review_whatever_their_shape():
+    # A metric with no known bounds keeps the bootstrap; below 30 questions (or clusters) it has no
+    # guarantee, and the rule looks at the count only (a skewness screen kept the samples that missed the tail).
+    rng = np.random.default_rng(11)
+    symmetric = rng.normal(0.0, 0.01, 25)
+    row = stats.gate({"score": np.zeros(25)}, {"score": symmetric}, margin=0.5, higher_is_better=True,
+                     n_resamples=300, n_permutations=0).table.iloc[0]
+    assert row["decision"] == "review" and "only 25 questions for a bootstrap interval" in row["reason"]
+    # clusters: 20 conversations of 10 questions, a bounded metric resampled by cluster -> review
+    units = np.repeat(np.arange(20), 10)
+    values = rng.random(200)
+    row = stats.gate({"faithfulness": values}, {"faithfulness": values + rng.normal(0, 0.01, 200)}, margin=0.5, units=units,
+                     higher_is_better=True, n_resamples=300, n_permutations=0).table.iloc[0]
+    assert row["decision"] == "review" and "only 20 clusters" in row["reason"]
+    units = np.repeat(np.arange(40), 5)
+    row = stats.gate({"faithfulness": values}, {"faithfulness": values + rng.normal(0, 0.01, 200)}, margin=0.5,
+                     units=units, higher_is_better=True, n_resamples=300, n_permutations=0).table.iloc[0]
+    assert row["decision"] == "pass"
+
+
+def test_betting_rows_still_warn_when_holm_can_never_block_them():
+    # Their p-values come from sign flips like a bootstrap row's: too few flips can never survive Holm.
+    rng = np.random.default_rng(1)
+    base = {name: rng.random(300) for name in ("rr", "ndcg@5", "recall@5")}
+    cand = {k: np.clip(v + rng.normal(0, 0.05, 300), 0, 1) for k, v in base.items()}
+    slices = np.repeat([f"s{i}" for i in range(8)], 300 // 8 + 1)[:300]
+    with pytest.warns(UserWarning, match=r"27 rows, Holm needs a one-sided p-value below 0.00093.*at least 1080"):
+        result = stats.gate(base, cand, margin=0.02, slices=slices, n_permutations=500, n_resamples=300,
+                            higher_is_better=True)
+    assert set(result.table["method"]) == {_BETTING_LABEL} and result.table["n_resamples"].isna().all()
+    # without sign flips the p-values come from the resamples, and the table says how many
+    table = stats.compare(base, cand, n_permutations=0, n_resamples=300)
+    assert (table["n_resamples"] == 300).all() and (table["method"] == _BETTING_LABEL).all()
