@@ -33,7 +33,7 @@ from raglab._validation import check_option, warn
 from raglab._version import __version__
 from raglab.stats._engine import MIN_CLUSTERS
 from raglab.stats.intervals import _BETTING_LABEL, _SCORE_LABEL
-from raglab.stats.tables import _ADJUST, compare
+from raglab.stats.tables import _ADJUST, _estimate_last, compare
 from raglab.stats.tests import holm
 
 __all__ = [
@@ -251,7 +251,7 @@ def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust:
     out["p_worse"] = p_worse
     if adjust == "holm":
         out["p_worse_adjusted"] = adjusted
-    return out
+    return _estimate_last(out, "diff", "decision")  # a terminal's truncated print keeps these in view
 
 
 def _worst(decisions: Sequence[str]) -> str:

@@ -147,11 +147,11 @@ def test_bootstrap_rows_below_thirty_questions_or_clusters_are_review_whatever_t
     # clusters: 20 conversations of 10 questions, a bounded metric resampled by cluster -> review
     units = np.repeat(np.arange(20), 10)
     values = rng.random(200)
-    row = stats.gate({"faithfulness": values}, {"faithfulness": values + rng.normal(0, 0.01, 200)}, margin=0.5, units=units,
+    row = stats.gate({"faithfulness": values}, {"faithfulness": np.clip(values + rng.normal(0, 0.01, 200), 0, 1)}, margin=0.5, units=units,
                      higher_is_better=True, n_resamples=300, n_permutations=0).table.iloc[0]
     assert row["decision"] == "review" and "only 20 clusters" in row["reason"]
     units = np.repeat(np.arange(40), 5)
-    row = stats.gate({"faithfulness": values}, {"faithfulness": values + rng.normal(0, 0.01, 200)}, margin=0.5,
+    row = stats.gate({"faithfulness": values}, {"faithfulness": np.clip(values + rng.normal(0, 0.01, 200), 0, 1)}, margin=0.5,
                      units=units, higher_is_better=True, n_resamples=300, n_permutations=0).table.iloc[0]
     assert row["decision"] == "pass"
 

@@ -133,8 +133,12 @@ def test_a_46_question_slice_does_not_block_when_the_exact_test_does_not():
 
 def test_zero_variance_continuous_differences_are_review():
     base = np.linspace(0, 0.9, 50)
-    result = gate({"ndcg@5": base}, {"ndcg@5": base + 0.01}, margin=0.02, n_resamples=500)
+    # a metric with no known bounds keeps the bootstrap, whose interval is zero-width here
+    result = gate({"score": base}, {"score": base + 0.01}, margin=0.02, n_resamples=500, higher_is_better=True)
     assert result.decision == "review" and "zero-width" in result.table["reason"].iloc[0]
+    # a [0, 1] metric gets the betting interval, never zero-width: 50 questions cannot show +0.01 is within 0.02
+    result = gate({"ndcg@5": base}, {"ndcg@5": base + 0.01}, margin=0.02, n_resamples=500)
+    assert result.decision == "review" and result.table["low"].iloc[0] < -0.02 < 0 < result.table["high"].iloc[0]
 
 
 def test_an_exact_margin_drop_is_not_decided_by_float_rounding():

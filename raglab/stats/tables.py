@@ -123,14 +123,15 @@ def _check_unit_range(names: list[str], values: np.ndarray, what: str, method: s
             )
 
 
-def _estimate_last(table: pd.DataFrame, estimate: str) -> pd.DataFrame:
-    """The table with ``estimate, low, high`` as its last columns (the others keep their order).
+def _estimate_last(table: pd.DataFrame, estimate: str, *after: str) -> pd.DataFrame:
+    """The table with ``estimate, low, high`` (then ``after``, e.g. the gate's decision) as its last columns
+    (the others keep their order).
 
     A terminal's ``print(table)`` keeps a wide table's first and last few columns and elides the middle
     with ``...``; with the estimate and its interval last, an 80-column terminal shows
     ``metric slice n ... mean low high``. (Plain DataFrame, same columns: only their order.)
     """
-    key = [estimate, "low", "high"]
+    key = [estimate, "low", "high", *after]
     return table[[c for c in table.columns if c not in key] + key]
 
 
