@@ -251,7 +251,7 @@ class RagAccessor:
         >>> base = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 1, 0, 1, 0, 1, 1, 1, 0, 1]})
         >>> cand = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 0, 0, 1, 1, 1, 1, 1, 0, 1]})
         >>> base.rag.size(cand, metric="hit@5", mde=0.05).n
-        626
+        658
         """
         return runs.size(
             self._df, cand, metric=metric, mde=mde, power=power, alpha=alpha, attenuation=attenuation,

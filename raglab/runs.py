@@ -540,7 +540,7 @@ def size(
     >>> base = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 1, 0, 1, 0, 1, 1, 1, 0, 1]})
     >>> cand = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 0, 0, 1, 1, 1, 1, 1, 0, 1]})
     >>> runs.size(base, cand, metric="hit@5", mde=0.05).n
-    626
+    658
     """
     from raglab import sizing as _sizing
 

@@ -62,7 +62,7 @@ class SizingResult(ResultBase):
         ...                       metric="hit@5", mde=0.05)
         >>> d = res.to_dict()
         >>> d["n"], d["kind"], d["discordance"]
-        (626, 'pass/fail', 0.2)
+        (658, 'pass/fail', 0.2)
         """
         return {"metric": self.metric, "kind": self.kind, "n": self.n, "n_unpaired": self.n_unpaired,
                 **self.assumptions}
@@ -224,10 +224,10 @@ def size_from_pilot(
     >>> res = size_from_pilot([1, 1, 0, 1, 0, 1, 1, 1, 0, 1], [1, 0, 0, 1, 1, 1, 1, 1, 0, 1],
     ...                       metric="hit@5", mde=0.05)
     >>> res.n, res.n_unpaired, res.assumptions["discordance"]
-    (626, 1376, 0.2)
+    (658, 1376, 0.2)
     >>> size_from_pilot([1, 1, 0, 1, 0, 1, 1, 1, 0, 1], [1, 0, 0, 1, 1, 1, 1, 1, 0, 1], metric="human",
     ...                 mde=0.05, sensitivity=0.9, specificity=0.8).n   # a judge will label the eval set
-    2071
+    2124
     """
     check_option("pilot_labels", pilot_labels, _PILOT_LABELS)
     sensitivity, specificity, judge_source = _judge_from(judge, sensitivity, specificity)
