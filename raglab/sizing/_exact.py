@@ -42,8 +42,12 @@ def _totals(n: int, q: float) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(1), np.ones(1)
     if q >= 1:
         return np.full(1, float(n)), np.ones(1)
-    low = max(0.0, float(_sps.binom.ppf(_TAIL, n, q)) - 1)
-    high = min(float(n), float(_sps.binom.isf(_TAIL, n, q)) + 1)
+    sd = math.sqrt(n * q * (1 - q))
+    if sd > 30:  # far beyond 1e-12 of either tail (9 sd, with room for the skew): no slow quantile search
+        low, high = max(0.0, math.floor(n * q - 9 * sd - 10)), min(float(n), math.ceil(n * q + 9 * sd + 10))
+    else:
+        low = max(0.0, float(_sps.binom.ppf(_TAIL, n, q)) - 1)
+        high = min(float(n), float(_sps.binom.isf(_TAIL, n, q)) + 1)
     d = np.arange(low, high + 1)
     return d, _sps.binom.pmf(d, n, q)
 
@@ -90,14 +94,13 @@ def mcnemar_power(n: int, p_down: float, p_up: float, *, alpha: float = 0.05, al
     share = p_up / q
     if alternative == "two-sided":
         # reject when P[Bin(D, 1/2) <= min] < alpha / 2: min <= c, c the largest such count
-        c = _sps.binom.ppf(alpha / 2, totals, 0.5) - 1
-        c = _fix_critical(c, totals, alpha / 2)
+        c = _critical_count(totals, alpha / 2)
         lower = np.where(c >= 0, _sps.binom.cdf(c, totals, share), 0.0)
         upper = np.where(c >= 0, _sps.binom.sf(totals - c - 1, totals, share), 0.0)
         reject = lower + upper  # the tails never overlap: c < D / 2
     elif alternative in ("decrease", "increase"):
         # p_decrease < alpha  <=>  P[Bin(D, 1/2) <= up] < alpha  <=>  up <= c
-        c = _fix_critical(_sps.binom.ppf(alpha, totals, 0.5) - 1, totals, alpha)
+        c = _critical_count(totals, alpha)
         against = share if alternative == "decrease" else 1 - share
         reject = np.where(c >= 0, _sps.binom.cdf(c, totals, against), 0.0)
     else:
@@ -105,13 +108,23 @@ def mcnemar_power(n: int, p_down: float, p_up: float, *, alpha: float = 0.05, al
     return float(min(1.0, np.sum(weights * reject)))
 
 
-def _fix_critical(c: np.ndarray, totals: np.ndarray, level: float) -> np.ndarray:
-    """The largest count ``c`` with ``P[Bin(D, 1/2) <= c] < level`` (ppf's float edge checked both ways)."""
-    c = np.where(np.isnan(c), -1.0, c)
+def _critical_count(totals: np.ndarray, level: float) -> np.ndarray:
+    """Per ``D``, the largest count ``c`` with ``P[Bin(D, 1/2) <= c] < level`` (-1 when there is none).
+
+    Starts below the normal approximation and steps up while the exact cdf stays below ``level``
+    (a quantile search per ``D`` is far slower).
+    """
+    z = float(_special.ndtri(1 - level))
+    c = np.maximum(-1.0, np.floor(totals / 2 - z * np.sqrt(totals) / 2 - 4))
     too_far = (c >= 0) & (_sps.binom.cdf(c, totals, 0.5) >= level)
-    c = np.where(too_far, c - 1, c)
-    one_more = _sps.binom.cdf(c + 1, totals, 0.5) < level
-    return np.where(one_more & (c + 1 <= totals), c + 1, c)
+    while too_far.any():  # never for realistic levels; kept so the answer does not rest on the guess
+        c = np.where(too_far, c - 1, c)
+        too_far = (c >= 0) & (_sps.binom.cdf(c, totals, 0.5) >= level)
+    while True:
+        step = (c + 1 <= totals) & (_sps.binom.cdf(c + 1, totals, 0.5) < level)
+        if not step.any():
+            return c
+        c = np.where(step, c + 1, c)
 
 
 def _z(level: float) -> float:
