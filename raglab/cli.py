@@ -256,8 +256,12 @@ def _run_size_gate(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
           f">= -{args.gate_margin:g}")
     if args.slice_fraction != 1:
         print(f"  slice          {args.slice_fraction:g} of the questions; n is the total so the slice has enough")
-    print(f"  formula        n = (z_(1-(1-ci)/2) + z_power)^2 x v / margin^2, v = {variance:.4g} (normal "
-          "approximation at a true difference of 0)")
+    if args.sd_diff is None:
+        print(f"  method         exact: the gate's Tango score interval, pass probability summed over the discordant "
+              f"counts (v = {variance:.4g}); one row only, add --slices to size the whole release")
+    else:
+        print(f"  formula        n = (z_(1-(1-ci)/2) + z_power)^2 x v / margin^2, v = {variance:.4g} (normal "
+              "approximation at a true difference of 0)")
     return 0
 
 

@@ -364,7 +364,7 @@ def test_cli_size_paired_with_attenuation(capsys):
     assert main(["size", "--mde", "0.03", "--paired", "--discordance", "0.1", "--attenuation", "0.5"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"{questions_needed(0.03, paired=True, discordance=0.1, attenuation=0.5)} questions")
-    assert "attenuation" in out and "Connor" in out
+    assert "attenuation" in out and "exact McNemar" in out
     assert "measured on the judge's labels" in out  # attenuation alone: the discordance is the labels'
 
 
@@ -618,18 +618,22 @@ def test_gate_sizing_matches_statsmodels_one_sided_z(margin, v, pw, ci):
     # passing = the lower end of the two-sided ci interval clears -margin = a one-sided z-test at (1 - ci) / 2
     sm = NormalIndPower().solve_power(effect_size=margin / math.sqrt(v), alpha=(1 - ci) / 2, power=pw, ratio=0,
                                       alternative="larger")
-    assert questions_for_gate(margin, discordance=v, power=pw, ci=ci) == math.ceil(sm)
     assert questions_for_gate(margin, sd_diff=math.sqrt(v), power=pw, ci=ci) == math.ceil(sm)
-    assert questions_for_gate(margin, discordance=v, power=pw, ci=ci, slice_fraction=0.25) == math.ceil(
-        math.ceil(sm) / 0.25
-    )
+    # pass/fail rows use the gate's own Tango interval, summed exactly over the counts (checked count by count
+    # against the real gate in test_sizing_release.py): a little more than the normal approximation
+    n = questions_for_gate(margin, discordance=v, power=pw, ci=ci)
+    assert math.ceil(sm) <= n < 1.05 * math.ceil(sm)
+    assert sizing.release_pass_probability(n, margin, discordance=v, ci=ci).pass_probability >= pw
+    assert sizing.release_pass_probability(n - 1, margin, discordance=v, ci=ci).pass_probability < pw
+    assert questions_for_gate(margin, discordance=v, power=pw, ci=ci, slice_fraction=0.25) == math.ceil(n / 0.25)
 
 
 def test_gate_sizing_with_a_judge_uses_the_labels_discordance():
     labels = paired_outcomes(0.7, discordance=0.1, change=0.0).through_judge(sensitivity=0.943, specificity=0.635)
     z = sps.norm.isf(0.025) + sps.norm.ppf(0.8)
     n = questions_for_gate(0.02, **ISSUE)
-    assert n == math.ceil(z**2 * labels.discordance / 0.02**2)
+    assert n == questions_for_gate(0.02, discordance=labels.discordance)  # the labels' (symmetric) discordance
+    assert math.ceil(z**2 * labels.discordance / 0.02**2) <= n  # the normal approximation asks a little less
     assert n > questions_for_gate(0.02, discordance=0.1)
 
 
@@ -780,7 +784,7 @@ def test_cli_size_with_a_judge(capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == f"{questions_needed(0.03, paired=True, **ISSUE)} questions"
-    assert "TRUE" in out and "judge's labels discordance 0.253" in out and "Connor" in out
+    assert "TRUE" in out and "judge's labels discordance 0.253" in out and "exact McNemar" in out
 
 
 def test_cli_size_for_the_gate(capsys):
@@ -800,9 +804,10 @@ def test_questions_for_gate_never_sizes_below_what_the_gate_decides_on():
     from raglab.gate import MIN_QUESTIONS
     from raglab.stats import gate
 
-    n = questions_for_gate(0.3, discordance=0.1)
+    n = questions_for_gate(0.3, sd_diff=0.1)
     assert n == MIN_QUESTIONS
+    assert questions_for_gate(0.3, discordance=0.1) >= MIN_QUESTIONS
     # at one question fewer the gate cannot decide at all
     few = gate([1.0, 0.0, 1.0] * 3, [1.0, 1.0, 0.0] * 3, margin=0.3, higher_is_better=True)
     assert few.decision == "review" and few.table["reason"].iloc[0].startswith(f"only {n - 1} paired questions")
-    assert questions_for_gate(0.3, discordance=0.1, slice_fraction=0.5) == 2 * MIN_QUESTIONS
+    assert questions_for_gate(0.3, sd_diff=0.1, slice_fraction=0.5) == 2 * MIN_QUESTIONS
