@@ -178,10 +178,10 @@ def continuous_table(reps: int, rng: np.random.Generator, quick: bool) -> list[f
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="200 replicates per cell (a labelled smoke run)")
-    parser.add_argument("--reps", type=int, help="replicates per pass-rate cell (default 1000; quick 200)")
+    parser.add_argument("--reps", type=int, help="replicates per pass-rate cell (default 500; quick 200)")
     args = parser.parse_args(argv)
-    reps = args.reps or (200 if args.quick else 1000)
-    block_reps = 50 if args.quick else 200
+    reps = args.reps or (200 if args.quick else 500)
+    block_reps = 50 if args.quick else 100
     cont_reps = 60 if args.quick else 200
     warnings.simplefilter("ignore", UserWarning)
     pd.set_option("display.width", 200)
