@@ -102,9 +102,10 @@ class ReleaseSizing(ResultBase):
 
     def _title(self) -> str:
         a = self.assumptions
+        asked = f"asked {a['power']:g}, " if math.isfinite(a["power"]) else ""
         text = (f"ReleaseSizing: {self.n:,} questions; an unchanged release passes every one of the "
                 f"{len(self.rows)} gate rows with probability >= {self.pass_probability:.3f} "
-                f"(asked {a['power']:g}, ci {a['ci']:g})")
+                f"({asked}ci {a['ci']:g})")
         if self.power_to_block:
             shown = ", ".join(f"{m} {p:.3f}" for m, p in self.power_to_block.items())
             text += f"; a drop of {a['drop']:g} in every slice blocks with probability >= {shown}"
