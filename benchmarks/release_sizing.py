@@ -30,7 +30,7 @@ resamples and 2,000 sign flips (fewer than the defaults, printed).
 Target: simulated pass rate >= 0.80 within Monte Carlo error (``sd = sqrt(0.8 x 0.2 / reps)``) at the
 returned n, for every row of both tables; the one-row n falls short once there are slices.
 
-Run: ``.venv/bin/python benchmarks/release_sizing.py [--quick] [--reps 1000]`` (full: about 3 minutes
+Run: ``.venv/bin/python benchmarks/release_sizing.py [--quick] [--reps 500]`` (full: about 4.5 minutes
 on one core; ``--quick``: 200 replicates, labelled QUICK, about 40 s).
 """
 
