@@ -538,6 +538,7 @@ def test_unpaired_judged_matches_statsmodels_on_the_judges_rates():
     assert questions_needed(mde, p=p, sensitivity=se, specificity=sp) == sm
 
 
+@pytest.mark.slow  # about 13 s: small changes need up to 10^6 questions, each sized on the exact McNemar power
 @settings(max_examples=60, deadline=None)
 @given(p=st.floats(0.05, 0.95), d=st.floats(0.02, 0.5), share=st.floats(0.05, 1.0),
        se=st.floats(0.55, 1.0), sp=st.floats(0.55, 1.0))

@@ -33,7 +33,8 @@ from raglab.stats.intervals import _tango_statistic
 __all__ = ["mcnemar_power", "tango_block_probability", "tango_pass_probability"]
 
 _TAIL = 1e-12
-EXACT_MAX = 5_000_000  # above this many questions in a row, callers use the normal approximation
+EXACT_MAX = 1_000_000  # above this many questions in a row callers use the normal approximation: at about
+# 8 x 10^5 questions the exact McNemar power at the normal approximation's n is 0.798-0.800 for 0.80 asked
 
 
 def _totals(n: int, q: float) -> tuple[np.ndarray, np.ndarray]:

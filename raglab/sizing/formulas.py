@@ -332,7 +332,8 @@ def _n_slice(sc: _Scenario, design: _Design) -> int:
     The normal approximation's closed form starts the search. The exact McNemar power is not
     monotone in n (it saw-tooths by a few thousandths as the critical counts step), so the search
     walks down from the first n that reaches the target while the power stays reached, and the
-    answer is the smallest n from which the next 20 reach it too.
+    answer is the smallest n from which the next 20 reach it too (checked up to 20,000 questions;
+    beyond, the random number of discordant pairs smooths the saw-tooth away).
     """
     if sc.effect <= 0:
         raise ValueError("the change is too small to detect with any practical number of questions")
@@ -358,7 +359,7 @@ def _n_slice(sc: _Scenario, design: _Design) -> int:
         n = high
     while n > 1 and reached(n - 1):
         n -= 1
-    if design.kind == "paired" and design.design_effect == 1:  # the saw-tooth: keep n only if it holds
+    if design.kind == "paired" and design.design_effect == 1 and n <= 20_000:  # the saw-tooth: keep n if it holds
         while True:
             failed = next((m for m in range(n + 1, n + 21) if not reached(m)), None)
             if failed is None:
