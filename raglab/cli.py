@@ -269,16 +269,14 @@ def _run_size_release(args: argparse.Namespace, parser: argparse.ArgumentParser,
     """--gate-margin with --slices / --drop / clusters: sizing.questions_for_release, every gate row at once."""
     from raglab import sizing
 
-    if args.sensitivity is not None or args.specificity is not None or args.p is not None:
-        parser.error("--slices / --drop / clusters size the release on the discordance the gate sees: drop --p / "
-                     "--sensitivity / --specificity (pass the judge labels' discordance as --discordance)")
     if args.slice_fraction != 1:
         parser.error("--slice-fraction sizes one slice; with --slices every slice is sized: drop --slice-fraction")
     spread = {"discordance": {"metric": args.discordance}} if args.sd_diff is None else {"sd_diff": {"metric": args.sd_diff}}
     try:
         result = sizing.questions_for_release(
             args.gate_margin, slices=args.slices, power=args.power, ci=ci, drop=args.drop,
-            design_effect=args.design_effect, icc=args.icc, cluster_size=args.cluster_size, **spread,
+            design_effect=args.design_effect, icc=args.icc, cluster_size=args.cluster_size, p=args.p,
+            sensitivity=args.sensitivity, specificity=args.specificity, **spread,
         )
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
@@ -290,6 +288,8 @@ def _run_size_release(args: argparse.Namespace, parser: argparse.ArgumentParser,
           f"{args.gate_margin:g} when nothing truly changed: probability {result.pass_probability:.3f} "
           f"(asked {args.power:g}; a lower bound)")
     print(f"  design         {kind}; ci {ci:g}")
+    if result.assumptions.get("judge"):
+        print(f"  judge          {result.assumptions['judge']} ({rows['discordance'].iloc[0]:.3f})")
     if len(rows) > 1:
         shown = ", ".join(f"{s} {n:,} ({p:.3f})" for s, n, p in zip(rows["slice"], rows["n"], rows["p_pass"]))
         print(f"  rows           questions (pass probability): {shown}")

@@ -163,6 +163,37 @@ def test_several_metrics_and_unequal_slices():
     assert row["p_pass"] == pytest.approx(sps.norm.cdf(0.03 * math.sqrt(r.n) / 0.25 - c))
 
 
+def _label_cells(p, q, change, se, sp):
+    """The judge's (pass -> fail, fail -> pass) label probabilities, by brute force over true and labelled outcomes."""
+    true = {(1, 1): p - (q - change) / 2, (1, 0): (q - change) / 2, (0, 1): (q + change) / 2,
+            (0, 0): 1 - p - (q + change) / 2}
+    passes = {1: se, 0: 1 - sp}
+    down = up = 0.0
+    for (tb, tc), w in true.items():
+        for lb in (0, 1):
+            for lc in (0, 1):
+                prob = w * (passes[tb] if lb else 1 - passes[tb]) * (passes[tc] if lc else 1 - passes[tc])
+                down += prob if (lb, lc) == (1, 0) else 0.0
+                up += prob if (lb, lc) == (0, 1) else 0.0
+    return down, up
+
+
+def test_release_with_a_judge_sizes_the_labels():
+    judge = dict(p=0.7, sensitivity=0.943, specificity=0.635)
+    one = sizing.questions_for_release(0.02, discordance=0.1, **judge)
+    assert one.n == sizing.questions_for_gate(0.02, discordance=0.1, **judge)  # one row: the same sizing
+    down, up = _label_cells(0.7, 0.1, 0.0, 0.943, 0.635)
+    assert one.rows["discordance"].iloc[0] == pytest.approx(down + up)
+    r = sizing.release_pass_probability(3000, 0.03, discordance=0.1, slices=2, drop=0.05, **judge)
+    down, up = _label_cells(0.7, 0.1, -0.05, 0.943, 0.635)
+    assert r.power_to_block["pass/fail"] == pytest.approx(_exact.tango_block_probability(3000, down, up, family=3))
+    assert r.assumptions["judge"].startswith("pass/fail rows on a judge's labels")
+    with pytest.raises(ValueError, match="need `p`"):
+        sizing.questions_for_release(0.02, discordance=0.1, sensitivity=0.9, specificity=0.9)
+    with pytest.raises(ValueError, match="impossible"):
+        sizing.questions_for_release(0.02, discordance=0.1, drop=0.1, p=0.05, sensitivity=0.9, specificity=0.9)
+
+
 def test_release_inputs_are_validated():
     with pytest.raises(ValueError, match="needs, per metric"):
         sizing.questions_for_release(0.02)

@@ -43,7 +43,8 @@ import pandas as pd
 from raglab._results import ResultBase
 from raglab.gate import MIN_QUESTIONS
 from raglab.sizing import _exact
-from raglab.sizing._checks import _N_MAX, _design_effect, _is_number, _rate
+from raglab.sizing._checks import _N_MAX, _design_effect, _is_number, _judge_rates, _rate
+from raglab.sizing.outcomes import paired_outcomes
 from raglab.stats._engine import MIN_CLUSTERS
 
 __all__ = ["ReleaseSizing", "questions_for_release", "release_from_pilot", "release_pass_probability"]
@@ -61,6 +62,15 @@ class _Row:
     margin: float
     design_effect: float = 1.0
     cluster_size: float | None = None
+    judge: tuple[float, float, float, float] | None = None  # (true p, true discordance, sensitivity, specificity)
+
+    def drop_cells(self, drop: float) -> tuple[float, float]:
+        """(pass -> fail, fail -> pass) probabilities of the gate's pass/fail outcomes under a true drop."""
+        if self.judge is None:
+            return (self.spread + drop) / 2, (self.spread - drop) / 2
+        p, q, se, sp = self.judge
+        seen = paired_outcomes(p, discordance=q, change=-drop).through_judge(sensitivity=se, specificity=sp)
+        return seen.pass_fail, seen.fail_pass
 
 
 @dataclass(frozen=True, repr=False)
@@ -164,8 +174,7 @@ def _row_block(row: _Row, n: int, level: float, drop: float, family: int) -> flo
     if _too_few(row, m):
         return 0.0
     if _exact_row(row, m):
-        q = row.spread
-        return _tango_block(m, (q + drop) / 2, (q - drop) / 2, level, family)
+        return _tango_block(m, *row.drop_cells(drop), level, family)
     n_eff, sd, df = _normal(row, m)
     return _exact.normal_block_probability(n_eff, sd, drop=drop, level=level, family=family, df=df)
 
@@ -227,7 +236,9 @@ def _check_drop(drop: Any, rows: Sequence[_Row]) -> float | None:
     if not _is_number(drop) or not math.isfinite(drop) or not drop > 0:
         raise ValueError(f"`drop` must be a positive true drop to block (e.g. 0.05), got {drop!r}")
     for row in rows:
-        if row.kind == "pass/fail" and drop > row.spread:
+        if row.judge is not None:
+            row.drop_cells(drop)  # raises, naming the input, when the true cells cannot hold such a drop
+        elif row.kind == "pass/fail" and drop > row.spread:
             raise ValueError(
                 f"a drop of {drop:g} cannot happen in {row.metric!r} ({row.slice}) when only {row.spread:.4g} of the "
                 "questions change pass/fail (discordance): the mean change is at most the discordance"
@@ -304,7 +315,7 @@ def _search(rows: list[_Row], power: float, ci: float) -> int:
 
 
 def _build_rows(margin: Any, discordance: Any, sd_diff: Any, slices: Any, deff: float,
-                cluster_size: float | None) -> list[_Row]:
+                cluster_size: float | None, judge: tuple[float, float, float] | None = None) -> list[_Row]:
     kinds = {**{m: ("pass/fail", v) for m, v in _per_metric(discordance, "discordance").items()}}
     for m, v in _per_metric(sd_diff, "sd_diff").items():
         if m in kinds:
@@ -319,15 +330,24 @@ def _build_rows(margin: Any, discordance: Any, sd_diff: Any, slices: Any, deff: 
     fractions = _fractions(slices)
     rows = []
     for metric, (kind, value) in kinds.items():
+        labels = None
         if kind == "pass/fail":
             spread = _rate(f"discordance for {metric!r}", value, open_low=True)
+            if judge is not None:  # the gate sees the judge's labels: their discordance, larger than the true one
+                p, se, sp = judge
+                labels = (p, spread, se, sp)
+                spread = paired_outcomes(p, discordance=spread, change=0.0).through_judge(
+                    sensitivity=se, specificity=sp).discordance
         else:
             if not _is_number(value) or not math.isfinite(value) or not value > 0:
                 raise ValueError(f"`sd_diff` for {metric!r} must be a positive standard deviation, got {value!r}")
             spread = float(value)
         mg = _margin_for(margin, metric)
         for name, frac in [(_OVERALL, 1.0), *fractions.items()]:
-            rows.append(_Row(metric, name, frac, kind, spread, mg, deff, cluster_size))
+            rows.append(_Row(metric, name, frac, kind, spread, mg, deff, cluster_size, labels))
+    if judge is not None and not any(kind == "pass/fail" for kind, _ in kinds.values()):
+        raise ValueError("`p`, `sensitivity` and `specificity` describe a judge's pass/fail labels; no metric here "
+                         "has a discordance")
     if isinstance(margin, Mapping):
         unknown = sorted(set(map(str, margin)) - set(kinds))
         if unknown:
@@ -347,6 +367,9 @@ def questions_for_release(
     design_effect: float | None = None,
     icc: float | None = None,
     cluster_size: float | None = None,
+    p: float | None = None,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
 ) -> ReleaseSizing:
     """Questions at which a truly unchanged release passes the whole gate with probability ``power``.
 
@@ -380,6 +403,10 @@ def questions_for_release(
         gate then uses cluster bootstrap intervals for every metric: rows are sized by the normal
         approximation on ``n / design_effect`` questions, and with ``cluster_size`` a row needs
         10 clusters.
+    p, sensitivity, specificity : float, optional
+        A judge labels the pass/fail answers (as in :func:`questions_for_gate`): ``discordance`` and
+        ``p`` are then the TRUE outcomes and every pass/fail row is sized on the judge's labels
+        (their larger discordance; a true ``drop`` shows as the labels' smaller change).
 
     Returns
     -------
@@ -402,11 +429,12 @@ def questions_for_release(
     power = _rate("power", power, open_low=True, open_high=True)
     ci = _rate("ci", ci, open_low=True, open_high=True)
     deff, size = _design_effect(design_effect, icc, cluster_size)
-    rows = _build_rows(margin, discordance, sd_diff, slices, deff, size)
+    rows = _build_rows(margin, discordance, sd_diff, slices, deff, size, _judge(p, sensitivity, specificity))
     drop = _check_drop(drop, rows)
     n = _search(rows, power, ci)
     return _result(rows, n, power=power, ci=ci, drop=drop,
-                   extra={"design_effect": deff, "cluster_size": size, "source": "stated"})
+                   extra={"design_effect": deff, "cluster_size": size, "source": "stated",
+                          "judge": _judge_note(p, sensitivity, specificity)})
 
 
 def release_pass_probability(
@@ -421,10 +449,14 @@ def release_pass_probability(
     design_effect: float | None = None,
     icc: float | None = None,
     cluster_size: float | None = None,
+    p: float | None = None,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
 ) -> ReleaseSizing:
     """The release's pass probability (and power to block ``drop``) at a given total ``n``.
 
-    Parameters are as in :func:`questions_for_release`; the result's ``n`` is the one given.
+    Parameters are as in :func:`questions_for_release` (``p``, ``sensitivity`` and ``specificity``
+    for a judge too); the result's ``n`` is the one given.
 
     Examples
     --------
@@ -436,10 +468,30 @@ def release_pass_probability(
         raise ValueError(f"`n` must be a whole number of questions, got {n!r}")
     ci = _rate("ci", ci, open_low=True, open_high=True)
     deff, size = _design_effect(design_effect, icc, cluster_size)
-    rows = _build_rows(margin, discordance, sd_diff, slices, deff, size)
+    rows = _build_rows(margin, discordance, sd_diff, slices, deff, size, _judge(p, sensitivity, specificity))
     drop = _check_drop(drop, rows)
     return _result(rows, int(n), power=math.nan, ci=ci, drop=drop,
-                   extra={"design_effect": deff, "cluster_size": size, "source": "stated"})
+                   extra={"design_effect": deff, "cluster_size": size, "source": "stated",
+                          "judge": _judge_note(p, sensitivity, specificity)})
+
+
+def _judge(p: Any, sensitivity: Any, specificity: Any) -> tuple[float, float, float] | None:
+    rates = _judge_rates(sensitivity, specificity)
+    if rates is None:
+        if p is not None:
+            raise ValueError(f"`p` = {p!r} changes nothing without a judge; drop it, or pass `sensitivity=` and "
+                             "`specificity=` too (then `p` and `discordance` are the TRUE outcomes)")
+        return None
+    if p is None:
+        raise ValueError("a judge's `sensitivity` and `specificity` need `p`, the baseline's TRUE pass rate (e.g. p=0.7)")
+    return _rate("p", p), rates[0], rates[1]
+
+
+def _judge_note(p: Any, sensitivity: Any, specificity: Any) -> str | None:
+    if sensitivity is None:
+        return None
+    return (f"pass/fail rows on a judge's labels (sensitivity {sensitivity:g}, specificity {specificity:g}, TRUE p "
+            f"{p:g}): the rows' discordance is the labels'")
 
 
 def _cluster_design_effect(diff: np.ndarray, units: np.ndarray) -> float:
