@@ -102,12 +102,25 @@ class ReleaseSizing(ResultBase):
     assumptions: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """``n``, ``pass_probability``, ``power_to_block``, the rows (as records) and the assumptions."""
+        """``n``, ``pass_probability``, ``power_to_block``, the rows (as records) and the assumptions.
+
+        Examples
+        --------
+        >>> d = questions_for_release(0.02, discordance=0.1, slices=2).to_dict()
+        >>> d["n"], len(d["rows"]), d["holm_family"]
+        (5258, 3, 3)
+        """
         return {"n": self.n, "pass_probability": self.pass_probability, "power_to_block": dict(self.power_to_block),
                 "rows": self.rows.to_dict("records"), **self.assumptions}
 
     def to_frame(self) -> pd.DataFrame:
-        """The gate rows with their probabilities at ``n``."""
+        """The gate rows with their probabilities at ``n``.
+
+        Examples
+        --------
+        >>> questions_for_release(0.02, discordance=0.1, slices=2).to_frame()[["slice", "n"]].values.tolist()
+        [['overall', 5258], ['slice 1', 2629], ['slice 2', 2629]]
+        """
         return self.rows.copy()
 
     def _title(self) -> str:
