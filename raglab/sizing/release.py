@@ -290,7 +290,7 @@ def _result(rows: list[_Row], n: int, *, power: float, ci: float, drop: float | 
                       "normal approximation (bootstrap interval" + (", clusters)" if r.design_effect != 1 else ")")
                       for r in rows})
     assumptions = {
-        "power": power, "ci": ci, "drop": drop, "holm_family": family, "rows": len(rows),
+        "power": power, "ci": ci, "drop": drop, "holm_family": family, "n_rows": len(rows),
         "method": "; ".join(methods),
         "combination": ("release pass = product of the rows' pass probabilities: a lower bound (slices independent, "
                         "the overall row positively associated with them; metrics taken as independent or "
