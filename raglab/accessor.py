@@ -225,8 +225,8 @@ class RagAccessor:
         self,
         cand: pd.DataFrame,
         *,
-        metric: str,
-        mde: float,
+        metric: str | Sequence[str],
+        mde: float | None = None,
         power: float = 0.8,
         alpha: float = 0.05,
         attenuation: float | None = None,
@@ -240,8 +240,17 @@ class RagAccessor:
         question_id: str | None = None,
         how: str = "exact",
         allow_evalset_mismatch: bool = False,
+        units: str | None = None,
+        design_effect: float | None = None,
+        icc: float | None = None,
+        cluster_size: float | None = None,
+        margin: float | Mapping[str, float] | None = None,
+        by: str | None = None,
+        ci: float = 0.95,
+        drop: float | None = None,
     ) -> Any:
-        """Questions needed to detect a change of ``mde`` in ``metric``, sized from a pilot of two runs.
+        """Questions needed to detect a change of ``mde`` in ``metric`` (or, with ``margin=``, for an
+        unchanged release to pass the whole gate), sized from a pilot of two runs.
 
         The function is :func:`raglab.runs.size` (``df.rag.size(...)`` is ``raglab.runs.size(df, ...)``).
 
@@ -251,13 +260,14 @@ class RagAccessor:
         >>> base = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 1, 0, 1, 0, 1, 1, 1, 0, 1]})
         >>> cand = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 0, 0, 1, 1, 1, 1, 1, 0, 1]})
         >>> base.rag.size(cand, metric="hit@5", mde=0.05).n
-        626
+        658
         """
         return runs.size(
             self._df, cand, metric=metric, mde=mde, power=power, alpha=alpha, attenuation=attenuation,
             sensitivity=sensitivity, specificity=specificity, judge=judge, pilot_labels=pilot_labels,
             slice_fraction=slice_fraction, alternative=alternative, binary=binary, question_id=question_id, how=how,
-            allow_evalset_mismatch=allow_evalset_mismatch, method_name="rag.size"
+            allow_evalset_mismatch=allow_evalset_mismatch, units=units, design_effect=design_effect, icc=icc,
+            cluster_size=cluster_size, margin=margin, by=by, ci=ci, drop=drop, method_name="rag.size"
         )
 
     # ---- retrieval metrics ------------------------------------------------------------------------

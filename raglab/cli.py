@@ -64,11 +64,13 @@ def _add_size(sub: argparse._SubParsersAction) -> None:
         description=(
             "Questions needed to detect a true change of --mde with the given power. Unpaired pass rates "
             "(--p): arcsine normal approximation, n per run. Paired pass rates (--paired --discordance): "
-            "McNemar-type normal approximation (Connor 1987). Continuous metrics (--sd-diff): z-test on "
+            "power of the exact McNemar test that compare reports. Continuous metrics (--sd-diff): z-test on "
             "per-question differences. When a judge labels the answers, give its --sensitivity and "
             "--specificity with the TRUE --p and --discordance: the test on the judge's labels sees a "
             "larger discordance. With --gate-margin instead of --mde: questions at which a truly unchanged "
-            "candidate passes the non-inferiority gate with the given power."
+            "candidate passes one gate row with the given power; add --slices to size the whole release (every "
+            "row must pass), --drop for the power to block a drop, --design-effect or --icc/--cluster-size for "
+            "clustered questions."
         ),
     )
     target = size.add_mutually_exclusive_group(required=True)
@@ -99,7 +101,27 @@ def _add_size(sub: argparse._SubParsersAction) -> None:
                       help="default two-sided (not with --gate-margin)")
     size.add_argument("--ci", type=float,
                       help="level of the gate's two-sided interval, with --gate-margin (default 0.95)")
+    size.add_argument("--slices", type=_slices_arg, metavar="K|F1,F2,...",
+                      help="with --gate-margin: size the whole release, which passes only when the overall row and "
+                           "every slice pass: K equal slices, or the slices' fractions (e.g. 0.5,0.3,0.2)")
+    size.add_argument("--drop", type=float,
+                      help="with --gate-margin: also print the power to block a true drop of this size in every slice")
+    size.add_argument("--design-effect", type=float,
+                      help="clustered questions (several per conversation): inflate n by this design effect")
+    size.add_argument("--icc", type=float,
+                      help="intra-cluster correlation of the per-question differences (with --cluster-size): "
+                           "design effect 1 + (cluster_size - 1) x icc")
+    size.add_argument("--cluster-size", type=float, help="mean questions per cluster (with --icc)")
     size.set_defaults(run=_run_size, parser=size)
+
+
+def _slices_arg(text: str) -> int | list[float]:
+    try:
+        if "," not in text and float(text).is_integer():
+            return int(float(text))
+        return [float(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of equal slices (4) or fractions (0.5,0.3,0.2), got {text!r}") from None
 
 
 def _run_size(args: argparse.Namespace) -> int:
@@ -115,6 +137,9 @@ def _run_size(args: argparse.Namespace) -> int:
     if args.sd_diff is not None and (args.p is not None or args.discordance is not None or judged):
         parser.error("--sd-diff sizes a continuous metric on its own: drop --p / --discordance / --sensitivity / "
                      "--specificity (pass-rate designs)")
+    if not gate and (args.slices is not None or args.drop is not None):
+        parser.error("--slices and --drop size the release gate: use them with --gate-margin (for one slice of a "
+                     "change to detect, --slice-fraction)")
     if gate:
         if args.alpha is not None or args.alternative is not None or args.attenuation is not None:
             parser.error("--gate-margin sizes the gate, whose level is --ci: drop --alpha / --alternative / "
@@ -132,7 +157,7 @@ def _run_size(args: argparse.Namespace) -> int:
         p=args.p, paired=args.paired, discordance=args.discordance, sd_diff=args.sd_diff,
         sensitivity=args.sensitivity, specificity=args.specificity, power=args.power,
         alpha=alpha, attenuation=args.attenuation, slice_fraction=args.slice_fraction,
-        alternative=alternative,
+        alternative=alternative, design_effect=args.design_effect, icc=args.icc, cluster_size=args.cluster_size,
     )
     try:
         n = sizing.questions_needed(args.mde, **options)
@@ -144,7 +169,8 @@ def _run_size(args: argparse.Namespace) -> int:
         formula = "z-test on per-question differences: n ~ ((z_a + z_b) sd / d)^2"
         unit = "questions"
     elif args.paired:
-        formula = "McNemar-type normal approximation (Connor 1987): n ~ ((z_a sqrt(q) + z_b sqrt(q - d^2)) / d)^2"
+        formula = ("exact McNemar test (as raglab.stats.compare reports it), power summed over the discordant counts"
+                   if _deff(args) == 1 else "McNemar-type normal approximation (Connor 1987) on n / design effect")
         unit = "questions"
         if judged:
             design = f"paired pass rates, TRUE baseline pass rate {args.p:g} and discordance {args.discordance:g}"
@@ -171,8 +197,18 @@ def _run_size(args: argparse.Namespace) -> int:
         print(note)
     if args.slice_fraction != 1:
         print(f"  slice          {args.slice_fraction:g} of the questions; n is the total so the slice has enough")
+    if _deff(args) != 1:
+        print(f"  clusters       design effect {_deff(args):.4g}: n is inflated by it")
     print(f"  formula        {formula}; smallest n whose power reaches the target")
     return 0
+
+
+def _deff(args: argparse.Namespace) -> float:
+    if args.design_effect is not None:
+        return args.design_effect
+    if args.icc is not None and args.cluster_size is not None:
+        return 1 + (args.cluster_size - 1) * args.icc
+    return 1.0
 
 
 def _judge_labels_line(args: argparse.Namespace) -> str:
@@ -198,6 +234,9 @@ def _run_size_gate(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
 
     ci = 0.95 if args.ci is None else args.ci
     judged = args.sensitivity is not None or args.specificity is not None
+    clustered = args.design_effect is not None or args.icc is not None or args.cluster_size is not None
+    if args.slices is not None or args.drop is not None or clustered:
+        return _run_size_release(args, parser, ci)
     try:
         n = sizing.questions_for_gate(
             args.gate_margin, discordance=args.discordance, sd_diff=args.sd_diff, p=args.p,
@@ -225,8 +264,50 @@ def _run_size_gate(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
           f">= -{args.gate_margin:g}")
     if args.slice_fraction != 1:
         print(f"  slice          {args.slice_fraction:g} of the questions; n is the total so the slice has enough")
-    print(f"  formula        n = (z_(1-(1-ci)/2) + z_power)^2 x v / margin^2, v = {variance:.4g} (normal "
-          "approximation at a true difference of 0)")
+    if args.sd_diff is None:
+        print(f"  method         exact: the gate's Tango score interval, pass probability summed over the discordant "
+              f"counts (v = {variance:.4g}); one row only, add --slices to size the whole release")
+    else:
+        print(f"  formula        n = (z_(1-(1-ci)/2) + z_power)^2 x v / margin^2, v = {variance:.4g} (normal "
+              "approximation at a true difference of 0)")
+    return 0
+
+
+def _run_size_release(args: argparse.Namespace, parser: argparse.ArgumentParser, ci: float) -> int:
+    """--gate-margin with --slices / --drop / clusters: sizing.questions_for_release, every gate row at once."""
+    from raglab import sizing
+
+    if args.slice_fraction != 1:
+        parser.error("--slice-fraction sizes one slice; with --slices every slice is sized: drop --slice-fraction")
+    spread = {"discordance": {"metric": args.discordance}} if args.sd_diff is None else {"sd_diff": {"metric": args.sd_diff}}
+    try:
+        result = sizing.questions_for_release(
+            args.gate_margin, slices=args.slices, power=args.power, ci=ci, drop=args.drop,
+            design_effect=args.design_effect, icc=args.icc, cluster_size=args.cluster_size, p=args.p,
+            sensitivity=args.sensitivity, specificity=args.specificity, **spread,
+        )
+    except (ValueError, TypeError) as exc:
+        parser.error(str(exc))
+    rows = result.rows
+    kind = (f"pass/fail, discordance {args.discordance:g}" if args.sd_diff is None
+            else f"continuous, sd of per-question differences {args.sd_diff:g}")
+    print(f"{result.n} questions")
+    print(f"  to pass        every gate row ({len(rows)}: overall + {len(rows) - 1} slices) at margin "
+          f"{args.gate_margin:g} when nothing truly changed: probability {result.pass_probability:.3f} "
+          f"(asked {args.power:g}; a lower bound)")
+    print(f"  design         {kind}; ci {ci:g}")
+    if result.assumptions.get("judge"):
+        print(f"  judge          {result.assumptions['judge']} ({rows['discordance'].iloc[0]:.3f})")
+    if len(rows) > 1:
+        shown = ", ".join(f"{s} {n:,} ({p:.3f})" for s, n, p in zip(rows["slice"], rows["n"], rows["p_pass"]))
+        print(f"  rows           questions (pass probability): {shown}")
+    if result.power_to_block:
+        print(f"  power to block a true drop of {args.drop:g} in every slice: at least "
+              f"{result.power_to_block['metric']:.3f}")
+    if result.assumptions["design_effect"] != 1:
+        print(f"  clusters       design effect {result.assumptions['design_effect']:.4g}: every row is a cluster "
+              "bootstrap, sized by the normal approximation on n / design effect")
+    print(f"  method         {result.assumptions['method']}; {result.assumptions['combination']}")
     return 0
 
 

@@ -497,8 +497,8 @@ def size(
     base: pd.DataFrame,
     cand: pd.DataFrame,
     *,
-    metric: str,
-    mde: float,
+    metric: str | Sequence[str],
+    mde: float | None = None,
     power: float = 0.8,
     alpha: float = 0.05,
     attenuation: float | None = None,
@@ -512,9 +512,17 @@ def size(
     question_id: str | None = None,
     how: str = "exact",
     allow_evalset_mismatch: bool = False,
+    units: str | None = None,
+    design_effect: float | None = None,
+    icc: float | None = None,
+    cluster_size: float | None = None,
+    margin: float | Mapping[str, float] | None = None,
+    by: str | None = None,
+    ci: float = 0.95,
+    drop: float | None = None,
     method_name: str = "raglab.runs.size",
 ) -> Any:
-    """Questions needed to detect a change of ``mde`` in ``metric``, sized from a pilot of two runs.
+    """Questions needed to detect a change of ``mde`` in ``metric`` (or for a release to pass), sized from a pilot.
 
     This frame is the baseline pilot run and ``cand`` the candidate pilot run; they are paired by
     question id (see :func:`raglab._rowtable.pair_runs`). A pass/fail metric (values 0/1) gives the
@@ -528,10 +536,20 @@ def size(
     pilot scores are the judge's own labels. A pilot whose discordance is below the mde is
     sized on a stated planning value.
 
+    **Clustered questions**: ``units=`` names a column of cluster ids (conversation, document); the
+    design effect is estimated from the pilot and inflates ``n`` (or pass ``design_effect=``, or
+    ``icc=`` with ``cluster_size=``).
+
+    **The release** (``margin=`` instead of ``mde=``): the questions at which an unchanged release
+    passes the whole gate (the overall row and every slice of ``by``, for every metric in
+    ``metric``) with probability ``power``, with each slice's discordance or sd taken from the pilot
+    (:func:`raglab.sizing.release_from_pilot`); ``drop=`` reports the power to block a true drop.
+
     Returns
     -------
-    raglab.sizing.SizingResult
-        ``n`` (paired), ``n_unpaired`` for comparison, and the assumptions used.
+    raglab.sizing.SizingResult or raglab.sizing.ReleaseSizing
+        With ``mde``: ``n`` (paired), ``n_unpaired`` for comparison, and the assumptions used. With
+        ``margin``: ``n``, ``pass_probability``, ``power_to_block`` and the gate's rows.
 
     Examples
     --------
@@ -540,30 +558,71 @@ def size(
     >>> base = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 1, 0, 1, 0, 1, 1, 1, 0, 1]})
     >>> cand = pd.DataFrame({"question_id": list("abcdefghij"), "hit@5": [1, 0, 0, 1, 1, 1, 1, 1, 0, 1]})
     >>> runs.size(base, cand, metric="hit@5", mde=0.05).n
-    626
+    658
+    >>> runs.size(base, cand, metric="hit@5", margin=0.05).n       # an unchanged release passes 80%
+    639
     """
     from raglab import sizing as _sizing
 
+    if (mde is None) == (margin is None):
+        raise ValueError(
+            f"{method_name}: pass `mde=` (questions to detect a change) or `margin=` (questions for an unchanged "
+            "release to pass the gate), exactly one"
+        )
+    metrics = [metric] if isinstance(metric, str) else list(metric)
+    if not metrics or not all(isinstance(m, str) for m in metrics) or (mde is not None and len(metrics) != 1):
+        raise TypeError(
+            f"{method_name}: `metric` must be one score column name (with mde=), or a list of them (with margin=), "
+            f"got {metric!r}"
+        )
     on = resolve_column(base, "question_id", question_id, method=method_name)
     paired = pair_runs(base, cand, on=on, how=how, method=method_name,
                        allow_evalset_mismatch=allow_evalset_mismatch)
-    values = []
-    for side, frame in (("base", paired.base), ("cand", paired.cand)):
-        if metric not in frame.columns:
-            raise missing_column_error(frame, metric, role=None, method=f"{method_name} ({side})", keyword="metric")
-        column = frame[metric]
-        try:
-            numbers = pd.to_numeric(column.astype(object).where(column.notna(), None), errors="raise")
-        except (TypeError, ValueError):
-            raise RowTableError(
-                f"{method_name}: column {metric!r} ({side}) must hold numeric scores (or 0/1 pass/fail); "
-                f"found {column.dtype} values such as {column.dropna().iloc[:3].tolist()!r}"
-            ) from None
-        values.append(numbers.to_numpy(dtype=float, na_value=float("nan")))
+    columns = {}
+    for name, role in ((units, "units"), (by, "by")):
+        if name is not None:
+            if name not in paired.base.columns:
+                raise missing_column_error(paired.base, name, role=None, method=f"{method_name} (base)", keyword=role)
+            columns[role] = paired.base[name].to_numpy(dtype=object)
+    values: dict[str, list[Any]] = {}
+    for name in metrics:
+        values[name] = []
+        for side, frame in (("base", paired.base), ("cand", paired.cand)):
+            if name not in frame.columns:
+                raise missing_column_error(frame, name, role=None, method=f"{method_name} ({side})", keyword="metric")
+            column = frame[name]
+            try:
+                numbers = pd.to_numeric(column.astype(object).where(column.notna(), None), errors="raise")
+            except (TypeError, ValueError):
+                raise RowTableError(
+                    f"{method_name}: column {name!r} ({side}) must hold numeric scores (or 0/1 pass/fail); "
+                    f"found {column.dtype} values such as {column.dropna().iloc[:3].tolist()!r}"
+                ) from None
+            values[name].append(numbers.to_numpy(dtype=float, na_value=float("nan")))
+    if margin is not None:
+        unused = [name for name, value, default in (
+            ("attenuation", attenuation, None), ("sensitivity", sensitivity, None), ("specificity", specificity, None),
+            ("judge", judge, None), ("slice_fraction", slice_fraction, 1.0), ("alternative", alternative, "two-sided"),
+            ("alpha", alpha, 0.05), ("binary", binary, None)) if value != default]
+        if unused:
+            raise ValueError(f"{method_name}: {unused} size a change (mde=), not the release gate (margin=); the gate's "
+                             "level is ci=, its slices by=")
+        if design_effect is not None or icc is not None or cluster_size is not None:
+            raise ValueError(f"{method_name}: with margin= the design effect is estimated from `units=`; "
+                             "use sizing.questions_for_release(design_effect=...) to state one")
+        return _sizing.release_from_pilot(
+            {name: v[0] for name, v in values.items()}, {name: v[1] for name, v in values.items()}, margin,
+            slices=columns.get("by"), units=columns.get("units"), power=power, ci=ci, drop=drop,
+        )
+    if by is not None:
+        raise ValueError(f"{method_name}: `by=` sizes the release's slices: use it with margin=, or size one slice "
+                         "with slice_fraction=")
+    first = values[metrics[0]]
     return _sizing.size_from_pilot(
-        values[0], values[1], metric=metric, mde=mde, binary=binary, power=power, alpha=alpha,
+        first[0], first[1], metric=metrics[0], mde=mde, binary=binary, power=power, alpha=alpha,
         attenuation=attenuation, sensitivity=sensitivity, specificity=specificity, judge=judge,
         pilot_labels=pilot_labels, slice_fraction=slice_fraction, alternative=alternative,
+        units=columns.get("units"), design_effect=design_effect, icc=icc, cluster_size=cluster_size,
     )
 
 

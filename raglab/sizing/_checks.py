@@ -70,3 +70,45 @@ def _check_sd_diff(sd_diff: Any, discordance: Any) -> float:
     if not (_is_number(sd_diff) and sd_diff > 0 and math.isfinite(sd_diff)):
         raise ValueError(f"`sd_diff` must be a positive standard deviation, got {sd_diff!r}")
     return float(sd_diff)
+
+
+def _design_effect(design_effect: Any = None, icc: Any = None, cluster_size: Any = None) -> tuple[float, float | None]:
+    """The design effect of clustered questions, and the mean cluster size when known.
+
+    ``design_effect`` directly, or ``1 + (cluster_size - 1) * icc`` (Kish) from the intra-cluster
+    correlation of the per-question differences and the mean number of questions per cluster.
+    Neither: 1 (questions independent).
+    """
+    if design_effect is not None:
+        if icc is not None:
+            raise ValueError("pass either `design_effect` or `icc` (with `cluster_size`), not both")
+        if not _is_number(design_effect) or not math.isfinite(design_effect) or design_effect < 1:
+            raise ValueError(
+                f"`design_effect` must be a number >= 1 (1 + (cluster_size - 1) x ICC; 1 = independent questions), "
+                f"got {design_effect!r}"
+            )
+        size = None
+        if cluster_size is not None:
+            size = _cluster_size(cluster_size)
+        return float(design_effect), size
+    if icc is None:
+        if cluster_size is not None:
+            raise ValueError(
+                "`cluster_size` needs `icc` (the intra-cluster correlation of the per-question differences): the "
+                "design effect is 1 + (cluster_size - 1) x icc"
+            )
+        return 1.0, None
+    icc = _rate("icc", icc)
+    if cluster_size is None:
+        raise ValueError(
+            "`icc` needs `cluster_size`, the mean number of questions per cluster (conversation, document): the "
+            "design effect is 1 + (cluster_size - 1) x icc"
+        )
+    size = _cluster_size(cluster_size)
+    return 1.0 + (size - 1.0) * icc, size
+
+
+def _cluster_size(value: Any) -> float:
+    if not _is_number(value) or not math.isfinite(value) or value < 1:
+        raise ValueError(f"`cluster_size` must be the mean number of questions per cluster (>= 1), got {value!r}")
+    return float(value)

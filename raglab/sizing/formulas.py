@@ -16,12 +16,14 @@ from scipy import optimize as _opt
 from scipy import stats as _sps
 
 from raglab._validation import check_option
+from raglab.sizing import _exact
 from raglab.sizing._checks import (
     _ATTENUATION_TOL,
     _N_MAX,
     _check_mde,
     _check_n,
     _check_sd_diff,
+    _design_effect,
     _judge_rates,
     _rate,
 )
@@ -58,6 +60,7 @@ class _Design:
     alternative: str
     judge: tuple[float, float] | None = None  # (sensitivity, specificity): outcomes are true, tests on labels
     attenuation_given: bool = False
+    design_effect: float = 1.0  # clustered questions: n is inflated by it
 
     @property
     def z_alpha(self) -> float:
@@ -69,6 +72,14 @@ class _Design:
         return float(_sps.norm.ppf(self.power))
 
     def describe(self) -> str:
+        text = self._describe()
+        if self.design_effect != 1:
+            text += (f"; clustered questions: design effect {self.design_effect:.4g}, so n is "
+                     f"{self.design_effect:.4g} x the independent-question n (normal approximation on n / design "
+                     "effect; compare and the gate resample whole clusters)")
+        return text
+
+    def _describe(self) -> str:
         if self.kind == "unpaired":
             text = "unpaired pass rates: arcsine (Cohen's h) normal approximation, n per run"
             if self.judge:
@@ -77,7 +88,9 @@ class _Design:
                          "p se + (1 - p)(1 - sp), change J x mde")
             return text
         if self.kind == "paired":
-            text = "paired pass rates: McNemar-type normal approximation from the discordance (Connor 1987)"
+            text = ("paired pass rates: the exact McNemar test (as raglab.stats.compare reports it), power summed over "
+                    "the discordant counts" if self.design_effect == 1 else
+                    "paired pass rates: McNemar-type normal approximation from the discordance (Connor 1987)")
             if self.judge:
                 se, sp = self.judge
                 text += (f", on the judge's labels: the true outcomes (p, discordance, mde) passed through a judge "
@@ -103,8 +116,12 @@ def _design(
     alternative: str,
     sensitivity: float | None = None,
     specificity: float | None = None,
+    design_effect: float | None = None,
+    icc: float | None = None,
+    cluster_size: float | None = None,
 ) -> _Design:
     check_option("alternative", alternative, _ALTERNATIVES)
+    deff, _ = _design_effect(design_effect, icc, cluster_size)
     alpha = _rate("alpha", alpha, open_low=True, open_high=True)
     power = _rate("power", power, open_low=True, open_high=True)
     tail = alpha / 2 if alternative == "two-sided" else alpha
@@ -124,7 +141,7 @@ def _design(
             )
         att = j
     common = dict(power=power, alpha=alpha, attenuation=att, slice_fraction=slice_fraction, alternative=alternative,
-                  judge=judge, attenuation_given=scaled)
+                  judge=judge, attenuation_given=scaled, design_effect=deff)
     if sd_diff is not None:
         sd_diff = _check_sd_diff(sd_diff, discordance)
         if judge is not None:
@@ -268,8 +285,20 @@ def _max_mde(design: _Design) -> float:
 
 
 def _power_obs(n: float, sc: _Scenario, design: _Design) -> float:
-    """Power at n questions (in the slice) for one scenario."""
+    """Power at n questions (in the slice) for one scenario.
+
+    Paired pass/fail without clusters: the exact McNemar test that :func:`raglab.stats.compare`
+    reports (``p < alpha``), summed over the discordant counts of ``floor(n)`` questions. Otherwise
+    (unpaired, continuous, clustered, or beyond :data:`~raglab.sizing._exact.EXACT_MAX` questions) the
+    normal approximations of the module docstring, on ``n / design_effect`` questions.
+    """
     z = design.z_alpha
+    if design.kind == "paired" and design.design_effect == 1 and n <= _exact.EXACT_MAX:
+        q, d = sc.q, sc.effect
+        p_down, p_up = max((q - d) / 2, 0.0), max((q + d) / 2, 0.0)
+        sided = "two-sided" if design.alternative == "two-sided" else "increase"
+        return _exact.mcnemar_power(math.floor(n + 1e-9), p_down, p_up, alpha=design.alpha, alternative=sided)
+    n = n / design.design_effect
     if design.kind == "unpaired":
         mean, sd_null, sd_alt = sc.effect, math.sqrt(2 / n), math.sqrt(2 / n)
     elif design.kind == "paired":
@@ -298,16 +327,46 @@ def _n_closed(sc: _Scenario, design: _Design) -> float:
 
 
 def _n_slice(sc: _Scenario, design: _Design) -> int:
-    """Smallest whole n whose power reaches the target."""
+    """Smallest whole n whose power reaches the target (in the slice, clusters included).
+
+    The normal approximation's closed form starts the search. The exact McNemar power is not
+    monotone in n (it saw-tooths by a few thousandths as the critical counts step), so the search
+    walks down from the first n that reaches the target while the power stays reached, and the
+    answer is the smallest n from which the next 20 reach it too (checked up to 20,000 questions;
+    beyond, the random number of discordant pairs smooths the saw-tooth away).
+    """
     if sc.effect <= 0:
         raise ValueError("the change is too small to detect with any practical number of questions")
-    n = max(1, math.ceil(_n_closed(sc, design) - 1e-9))
+    n = max(1, math.ceil(_n_closed(sc, design) * design.design_effect - 1e-9))
     if n > _N_MAX:
         raise ValueError(f"the change {sc.effect:.3g} is too small to detect with any practical number of questions")
-    while n > 1 and _power_obs(n - 1, sc, design) >= design.power:
+
+    def reached(m: int) -> bool:
+        return _power_obs(m, sc, design) >= design.power
+
+    if not reached(n):  # the exact test is conservative: bracket upwards, then bisect
+        low, step = n, max(1, n // 16)
+        high = n + step
+        while not reached(high):
+            low, step = high, step * 2
+            high = low + step
+            if high > _N_MAX:
+                raise ValueError(f"the change {sc.effect:.3g} is too small to detect with any practical number "
+                                 "of questions")
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (low, mid) if reached(mid) else (mid, high)
+        n = high
+    while n > 1 and reached(n - 1):
         n -= 1
-    while _power_obs(n, sc, design) < design.power:
-        n += 1
+    if design.kind == "paired" and design.design_effect == 1 and n <= 20_000:  # the saw-tooth: keep n if it holds
+        while True:
+            failed = next((m for m in range(n + 1, n + 21) if not reached(m)), None)
+            if failed is None:
+                break
+            n = failed + 1
+            while not reached(n):
+                n += 1
     return n
 
 
@@ -331,6 +390,9 @@ def questions_needed(
     attenuation: float | None = None,
     slice_fraction: float = 1.0,
     alternative: str = "two-sided",
+    design_effect: float | None = None,
+    icc: float | None = None,
+    cluster_size: float | None = None,
 ) -> int:
     """Questions needed to detect a true change of ``mde`` with the given power.
 
@@ -391,20 +453,21 @@ def questions_needed(
     --------
     >>> questions_needed(0.03, p=0.7)                                   # unpaired, per run
     3762
-    >>> questions_needed(0.03, paired=True, discordance=0.1)            # paired
-    870
+    >>> questions_needed(0.03, paired=True, discordance=0.1)            # paired (exact McNemar)
+    920
     >>> questions_needed(0.03, paired=True, discordance=0.1, p=0.7,     # a judge labels both runs
     ...                  sensitivity=0.943, specificity=0.635)
-    6604
+    6713
     >>> questions_needed(0.03, paired=True, discordance=0.1, attenuation=0.5)  # discordance of the labels
-    3487
+    3601
     >>> questions_needed(0.05, sd_diff=0.3, slice_fraction=0.1)         # a slice of 10% of traffic
     2830
     """
     design = _design(
         p=p, paired=paired, discordance=discordance, sd_diff=sd_diff, power=power, alpha=alpha,
         attenuation=attenuation, slice_fraction=slice_fraction, alternative=alternative,
-        sensitivity=sensitivity, specificity=specificity,
+        sensitivity=sensitivity, specificity=specificity, design_effect=design_effect, icc=icc,
+        cluster_size=cluster_size,
     )
     n, _ = _worst(_scenarios(mde, design), design)
     return math.ceil(n / design.slice_fraction - 1e-9)
@@ -424,6 +487,9 @@ def power(
     attenuation: float | None = None,
     slice_fraction: float = 1.0,
     alternative: str = "two-sided",
+    design_effect: float | None = None,
+    icc: float | None = None,
+    cluster_size: float | None = None,
 ) -> float:
     """Probability that ``n`` questions detect a true change of ``mde``.
 
@@ -435,16 +501,17 @@ def power(
     --------
     >>> round(power(300, 0.05, p=0.7), 3)
     0.258
-    >>> round(power(300, 0.05, paired=True, discordance=0.1), 3)
-    0.785
+    >>> round(power(300, 0.05, paired=True, discordance=0.1), 3)     # exact McNemar (the normal approximation: 0.785)
+    0.744
     >>> round(power(2591, 0.03, paired=True, discordance=0.1, p=0.7,
     ...             sensitivity=0.943, specificity=0.635), 2)     # the 1/J^2 rule's n: about half
-    0.42
+    0.4
     """
     design = _design(
         p=p, paired=paired, discordance=discordance, sd_diff=sd_diff, power=0.5, alpha=alpha,
         attenuation=attenuation, slice_fraction=slice_fraction, alternative=alternative,
-        sensitivity=sensitivity, specificity=specificity,
+        sensitivity=sensitivity, specificity=specificity, design_effect=design_effect, icc=icc,
+        cluster_size=cluster_size,
     )
     _check_n(n)
     return min(_power_obs(n * design.slice_fraction, sc, design) for sc in _scenarios(mde, design))
@@ -464,6 +531,9 @@ def detectable_difference(
     attenuation: float | None = None,
     slice_fraction: float = 1.0,
     alternative: str = "two-sided",
+    design_effect: float | None = None,
+    icc: float | None = None,
+    cluster_size: float | None = None,
 ) -> float:
     """Smallest true change that ``n`` questions detect with the given power.
 
@@ -477,12 +547,13 @@ def detectable_difference(
     >>> round(detectable_difference(300, p=0.7), 3)
     0.109
     >>> round(detectable_difference(300, paired=True, discordance=0.1), 3)
-    0.051
+    0.053
     """
     design = _design(
         p=p, paired=paired, discordance=discordance, sd_diff=sd_diff, power=power, alpha=alpha,
         attenuation=attenuation, slice_fraction=slice_fraction, alternative=alternative,
-        sensitivity=sensitivity, specificity=specificity,
+        sensitivity=sensitivity, specificity=specificity, design_effect=design_effect, icc=icc,
+        cluster_size=cluster_size,
     )
     _check_n(n)
     n_slice = n * design.slice_fraction

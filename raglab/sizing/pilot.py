@@ -18,7 +18,7 @@ from scipy import stats as _sps
 
 from raglab._results import ResultBase
 from raglab._validation import check_option
-from raglab.sizing._checks import _ATTENUATION_TOL, _check_mde, _judge_rates
+from raglab.sizing._checks import _ATTENUATION_TOL, _check_mde, _design_effect, _judge_rates
 from raglab.sizing.formulas import _design, _scenarios, _worst, questions_needed
 
 __all__ = ["SizingResult", "size_from_pilot"]
@@ -62,7 +62,7 @@ class SizingResult(ResultBase):
         ...                       metric="hit@5", mde=0.05)
         >>> d = res.to_dict()
         >>> d["n"], d["kind"], d["discordance"]
-        (626, 'pass/fail', 0.2)
+        (658, 'pass/fail', 0.2)
         """
         return {"metric": self.metric, "kind": self.kind, "n": self.n, "n_unpaired": self.n_unpaired,
                 **self.assumptions}
@@ -110,6 +110,9 @@ class SizingResult(ResultBase):
                      if self.kind == "pass/fail" else "")
             lines.append(("judge attenuation", f"{a['attenuation']:g} (the judge shows {a['attenuation']:g}x a true "
                           f"change){extra}"))
+        if a.get("design_effect", 1) != 1:
+            lines.append(("design effect", f"{a['design_effect']:.3f} ({a['design_effect_source']}): n inflated "
+                          "for clustered questions"))
         if a["slice_fraction"] != 1:
             lines.append(("slice fraction", f"{a['slice_fraction']:g} (total questions so the slice has enough)"))
         lines.append(("formula", a["formula"]))
@@ -177,6 +180,10 @@ def size_from_pilot(
     pilot_labels: str = "true",
     slice_fraction: float = 1.0,
     alternative: str = "two-sided",
+    units: Any = None,
+    design_effect: float | None = None,
+    icc: float | None = None,
+    cluster_size: float | None = None,
 ) -> SizingResult:
     """Size a paired comparison from per-question pilot scores of two runs (same questions, same order).
 
@@ -205,6 +212,12 @@ def size_from_pilot(
         errors are added on top (:func:`questions_needed` with ``p``, ``sensitivity``,
         ``specificity``); ``"judge"`` when they are the judge's own labels, whose discordance
         already includes its errors (only the change is scaled, by ``J``).
+    units : array-like, optional
+        A cluster label per pilot question (conversation, document): the design effect of the mean
+        difference is estimated from the pilot (cluster-robust variance over the independent-question
+        variance, at least 1) and ``n`` is inflated by it. Not with ``design_effect``/``icc``.
+    design_effect, icc, cluster_size : float, optional
+        A stated design effect, or ``icc`` with the mean ``cluster_size``, as in :func:`questions_needed`.
 
     Notes
     -----
@@ -224,20 +237,22 @@ def size_from_pilot(
     >>> res = size_from_pilot([1, 1, 0, 1, 0, 1, 1, 1, 0, 1], [1, 0, 0, 1, 1, 1, 1, 1, 0, 1],
     ...                       metric="hit@5", mde=0.05)
     >>> res.n, res.n_unpaired, res.assumptions["discordance"]
-    (626, 1376, 0.2)
+    (658, 1376, 0.2)
     >>> size_from_pilot([1, 1, 0, 1, 0, 1, 1, 1, 0, 1], [1, 0, 0, 1, 1, 1, 1, 1, 0, 1], metric="human",
     ...                 mde=0.05, sensitivity=0.9, specificity=0.8).n   # a judge will label the eval set
-    2071
+    2124
     """
     check_option("pilot_labels", pilot_labels, _PILOT_LABELS)
     sensitivity, specificity, judge_source = _judge_from(judge, sensitivity, specificity)
     b, c, n_excluded, binary = _pilot_scores(base, cand, binary, metric)
     judged = _judge_rates(sensitivity, specificity)
-    options = dict(power=power, alpha=alpha, slice_fraction=slice_fraction, alternative=alternative)
+    deff, deff_source = _pilot_design_effect(base, cand, units, design_effect, icc, cluster_size)
+    options = dict(power=power, alpha=alpha, slice_fraction=slice_fraction, alternative=alternative,
+                   design_effect=deff)
     common = {
         "mde": float(mde), "power": float(power), "alpha": float(alpha), "alternative": alternative,
         "attenuation": 1.0 if attenuation is None else float(attenuation), "slice_fraction": float(slice_fraction),
-        "n_pilot": len(b), "n_excluded": n_excluded,
+        "n_pilot": len(b), "n_excluded": n_excluded, "design_effect": deff, "design_effect_source": deff_source,
     }
     if not binary:
         if judged is not None:
@@ -249,6 +264,30 @@ def size_from_pilot(
                                 common=common)
     return _size_pass_fail(b, c, metric=metric, mde=mde, attenuation=attenuation, judged=judged,
                            judge_source=judge_source, pilot_labels=pilot_labels, options=options, common=common)
+
+
+def _pilot_design_effect(base: Any, cand: Any, units: Any, design_effect: Any, icc: Any,
+                         cluster_size: Any) -> tuple[float, str]:
+    """The design effect to size with, and where it came from."""
+    from raglab.sizing.release import _cluster_design_effect
+
+    if units is None:
+        deff, _ = _design_effect(design_effect, icc, cluster_size)
+        if design_effect is not None:
+            return deff, "stated"
+        return deff, ("1 + (cluster_size - 1) x icc" if icc is not None else "none (questions independent)")
+    if design_effect is not None or icc is not None or cluster_size is not None:
+        raise ValueError("pass either `units` (estimated from the pilot) or `design_effect`/`icc`, not both")
+    labels = np.asarray(units, dtype=object)
+    b, c = np.asarray(base, dtype=float), np.asarray(cand, dtype=float)
+    if labels.shape != b.shape:
+        raise ValueError(f"`units` must hold one cluster label per pilot question: {labels.shape[0]} for {b.shape[0]}")
+    keep = ~(np.isnan(b) | np.isnan(c))
+    if pd.isna(pd.Series(labels[keep])).any():
+        raise ValueError("`units` has missing cluster labels for scored pilot questions; label every question")
+    deff = _cluster_design_effect((c - b)[keep], labels[keep])
+    clusters = len(pd.unique(labels[keep]))
+    return deff, f"estimated from the pilot's {clusters} clusters (cluster-robust / independent variance, at least 1)"
 
 
 def _pilot_scores(base: Any, cand: Any, binary: bool | None, metric: str) -> tuple[np.ndarray, np.ndarray, int, bool]:
