@@ -30,8 +30,9 @@ from raglab._columns import (
 from raglab._errors import RowTableError
 from raglab._meta import carry_meta, get_meta, set_meta
 from raglab._results import jsonable
-from raglab._rowtable import missing_column_error, pair_runs, resolve_column
+from raglab._rowtable import _row_labels, missing_column_error, pair_runs, resolve_column
 from raglab.gate import gate_comparison
+from raglab.stats.tables import _check_unit_range
 
 __all__ = [
     "agreement", "compare", "flip_directions", "flips", "gate", "size", "summary", "threshold_sweep", "validate",
@@ -106,6 +107,24 @@ def validate(
     return rows
 
 
+def _locate_rows(frame: pd.DataFrame, id_column: str, paired: pd.DataFrame | None = None) -> Any:
+    """For the [0, 1] range check: positions in the scores -> the user's rows, as ``(labels, positions)``.
+
+    A label is ``row 34 (question_id 'q5')``: the row of ``frame`` (the table the user passed) and its id.
+    ``paired`` is that table as :func:`~raglab._rowtable.pair_runs` aligned it (re-indexed, in the
+    baseline's order): its ids lead back to the user's rows.
+    """
+    def locate(positions: Any) -> tuple[list[str], list[int]]:
+        if paired is None:
+            rows = [int(p) for p in positions]
+        else:
+            ids = paired[id_column].iloc[positions].astype(str).to_numpy(dtype=object)
+            rows = pd.Index(frame[id_column].astype(str).to_numpy(dtype=object)).get_indexer(ids).tolist()
+        return [_row_labels(frame, [r], id_column) for r in rows], rows
+
+    return locate
+
+
 def summary(
     rows: pd.DataFrame,
     metrics: str | Sequence[str] | None = None,
@@ -165,6 +184,7 @@ def summary(
     exclude = {question_id, *by_columns, *([units] if units else [])}
     names = _metric_names(metrics, [df], exclude, method_name)
     scores = _score_frame(df, names, method_name, id_column=question_id)
+    _check_unit_range(names, scores.to_numpy(), "the run", method_name, _locate_rows(df, question_id))
     table = _stats.summary(
         scores,
         slices=_slice_labels(df, by_columns, method_name, question_id) if by_columns else None,
@@ -264,6 +284,8 @@ def compare(
     names = _metric_names(metrics, [pairs.base, pairs.cand], exclude, method_name)
     base_scores = _score_frame(pairs.base, names, method_name, id_column=on, side="baseline")
     cand_scores = _score_frame(pairs.cand, names, method_name, id_column=on, side="candidate")
+    for side, frame, paired, scores in (("baseline", base, pairs.base, base_scores), ("candidate", cand, pairs.cand, cand_scores)):
+        _check_unit_range(names, scores.to_numpy(), f"the {side} run", method_name, _locate_rows(frame, on, paired))
     slices = _paired_labels(pairs, by_columns, on, method_name, kind="slice") if by_columns else None
     unit_labels = _paired_labels(pairs, [units], on, method_name, kind="cluster") if units else None
     table = _stats.compare(

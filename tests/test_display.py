@@ -112,8 +112,45 @@ def test_a_registered_unit_score_outside_0_1_is_refused_naming_column_rows_and_v
                                             r"row 0, 70 at row 1, 50 at row 2 \(percentages\? divide by 100\)"):
         stats.compare({"faithfulness": [0.2, 0.7, 0.5]}, {"faithfulness": [20.0, 70.0, 50.0]})
     rows = pd.DataFrame({"question_id": list("abcd"), "em": [1.0, 0.0, 2.0, 1.0]})
-    with pytest.raises(RowTableError, match=r"'em' .* 1 value lies in `scores` outside it: 2 at row 2\."):
+    with pytest.raises(RowTableError, match=r"rag\.summary: 'em' .* 1 value lies in the run outside it: 2 at row 2 "
+                                            r"\(question_id 'c'\)\."):
         rows.rag.summary(metrics=["em"])
     # what is not registered in [0, 1] is summarised as before
     assert stats.summary({"recall@5": good})["n"].iloc[0] == 5
     assert stats.summary({"latency_ms": [900.0, 2.0], "my_score": [1.7, -0.2]})["n"].tolist() == [2, 2]
+
+
+def test_an_out_of_range_score_through_the_accessor_names_the_users_row_and_question_id():
+    # The reviewer's case: q5's recall is 1.7 in the candidate, whose rows are in another order (q5 is
+    # its row 34) and whose index is not 0..n-1. The accessor pairs the runs by id, re-indexing them;
+    # the error must name the row of the table the user passed and the question, not a paired position.
+    import raglab  # noqa: F401  (registers df.rag)
+    from raglab._errors import RowTableError
+
+    n = 40
+    base = pd.DataFrame({"question_id": [f"q{i}" for i in range(n)], "recall@5": np.linspace(0, 1, n)})
+    cand = base.copy()
+    cand.loc[5, "recall@5"] = 1.7
+    cand = cand.iloc[::-1].reset_index(drop=True)
+    assert cand.index[cand["question_id"] == "q5"].tolist() == [34]
+    expected = r"1 value lies in the candidate run outside it: 1\.7 at row 34 \(question_id 'q5'\)\."
+    for name, call in (
+        ("rag.compare", lambda: base.rag.compare(cand, metrics=["recall@5"], n_resamples=50, n_permutations=50)),
+        ("rag.gate", lambda: base.rag.gate(cand, margin=0.02, metrics=["recall@5"], n_resamples=50, n_permutations=50)),
+    ):
+        with pytest.raises(RowTableError, match=rf"^{name.replace('.', '[.]')}: 'recall@5' is a score in \[0, 1\].*{expected}") as caught:
+            call()
+        assert caught.value.rows == [34] and caught.value.method == name and caught.value.column == "recall@5"
+    # an index of labels: the label is shown, the position is kept in .rows; the baseline side too
+    labelled = base.set_axis([f"r{i}" for i in range(n)]).iloc[::-1]
+    labelled.loc["r7", "recall@5"] = -0.5
+    with pytest.raises(RowTableError, match=r"lies in the baseline run outside it: -0\.5 at row r7 \(question_id 'q7'\)") as caught:
+        labelled.rag.compare(cand.assign(**{"recall@5": 0.5}), metrics=["recall@5"], n_resamples=50, n_permutations=50)
+    assert caught.value.rows == [n - 1 - 7]
+    with pytest.raises(RowTableError, match=r"^rag\.summary: .* -0\.5 at row r7 \(question_id 'q7'\)") as caught:
+        labelled.rag.summary(metrics=["recall@5"])
+    assert caught.value.rows == [n - 1 - 7]
+    # the pure functions on arrays keep positions in the arrays passed
+    with pytest.raises(RowTableError, match=r"^compare: .* in `cand` outside it: 1\.7 at row 34\.") as caught:
+        stats.compare({"recall@5": base["recall@5"].to_numpy()}, {"recall@5": cand["recall@5"].to_numpy()})
+    assert caught.value.rows == [34]
