@@ -89,6 +89,8 @@ def test_p_text_bounds():
     assert p_text(1 / 10_001, bound=True) == "< 0.0001"  # 9.999e-05
     assert p_text(27 / 334, bound=True) == "< 0.09" and p_text(1 / 334, bound=True) == "< 0.003"
     assert p_text(0.001, bound=True) == "\N{LESS-THAN OR EQUAL TO} 0.001"
+    # a Holm-adjusted bound capped at 1 is still a bound, never a bare '1' ("p 1 >= 0.025")
+    assert p_text(1.0, bound=True) == "\N{LESS-THAN OR EQUAL TO} 1" and p_text(1.0) == "1"
     rows = pd.DataFrame({"p_worse": [1 / 301, 2 / 301, 1 / 301, 1e-9],
                          "n_permutations": pd.array([None, None, 300, None], dtype="Int64"),
                          "n_resamples": pd.array([300, 300, 300, None], dtype="Int64"),
