@@ -151,8 +151,9 @@ def summary(
         Slice column(s): the table gets an ``overall`` row plus one row per slice value (with
         several columns, one per combination, labelled ``"col=value, col=value"``).
     ci, method, n_resamples, seed
-        As in :func:`raglab.stats.summary`: Wilson for pass/fail columns and t for continuous
-        ones by default; ``method="percentile"`` or ``"bca"`` for a bootstrap.
+        As in :func:`raglab.stats.summary`: by default Wilson for pass/fail columns, Wilson at the
+        effective n for other metrics known to lie in [0, 1], and t for the rest;
+        ``method="percentile"`` or ``"bca"`` for a bootstrap.
     units : str or False, optional
         A cluster column (e.g. the source document): resample whole clusters. By default the
         cluster column recorded by the run's eval set (``EvalSet.freeze(units=...)``), if any;
@@ -163,8 +164,11 @@ def summary(
     Returns
     -------
     pandas.DataFrame
-        ``metric, slice, n, n_excluded, mean, se, low, high, method, level, n_resamples, seed``;
-        rows with a missing score are excluded from the mean and counted in ``n_excluded``.
+        ``metric, slice, n, n_excluded, se, method, level, n_resamples, seed, mean, low, high``, as
+        :func:`raglab.stats.summary`: the estimate and interval last, so that a terminal's truncated
+        print keeps them in view. ``n`` counts the questions with a score; rows with a missing score
+        are excluded from the mean and counted in ``n_excluded``. ``attrs["raglab"]["summary"]``
+        records the slices, the cluster column and the metrics.
 
     Examples
     --------
@@ -233,8 +237,10 @@ def compare(
     different eval-set hashes are refused unless ``allow_evalset_mismatch=True``; runs scored by
     different judges warn loudly. Pairs with a missing score on either side are dropped for that
     metric and counted in ``n_dropped``. See :func:`raglab.stats.compare` for the intervals
-    (paired bootstrap shared by all metrics and slices) and the tests (exact McNemar for
-    pass/fail metrics, sign-flip permutation otherwise; ``adjust="holm"`` adds ``p_adjusted``).
+    (by default Tango's score interval for pass/fail metrics, the betting interval for other
+    metrics known to lie in [0, 1], and a paired bootstrap shared by all metrics and slices for the
+    rest) and the tests (exact McNemar for pass/fail metrics, sign-flip permutation otherwise;
+    ``adjust="holm"`` adds ``p_adjusted``).
 
     Parameters
     ----------
@@ -263,9 +269,13 @@ def compare(
     Returns
     -------
     pandas.DataFrame
-        ``metric, slice, n, n_dropped, base, cand, diff, low, high, p_value, method, level,
-        n_resamples, seed, test, n_permutations``. ``attrs["raglab"]["comparison"]`` keeps the
-        settings and both runs' eval set and judge records.
+        ``metric, slice, n, n_dropped, n_changed, base, cand, p_value, p_decrease, p_increase, skew,
+        method, level, n_resamples, seed, test, n_permutations, diff, low, high``, as
+        :func:`raglab.stats.compare` (which describes each column): ``p_adjusted`` follows
+        ``p_value`` with ``adjust="holm"``, and ``n_clusters`` comes before ``diff`` with ``units``;
+        the estimate and interval are always last, so that a terminal's truncated print keeps them
+        in view. ``attrs["raglab"]["comparison"]`` keeps the settings, how the runs paired and both
+        runs' eval set and judge records.
 
     Examples
     --------
@@ -361,7 +371,10 @@ def gate(
     -------
     raglab.stats.GateResult
         ``.decision``, ``.table``, ``.to_frame()``, ``.to_json(path)`` (the decision log with both
-        runs' eval-set version and hash and judge fingerprint).
+        runs' eval-set version and hash and judge fingerprint). ``.table`` holds the columns of
+        :meth:`compare` (``n_clusters`` with ``units``), then ``margin, higher_is_better, reason,
+        p_worse, p_worse_adjusted`` (the last with ``adjust="holm"``), and ends with ``diff, low, high,
+        decision``.
 
     Examples
     --------

@@ -156,3 +156,34 @@ def test_an_out_of_range_score_through_the_accessor_names_the_users_row_and_ques
     with pytest.raises(RowTableError, match=r"^compare: .* in `cand` outside it: 1\.7 at row 34\.") as caught:
         stats.compare({"recall@5": base["recall@5"].to_numpy()}, {"recall@5": cand["recall@5"].to_numpy()})
     assert caught.value.rows == [34]
+
+
+def test_the_row_table_docstrings_list_the_columns_their_tables_hold_in_order():
+    # runs.summary / compare / gate (rows.rag.*) document their columns; the tables end with the
+    # estimate and interval (and the gate's decision), and the docstrings must say so, in that order.
+    import warnings
+
+    from raglab import runs
+
+    rng = np.random.default_rng(0)
+    n = 60
+    base = pd.DataFrame({"question_id": [f"q{i}" for i in range(n)], "recall@5": rng.uniform(0, 1, n)})
+    cand = base.assign(**{"recall@5": rng.uniform(0, 1, n)})
+    fast = {"n_resamples": 100, "n_permutations": 100}
+
+    def doc(function):
+        return " ".join(function.__doc__.split())
+
+    def listed(columns):
+        return "``" + ", ".join(columns) + "``"
+
+    summary = list(runs.summary(base, metrics=["recall@5"]).columns)
+    compared = list(runs.compare(base, cand, metrics=["recall@5"], **fast).columns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        gated = list(runs.gate(base, cand, margin=0.02, metrics=["recall@5"], **fast).table.columns)
+    assert summary[-3:] == ["mean", "low", "high"] and compared[-3:] == ["diff", "low", "high"]
+    assert listed(summary) in doc(runs.summary)
+    assert listed(compared) in doc(runs.compare)
+    assert gated[: len(compared) - 3] == compared[:-3]  # the compare columns, then the gate's
+    assert listed(gated[len(compared) - 3: -4]) in doc(runs.gate) and listed(gated[-4:]) in doc(runs.gate)
