@@ -15,7 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["DECISION_COLOURS", "NEUTRAL_COLOUR", "ResultBase", "at_floor", "decision_colour", "jsonable", "p_text"]
+__all__ = [
+    "DECISION_COLOURS", "NEUTRAL_COLOUR", "ResultBase", "at_floor", "decision_colour", "floor_resolution", "jsonable",
+    "p_text",
+]
 
 # The gate's decisions in every table and plot (colour-blind-safe green / orange / red).
 DECISION_COLOURS = {"pass": "#1a7f37", "review": "#b35900", "block": "#cf222e"}
@@ -64,6 +67,29 @@ def at_floor(table: pd.DataFrame, column: str = "p_worse") -> np.ndarray:
         return np.isfinite(p) & np.isfinite(draws) & (p * (draws + 1.0) < 1.5)  # (1 + 0 exceedances) / (draws + 1)
 
 
+def floor_resolution(table: pd.DataFrame, column: str = "p_worse") -> list[tuple[int, str, str] | None]:
+    """Per row: ``(draws, "sign flips", "n_permutations")`` (``"bootstrap resamples", "n_resamples"``
+    when no permutations were run) when its p-value in ``column`` sits at its resampling floor
+    (:func:`at_floor`), else None: what limits that p-value, and the setting that raises the limit.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"p_worse": [1 / 100, 3 / 100, 1 / 301], "n_permutations": [99, 99, None],
+    ...                   "n_resamples": [300, 300, 300], "test": ["sign-flip permutation"] * 2 + ["none"]})
+    >>> floor_resolution(t)
+    [(99, 'sign flips', 'n_permutations'), None, (300, 'bootstrap resamples', 'n_resamples')]
+    """
+    floor, draws = at_floor(table, column), _draws(table)
+    if "n_permutations" in table.columns:
+        flipped = pd.to_numeric(table["n_permutations"], errors="coerce").notna().to_numpy()
+    else:
+        flipped = np.zeros(len(table), dtype=bool)
+    return [
+        ((int(d), "sign flips", "n_permutations") if f else (int(d), "bootstrap resamples", "n_resamples")) if low else None
+        for low, d, f in zip(floor, draws, flipped)
+    ]
+
+
 def p_text(p: float, *, bound: bool = False) -> str:
     """A p-value as raglab prints it: ``0.0123``, or for a p-value at a resampling floor
     (``bound=True``) a bound, rounded up to one significant digit: ``< 0.003`` (``\u2264 0.001`` when
@@ -74,11 +100,13 @@ def p_text(p: float, *, bound: bool = False) -> str:
     --------
     >>> p_text(0.01234), p_text(1 / 10_001, bound=True), p_text(27 / 10_001, bound=True)
     ('0.0123', '< 0.0001', '< 0.003')
-    >>> p_text(1 / 1000, bound=True)
-    '≤ 0.001'
+    >>> p_text(1 / 1000, bound=True), p_text(1.0, bound=True)   # a bound is never a bare number
+    ('≤ 0.001', '≤ 1')
     """
     if not np.isfinite(p):
         return "n/a"
+    if bound and p >= 1:  # a Holm-adjusted bound capped at 1: it bounds nothing, but it is still a bound
+        return f"{chr(0x2264)} 1"
     if not bound or not 0 < p < 1:
         return f"{p:.3g}"
     exponent = math.floor(math.log10(p))

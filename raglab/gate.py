@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._registry import metric_info
-from raglab._results import ResultBase, at_floor, decision_colour, p_text
+from raglab._results import ResultBase, at_floor, decision_colour, floor_resolution, p_text
 from raglab._results import jsonable as _jsonable
 from raglab._validation import check_option, warn
 from raglab._version import __version__
@@ -142,6 +142,7 @@ def _decide(
     family: int = 1,
     resampled: bool = False,
     n_changed: int | None = None,
+    floor: tuple[int, str, str] | None = None,
 ) -> tuple[str, str]:
     """One row's decision and its reason.
 
@@ -153,6 +154,12 @@ def _decide(
     so when a few questions change a lot its low end is too optimistic, the more so the fewer
     questions (``benchmarks/gate_errors.py``). The rule looks at counts only, never at the sample's
     shape: a screen on skewness would keep exactly the samples that missed the tail.
+
+    ``floor`` is ``(draws, "sign flips", "n_permutations")`` (or the bootstrap's) when the row's raw
+    p-value sits at its resampling floor ``1 / (draws + 1)`` (:func:`raglab._results.floor_resolution`):
+    no draw was as extreme as the data, so ``p_worse`` is an upper bound. A bound at or above
+    ``alpha / 2`` cannot show the drop is not significant; the reason then names the resolution and
+    the setting to raise, never "not significant".
     """
     unit = "clusters" if clustered else "questions"
     if not (np.isfinite(low) and np.isfinite(high)):
@@ -189,11 +196,34 @@ def _decide(
         if p_worse < alpha / 2:
             scope = f"Holm-adjusted over {family} rows" if family > 1 else "one-sided"
             return "block", f"a real change for the worse: interval entirely on the bad side {shown}, {scope} p = {p_worse:.3g}"
+        if floor is not None:  # the bound, not the data, keeps p above alpha / 2: more draws can resolve it
+            draws, what, setting = floor
+            holm_note = (
+                f"; after Holm over {family} rows this row's p-value is only known to be {p_text(p_worse, bound=True)}"
+                if family > 1 else ""
+            )
+            # 1 / (draws + 1) < alpha / 2 / family, the smallest Holm threshold, from this many draws on
+            least = math.floor(2 * family / alpha + 1e-9)
+            return "review", (
+                f"interval on the bad side {shown}, but the test cannot resolve it: {draws} {what} cannot give a "
+                f"one-sided p-value below {_rounded_down(1 / (draws + 1))}{holm_note}, and a block needs it below "
+                f"{alpha / 2:g}. Raise {setting} (to at least {least})"
+            )
         return "review", (
             f"interval on the bad side {shown} but not significant across the {family} rows gated "
             f"(Holm-adjusted one-sided p = {p_worse:.3g} >= {alpha / 2:g})"
         )
     return "review", f"inconclusive: the interval crosses both -{margin:g} and 0"
+
+
+def _rounded_down(value: float) -> str:
+    """``value`` to two significant digits, rounded down, so that "cannot give a p-value below it" stays true.
+
+    >>> _rounded_down(1 / 100), _rounded_down(1 / 201), _rounded_down(1 / 1000)
+    ('0.01', '0.0049', '0.001')
+    """
+    exponent = math.floor(math.log10(value)) - 1
+    return f"{math.floor(value / 10.0**exponent + 1e-9) * 10.0**exponent:.2g}"
 
 
 def _warn_if_holm_cannot_block(table: pd.DataFrame, resampled: np.ndarray, family: int, alpha: float) -> None:
@@ -239,11 +269,12 @@ def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust:
     # Every row but Tango's takes its p-value from sign flips or resamples (betting rows included).
     coarse = (out["method"] != _SCORE_LABEL).to_numpy() if "method" in out.columns else np.ones(len(out), bool)
     _warn_if_holm_cannot_block(out, coarse, family, 1 - level)
+    floors = floor_resolution(out.assign(p_worse=p_worse), "p_worse")  # Holm is monotone: a bound stays a bound
     decided = [
         _decide(lo, hi, mg, hb, n=int(0 if pd.isna(k) else k), clustered=clustered, p_worse=p, alpha=1 - level,
-                family=family, resampled=bool(rs), n_changed=None if pd.isna(ch) else int(ch))
-        for lo, hi, mg, hb, k, p, rs, ch in zip(
-            out["low"], out["high"], out["margin"], hib, counts, adjusted, resampled, changed
+                family=family, resampled=bool(rs), n_changed=None if pd.isna(ch) else int(ch), floor=fl)
+        for lo, hi, mg, hb, k, p, rs, ch, fl in zip(
+            out["low"], out["high"], out["margin"], hib, counts, adjusted, resampled, changed, floors
         )
     ]
     out.insert(position + 2, "decision", [d for d, _ in decided])

@@ -30,8 +30,9 @@ from raglab._columns import (
 from raglab._errors import RowTableError
 from raglab._meta import carry_meta, get_meta, set_meta
 from raglab._results import jsonable
-from raglab._rowtable import missing_column_error, pair_runs, resolve_column
+from raglab._rowtable import _row_labels, missing_column_error, pair_runs, resolve_column
 from raglab.gate import gate_comparison
+from raglab.stats.tables import _check_unit_range
 
 __all__ = [
     "agreement", "compare", "flip_directions", "flips", "gate", "size", "summary", "threshold_sweep", "validate",
@@ -106,6 +107,24 @@ def validate(
     return rows
 
 
+def _locate_rows(frame: pd.DataFrame, id_column: str, paired: pd.DataFrame | None = None) -> Any:
+    """For the [0, 1] range check: positions in the scores -> the user's rows, as ``(labels, positions)``.
+
+    A label is ``row 34 (question_id 'q5')``: the row of ``frame`` (the table the user passed) and its id.
+    ``paired`` is that table as :func:`~raglab._rowtable.pair_runs` aligned it (re-indexed, in the
+    baseline's order): its ids lead back to the user's rows.
+    """
+    def locate(positions: Any) -> tuple[list[str], list[int]]:
+        if paired is None:
+            rows = [int(p) for p in positions]
+        else:
+            ids = paired[id_column].iloc[positions].astype(str).to_numpy(dtype=object)
+            rows = pd.Index(frame[id_column].astype(str).to_numpy(dtype=object)).get_indexer(ids).tolist()
+        return [_row_labels(frame, [r], id_column) for r in rows], rows
+
+    return locate
+
+
 def summary(
     rows: pd.DataFrame,
     metrics: str | Sequence[str] | None = None,
@@ -132,8 +151,9 @@ def summary(
         Slice column(s): the table gets an ``overall`` row plus one row per slice value (with
         several columns, one per combination, labelled ``"col=value, col=value"``).
     ci, method, n_resamples, seed
-        As in :func:`raglab.stats.summary`: Wilson for pass/fail columns and t for continuous
-        ones by default; ``method="percentile"`` or ``"bca"`` for a bootstrap.
+        As in :func:`raglab.stats.summary`: by default Wilson for pass/fail columns, Wilson at the
+        effective n for other metrics known to lie in [0, 1], and t for the rest;
+        ``method="percentile"`` or ``"bca"`` for a bootstrap.
     units : str or False, optional
         A cluster column (e.g. the source document): resample whole clusters. By default the
         cluster column recorded by the run's eval set (``EvalSet.freeze(units=...)``), if any;
@@ -144,8 +164,11 @@ def summary(
     Returns
     -------
     pandas.DataFrame
-        ``metric, slice, n, n_excluded, mean, se, low, high, method, level, n_resamples, seed``;
-        rows with a missing score are excluded from the mean and counted in ``n_excluded``.
+        ``metric, slice, n, n_excluded, se, method, level, n_resamples, seed, mean, low, high``, as
+        :func:`raglab.stats.summary`: the estimate and interval last, so that a terminal's truncated
+        print keeps them in view. ``n`` counts the questions with a score; rows with a missing score
+        are excluded from the mean and counted in ``n_excluded``. ``attrs["raglab"]["summary"]``
+        records the slices, the cluster column and the metrics.
 
     Examples
     --------
@@ -165,6 +188,7 @@ def summary(
     exclude = {question_id, *by_columns, *([units] if units else [])}
     names = _metric_names(metrics, [df], exclude, method_name)
     scores = _score_frame(df, names, method_name, id_column=question_id)
+    _check_unit_range(names, scores.to_numpy(), "the run", method_name, _locate_rows(df, question_id))
     table = _stats.summary(
         scores,
         slices=_slice_labels(df, by_columns, method_name, question_id) if by_columns else None,
@@ -213,8 +237,10 @@ def compare(
     different eval-set hashes are refused unless ``allow_evalset_mismatch=True``; runs scored by
     different judges warn loudly. Pairs with a missing score on either side are dropped for that
     metric and counted in ``n_dropped``. See :func:`raglab.stats.compare` for the intervals
-    (paired bootstrap shared by all metrics and slices) and the tests (exact McNemar for
-    pass/fail metrics, sign-flip permutation otherwise; ``adjust="holm"`` adds ``p_adjusted``).
+    (by default Tango's score interval for pass/fail metrics, the betting interval for other
+    metrics known to lie in [0, 1], and a paired bootstrap shared by all metrics and slices for the
+    rest) and the tests (exact McNemar for pass/fail metrics, sign-flip permutation otherwise;
+    ``adjust="holm"`` adds ``p_adjusted``).
 
     Parameters
     ----------
@@ -243,9 +269,13 @@ def compare(
     Returns
     -------
     pandas.DataFrame
-        ``metric, slice, n, n_dropped, base, cand, diff, low, high, p_value, method, level,
-        n_resamples, seed, test, n_permutations``. ``attrs["raglab"]["comparison"]`` keeps the
-        settings and both runs' eval set and judge records.
+        ``metric, slice, n, n_dropped, n_changed, base, cand, p_value, p_decrease, p_increase, skew,
+        method, level, n_resamples, seed, test, n_permutations, diff, low, high``, as
+        :func:`raglab.stats.compare` (which describes each column): ``p_adjusted`` follows
+        ``p_value`` with ``adjust="holm"``, and ``n_clusters`` comes before ``diff`` with ``units``;
+        the estimate and interval are always last, so that a terminal's truncated print keeps them
+        in view. ``attrs["raglab"]["comparison"]`` keeps the settings, how the runs paired and both
+        runs' eval set and judge records.
 
     Examples
     --------
@@ -264,6 +294,8 @@ def compare(
     names = _metric_names(metrics, [pairs.base, pairs.cand], exclude, method_name)
     base_scores = _score_frame(pairs.base, names, method_name, id_column=on, side="baseline")
     cand_scores = _score_frame(pairs.cand, names, method_name, id_column=on, side="candidate")
+    for side, frame, paired, scores in (("baseline", base, pairs.base, base_scores), ("candidate", cand, pairs.cand, cand_scores)):
+        _check_unit_range(names, scores.to_numpy(), f"the {side} run", method_name, _locate_rows(frame, on, paired))
     slices = _paired_labels(pairs, by_columns, on, method_name, kind="slice") if by_columns else None
     unit_labels = _paired_labels(pairs, [units], on, method_name, kind="cluster") if units else None
     table = _stats.compare(
@@ -339,7 +371,10 @@ def gate(
     -------
     raglab.stats.GateResult
         ``.decision``, ``.table``, ``.to_frame()``, ``.to_json(path)`` (the decision log with both
-        runs' eval-set version and hash and judge fingerprint).
+        runs' eval-set version and hash and judge fingerprint). ``.table`` holds the columns of
+        :meth:`compare` (``n_clusters`` with ``units``), then ``margin, higher_is_better, reason,
+        p_worse, p_worse_adjusted`` (the last with ``adjust="holm"``), and ends with ``diff, low, high,
+        decision``.
 
     Examples
     --------

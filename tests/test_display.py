@@ -89,6 +89,8 @@ def test_p_text_bounds():
     assert p_text(1 / 10_001, bound=True) == "< 0.0001"  # 9.999e-05
     assert p_text(27 / 334, bound=True) == "< 0.09" and p_text(1 / 334, bound=True) == "< 0.003"
     assert p_text(0.001, bound=True) == "\N{LESS-THAN OR EQUAL TO} 0.001"
+    # a Holm-adjusted bound capped at 1 is still a bound, never a bare '1' ("p 1 >= 0.025")
+    assert p_text(1.0, bound=True) == "\N{LESS-THAN OR EQUAL TO} 1" and p_text(1.0) == "1"
     rows = pd.DataFrame({"p_worse": [1 / 301, 2 / 301, 1 / 301, 1e-9],
                          "n_permutations": pd.array([None, None, 300, None], dtype="Int64"),
                          "n_resamples": pd.array([300, 300, 300, None], dtype="Int64"),
@@ -112,8 +114,76 @@ def test_a_registered_unit_score_outside_0_1_is_refused_naming_column_rows_and_v
                                             r"row 0, 70 at row 1, 50 at row 2 \(percentages\? divide by 100\)"):
         stats.compare({"faithfulness": [0.2, 0.7, 0.5]}, {"faithfulness": [20.0, 70.0, 50.0]})
     rows = pd.DataFrame({"question_id": list("abcd"), "em": [1.0, 0.0, 2.0, 1.0]})
-    with pytest.raises(RowTableError, match=r"'em' .* 1 value lies in `scores` outside it: 2 at row 2\."):
+    with pytest.raises(RowTableError, match=r"rag\.summary: 'em' .* 1 value lies in the run outside it: 2 at row 2 "
+                                            r"\(question_id 'c'\)\."):
         rows.rag.summary(metrics=["em"])
     # what is not registered in [0, 1] is summarised as before
     assert stats.summary({"recall@5": good})["n"].iloc[0] == 5
     assert stats.summary({"latency_ms": [900.0, 2.0], "my_score": [1.7, -0.2]})["n"].tolist() == [2, 2]
+
+
+def test_an_out_of_range_score_through_the_accessor_names_the_users_row_and_question_id():
+    # The reviewer's case: q5's recall is 1.7 in the candidate, whose rows are in another order (q5 is
+    # its row 34) and whose index is not 0..n-1. The accessor pairs the runs by id, re-indexing them;
+    # the error must name the row of the table the user passed and the question, not a paired position.
+    import raglab  # noqa: F401  (registers df.rag)
+    from raglab._errors import RowTableError
+
+    n = 40
+    base = pd.DataFrame({"question_id": [f"q{i}" for i in range(n)], "recall@5": np.linspace(0, 1, n)})
+    cand = base.copy()
+    cand.loc[5, "recall@5"] = 1.7
+    cand = cand.iloc[::-1].reset_index(drop=True)
+    assert cand.index[cand["question_id"] == "q5"].tolist() == [34]
+    expected = r"1 value lies in the candidate run outside it: 1\.7 at row 34 \(question_id 'q5'\)\."
+    for name, call in (
+        ("rag.compare", lambda: base.rag.compare(cand, metrics=["recall@5"], n_resamples=50, n_permutations=50)),
+        ("rag.gate", lambda: base.rag.gate(cand, margin=0.02, metrics=["recall@5"], n_resamples=50, n_permutations=50)),
+    ):
+        with pytest.raises(RowTableError, match=rf"^{name.replace('.', '[.]')}: 'recall@5' is a score in \[0, 1\].*{expected}") as caught:
+            call()
+        assert caught.value.rows == [34] and caught.value.method == name and caught.value.column == "recall@5"
+    # an index of labels: the label is shown, the position is kept in .rows; the baseline side too
+    labelled = base.set_axis([f"r{i}" for i in range(n)]).iloc[::-1]
+    labelled.loc["r7", "recall@5"] = -0.5
+    with pytest.raises(RowTableError, match=r"lies in the baseline run outside it: -0\.5 at row r7 \(question_id 'q7'\)") as caught:
+        labelled.rag.compare(cand.assign(**{"recall@5": 0.5}), metrics=["recall@5"], n_resamples=50, n_permutations=50)
+    assert caught.value.rows == [n - 1 - 7]
+    with pytest.raises(RowTableError, match=r"^rag\.summary: .* -0\.5 at row r7 \(question_id 'q7'\)") as caught:
+        labelled.rag.summary(metrics=["recall@5"])
+    assert caught.value.rows == [n - 1 - 7]
+    # the pure functions on arrays keep positions in the arrays passed
+    with pytest.raises(RowTableError, match=r"^compare: .* in `cand` outside it: 1\.7 at row 34\.") as caught:
+        stats.compare({"recall@5": base["recall@5"].to_numpy()}, {"recall@5": cand["recall@5"].to_numpy()})
+    assert caught.value.rows == [34]
+
+
+def test_the_row_table_docstrings_list_the_columns_their_tables_hold_in_order():
+    # runs.summary / compare / gate (rows.rag.*) document their columns; the tables end with the
+    # estimate and interval (and the gate's decision), and the docstrings must say so, in that order.
+    import warnings
+
+    from raglab import runs
+
+    rng = np.random.default_rng(0)
+    n = 60
+    base = pd.DataFrame({"question_id": [f"q{i}" for i in range(n)], "recall@5": rng.uniform(0, 1, n)})
+    cand = base.assign(**{"recall@5": rng.uniform(0, 1, n)})
+    fast = {"n_resamples": 100, "n_permutations": 100}
+
+    def doc(function):
+        return " ".join(function.__doc__.split())
+
+    def listed(columns):
+        return "``" + ", ".join(columns) + "``"
+
+    summary = list(runs.summary(base, metrics=["recall@5"]).columns)
+    compared = list(runs.compare(base, cand, metrics=["recall@5"], **fast).columns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        gated = list(runs.gate(base, cand, margin=0.02, metrics=["recall@5"], **fast).table.columns)
+    assert summary[-3:] == ["mean", "low", "high"] and compared[-3:] == ["diff", "low", "high"]
+    assert listed(summary) in doc(runs.summary)
+    assert listed(compared) in doc(runs.compare)
+    assert gated[: len(compared) - 3] == compared[:-3]  # the compare columns, then the gate's
+    assert listed(gated[len(compared) - 3: -4]) in doc(runs.gate) and listed(gated[-4:]) in doc(runs.gate)

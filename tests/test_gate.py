@@ -342,3 +342,53 @@ def test_numpy_values_in_the_table_attrs_are_kept():
     table.attrs["note"] = np.int64(3)
     result = gate_comparison(table, margin=0.02, higher_is_better=True)
     assert result.table.attrs["note"] == 3 and json.loads(result.to_json())["decision"] == "review"  # zero-width
+
+
+def test_a_row_held_above_the_block_threshold_by_the_flips_resolution_says_so_and_how_to_fix_it():
+    # Eight clear drops (every question worse): no sign flip is as extreme, so each raw one-sided p-value
+    # is the floor 1 / (99 + 1) = 0.01, and Holm over 8 rows makes it 8 x 0.01 = 0.08 (statsmodels below).
+    # That bound cannot show p >= 0.025: the row is review because 99 flips cannot resolve Holm's threshold.
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(0)
+    n = 200
+    base = pd.DataFrame({f"m{i}": rng.uniform(0.5, 1, n) for i in range(8)})
+    cand = (base - rng.uniform(0.05, 0.15, (n, 8))).clip(0, 1)
+    with pytest.warns(UserWarning, match="can never block"):
+        coarse = gate(base, cand, margin=0.02, n_permutations=99, n_resamples=300, higher_is_better=True)
+    table = coarse.table
+    np.testing.assert_allclose(table["p_worse"], 1 / 100)
+    np.testing.assert_allclose(table["p_worse_adjusted"], multipletests(table["p_worse"], method="holm")[1])
+    assert (table["decision"] == "review").all()
+    # 1 / (N + 1) < 0.025 / 8 first holds at N = 320
+    least = next(k for k in range(1, 10_000) if 1 / (k + 1) < 0.025 / 8)
+    for reasons in (table["reason"], coarse._shown()["reason"], pd.Series([r["reason"] for r in coarse.to_dict()["rows"]])):
+        for reason in reasons:
+            assert "not significant" not in reason and ">= 0.025" not in reason, reason
+            assert "99 sign flips cannot give a one-sided p-value below 0.01" in reason, reason
+            assert "only known to be \N{LESS-THAN OR EQUAL TO} 0.08" in reason and "below 0.025" in reason, reason
+            assert reason.endswith(f"Raise n_permutations (to at least {least})"), reason
+    # the advice is right: with that many flips the same drops block
+    assert gate(base, cand, margin=0.02, n_permutations=least, n_resamples=300, higher_is_better=True).decision == "block"
+
+
+def test_the_resolution_reason_for_bootstrap_p_values_one_row_and_a_bound_capped_at_1():
+    # one row (no Holm): 19 flips cannot go below 1/20 = 0.05 >= 0.025; 1/41 < 0.025 first at 40 flips
+    decision, reason = _decide(-0.2, -0.01, 0.02, True, n=50, p_worse=0.05, floor=(19, "sign flips", "n_permutations"))
+    assert decision == "review" and "19 sign flips cannot give a one-sided p-value below 0.05" in reason
+    assert "Holm" not in reason and reason.endswith("Raise n_permutations (to at least 40)")
+    # no permutations: the bootstrap's resamples are the draws; 1 / 201 = 0.004975 is stated rounded down
+    decision, reason = _decide(-0.2, -0.01, 0.02, True, n=50, p_worse=1.0, family=300,
+                               floor=(200, "bootstrap resamples", "n_resamples"))
+    assert decision == "review" and "200 bootstrap resamples cannot give a one-sided p-value below 0.0049" in reason
+    assert "only known to be \N{LESS-THAN OR EQUAL TO} 1," in reason and " p 1 " not in reason
+    assert reason.endswith("Raise n_resamples (to at least 12000)")  # 1 / 12001 < 0.025 / 300 = 1 / 12000
+    # a p-value that is not at its floor is a measurement: "not significant" stays
+    assert "not significant" in _decide(-0.2, -0.01, 0.02, True, n=50, p_worse=0.04, family=24)[1]
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.5, 1, 60)
+    result = gate({"m": base}, {"m": base - rng.uniform(0.05, 0.15, 60)}, margin=0.02, n_permutations=0,
+                  n_resamples=30, method="percentile", higher_is_better=True, adjust=None)
+    assert result.table["test"].iloc[0] == "none" and result.table["p_worse"].iloc[0] == pytest.approx(1 / 31)
+    assert "30 bootstrap resamples cannot give a one-sided p-value below 0.032" in result.table["reason"].iloc[0]
+    assert result.table["reason"].iloc[0].endswith("Raise n_resamples (to at least 40)")

@@ -842,3 +842,30 @@ def test_the_card_names_the_runs_and_the_evalset():
     assert forest(plain, names=("a", "b")).get_title().splitlines()[1] == "b (candidate) vs a (baseline); eval set not stamped"
     with pytest.raises(ValueError, match=r"`names` takes the keys 'base', 'cand' and 'evalset'; got \['baseline'\]"):
         forest(plain, names={"baseline": "a"})
+
+
+def test_the_card_tells_eval_sets_with_one_name_and_version_but_different_hashes_apart():
+    import warnings
+
+    from raglab._meta import set_meta
+
+    rng = np.random.default_rng(5)
+    n = 100
+    base = pd.DataFrame({"question_id": [f"q{i}" for i in range(n)], "recall@5": rng.random(n)})
+    cand = base.assign(**{"recall@5": np.clip(base["recall@5"] + 0.01, 0, 1)})
+    long_hash = "0123456789abcdef" * 4
+    set_meta(base, {"evalset": {"name": "support-qa", "version": "v3", "hash": long_hash}})
+    set_meta(cand, {"evalset": {"name": "support-qa", "version": "v3", "hash": "bbbb"}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the mismatch warning, allowed here on purpose
+        moved = base.rag.gate(cand, metrics=["recall@5"], margin=0.02, n_resamples=200, allow_evalset_mismatch=True)
+        compared = base.rag.compare(cand, metrics=["recall@5"], n_resamples=200, allow_evalset_mismatch=True)
+    for source in (moved, compared):
+        wrapped = " ".join(forest(source).get_title().split())
+        assert ("eval sets differ: support-qa v3 (candidate), support-qa v3 (baseline) "
+                "(hash bbbb vs 0123456789ab\N{HORIZONTAL ELLIPSIS})") in wrapped, wrapped
+        assert "eval set support-qa" not in wrapped
+    # same name, version and hash: one eval set, no hash shown
+    set_meta(cand, {"evalset": {"name": "support-qa", "version": "v3", "hash": long_hash}})
+    same = " ".join(forest(base.rag.gate(cand, metrics=["recall@5"], margin=0.02, n_resamples=200)).get_title().split())
+    assert "; eval set support-qa v3 95%" in same and "hash" not in same

@@ -237,6 +237,34 @@ def a_span(draw, *, gold):
     return out
 
 
+def test_the_int_one_is_refused_under_the_union_rule_it_would_mean_one_character():
+    # The span holds 100 characters; the chunk clips 1 of them. Under the union rule 1.0 (and None) mean
+    # the whole span, so the span is not found; the int 1 would mean one character and find it, the
+    # cutting reward the rule removes, so it is refused with both meanings and the ways out.
+    clip = [span("a", 199, 600)]
+    assert span_metrics(clip, GOLD, k=1)["recall@1"] == 0.0
+    assert span_metrics(clip, GOLD, k=1, min_overlap=1.0)["recall@1"] == 0.0
+    for value in (1, np.int64(1), True):
+        for call, args in (
+            (span_metrics, (clip, GOLD, 1)),
+            (span_retrieval_scores, ([clip], [GOLD], 1)),
+        ):
+            with pytest.raises(ValueError, match=r"(?s)min_overlap=(1|True)`.*one character.*whole span.*min_overlap=1\.0"
+                               r".*character count >= 2.*span_rule='per_chunk'"):
+                call(*args, min_overlap=value)
+        with pytest.raises(ValueError, match="ambiguous under span_rule='union'"):
+            check_min_overlap(value, span_rule="union")
+    rows = pd.DataFrame({"question_id": ["q1"], "gold_spans": [GOLD], "retrieved_spans": [clip]})
+    with pytest.raises(ValueError, match="ambiguous under span_rule='union'"):
+        rows.rag.retrieval(k=1, min_overlap=1)
+    # the old rule keeps its one-character default, spelled out or not; a character count >= 2 is a count
+    assert span_metrics(clip, GOLD, k=1, min_overlap=1, span_rule="per_chunk")["recall@1"] == 1.0
+    assert rows.rag.retrieval(k=1, min_overlap=1, span_rule="per_chunk")["recall@1"].tolist() == [1.0]
+    assert span_metrics(clip, GOLD, k=1, min_overlap=2)["recall@1"] == 0.0
+    assert span_metrics([span("a", 198, 600)], GOLD, k=1, min_overlap=2)["recall@1"] == 1.0
+    assert check_min_overlap(1) == (1, "characters")  # no rule given: only the type and range are checked
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rows=st.lists(
@@ -251,6 +279,7 @@ def a_span(draw, *, gold):
     span_rule=st.sampled_from(["union", "per_chunk"]),
 )
 def test_bulk_spans_equal_the_per_question_definition_exactly(rows, ks, min_overlap, gain, which, span_rule):
+    assume(not (span_rule == "union" and min_overlap == 1 and isinstance(min_overlap, int)))  # refused: see below
     out = span_retrieval_scores([r for r, _ in rows], [g for _, g in rows], ks, min_overlap=min_overlap, gain=gain,
                                 metrics=which, span_rule=span_rule)
     for i, (chunks, gold) in enumerate(rows):

@@ -11,8 +11,10 @@ Rules (recorded by ``df.rag.retrieval`` in ``attrs["raglab"]["retrieval"]["span_
   measured over the union of their spans (characters counted once). The default ``min_overlap=1.0``
   is the whole span: a gold span cut by a chunk boundary counts only when every piece reached the
   model. An ``int`` is a number of characters (capped at the span's length), a ``float`` in (0, 1]
-  a fraction of the span's length. Cutting a span can never make it count earlier, and a
-  re-chunking that leaves the same gold characters in the top r for every r leaves every metric equal.
+  a fraction of the span's length. The int ``1`` is refused under this rule: it would read as the
+  whole span (``1.0``) but mean one character, the old per-chunk default that rewards cutting.
+  Cutting a span can never make it count earlier, and a re-chunking that leaves the same gold
+  characters in the top r for every r leaves every metric equal.
 - ``span_rule="per_chunk"`` (raglab's earlier default, kept as an explicit option; notebook 02
   shows it as the trap it was): each chunk is judged alone and a span is found at the first chunk
   that overlaps it by ``min_overlap`` (default 1 character). A window that clips a span's edge
@@ -118,7 +120,7 @@ def check_span_rule(span_rule: Any, min_overlap: Any = None) -> tuple[str, int |
         )
     if min_overlap is None:
         min_overlap = DEFAULT_MIN_OVERLAP[span_rule]
-    check_min_overlap(min_overlap)
+    check_min_overlap(min_overlap, span_rule=span_rule)
     return span_rule, min_overlap
 
 
@@ -154,13 +156,18 @@ def span_rule_record(span_rule: str, min_overlap: Any) -> dict[str, Any]:
     }
 
 
-def check_min_overlap(min_overlap: Any) -> tuple[float, str]:
+def check_min_overlap(min_overlap: Any, *, span_rule: str | None = None) -> tuple[float, str]:
     """Validate ``min_overlap`` and return ``(value, unit)``: unit "characters" or "fraction of the gold span".
 
     Parameters
     ----------
     min_overlap : int, float or fractions.Fraction
         Characters (an int >= 1) or a fraction of the gold span's length (in (0, 1]).
+    span_rule : {"union", "per_chunk"} or None
+        The rule it is for, when known. Under ``"union"`` the int ``1`` (and ``True``) is refused:
+        it reads like the float ``1.0`` (the whole span, the union default) but means one character,
+        which brings back the reward for cutting a span that the union rule removes. It was the old
+        per-chunk default, so a config that spelled it out would silently keep the old behaviour.
 
     Returns
     -------
@@ -170,9 +177,21 @@ def check_min_overlap(min_overlap: Any) -> tuple[float, str]:
 
     Examples
     --------
-    >>> check_min_overlap(1), check_min_overlap(0.5)
-    ((1, 'characters'), (0.5, 'fraction of the gold span'))
+    >>> check_min_overlap(1), check_min_overlap(0.5), check_min_overlap(1.0, span_rule="union")
+    ((1, 'characters'), (0.5, 'fraction of the gold span'), (1.0, 'fraction of the gold span'))
+    >>> check_min_overlap(1, span_rule="union")
+    Traceback (most recent call last):
+    ...
+    ValueError: `min_overlap=1` is ambiguous under span_rule='union': ...
     """
+    if span_rule == "union" and (min_overlap is True or (isinstance(min_overlap, Integral) and min_overlap == 1)):
+        raise ValueError(
+            f"`min_overlap={min_overlap if min_overlap is True else int(min_overlap)!r}` is ambiguous under span_rule='union': the int 1 means one character "
+            "(a chunk that clips one character of a gold span counts it as found, the old per-chunk default "
+            "that rewards cutting), while 1.0 means the whole span (the union default). Pass "
+            "`min_overlap=1.0` (or None) for the whole span, an explicit character count >= 2, or "
+            "`span_rule='per_chunk'` for the old rule"
+        )
     if isinstance(min_overlap, bool) or not isinstance(min_overlap, Real):
         raise ValueError(
             f"`min_overlap` must be a number of characters (int >= 1) or a fraction of the gold span "
@@ -316,6 +335,7 @@ def span_metrics(
     min_overlap : int, float or None
         Characters (int, capped at the gold span's length) or fraction of the gold span (float in
         (0, 1]); None: 1.0, the whole span, under ``"union"``, and 1 character under ``"per_chunk"``.
+        The int 1 is refused under ``"union"`` (it would mean one character, not the whole span).
     gain : {"exponential", "linear"}
         nDCG gain.
     metrics : str or iterable of str, optional

@@ -376,8 +376,18 @@ def _stamp_text(stamp: Any) -> str:
     return " ".join(str(stamp[k]) for k in ("name", "version") if stamp.get(k) not in (None, ""))
 
 
+def _stamp_hash(stamp: Any) -> str:
+    """An eval-set stamp's hash, shortened as the pairing error shows it (12 characters, ``…`` when cut)."""
+    value = stamp.get("hash") if isinstance(stamp, Mapping) else None
+    if value in (None, ""):
+        return ""
+    value = str(value)
+    return value[:12] + ("\N{HORIZONTAL ELLIPSIS}" if len(value) > 12 else "")
+
+
 def _compared(table: pd.DataFrame, records: Any, names: Mapping[str, str] | Sequence[str] | None) -> str:
-    """The card's line naming the candidate and baseline runs and the eval-set version ("" when nothing is known).
+    """The card's line naming the candidate and baseline runs and the eval-set version, with both hashes when
+    they differ ("" when nothing is known).
 
     From a GateResult's ``runs``, else ``attrs["raglab"]["comparison"]["runs"]`` (what ``rows.rag.compare``
     records of each run); ``names`` wins for what it gives.
@@ -398,16 +408,22 @@ def _compared(table: pd.DataFrame, records: Any, names: Mapping[str, str] | Sequ
         given = {"base": str(names[0]), "cand": str(names[1])}
     else:
         raise TypeError(f"`names` must be a dict or a pair (baseline, candidate), got {names!r}")
-    runs, stamps = {}, {}
+    runs, stamps, hashes = {}, {}, {}
     for side in ("base", "cand"):
         record = records.get(side) if isinstance(records.get(side), Mapping) else {}
         run = record.get("run") if isinstance(record.get("run"), Mapping) else {}
         runs[side] = given.get(side) or (str(run["name"]) if run.get("name") not in (None, "") else "")
         stamps[side] = _stamp_text(record.get("evalset"))
+        hashes[side] = _stamp_hash(record.get("evalset"))
+    # The hash is the eval set's identity (what pairing checks): same name and version, other questions or
+    # gold (compared after allow_evalset_mismatch=True) are different eval sets, never "eval set <name>".
+    hashes_differ = bool(hashes["base"] or hashes["cand"]) and hashes["base"] != hashes["cand"]
     if "evalset" in given:
         evalset = f"eval set {given['evalset']}"
-    elif stamps["base"] and stamps["cand"] and stamps["base"] != stamps["cand"]:
+    elif stamps["base"] and stamps["cand"] and (stamps["base"] != stamps["cand"] or hashes_differ):
         evalset = f"eval sets differ: {stamps['cand']} (candidate), {stamps['base']} (baseline)"
+        if hashes_differ:
+            evalset += f" (hash {hashes['cand'] or 'none'} vs {hashes['base'] or 'none'})"
     elif stamps["base"] or stamps["cand"]:
         evalset = f"eval set {stamps['base'] or stamps['cand']}"
         if not (stamps["base"] and stamps["cand"]):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,12 +96,22 @@ def _row_skewness(diffs: np.ndarray, codes: np.ndarray, n_groups: int, grouped: 
     return np.where((n >= 3) & (m2 > 1e-24), out, np.nan)
 
 
-def _check_unit_range(names: list[str], values: np.ndarray, what: str, method: str) -> None:
+def _check_unit_range(
+    names: list[str], values: np.ndarray, what: str, method: str,
+    locate: Callable[[np.ndarray], tuple[list[str], list[int]]] | None = None,
+) -> None:
     """Refuse scores of a metric registered in [0, 1] (recall, hit, ndcg, faithfulness...) that lie outside it.
 
     A recall of 1.7 or a faithfulness of -0.2 cannot be right (a percentage, a wrong column, a sign
     error upstream), and a mean and interval over it would look like evidence: refused, naming the
-    metric, the rows (positions in ``what``) and their values. Rounding slack of 1e-9 is allowed.
+    metric, the rows and their values. Rounding slack of 1e-9 is allowed.
+
+    ``what`` names the input in the message (``"`cand`"``). ``locate`` maps positions in ``values``
+    to the user's rows, as ``(labels, positions)``: the row-table functions (:mod:`raglab.runs`) pass
+    one that names the row of the user's table and its question id (the scores they pass are paired
+    and re-indexed); without it the rows are the positions in ``values`` (``"row 5"``), which is
+    what the user passed to :func:`summary` or :func:`compare`. ``RowTableError.rows`` holds the
+    same positions as the message.
     """
     for j, name in enumerate(names):
         info = metric_info(name)
@@ -111,15 +121,16 @@ def _check_unit_range(names: list[str], values: np.ndarray, what: str, method: s
         with np.errstate(invalid="ignore"):
             bad = np.flatnonzero((column < -1e-9) | (column > 1 + 1e-9))  # NaN (no score) is not out of range
         if bad.size:
-            shown = ", ".join(f"{column[i]:g} at row {i}" for i in bad[:5]) + (", ..." if bad.size > 5 else "")
+            labels, rows = locate(bad[:50]) if locate is not None else ([f"row {i}" for i in bad[:50]], bad[:50].tolist())
+            shown = ", ".join(f"{column[i]:g} at {label}" for i, label in zip(bad[:5], labels)) + (", ..." if bad.size > 5 else "")
             scored = column[~np.isnan(column)]
             percent = scored.min() >= 0 and scored.max() <= 100 and (scored > 1).mean() >= 0.5
             hint = " (percentages? divide by 100)" if percent else ""
             raise RowTableError(
                 f"{method}: {name!r} is a score in [0, 1] ({info.description or 'registered as bounded'}), but "
-                f"{bad.size} value{'s lie' if bad.size > 1 else ' lies'} in `{what}` outside it: {shown}{hint}. Fix the "
+                f"{bad.size} value{'s lie' if bad.size > 1 else ' lies'} in {what} outside it: {shown}{hint}. Fix the "
                 f"scores, or give the column another name if it is not {info.base}.",
-                column=name, rows=bad[:50].tolist(), method=method,
+                column=name, rows=rows, method=method,
             )
 
 
@@ -204,7 +215,7 @@ def summary(
     names, values = _as_scores(scores, "scores")
     if values.shape[0] == 0:
         raise ValueError("summary needs at least one question (the scores are empty)")
-    _check_unit_range(names, values, "scores", "summary")
+    _check_unit_range(names, values, "`scores`", "summary")
     codes, _, grouped, n_groups, rows, unit_codes = _layout(values.shape[0], slices, units)
     present = ~np.isnan(values)
     n_valid = _row_counts(codes, n_groups, grouped, present)
@@ -407,8 +418,8 @@ def compare(
         )
     if b.shape[0] == 0:
         raise ValueError("compare needs at least one question (the scores are empty)")
-    _check_unit_range(names, b, "base", "compare")
-    _check_unit_range(names, c, "cand", "compare")
+    _check_unit_range(names, b, "`base`", "compare")
+    _check_unit_range(names, c, "`cand`", "compare")
     seed = _resolve_seed(seed)
     codes, _, grouped, n_groups, rows, unit_codes = _layout(b.shape[0], slices, units)
     complete = ~(np.isnan(b) | np.isnan(c))
