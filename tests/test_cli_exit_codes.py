@@ -27,14 +27,17 @@ FAST = ["--n-resamples", "300", "--n-permutations", "300"]
 
 @pytest.fixture
 def runs(tmp_path):
-    """A pass (faithfulness barely moves) and a block (hit drops by 20 points) on the same 200 questions."""
+    """A pass (faithfulness barely moves) and a block (hit drops by 20 points) on the same 600 questions.
+
+    600, not 200: faithfulness is a [0, 1] metric, decided by the betting interval, which needs about
+    5 / margin questions before any change can pass a margin of 0.02."""
     rng = np.random.default_rng(0)
-    ids = [f"q{i:03d}" for i in range(200)]
-    faith = rng.random(200)
-    hit = (rng.random(200) < 0.8).astype(float)
+    ids = [f"q{i:03d}" for i in range(600)]
+    faith = rng.random(600)
+    hit = (rng.random(600) < 0.8).astype(float)
     base = pd.DataFrame({"question_id": ids, "faithfulness": faith, "hit@5": hit})
-    cand = pd.DataFrame({"question_id": ids, "faithfulness": np.clip(faith + rng.normal(0, 0.005, 200), 0, 1),
-                         "hit@5": np.where(np.arange(200) % 5 == 0, 0.0, hit)})
+    cand = pd.DataFrame({"question_id": ids, "faithfulness": np.clip(faith + rng.normal(0, 0.005, 600), 0, 1),
+                         "hit@5": np.where(np.arange(600) % 5 == 0, 0.0, hit)})
     base["quality"], cand["quality"] = base["faithfulness"], cand["faithfulness"]  # a name raglab does not know
     paths = {"base": raglab.write_rows(base, tmp_path / "base.parquet"),
              "cand": raglab.write_rows(cand, tmp_path / "cand.jsonl")}
@@ -267,7 +270,11 @@ def test_memory_exhausted_in_a_real_process_exits_4(runs):
         pytest.skip("needs Linux's /proc")
     args = ["gate", runs["base"], runs["cand"], "--metric", "faithfulness", "--margin", "0.02",
             "--n-resamples", "100000000"]
-    done = subprocess.run([PY, "-c", script, *args], capture_output=True, text=True, timeout=120)
+    # One OpenBLAS thread: its worker threads allocate buffers on first use, and under the cap OpenBLAS then
+    # exit(1)s itself (the supervised console script maps that to 4: test_the_console_script_turns_an_exit_raglab_did_not_choose_into_4); this test is
+    # about numpy's MemoryError reaching the exit rule.
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    done = subprocess.run([PY, "-c", script, *args], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 4, done.stderr
     assert "cannot run: MemoryError" in done.stderr and "Traceback" not in done.stderr
 
