@@ -17,6 +17,7 @@ import pytest
 from scipy import stats as sps
 
 from raglab import stats
+from raglab._results import at_floor, floor_resolution
 from raglab.stats.intervals import _BETTING_LABEL, _betting_bounds
 
 MARGIN = 0.02
@@ -156,16 +157,28 @@ def test_bootstrap_rows_below_thirty_questions_or_clusters_are_review_whatever_t
     assert row["decision"] == "pass"
 
 
-def test_betting_rows_still_warn_when_holm_can_never_block_them():
-    # Their p-values come from sign flips like a bootstrap row's: too few flips can never survive Holm.
+def test_betting_rows_take_no_draws_so_holm_never_warns_for_them_and_no_floor_is_shown():
+    # Their p-values are 1 / capital, not counts of sign flips: a few flips cannot floor them, so the
+    # "Holm can never block" warning and the resampling-floor display do not apply; a bootstrap row does.
     rng = np.random.default_rng(1)
     base = {name: rng.random(300) for name in ("rr", "ndcg@5", "recall@5")}
     cand = {k: np.clip(v + rng.normal(0, 0.05, 300), 0, 1) for k, v in base.items()}
     slices = np.repeat([f"s{i}" for i in range(8)], 300 // 8 + 1)[:300]
-    with pytest.warns(UserWarning, match=r"27 rows, Holm needs a one-sided p-value below 0.00093.*at least 1080"):
-        result = stats.gate(base, cand, margin=0.02, slices=slices, n_permutations=500, n_resamples=300,
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        result = stats.gate(base, cand, margin=0.02, slices=slices, n_permutations=50, n_resamples=300,
                             higher_is_better=True)
-    assert set(result.table["method"]) == {_BETTING_LABEL} and result.table["n_resamples"].isna().all()
-    # without sign flips the p-values come from the resamples, and the table says how many
+    t = result.table
+    assert set(t["method"]) == {_BETTING_LABEL} and set(t["test"]) == {"betting capital"}
+    assert t["n_resamples"].isna().all() and t["n_permutations"].isna().all()
+    assert not at_floor(t).any() and all(f is None for f in floor_resolution(t))
+    # n_permutations=0 changes nothing for betting rows (no bootstrap is read)
     table = stats.compare(base, cand, n_permutations=0, n_resamples=300)
-    assert (table["n_resamples"] == 300).all() and (table["method"] == _BETTING_LABEL).all()
+    again = stats.compare(base, cand, n_permutations=50, n_resamples=300)
+    assert table["n_resamples"].isna().all() and np.allclose(table["p_decrease"], again["p_decrease"])
+    # an unbounded metric beside them keeps its sign flips, and 50 flips still warn
+    base["latency_s"], cand["latency_s"] = 1 + base["rr"], 1 + cand["rr"]
+    with pytest.warns(UserWarning, match=r"Holm needs a one-sided p-value below .*50 sign flips"):
+        stats.gate(base, cand, margin={"rr": 0.02, "ndcg@5": 0.02, "recall@5": 0.02, "latency_s": 0.1},
+                   slices=slices, n_permutations=50, n_resamples=300,
+                   higher_is_better={"rr": True, "ndcg@5": True, "recall@5": True, "latency_s": False})
