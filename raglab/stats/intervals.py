@@ -483,7 +483,9 @@ def _betting_p_values(
     bound above ``null`` means ``p_above <= (1 - level) / 2``. When the mean is ``null`` (or on the
     other side), ``K(null)`` has expectation at most 1 for any distribution on [lower, upper] and any
     n, so ``P(p <= a) <= a`` for every ``a`` (Markov): a valid p-value, which Holm may adjust.
-    Unlike a sign-flip p-value it needs no symmetry. NaN below two values.
+    Unlike a sign-flip p-value it needs no symmetry. (As for the bounds, the expectation is over the
+    random orders too; with one seed fixed, exact enumeration in ``tests/test_gate_tails.py`` finds
+    ``P(p < 0.025)`` at most 0.0063 on every mean-0 law it tries.) NaN below two values.
     """
     values = np.asarray(values, dtype=float)
     if values.size < 2:
