@@ -33,6 +33,12 @@ bootstrap for continuous ones; ``adjust="holm"`` unless stated):
    their mean widths.
 6. **Power to block** a real drop of 4 margins (rr-like, 30% re-ranked, mean drop 0.08), n = 50 to
    400: P(block) with the betting interval against the old bootstrap.
+7. **No true change, skewed differences, many slices** (review of issue 18): 95% of questions lose
+   0.05/0.95, 5% gain 1 (true mean exactly 0), one metric known to lie in [0, 1], 20 slices x 100
+   questions (21 rows with the overall one). Target: family false-block rate at most 2.5% (Holm over
+   one-sided tests at 0.025). "now": the gate, whose betting rows take their one-sided p-value from the
+   betting capital (``min(1, 1 / K(0))``); "before": the same intervals with the sign-flip p-values betting
+   rows had (4,000 flips, Holm), which assume symmetric differences.
 
 Monte Carlo standard errors are ``sqrt(p (1 - p) / replicates)``. Continuous rows use fewer
 bootstrap resamples and sign flips than the defaults (printed) so the script runs in a few minutes;
@@ -76,10 +82,10 @@ RR_MEAN = float(RR_LEVELS @ RR_PROBS)
 # Replicates per row: the full run (the default) and --quick.
 FULL_REPS = {"slice_pass_fail": 20_000, "slice_rr": 600, "null_pass_fail": 1200, "null_rr": 300,
              "equal_pass_fail": 2000, "equal_rr": 1000, "margin_small": 2000, "margin_400": 1000,
-             "margin_1000": 600, "power": 300}
+             "margin_1000": 600, "power": 300, "skewed_null": 300}
 QUICK_REPS = {"slice_pass_fail": 500, "slice_rr": 60, "null_pass_fail": 50, "null_rr": 15,
               "equal_pass_fail": 100, "equal_rr": 100, "margin_small": 200, "margin_400": 100,
-              "margin_1000": 100, "power": 50}
+              "margin_1000": 100, "power": 50, "skewed_null": 30}
 CHUNK = 100  # replicates per compare() call in parts 4-5 (one column each)
 
 
@@ -473,11 +479,43 @@ def equal_runs(rng: np.random.Generator, replicates: dict[str, int], quick: bool
     print()
 
 
+def skewed_null_family(rng: np.random.Generator, replicates: dict[str, int], quick: bool = False) -> None:
+    k, m, reps, flips = 20, 100, replicates["skewed_null"], 4000
+    loss = 0.05 / 0.95
+    print(f"7. NO true change, skewed differences (95% lose {loss:.4f}, 5% gain 1; mean 0), {k} slices x {m} questions "
+          f"= {k + 1} rows of one [0, 1] metric: share of releases BLOCKED (Holm)")
+    if quick:
+        quick_note(replicates, ["skewed_null"])
+    print(f"   {'p-value of betting rows':<44s} {'reps':>5s}  {'false-block rate':>16s}  {'blocked rows/run':>16s}  "
+          f"{'target':>7s} {'met':>4s}")
+    labels = np.repeat([f"s{i}" for i in range(k)], m)
+    now, before = [], []
+    for _ in range(reps):
+        d = np.where(rng.random(k * m) < 0.05, 1.0, -loss)
+        base = np.where(d > 0, 0.0, 0.5)
+        seed = int(rng.integers(2**31))
+        table = stats.gate({"ndcg@5": base}, {"ndcg@5": base + d}, margin=MARGIN, higher_is_better=True,
+                           slices=labels, seed=seed).table
+        now.append(int((table["decision"] == "block").sum()))
+        # before: the same betting intervals, sign-flip p-values (a metric with no known bounds gets them)
+        flipped = stats.compare({"score": base}, {"score": base + d}, slices=labels, method="percentile",
+                                n_resamples=100, n_permutations=flips, seed=seed)
+        bad_side = table["high"].to_numpy() < 0
+        adjusted = stats.holm(flipped["p_decrease"].to_numpy())
+        before.append(int((bad_side & (adjusted < 0.025)).sum()))
+    for label, counts in ((f"sign flips ({flips:,}), before", before), ("betting capital min(1, 1/K(0)), now", now)):
+        counts = np.array(counts)
+        p, se = rate(int((counts > 0).sum()), reps)
+        print(f"   {label:<44s} {reps:>5d}  {pct(p, se):>16s}  {counts.mean():>16.3f}  {'<= 2.5%':>7s} "
+              f"{met(p, 0.025, True, reps if quick else None):>4s}")
+    print()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true",
                         help="far fewer replicates per row, no exact columns (under 20 s; full run about 2.5 min)")
-    parser.add_argument("--parts", default="1,2,3,4,5,6", help="which experiments to run (default 1,2,3,4,5,6)")
+    parser.add_argument("--parts", default="1,2,3,4,5,6,7", help="which experiments to run (default 1,2,3,4,5,6,7)")
     args = parser.parse_args(argv)
     replicates = QUICK_REPS if args.quick else FULL_REPS
     warnings.simplefilter("ignore", UserWarning)  # dropped pairs / guessed directions: none expected
@@ -490,7 +528,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.getloadavg()[0]:.2f} at start. Rates are 'estimate ±Monte Carlo SE'.\n")
     rng = np.random.default_rng(SEED)
     started = time.perf_counter()
-    parts = {"1": small_slices, "2": no_change, "3": equal_runs, "4": at_margin, "5": power_cost, "6": block_power}
+    parts = {"1": small_slices, "2": no_change, "3": equal_runs, "4": at_margin, "5": power_cost, "6": block_power,
+             "7": skewed_null_family}
     for part in (parts[key] for key in args.parts.split(",")):
         start = time.perf_counter()
         part(rng, replicates, quick=args.quick)

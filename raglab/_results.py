@@ -38,7 +38,8 @@ def decision_colour(decision: Any) -> str:
 
 def _draws(table: pd.DataFrame) -> np.ndarray:
     """Per row of a compare or gate table: how many random draws its one-sided p-values came from
-    (sign flips, or bootstrap resamples when no permutations were run); NaN for exact tests (McNemar)."""
+    (sign flips, or bootstrap resamples when no permutations were run); NaN for exact McNemar tests and
+    betting rows (their p-value is 1 / capital, no count of draws)."""
     def column(name: str) -> pd.Series:
         if name in table.columns:
             return pd.to_numeric(table[name], errors="coerce").astype(float)

@@ -32,7 +32,7 @@ from raglab._results import jsonable as _jsonable
 from raglab._validation import check_option, warn
 from raglab._version import __version__
 from raglab.stats._engine import MIN_CLUSTERS
-from raglab.stats.intervals import _BETTING_LABEL, _SCORE_LABEL
+from raglab.stats.intervals import _BETTING_LABEL, _CAPITAL_TEST, _SCORE_LABEL
 from raglab.stats.tables import _ADJUST, _estimate_last, compare
 from raglab.stats.tests import holm
 
@@ -266,8 +266,12 @@ def _gate_table(table: pd.DataFrame, margin: Any, higher_is_better: Any, adjust:
     # No method column: assume a bootstrap interval, so the checks a bootstrap needs still apply.
     resampled = ~out["method"].isin(_VALID_LABELS).to_numpy() if "method" in out.columns else np.ones(len(out), bool)
     changed = out["n_changed"] if "n_changed" in out.columns else pd.Series([None] * len(out))
-    # Every row but Tango's takes its p-value from sign flips or resamples (betting rows included).
+    # Rows whose p-values come from sign flips or resamples: not Tango's (exact McNemar), nor betting rows
+    # whose p-value is the betting capital's 1 / K (no draws to run out of; an older table's betting rows
+    # with sign-flip p-values still count).
     coarse = (out["method"] != _SCORE_LABEL).to_numpy() if "method" in out.columns else np.ones(len(out), bool)
+    if "test" in out.columns:
+        coarse = coarse & (out["test"] != _CAPITAL_TEST).to_numpy()
     _warn_if_holm_cannot_block(out, coarse, family, 1 - level)
     floors = floor_resolution(out.assign(p_worse=p_worse), "p_worse")  # Holm is monotone: a bound stays a bound
     decided = [

@@ -54,9 +54,11 @@ def test_p_values_at_the_resampling_floor_print_as_bounds():
     rng = np.random.default_rng(0)
     n, flips = 400, 999
     slices = np.repeat(list("abcd"), 100)
-    base = {"rr": 0.2 + 0.8 * rng.random(n), "hit@5": (rng.random(n) < 0.8).astype(float)}
-    cand = {"rr": base["rr"] - 0.2 * rng.random(n), "hit@5": np.where(rng.random(n) < 0.3, 0.0, base["hit@5"])}
-    result = stats.gate(base, cand, margin=0.02, slices=slices, n_resamples=300, n_permutations=flips)
+    # "score" has no known bounds, so it keeps sign flips (a bounded metric's p-value is its betting capital)
+    base = {"score": 0.2 + 0.8 * rng.random(n), "hit@5": (rng.random(n) < 0.8).astype(float)}
+    cand = {"score": base["score"] - 0.2 * rng.random(n), "hit@5": np.where(rng.random(n) < 0.3, 0.0, base["hit@5"])}
+    result = stats.gate(base, cand, margin={"score": 0.02, "hit@5": 0.02}, slices=slices, n_resamples=300,
+                        n_permutations=flips, higher_is_better=True)
     table = result.table
     flipped = (table["test"] == "sign-flip permutation").to_numpy()
     blocks = (table["decision"] == "block").to_numpy()

@@ -17,7 +17,9 @@ import pytest
 from scipy import stats as sps
 
 from raglab import stats
-from raglab.stats.intervals import _BETTING_LABEL, _betting_bounds
+from raglab._results import at_floor, floor_resolution
+from raglab.stats.intervals import _BETTING_LABEL, _betting_bounds, _betting_p_values
+from raglab.stats.tests import holm
 
 MARGIN = 0.02
 
@@ -156,16 +158,143 @@ def test_bootstrap_rows_below_thirty_questions_or_clusters_are_review_whatever_t
     assert row["decision"] == "pass"
 
 
-def test_betting_rows_still_warn_when_holm_can_never_block_them():
-    # Their p-values come from sign flips like a bootstrap row's: too few flips can never survive Holm.
+def test_betting_rows_take_no_draws_so_holm_never_warns_for_them_and_no_floor_is_shown():
+    # Their p-values are 1 / capital, not counts of sign flips: a few flips cannot floor them, so the
+    # "Holm can never block" warning and the resampling-floor display do not apply; a bootstrap row does.
     rng = np.random.default_rng(1)
     base = {name: rng.random(300) for name in ("rr", "ndcg@5", "recall@5")}
     cand = {k: np.clip(v + rng.normal(0, 0.05, 300), 0, 1) for k, v in base.items()}
     slices = np.repeat([f"s{i}" for i in range(8)], 300 // 8 + 1)[:300]
-    with pytest.warns(UserWarning, match=r"27 rows, Holm needs a one-sided p-value below 0.00093.*at least 1080"):
-        result = stats.gate(base, cand, margin=0.02, slices=slices, n_permutations=500, n_resamples=300,
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        result = stats.gate(base, cand, margin=0.02, slices=slices, n_permutations=50, n_resamples=300,
                             higher_is_better=True)
-    assert set(result.table["method"]) == {_BETTING_LABEL} and result.table["n_resamples"].isna().all()
-    # without sign flips the p-values come from the resamples, and the table says how many
+    t = result.table
+    assert set(t["method"]) == {_BETTING_LABEL} and set(t["test"]) == {"betting capital"}
+    assert t["n_resamples"].isna().all() and t["n_permutations"].isna().all()
+    assert not at_floor(t).any() and all(f is None for f in floor_resolution(t))
+    # n_permutations=0 changes nothing for betting rows (no bootstrap is read)
     table = stats.compare(base, cand, n_permutations=0, n_resamples=300)
-    assert (table["n_resamples"] == 300).all() and (table["method"] == _BETTING_LABEL).all()
+    again = stats.compare(base, cand, n_permutations=50, n_resamples=300)
+    assert table["n_resamples"].isna().all() and np.allclose(table["p_decrease"], again["p_decrease"])
+    # an unbounded metric beside them keeps its sign flips, and 50 flips still warn
+    base["latency_s"], cand["latency_s"] = 1 + base["rr"], 1 + cand["rr"]
+    with pytest.warns(UserWarning, match=r"Holm needs a one-sided p-value below .*50 sign flips"):
+        stats.gate(base, cand, margin={"rr": 0.02, "ndcg@5": 0.02, "recall@5": 0.02, "latency_s": 0.1},
+                   slices=slices, n_permutations=50, n_resamples=300,
+                   higher_is_better={"rr": True, "ndcg@5": True, "recall@5": True, "latency_s": False})
+
+
+# --------------------------------------------------------------------------------------------------
+# Betting rows' one-sided p-values: min(1, 1 / capital at 0), valid without symmetry (issue 18 review)
+# --------------------------------------------------------------------------------------------------
+
+def _count_vectors(n: int) -> np.ndarray:
+    return np.array([(a, b, n - a - b) for a in range(n + 1) for b in range(n + 1 - a)])
+
+
+def _mean_zero_family(support: np.ndarray, steps: int = 11) -> list[np.ndarray]:
+    """Distributions on three points (one negative, one positive at the end) with mean exactly 0: the
+    segment between the two-point mean-0 distributions the middle point allows."""
+    lo, mid, hi = support
+    ends = np.array([hi / (hi - lo), 0.0, -lo / (hi - lo)])
+    if mid < 0:
+        other = np.array([0.0, hi / (hi - mid), -mid / (hi - mid)])
+    elif mid > 0:
+        other = np.array([mid / (mid - lo), -lo / (mid - lo), 0.0])
+    else:
+        other = np.array([0.0, 1.0, 0.0])
+    return [t * ends + (1 - t) * other for t in np.linspace(0.0, 1.0, steps)]
+
+
+_SUPPORTS = [np.array([-1.0, -0.05, 1.0]), np.array([-1.0, 0.2, 0.6]), np.array([-1.0, 0.0, 1.0])]
+
+
+@pytest.mark.parametrize("n", [30, 45, 60])
+def test_betting_p_values_hold_their_level_on_each_side_by_exact_enumeration(n):
+    # Three support points: the p-values depend only on the counts, so P(p < a) under a mean-0 law is an
+    # exact sum over every count vector. Each side misses at most alpha / 2 = 0.025 (the gate's test), and
+    # as p-values they are valid at every a (Markov on the capital): P(p <= a) <= a, two-sided too.
+    counts = _count_vectors(n)
+    for support in _SUPPORTS:
+        p = np.array([_betting_p_values(np.repeat(support, c), -1.0, 1.0, 0.95, 0) for c in counts])
+        two_sided = np.minimum(1.0, 2.0 * p.min(axis=1))
+        for probs in _mean_zero_family(support):
+            assert abs(probs @ support) < 1e-12 and probs.min() >= 0
+            w = sps.multinomial.pmf(counts, n, probs)
+            for side in (0, 1):
+                assert w[p[:, side] < 0.025].sum() <= 0.025
+                for a in (0.05, 0.25, 0.5):
+                    assert w[p[:, side] <= a].sum() <= a
+            for a in (0.05, 0.5):
+                assert w[two_sided <= a].sum() <= a
+        if support[1] == 0:  # symmetric support: both sides share one seed, so they are mirror images
+            for probs in _mean_zero_family(support):
+                w = sps.multinomial.pmf(counts, n, probs)
+                assert w[p[:, 0] < 0.025].sum() == pytest.approx(w[p[:, 1] < 0.025].sum(), abs=1e-15)
+
+
+def test_betting_p_values_agree_with_the_bounds_and_a_mutated_level_is_caught():
+    # At every count vector (n = 30): the low bound above 0 <=> p_increase < 0.025 (the same capital read
+    # two ways), up to the bound's 1e-7 grid, and likewise high below 0 <=> p_decrease < 0.025. Each side of
+    # the bounds misses at most 0.025 for laws with other means too.
+    n, support = 30, np.array([-1.0, 0.2, 0.6])
+    counts = _count_vectors(n)
+    samples = [np.repeat(support, c) for c in counts]
+    p = np.array([_betting_p_values(x, -1.0, 1.0, 0.95, 0) for x in samples])
+    bounds = np.array([_betting_bounds(x, -1.0, 1.0, 0.95, 0) for x in samples])
+    assert ((bounds[:, 0] > 0) <= (p[:, 1] <= 0.025)).all() and ((bounds[:, 1] < 0) <= (p[:, 0] <= 0.025)).all()
+    assert (bounds[p[:, 1] < 0.025, 0] > -1e-6).all() and (bounds[p[:, 0] < 0.025, 1] < 1e-6).all()
+    assert (bounds[:, 0] > 0).any() and (bounds[:, 1] < 0).any()  # the agreement is not vacuous
+    rng = np.random.default_rng(2)
+    for probs in rng.dirichlet(np.ones(3), 8):
+        mean, w = probs @ support, sps.multinomial.pmf(counts, n, probs)
+        assert w[bounds[:, 0] > mean].sum() <= 0.025 and w[bounds[:, 1] < mean].sum() <= 0.025
+    # Mutant 1: bounds at 0.9 (no two-sided split) read against the 0.95 p-values disagree somewhere.
+    mutant = np.array([_betting_bounds(x, -1.0, 1.0, 0.9, 0) for x in samples])
+    assert ((mutant[:, 0] > 0) & (p[:, 1] > 0.025)).any()
+    # Mutant 2: a side at 10% (level 0.8) breaks the <= 0.025 check on a mean-0 law; the construction is
+    # conservative (Markov on an averaged capital), so at 0.9 the enumeration alone (worst 0.012) would not.
+    worst = 0.0
+    loose = np.array([_betting_p_values(x, -1.0, 1.0, 0.8, 0) for x in samples])
+    for probs in _mean_zero_family(support, 41):
+        w = sps.multinomial.pmf(counts, n, probs)
+        worst = max(worst, w[loose[:, 0] < 0.1].sum(), w[loose[:, 1] < 0.1].sum())
+    assert worst > 0.025
+
+
+def _skewed_null(rng, n, reps):
+    """95% of questions lose 0.05 / 0.95, 5% gain 1: every difference in [-1, 1], true mean exactly 0."""
+    return np.where(rng.random((n, reps)) < 0.05, 1.0, -0.05 / 0.95)
+
+
+@pytest.mark.parametrize("n", [40, 60, 100])
+def test_the_capital_p_value_holds_under_a_skewed_null_where_sign_flips_do_not(n):
+    reps, flips = 300, 2000
+    d = _skewed_null(np.random.default_rng(n), n, reps)
+    capital = np.array([_betting_p_values(d[:, j], -1.0, 1.0, 0.95, [1, 2])[0] for j in range(reps)])
+    # the sign-flip test (the old p-value of betting rows), written out: p = (1 + #{flipped mean <= mean}) / (B + 1)
+    signs = np.where(np.random.default_rng(0).random((flips, n)) < 0.5, -1.0, 1.0)
+    sign_flip = (1.0 + (signs @ d <= d.sum(axis=0) + 1e-12).sum(axis=0)) / (flips + 1.0)
+    mc = 2 * math.sqrt(0.025 * 0.975 / reps)
+    assert (capital < 0.025).mean() <= 0.025 + mc
+    assert (sign_flip < 0.025).mean() > 0.025 + mc  # the simulation sees the failure the review reported
+
+
+@pytest.mark.slow
+def test_a_family_of_20_slices_with_nothing_changed_does_not_block_under_the_skewed_null():
+    # The real gate: 20 slices x 100 questions plus overall, one bounded metric, Holm over the 21 rows.
+    rng = np.random.default_rng(4)
+    labels = np.repeat([f"s{i}" for i in range(20)], 100)
+    blocked, p_min = 0, []
+    for rep in range(30):
+        d = _skewed_null(rng, 2000, 1)[:, 0]
+        base = np.where(d > 0, 0.0, 0.5)
+        result = stats.gate({"ndcg@5": base}, {"ndcg@5": base + d}, MARGIN, slices=labels, seed=rep,
+                            higher_is_better=True)
+        t = result.table
+        assert set(t["test"]) == {"betting capital"} and t["n_permutations"].isna().all()
+        np.testing.assert_allclose(t["p_worse_adjusted"], holm(t["p_decrease"].to_numpy()))
+        blocked += result.decision == "block"
+        p_min.append(float(t["p_worse_adjusted"].min()))
+    assert blocked == 0 and min(p_min) > 0.025

@@ -375,6 +375,7 @@ def paired_proportion_interval(base: Any, cand: Any, *, ci: float = 0.95) -> Int
 # --------------------------------------------------------------------------------------------------
 
 _BETTING_LABEL = "paired betting (Waudby-Smith-Ramdas)"
+_CAPITAL_TEST = "betting capital"  # the `test` of betting rows: p = min(1, 1 / capital at 0)
 _BETTING_ORDERS = 8  # random orders of the sample whose capitals are averaged (order-free, steadier)
 _BETTING_TRUNCATION = 0.75  # a bet never stakes more than this share of the capital (WSR's c)
 _BETTING_GRID = 24  # candidate means per refinement round
@@ -392,7 +393,18 @@ def _betting_lambdas(ordered: np.ndarray, alpha: float) -> np.ndarray:
     return np.sqrt(2.0 * np.log(1.0 / alpha) / (n * previous))
 
 
-def _betting_lower(x: np.ndarray, alpha: float, rng: np.random.Generator, orders: int) -> float:
+def _betting_sequences(x: np.ndarray, alpha: float, seed: Any, orders: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``orders`` random orders of the sorted sample and their bet sizes, drawn from a generator of
+    its own seeded with ``seed``: each side of an interval (and its p-value) gets the same orders,
+    so the two sides are mirror images (symmetric data gives equal tails) and a p-value uses the
+    very capitals its bound was read from."""
+    ordered = np.sort(x)
+    perms = np.argsort(np.random.default_rng(seed).random((orders, x.size)), axis=1)
+    seq = ordered[perms]  # (orders, n)
+    return seq, _betting_lambdas(seq, alpha)
+
+
+def _betting_lower(x: np.ndarray, alpha: float, seed: Any, orders: int) -> float:
     """One-sided (1 - alpha) lower confidence bound on the mean of ``x`` in [0, 1] by betting.
 
     The capital of a gambler who bets that the mean exceeds ``m``, ``K(m) = prod (1 + lambda_t (x_t - m))``,
@@ -403,11 +415,9 @@ def _betting_lower(x: np.ndarray, alpha: float, rng: np.random.Generator, orders
     Every factor of ``K`` falls as ``m`` rises, so the bound is the smallest ``m`` not rejected,
     found on a grid refined in rounds inside a bracket that is checked first.
     """
-    ordered = np.sort(x)
-    perms = np.argsort(rng.random((orders, x.size)), axis=1)
-    seq = ordered[perms]  # (orders, n)
-    lam = _betting_lambdas(seq, alpha)
+    seq, lam = _betting_sequences(x, alpha, seed, orders)
     threshold = np.log(1.0 / alpha) + np.log(orders)  # mean capital >= 1/alpha  <=>  logsumexp >= this
+    ordered = np.sort(x)  # row order must not move the bracket (float sums)
     mean = float(ordered.mean())
     spread = 4.0 * (float(ordered.std()) + 0.1) * math.sqrt(math.log(1.0 / alpha) / x.size)
     # Bracket: low rejected (or 0, which bounds the mean anyway), high not rejected.
@@ -453,7 +463,40 @@ def _betting_bounds(
     span = upper - lower
     x = np.clip((values - lower) / span, 0.0, 1.0)
     alpha = (1.0 - level) / 2.0
-    rng = np.random.default_rng(seed)
-    low = _betting_lower(x, alpha, rng, orders)
-    high = 1.0 - _betting_lower(1.0 - x, alpha, rng, orders)
+    # One seed for both sides (not one stream read twice): the high side is the low side's mirror image.
+    low = _betting_lower(x, alpha, seed, orders)
+    high = 1.0 - _betting_lower(1.0 - x, alpha, seed, orders)
     return lower + span * low, lower + span * high
+
+
+def _betting_p_values(
+    values: np.ndarray, lower: float, upper: float, level: float, seed: Any, null: float = 0.0,
+    orders: int = _BETTING_ORDERS,
+) -> tuple[float, float]:
+    """One-sided p-values ``(p_below, p_above)`` for the mean of ``values`` (in [lower, upper]) being
+    below / above ``null``, read off the betting capital: ``p = min(1, 1 / K(null))``.
+
+    ``K`` is the capital (averaged over the same random orders, with the same bets) from which
+    :func:`_betting_bounds` at ``level`` and ``seed`` reads its bounds, so ``p_above < (1 - level) / 2``
+    exactly when the gambler betting that the mean exceeds ``null`` ends with more than
+    ``2 / (1 - level)``: the low bound is then at or above ``null`` (to the bound's grid, 1e-7), and a low
+    bound above ``null`` means ``p_above <= (1 - level) / 2``. When the mean is ``null`` (or on the
+    other side), ``K(null)`` has expectation at most 1 for any distribution on [lower, upper] and any
+    n, so ``P(p <= a) <= a`` for every ``a`` (Markov): a valid p-value, which Holm may adjust.
+    Unlike a sign-flip p-value it needs no symmetry. (As for the bounds, the expectation is over the
+    random orders too; with one seed fixed, exact enumeration in ``tests/test_gate_tails.py`` finds
+    ``P(p < 0.025)`` at most 0.0063 on every mean-0 law it tries.) NaN below two values.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.size < 2:
+        return float("nan"), float("nan")
+    span = upper - lower
+    x = np.clip((values - lower) / span, 0.0, 1.0)
+    m = min(max((null - lower) / span, 0.0), 1.0)
+    alpha = (1.0 - level) / 2.0
+    out = []
+    for side, at in ((1.0 - x, 1.0 - m), (x, m)):  # betting on a mean below null, then above it
+        seq, lam = _betting_sequences(side, alpha, seed, orders)
+        log_mean_capital = float(_log_capital(seq, lam, np.array([at]))[0]) - math.log(orders)
+        out.append(math.exp(-max(log_mean_capital, 0.0)))  # min(1, 1 / K), without overflow
+    return out[0], out[1]

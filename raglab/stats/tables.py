@@ -34,9 +34,11 @@ from raglab.stats._engine import (
 )
 from raglab.stats.intervals import (
     _BETTING_LABEL,
+    _CAPITAL_TEST,
     _PROPORTION_METHODS,
     _SCORE_LABEL,
     _betting_bounds,
+    _betting_p_values,
     _bounded_t,
     _t_bounds,
     _tango_bounds,
@@ -365,7 +367,7 @@ def compare(
     n_permutations : int
         Random sign flips for the permutation tests of continuous metrics (0 skips them: the
         one-sided p-values then come from the bootstrap distribution). Pass/fail metrics get the
-        exact McNemar test instead, unless ``units`` is given.
+        exact McNemar test instead, unless ``units`` is given; betting rows their betting capital.
     adjust : {None, "holm"}
         Add ``p_adjusted``: Holm's adjustment of ``p_value`` over every row of the table (all
         metrics and slices). It adds a column and changes no interval; the gate's own use of Holm
@@ -383,7 +385,10 @@ def compare(
         ``diff`` is the mean of ``cand - base`` over the ``n`` complete pairs, ``base`` and ``cand``
         the means over the same pairs. ``p_value`` is the two-sided test's; ``p_decrease`` and
         ``p_increase`` are the one-sided p-values for the candidate being lower / higher (exact
-        McNemar, sign flips, or the bootstrap distribution when ``n_permutations=0``). A row with
+        McNemar, sign flips, or the bootstrap distribution when ``n_permutations=0``; on betting
+        rows ``min(1, 1 / K)``, ``K`` the betting capital at 0 the interval is read from, valid for
+        any distribution on [-1, 1] without a symmetry assumption, ``test`` "betting capital",
+        and ``p_value`` twice the smaller one, capped at 1). A row with
         fewer than two complete pairs (or clusters) has no interval (NaN ``low`` and ``high``; the
         gate sends it to review). The settings are kept in ``table.attrs["raglab"]["comparison"]``.
 
@@ -394,7 +399,7 @@ def compare(
     >>> cand = {"hit@5": [1, 1, 1, 1] * 50, "rr": [1.0, 0.5, 0.2, 0.25] * 50}
     >>> t = compare(base, cand, seed=1)
     >>> t[["metric", "n", "diff", "test"]].to_string(index=False)
-    'metric   n  diff                  test\\n hit@5 200  0.25         exact McNemar\\n    rr 200  0.05 sign-flip permutation'
+    'metric   n  diff            test\\n hit@5 200  0.25   exact McNemar\\n    rr 200  0.05 betting capital'
     >>> t["method"].tolist()
     ['paired score (Tango)', 'paired betting (Waudby-Smith-Ramdas)']
     """
@@ -453,7 +458,7 @@ def compare(
             "Use method='auto' to take the bootstrap for those."
         )
     boot_method = "percentile" if method in ("auto", "score", "betting") else method
-    needs_boot = any(not (s or w) for s, w in zip(score, betting)) or (n_permutations == 0 and any(betting))
+    needs_boot = any(not (s or w) for s, w in zip(score, betting))
     if not needs_boot:  # every interval is Tango's or a betting bound and no test reads a resample
         engine, boot = _Resampler(diffs, codes, n_groups, units=None, grouped=grouped), None
         low, high = np.full(engine.theta.shape, np.nan), np.full(engine.theta.shape, np.nan)
@@ -494,7 +499,7 @@ def compare(
     tests = ["none"] * len(names)
     permutations: list[int | None] = [None] * len(names)
     exact = [j for j in range(len(names)) if binary[j] and unit_codes is None]
-    flipped = [j for j in range(len(names)) if j not in exact]
+    flipped = [j for j in range(len(names)) if j not in exact and not betting[j]]
     if exact:
         p_decrease[:, exact], p_increase[:, exact] = _one_sided_mcnemar(down[:, exact], up[:, exact])
         if n_permutations:
@@ -513,6 +518,14 @@ def compare(
             drawn = (~np.isnan(boot[:, :, flipped])).sum(axis=0)
             p_decrease[:, flipped] = (1.0 + (boot[:, :, flipped] >= 0).sum(axis=0)) / (drawn + 1.0)
             p_increase[:, flipped] = (1.0 + (boot[:, :, flipped] <= 0).sum(axis=0)) / (drawn + 1.0)
+    # Betting rows: one-sided p-values from the betting capital at 0 (min(1, 1 / K(0)), the capital the
+    # interval is read from): valid for any distribution on [-1, 1], where sign flips assume symmetry.
+    for j in (j for j in range(len(names)) if betting[j]):
+        for r in range(len(rows)):
+            mask = complete[:, j] & ((codes == r - 1) if (grouped and r) else True)
+            p_decrease[r, j], p_increase[r, j] = _betting_p_values(diffs[mask, j], -1.0, 1.0, level, [seed, 2])
+        p_values[:, j] = np.minimum(1.0, 2.0 * np.minimum(p_decrease[:, j], p_increase[:, j]))
+        tests[j] = _CAPITAL_TEST
     for p in (p_values, p_decrease, p_increase):
         p[n_pairs == 0] = np.nan
 
@@ -541,8 +554,7 @@ def compare(
                     "skew": skew[r, j],
                     "method": label,
                     "level": level,
-                    # betting rows read the resamples only for their p-values, when there are no sign flips
-                    "n_resamples": None if score[j] or (betting[j] and n_permutations) else n_resamples,
+                    "n_resamples": None if score[j] or betting[j] else n_resamples,
                     "seed": None if score[j] and not permutations[j] else seed,
                     "test": tests[j],
                     "n_permutations": permutations[j],
