@@ -90,3 +90,14 @@ def test_release_passes_the_real_gate_as_promised():
     # the bootstrap's n, which the sizing gave such rows before, is well short of the asked 0.8
     short = sizing.questions_for_release(margin, sd_diff={"recall@5": sd}, slices=k, interval="bootstrap").n
     assert sizing.release_pass_probability(short, margin, sd_diff={"recall@5": sd}, slices=k).pass_probability < 0.5
+
+
+def test_one_row_sizing_takes_the_betting_interval_when_asked():
+    one = sizing.questions_for_gate(0.01, sd_diff=0.15, interval="betting")
+    assert one == sizing.questions_for_release(0.01, sd_diff={"recall@5": 0.15}).n
+    assert one > 1.5 * sizing.questions_for_gate(0.01, sd_diff=0.15)
+    # declared bounds scale: sd 3 on [0, 30] at margin 0.3 is sd 0.1 at margin 0.01 on [0, 1]
+    assert sizing.questions_for_gate(0.3, sd_diff=3.0, bounds=(0, 30)) == sizing.questions_for_gate(
+        0.01, sd_diff=0.1, interval="betting")
+    with pytest.raises(ValueError, match="Tango"):
+        sizing.questions_for_gate(0.02, discordance=0.1, interval="betting")
