@@ -437,6 +437,7 @@ class RagAccessor:
         seed: int | None = 0,
         units: str | bool | None = None,
         question_id: str = "question_id",
+        bounds: Mapping[str, tuple[float, float]] | None = None,
     ) -> pd.DataFrame:
         """Mean and interval per metric and slice for this run (the statistics: :func:`raglab.stats.summary`).
 
@@ -452,7 +453,7 @@ class RagAccessor:
         """
         return runs.summary(
             self._df, metrics, by=by, ci=ci, method=method, n_resamples=n_resamples, seed=seed, units=units,
-            question_id=question_id, method_name="rag.summary"
+            question_id=question_id, method_name="rag.summary", bounds=bounds,
         )
 
     def compare(
@@ -471,6 +472,7 @@ class RagAccessor:
         n_permutations: int = 10_000,
         adjust: str | None = None,
         allow_evalset_mismatch: bool = False,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
     ) -> pd.DataFrame:
         """Paired comparison of this run (the baseline) with ``cand``, per metric and slice.
 
@@ -488,7 +490,7 @@ class RagAccessor:
         return runs.compare(
             self._df, cand, metrics=metrics, by=by, on=on, how=how, units=units, ci=ci, method=method,
             n_resamples=n_resamples, seed=seed, n_permutations=n_permutations, adjust=adjust,
-            allow_evalset_mismatch=allow_evalset_mismatch, method_name="rag.compare"
+            allow_evalset_mismatch=allow_evalset_mismatch, method_name="rag.compare", bounds=bounds,
         )
 
     def gate(
@@ -509,6 +511,7 @@ class RagAccessor:
         n_permutations: int = 10_000,
         adjust: str | None = "holm",
         allow_evalset_mismatch: bool = False,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
     ) -> _stats.GateResult:
         """Release gate: :meth:`compare` plus a non-inferiority decision per metric and slice.
 
@@ -526,7 +529,7 @@ class RagAccessor:
             self._df, cand, margin=margin, metrics=metrics, by=by, higher_is_better=higher_is_better, on=on,
             how=how, units=units, ci=ci, method=method, n_resamples=n_resamples, seed=seed,
             n_permutations=n_permutations, adjust=adjust, allow_evalset_mismatch=allow_evalset_mismatch,
-            method_name="rag.gate"
+            method_name="rag.gate", bounds=bounds,
         )
 
     # ---- chunk boundaries -------------------------------------------------------------------------

@@ -118,6 +118,7 @@ def summary(
     units: str | bool | None = None,
     question_id: str = "question_id",
     method_name: str = "raglab.runs.summary",
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> pd.DataFrame:
     """Mean and interval per metric and slice for this run; see :func:`raglab.stats.summary`.
 
@@ -140,6 +141,8 @@ def summary(
         ``False`` treats questions as independent.
     question_id : str
         The id column (left out of the default metrics).
+    bounds : dict, optional
+        ``{metric: (low, high)}``: as in :func:`raglab.stats.summary` (the betting interval on it).
 
     Returns
     -------
@@ -173,6 +176,7 @@ def summary(
         n_resamples=n_resamples,
         seed=seed,
         units=_unit_labels(df, units, method_name, question_id) if units else None,
+        bounds=bounds,
     )
     meta = get_meta(df)
     meta["summary"] = {"by": by_columns or None, "units": units, "metrics": names}
@@ -205,6 +209,7 @@ def compare(
     adjust: str | None = None,
     allow_evalset_mismatch: bool = False,
     method_name: str = "raglab.runs.compare",
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> pd.DataFrame:
     """Paired comparison of this run (the baseline) with ``cand``, per metric and slice.
 
@@ -235,8 +240,9 @@ def compare(
         Cluster column: resample whole clusters. By default the cluster column recorded by the
         baseline's eval set (``EvalSet.freeze(units=...)``), if any; ``False`` treats questions
         as independent.
-    ci, method, n_resamples, seed, n_permutations, adjust
-        As in :func:`raglab.stats.compare`.
+    ci, method, n_resamples, seed, n_permutations, adjust, bounds
+        As in :func:`raglab.stats.compare` (``bounds={metric: (low, high)}``: the betting interval on a
+        declared range).
     allow_evalset_mismatch : bool
         Compare runs stamped with different eval sets anyway (with a warning).
 
@@ -277,6 +283,7 @@ def compare(
         seed=seed,
         n_permutations=n_permutations,
         adjust=adjust,
+        bounds=bounds,
     )
     comparison = dict(table.attrs["raglab"]["comparison"])
     comparison.update(
@@ -314,6 +321,7 @@ def gate(
     adjust: str | None = "holm",
     allow_evalset_mismatch: bool = False,
     method_name: str = "raglab.runs.gate",
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> _stats.GateResult:
     """Release gate: :meth:`compare` plus a non-inferiority decision per metric and slice.
 
@@ -332,6 +340,9 @@ def gate(
         Direction per metric (default from the metric name; explicit values win).
     metrics, by, on, how, units, ci, method, n_resamples, seed, n_permutations, allow_evalset_mismatch
         As in :meth:`compare`.
+    bounds : dict, optional
+        ``{metric: (low, high)}`` for metrics with no known bounds: the betting interval on that range
+        (the gate's pass promise at every n); see :func:`raglab.stats.gate`.
     adjust : {"holm", None}
         Blocks need Holm-adjusted evidence over all rows (default) or, with None, only the row's own.
 
@@ -370,6 +381,7 @@ def gate(
         n_permutations=n_permutations,
         allow_evalset_mismatch=allow_evalset_mismatch,
         method_name=method_name,
+        bounds=bounds,
     )
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
 
