@@ -273,7 +273,7 @@ def at_margin(rng: np.random.Generator, replicates: dict[str, int], quick: bool 
         ("bounded, heavy-tailed: 0.05 t(2) clipped at +-0.38", heavy_tailed, True),
         ("unbounded, a few break (same data, metric with no bounds)", few_break, False),
         ("unbounded, lognormal: skewness -6.2, sd 0.2", lognormal_drop, False),
-        ("no known bounds, bounds declared: lognormal cut at -1.9, [0, 3]", lognormal_cut, "declared"),
+        ("no known bounds, bounds declared [0,3]: lognormal cut -1.9", lognormal_cut, "declared"),
     ]
     for label, make, bounded in regimes:
         for n in AT_MARGIN_NS:

@@ -33,7 +33,9 @@ recall-like metric (``recall@5``; base scores uniform on [0.3, 0.7], 60% of the 
 the rest moved by a uniform amount in [-0.3, 0.3]: sd of the differences 0.110), margin 0.02, K = 1
 and 4. ``n`` is ``questions_for_release`` (the betting model, the default for a registered [0, 1]
 metric); ``boot n`` is what it returns with ``interval="bootstrap"`` (the earlier sizing of such rows,
-on the bootstrap's critical value), each with the real gate's simulated pass rate.
+on the bootstrap's critical value), each with the real gate's simulated pass rate; ``block >=`` is
+the promised power to block a true drop of 0.03 in every question (a lower bound) and ``sim block``
+the share of such releases of ``n`` questions the real gate blocks.
 
 Target: simulated pass rate >= 0.80 within Monte Carlo error (``sd = sqrt(0.8 x 0.2 / reps)``) at the
 returned n, for every row of both tables; the one-row n falls short once there are slices.
@@ -196,14 +198,15 @@ def betting_table(reps: int, rng: np.random.Generator, quick: bool) -> list[floa
     label = f"QUICK ({reps} replicates)" if quick else f"{reps} replicates"
     print(f"3. Continuous metric in [0, 1] (recall@5, sd of differences {sd:.3f}), margin {margin}: the betting model "
           f"against raglab.stats.gate (betting interval, 2,000 sign flips); {label}\n")
-    header = f"{'K':>2} {'n':>6} {'promised':>8} {'sim pass':>8} {'boot n':>6} {'boot promised':>13} {'sim pass':>8}"
+    header = (f"{'K':>2} {'n':>6} {'promised':>8} {'sim pass':>8} {'block >=':>8} {'sim block':>9} {'boot n':>6} "
+              f"{'boot promised':>13} {'sim pass':>8}")
     print(header)
     print("-" * len(header))
     out = []
     for k in (1, 4):
         sims = []
         results = [sizing.questions_for_release(margin, sd_diff={"recall@5": sd}, slices=k, power=POWER, ci=CI,
-                                                interval=how) for how in (None, "bootstrap")]
+                                                interval=how, drop=0.03) for how in (None, "bootstrap")]
         for result in results:
             n = result.n
             labels = _labels(n, k) if k > 1 else None
@@ -214,8 +217,14 @@ def betting_table(reps: int, rng: np.random.Generator, quick: bool) -> list[floa
                                  n_permutations=2000)
                 passed += res.decision == "pass"
             sims.append(passed / reps)
+        n, labels, blocked = results[0].n, (_labels(results[0].n, k) if k > 1 else None), 0
+        for _ in range(reps // 2):
+            base, cand = _recall_like(rng, n)
+            blocked += stats.gate({"recall@5": base}, {"recall@5": cand - 0.03}, margin, slices=labels, ci=CI,
+                                  n_permutations=2000).decision == "block"
         out.append(sims[0])
-        print(f"{k:>2} {results[0].n:>6,} {results[0].pass_probability:>8.3f} {sims[0]:>8.3f} {results[1].n:>6,} "
+        print(f"{k:>2} {results[0].n:>6,} {results[0].pass_probability:>8.3f} {sims[0]:>8.3f} "
+              f"{results[0].power_to_block['recall@5']:>8.3f} {blocked / (reps // 2):>9.3f} {results[1].n:>6,} "
               f"{results[1].pass_probability:>13.3f} {sims[1]:>8.3f}")
     print()
     return out

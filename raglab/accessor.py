@@ -248,6 +248,7 @@ class RagAccessor:
         by: str | None = None,
         ci: float = 0.95,
         drop: float | None = None,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
     ) -> Any:
         """Questions needed to detect a change of ``mde`` in ``metric`` (or, with ``margin=``, for an
         unchanged release to pass the whole gate), sized from a pilot of two runs.
@@ -267,7 +268,8 @@ class RagAccessor:
             sensitivity=sensitivity, specificity=specificity, judge=judge, pilot_labels=pilot_labels,
             slice_fraction=slice_fraction, alternative=alternative, binary=binary, question_id=question_id, how=how,
             allow_evalset_mismatch=allow_evalset_mismatch, units=units, design_effect=design_effect, icc=icc,
-            cluster_size=cluster_size, margin=margin, by=by, ci=ci, drop=drop, method_name="rag.size"
+            cluster_size=cluster_size, margin=margin, by=by, ci=ci, drop=drop, method_name="rag.size",
+            bounds=bounds,
         )
 
     # ---- retrieval metrics ------------------------------------------------------------------------

@@ -533,6 +533,7 @@ def size(
     ci: float = 0.95,
     drop: float | None = None,
     method_name: str = "raglab.runs.size",
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> Any:
     """Questions needed to detect a change of ``mde`` in ``metric`` (or for a release to pass), sized from a pilot.
 
@@ -556,6 +557,8 @@ def size(
     passes the whole gate (the overall row and every slice of ``by``, for every metric in
     ``metric``) with probability ``power``, with each slice's discordance or sd taken from the pilot
     (:func:`raglab.sizing.release_from_pilot`); ``drop=`` reports the power to block a true drop.
+    Continuous metrics registered in [0, 1] are sized on the gate's betting interval; ``bounds=
+    {metric: (low, high)}``, as given to the gate, sizes another metric on it too.
 
     Returns
     -------
@@ -624,8 +627,10 @@ def size(
                              "use sizing.questions_for_release(design_effect=...) to state one")
         return _sizing.release_from_pilot(
             {name: v[0] for name, v in values.items()}, {name: v[1] for name, v in values.items()}, margin,
-            slices=columns.get("by"), units=columns.get("units"), power=power, ci=ci, drop=drop,
+            slices=columns.get("by"), units=columns.get("units"), power=power, ci=ci, drop=drop, bounds=bounds,
         )
+    if bounds is not None:
+        raise ValueError(f"{method_name}: `bounds=` sizes the release gate's rows (margin=), not a change (mde=)")
     if by is not None:
         raise ValueError(f"{method_name}: `by=` sizes the release's slices: use it with margin=, or size one slice "
                          "with slice_fraction=")

@@ -101,3 +101,27 @@ def test_one_row_sizing_takes_the_betting_interval_when_asked():
         0.01, sd_diff=0.1, interval="betting")
     with pytest.raises(ValueError, match="Tango"):
         sizing.questions_for_gate(0.02, discordance=0.1, interval="betting")
+
+
+def test_pilot_sizing_takes_the_interval_from_the_metric_and_declared_bounds():
+    import pandas as pd
+
+    import raglab  # noqa: F401  (df.rag)
+    from raglab import runs
+
+    rng = np.random.default_rng(2)
+    n = 300
+    base = pd.DataFrame({"question_id": [f"q{i}" for i in range(n)], "faithfulness": 0.3 + 0.4 * rng.random(n),
+                         "latency_s": 1 + rng.random(n)})
+    cand = base.assign(faithfulness=base["faithfulness"] + _zero_inflated(rng, n, 0.1),
+                       latency_s=base["latency_s"] + rng.normal(0, 0.3, n))
+    kw = dict(metric=["faithfulness", "latency_s"], margin={"faithfulness": 0.02, "latency_s": 0.1})
+    plain = runs.size(base, cand, **kw)
+    declared = runs.size(base, cand, bounds={"latency_s": (0, 30)}, **kw)
+    assert plain.assumptions["interval"]["faithfulness"].startswith("betting")
+    assert plain.assumptions["interval"]["latency_s"].startswith("bootstrap")
+    assert declared.assumptions["interval"]["latency_s"] == "betting on the declared bounds [0, 30]"
+    assert declared.n > plain.n
+    assert base.rag.size(cand, bounds={"latency_s": (0, 30)}, **kw).n == declared.n
+    with pytest.raises(ValueError, match="margin="):
+        runs.size(base, cand, metric="latency_s", mde=0.1, bounds={"latency_s": (0, 30)})
