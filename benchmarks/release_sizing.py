@@ -220,7 +220,7 @@ def betting_table(reps: int, rng: np.random.Generator, quick: bool) -> list[floa
         n, labels, blocked = results[0].n, (_labels(results[0].n, k) if k > 1 else None), 0
         for _ in range(reps // 2):
             base, cand = _recall_like(rng, n)
-            blocked += stats.gate({"recall@5": base}, {"recall@5": cand - 0.03}, margin, slices=labels, ci=CI,
+            blocked += stats.gate({"recall@5": base + 0.03}, {"recall@5": cand}, margin, slices=labels, ci=CI,
                                   n_permutations=2000).decision == "block"
         out.append(sims[0])
         print(f"{k:>2} {results[0].n:>6,} {results[0].pass_probability:>8.3f} {sims[0]:>8.3f} "
