@@ -12,7 +12,7 @@ from typing import Any
 
 from scipy import stats as _sps
 
-from raglab.gate import MIN_QUESTIONS
+from raglab.gate import MIN_RESAMPLED
 from raglab.sizing._checks import _N_MAX, _check_sd_diff, _is_number, _judge_rates, _rate
 from raglab.sizing.outcomes import PairedOutcomes, paired_outcomes
 
@@ -129,7 +129,8 @@ def questions_for_gate(
     Returns
     -------
     int
-        Total questions; at least the gate's minimum of 10 in the slice (below it the gate reviews).
+        Total questions; at least the gate's minimum in the slice (below it the gate reviews): 10
+        questions, and 30 for a continuous row decided by the bootstrap.
 
     Examples
     --------
@@ -170,8 +171,8 @@ def questions_for_gate(
     zp = float(_sps.norm.ppf(power))
     if z + zp <= 0:
         raise ValueError(f"`power` = {power:g} is below what the gate gives an unchanged candidate with one question")
-    # never below the gate's own minimum: with fewer questions it reviews whatever the interval says
-    n = max(MIN_QUESTIONS, math.ceil((z + zp) ** 2 * v / float(margin) ** 2 - 1e-9))
+    # never below the gate's own minimum for a bootstrap row: with fewer questions it reviews whatever the interval says
+    n = max(MIN_RESAMPLED, math.ceil((z + zp) ** 2 * v / float(margin) ** 2 - 1e-9))
     if n > _N_MAX:
         raise ValueError(f"a margin of {margin:g} is too small to size with any practical number of questions")
     return math.ceil(n / slice_fraction - 1e-9)

@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._results import ResultBase
-from raglab.gate import MIN_QUESTIONS
+from raglab.gate import MIN_QUESTIONS, MIN_RESAMPLED
 from raglab.sizing import _exact
 from raglab.sizing._checks import _N_MAX, _design_effect, _is_number, _judge_rates, _rate
 from raglab.sizing.outcomes import paired_outcomes
@@ -174,9 +174,15 @@ def _normal(row: _Row, m: int) -> tuple[float, float, float | None]:
 
 
 def _too_few(row: _Row, m: int) -> bool:
+    """The gate reviews the row whatever its interval: too few questions (or clusters), or a bootstrap row
+    (continuous without known bounds, or clustered) below MIN_RESAMPLED questions (or clusters)."""
     if m < MIN_QUESTIONS:
         return True
-    return row.cluster_size is not None and m / row.cluster_size < MIN_CLUSTERS
+    units = m / row.cluster_size if row.cluster_size else m
+    if row.cluster_size is not None and units < MIN_CLUSTERS:
+        return True
+    bootstrap = not _betting_row(row) and (row.kind == "continuous" or row.design_effect != 1)
+    return bootstrap and units < MIN_RESAMPLED
 
 
 def _exact_row(row: _Row, m: int) -> bool:
