@@ -179,7 +179,8 @@ def summary(
         bounds=bounds,
     )
     meta = get_meta(df)
-    meta["summary"] = {"by": by_columns or None, "units": units, "metrics": names}
+    meta["summary"] = {"by": by_columns or None, "units": units, "metrics": names,
+                       **({"bounds": table.attrs["raglab"]["summary"]["bounds"]} if bounds else {})}
     set_meta(table, jsonable(meta))
     return table
 

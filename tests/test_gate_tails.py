@@ -264,3 +264,16 @@ def test_row_tables_accessor_and_cli_pass_bounds_through(tmp_path, capsys):
     with pytest.raises(SystemExit) as code:
         main([*args, "--bounds", "latency_s=0-30"])
     assert code.value.code == 2 and "METRIC=LO:HI" in capsys.readouterr().err
+
+
+def test_declared_bounds_are_stated_in_attrs():
+    import pandas as pd
+
+    from raglab import runs
+
+    rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(40)], "latency_s": np.linspace(0.5, 3.0, 40)})
+    table = runs.summary(rows, ["latency_s"], bounds={"latency_s": (0, 30)})
+    assert table.attrs["raglab"]["summary"]["bounds"] == {"latency_s": [0.0, 30.0]}
+    assert "bounds" not in runs.summary(rows, ["latency_s"]).attrs["raglab"]["summary"]
+    assert stats.summary({"latency_s": rows["latency_s"]}, bounds={"latency_s": (0, 30)}).attrs["raglab"] == {
+        "summary": {"bounds": {"latency_s": [0.0, 30.0]}}}

@@ -55,6 +55,7 @@ from raglab.sizing import _exact
 from raglab.sizing._checks import _N_MAX, _design_effect, _is_number, _judge_rates, _rate
 from raglab.sizing.outcomes import paired_outcomes
 from raglab.stats._engine import MIN_CLUSTERS
+from raglab.stats.tables import _bounds_pair as _declared_bounds
 
 __all__ = ["ReleaseSizing", "questions_for_release", "release_from_pilot", "release_pass_probability"]
 
@@ -321,16 +322,6 @@ def _intervals(kinds: Mapping[str, str], interval: Any, bounds: Any) -> dict[str
         else:
             out[m] = (None, "bootstrap: no known bounds (declare bounds= to size it on the betting interval)")
     return out
-
-
-def _declared_bounds(metric: str, value: Any) -> tuple[float, float]:
-    try:
-        lo, hi = (float(v) for v in value)
-    except (TypeError, ValueError):
-        raise ValueError(f"the bounds of {metric!r} must be a pair (low, high), got {value!r}") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(f"the bounds of {metric!r} must be finite with low < high, got {value!r}")
-    return lo, hi
 
 
 def _check_spread(metric: str, sd: float, span: float | None) -> None:

@@ -227,7 +227,8 @@ def summary(
     bounds : dict, optional
         ``{metric: (low, high)}``: the range a metric with no known bounds can take (a timeout, a
         length cap). With ``method="auto"`` or ``"betting"`` (no ``units``) it gets the betting
-        interval on that range, valid at every n; a value outside the range is refused.
+        interval on that range, valid at every n; a value outside the range is refused. Kept in
+        ``attrs["raglab"]["summary"]["bounds"]``.
 
     Returns
     -------
@@ -352,7 +353,10 @@ def summary(
     table = pd.DataFrame.from_records(records)
     table["n_resamples"] = _nullable_int(table["n_resamples"].tolist())
     table["seed"] = _nullable_int(table["seed"].tolist())
-    return _estimate_last(table, "mean")
+    table = _estimate_last(table, "mean")
+    if declared:  # the range behind a betting interval is stated, never silent
+        table.attrs["raglab"] = {"summary": {"bounds": {name: list(pair) for name, pair in declared.items()}}}
+    return table
 
 
 def compare(
