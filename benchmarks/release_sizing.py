@@ -35,7 +35,9 @@ and 4. ``n`` is ``questions_for_release`` (the betting model, the default for a 
 metric); ``boot n`` is what it returns with ``interval="bootstrap"`` (the earlier sizing of such rows,
 on the bootstrap's critical value), each with the real gate's simulated pass rate; ``block >=`` is
 the promised power to block a true drop of 0.03 in every question (a lower bound) and ``sim block``
-the share of such releases of ``n`` questions the real gate blocks.
+the share of such releases of ``n`` questions the real gate blocks. A last line sizes a latency
+with declared bounds (``bounds={"latency_s": (0, 30)}``, differences N(0, 1) s, margin 0.5 s, base
+uniform on [5, 10] s) and gates it with the same bounds.
 
 Target: simulated pass rate >= 0.80 within Monte Carlo error (``sd = sqrt(0.8 x 0.2 / reps)``) at the
 returned n, for every row of both tables; the one-row n falls short once there are slices.
@@ -226,6 +228,17 @@ def betting_table(reps: int, rng: np.random.Generator, quick: bool) -> list[floa
         print(f"{k:>2} {results[0].n:>6,} {results[0].pass_probability:>8.3f} {sims[0]:>8.3f} "
               f"{results[0].power_to_block['recall@5']:>8.3f} {blocked / (reps // 2):>9.3f} {results[1].n:>6,} "
               f"{results[1].pass_probability:>13.3f} {sims[1]:>8.3f}")
+    declared = {"latency_s": (0.0, 30.0)}
+    lat = sizing.questions_for_release(0.5, sd_diff={"latency_s": 1.0}, bounds=declared, power=POWER, ci=CI)
+    boot_n = sizing.questions_for_release(0.5, sd_diff={"latency_s": 1.0}, power=POWER, ci=CI).n
+    passed = 0
+    for _ in range(reps):
+        base = 5.0 + 5.0 * rng.random(lat.n)
+        passed += stats.gate({"latency_s": base}, {"latency_s": base + rng.normal(0.0, 1.0, lat.n)}, 0.5,
+                             higher_is_better=False, bounds=declared, ci=CI, n_permutations=2000).decision == "pass"
+    out.append(passed / reps)
+    print(f"latency_s, bounds (0, 30), sd 1, margin 0.5: n {lat.n:,} promised {lat.pass_probability:.3f} sim pass "
+          f"{passed / reps:.3f} (bootstrap sizing: {boot_n:,})")
     print()
     return out
 
