@@ -25,8 +25,10 @@ bootstrap for continuous ones; ``adjust="holm"`` unless stated):
    questions break badly (5% lose U(0.2, 0.6), the rest unchanged), everyone moves a little and 7.3%
    break, heavy-tailed differences (0.05 t(2), clipped), each on a metric known to lie in [0, 1];
    the same "few break" data and a mirrored lognormal (skewness -6.2) on a metric with no known
-   bounds. n = 10, 30, 120, 400, 1000. Target: P(pass) at most 2.5% (what the interval's low end
-   promises). "old" is the gate before issue 18 (expanded percentile everywhere, review below 30
+   bounds; and the lognormal again with its range declared (``bounds=``: base 2, the differences cut
+   at -1.9 like a time-out, re-centred to keep the mean at -margin, declared range [0, 3]), which gets
+   the betting interval on that range. n = 10, 30, 120, 400, 1000. Target: P(pass) at most 2.5%
+   (what the interval's low end promises). "old" is the gate before issue 18 (expanded percentile everywhere, review below 30
    questions when |skewness| > 1).
 5. **The price**: a release that truly did not change (rr-like, 15% or 30% of questions re-drawn),
    n = 100 to 2,000: P(pass) with the betting interval against the old bootstrap, and the ratio of
@@ -63,6 +65,7 @@ from math import comb
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 import raglab
 from raglab import stats
@@ -215,23 +218,38 @@ def lognormal_drop(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
     return -MARGIN - 0.2 * (z - np.exp(0.5)) / np.sqrt((np.e - 1) * np.e)
 
 
-def _tables(d: np.ndarray, method: str, n_resamples: int, bounded: bool, base: np.ndarray | None = None) -> pd.DataFrame:
-    """compare() on every replicate (one column each, cand = base + d), CHUNK columns per call."""
+DECLARED_BASE, DECLARED_RANGE, CUT = 2.0, (0.0, 3.0), -1.9  # the "bounds declared" row of part 4
+
+
+def lognormal_cut(rng: np.random.Generator, n: int, reps: int) -> np.ndarray:
+    """The mirrored lognormal cut at CUT (a time-out), shifted back so that the mean stays -margin exactly."""
+    a, b = -MARGIN + 0.2 * np.exp(0.5) / np.sqrt((np.e - 1) * np.e), 0.2 / np.sqrt((np.e - 1) * np.e)
+    c = (a - CUT) / b  # d = a - b z >= CUT  <=>  z <= c; E[min(z, c)] for z lognormal(0, 1):
+    kept = np.exp(0.5) * sps.norm.cdf(np.log(c) - 1) + c * sps.norm.sf(np.log(c))
+    return np.maximum(lognormal_drop(rng, n, reps), CUT) - (a - b * kept + MARGIN)
+
+
+def _tables(d: np.ndarray, method: str, n_resamples: int, bounded: bool | str,
+            base: np.ndarray | None = None) -> pd.DataFrame:
+    """compare() on every replicate (one column each, cand = base + d), CHUNK columns per call; ``bounded``
+    "declared" puts base at DECLARED_BASE and declares DECLARED_RANGE for every replicate's metric."""
     reps = d.shape[1]
     if base is None:
-        base = np.full(d.shape, BASE_SCORE) if bounded else np.zeros(d.shape)
+        base = np.full(d.shape, BASE_SCORE if bounded is True else DECLARED_BASE if bounded else 0.0)
     frames = []
     for start in range(0, reps, CHUNK):
         cols = range(start, min(reps, start + CHUNK))
+        declared = {f"r{j}": DECLARED_RANGE for j in cols} if bounded == "declared" else None
         frames.append(stats.compare({f"r{j}": base[:, j] for j in cols}, {f"r{j}": base[:, j] + d[:, j] for j in cols},
-                                    method=method, n_resamples=n_resamples, n_permutations=0, seed=start))
+                                    method=method, n_resamples=n_resamples, n_permutations=0, seed=start,
+                                    bounds=declared))
     return pd.concat(frames, ignore_index=True)
 
 
 def new_passes(d: np.ndarray, bounded: bool) -> np.ndarray:
     """The gate's decision step on each replicate's row: method 'auto' on a bounded metric is the
     betting interval (asked for by name here, as the replicate columns are not named like metrics)."""
-    table = _tables(d, "betting" if bounded else "auto", 1000 if not bounded else 100, bounded)
+    table = _tables(d, "betting" if bounded is True else "auto", 1000 if not bounded else 100, bounded)
     decided = stats.gate_comparison(table, MARGIN, higher_is_better=True).table
     return (decided["decision"] == "pass").to_numpy()
 
@@ -261,6 +279,7 @@ def at_margin(rng: np.random.Generator, replicates: dict[str, int], quick: bool 
         ("bounded, heavy-tailed: 0.05 t(2) clipped at +-0.38", heavy_tailed, True),
         ("unbounded, a few break (same data, metric with no bounds)", few_break, False),
         ("unbounded, lognormal: skewness -6.2, sd 0.2", lognormal_drop, False),
+        ("no known bounds, bounds declared [0,3]: lognormal cut -1.9", lognormal_cut, "declared"),
     ]
     for label, make, bounded in regimes:
         for n in AT_MARGIN_NS:

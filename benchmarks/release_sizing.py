@@ -27,11 +27,24 @@ K = 1 and 4, and the same with clusters of 6 questions and an ICC of 0.1 (design
 ``units=`` passed to the gate), each replicate through ``raglab.stats.gate`` with 2,000 bootstrap
 resamples and 2,000 sign flips (fewer than the defaults, printed).
 
+A third table checks the betting model used for continuous metrics in [0, 1] (recall, nDCG, rr,
+faithfulness: the gate decides them with the betting interval of Waudby-Smith & Ramdas): a
+recall-like metric (``recall@5``; base scores uniform on [0.3, 0.7], 60% of the questions unchanged,
+the rest moved by a uniform amount in [-0.3, 0.3]: sd of the differences 0.110), margin 0.02, K = 1
+and 4. ``n`` is ``questions_for_release`` (the betting model, the default for a registered [0, 1]
+metric); ``boot n`` is what it returns with ``interval="bootstrap"`` (the earlier sizing of such rows,
+on the bootstrap's critical value), each with the real gate's simulated pass rate; ``block >=`` is
+the promised power to block a true drop of 0.03 in every question (a lower bound) and ``sim block``
+the share of such releases of ``n`` questions the real gate blocks. A last line sizes a latency
+with declared bounds (``bounds={"latency_s": (0, 30)}``, differences N(0, 1) s, margin 0.5 s, base
+uniform on [5, 10] s) and gates it with the same bounds.
+
 Target: simulated pass rate >= 0.80 within Monte Carlo error (``sd = sqrt(0.8 x 0.2 / reps)``) at the
 returned n, for every row of both tables; the one-row n falls short once there are slices.
 
-Run: ``.venv/bin/python benchmarks/release_sizing.py [--quick] [--reps 500]`` (full: about 4.5 minutes
-on one core; ``--quick``: 200 replicates, labelled QUICK, about 40 s).
+Run: ``.venv/bin/python benchmarks/release_sizing.py [--quick] [--reps 500] [--parts 1,2,3]`` (full:
+about 4.5 minutes for parts 1-2 on one core, part 3 about 2 minutes; ``--quick``: 200 replicates,
+labelled QUICK).
 """
 
 from __future__ import annotations
@@ -175,11 +188,68 @@ def continuous_table(reps: int, rng: np.random.Generator, quick: bool) -> list[f
     return out
 
 
+def _recall_like(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Recall-like paired scores in [0, 1]: 60% unchanged, the rest moved by U(-0.3, 0.3) (sd 0.110)."""
+    base = 0.3 + 0.4 * rng.random(n)
+    moved = rng.random(n) >= 0.6
+    return base, base + np.where(moved, rng.uniform(-0.3, 0.3, n), 0.0)
+
+
+def betting_table(reps: int, rng: np.random.Generator, quick: bool) -> list[float]:
+    margin, sd = 0.02, math.sqrt(0.4 * 0.6**2 / 12)
+    label = f"QUICK ({reps} replicates)" if quick else f"{reps} replicates"
+    print(f"3. Continuous metric in [0, 1] (recall@5, sd of differences {sd:.3f}), margin {margin}: the betting model "
+          f"against raglab.stats.gate (betting interval, 2,000 sign flips); {label}\n")
+    header = (f"{'K':>2} {'n':>6} {'promised':>8} {'sim pass':>8} {'block >=':>8} {'sim block':>9} {'boot n':>6} "
+              f"{'boot promised':>13} {'sim pass':>8}")
+    print(header)
+    print("-" * len(header))
+    out = []
+    for k in (1, 4):
+        sims = []
+        results = [sizing.questions_for_release(margin, sd_diff={"recall@5": sd}, slices=k, power=POWER, ci=CI,
+                                                interval=how, drop=0.03) for how in (None, "bootstrap")]
+        for result in results:
+            n = result.n
+            labels = _labels(n, k) if k > 1 else None
+            passed = 0
+            for _ in range(reps):
+                base, cand = _recall_like(rng, n)
+                res = stats.gate({"recall@5": base}, {"recall@5": cand}, margin, slices=labels, ci=CI,
+                                 n_permutations=2000)
+                passed += res.decision == "pass"
+            sims.append(passed / reps)
+        n, labels, blocked = results[0].n, (_labels(results[0].n, k) if k > 1 else None), 0
+        for _ in range(reps // 2):
+            base, cand = _recall_like(rng, n)
+            blocked += stats.gate({"recall@5": base + 0.03}, {"recall@5": cand}, margin, slices=labels, ci=CI,
+                                  n_permutations=2000).decision == "block"
+        out.append(sims[0])
+        print(f"{k:>2} {results[0].n:>6,} {results[0].pass_probability:>8.3f} {sims[0]:>8.3f} "
+              f"{results[0].power_to_block['recall@5']:>8.3f} {blocked / (reps // 2):>9.3f} {results[1].n:>6,} "
+              f"{results[1].pass_probability:>13.3f} {sims[1]:>8.3f}")
+    declared = {"latency_s": (0.0, 30.0)}
+    lat = sizing.questions_for_release(0.5, sd_diff={"latency_s": 1.0}, bounds=declared, power=POWER, ci=CI)
+    boot_n = sizing.questions_for_release(0.5, sd_diff={"latency_s": 1.0}, power=POWER, ci=CI).n
+    passed = 0
+    for _ in range(reps):
+        base = 5.0 + 5.0 * rng.random(lat.n)
+        passed += stats.gate({"latency_s": base}, {"latency_s": base + rng.normal(0.0, 1.0, lat.n)}, 0.5,
+                             higher_is_better=False, bounds=declared, ci=CI, n_permutations=2000).decision == "pass"
+    out.append(passed / reps)
+    print(f"latency_s, bounds (0, 30), sd 1, margin 0.5: n {lat.n:,} promised {lat.pass_probability:.3f} sim pass "
+          f"{passed / reps:.3f} (bootstrap sizing: {boot_n:,})")
+    print()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="200 replicates per cell (a labelled smoke run)")
     parser.add_argument("--reps", type=int, help="replicates per pass-rate cell (default 500; quick 200)")
+    parser.add_argument("--parts", default="1,2,3", help="which tables to run (comma-separated, default 1,2,3)")
     args = parser.parse_args(argv)
+    parts = {p.strip() for p in args.parts.split(",")}
     reps = args.reps or (200 if args.quick else 500)
     block_reps = 50 if args.quick else 100
     cont_reps = 60 if args.quick else 200
@@ -187,12 +257,14 @@ def main(argv: list[str] | None = None) -> int:
     pd.set_option("display.width", 200)
     rng = np.random.default_rng(20261202)
     started = time.perf_counter()
-    rates = pass_fail_table(reps, block_reps, rng, args.quick)
-    cont = continuous_table(cont_reps, rng, args.quick)
+    rates = pass_fail_table(reps, block_reps, rng, args.quick) if "1" in parts else []
+    cont = continuous_table(cont_reps, rng, args.quick) if "2" in parts else []
+    betting = betting_table(cont_reps, rng, args.quick) if "3" in parts else []
     mc, mc_cont = math.sqrt(POWER * (1 - POWER) / reps), math.sqrt(POWER * (1 - POWER) / cont_reps)
-    ok = all(r >= POWER - 2 * mc for r in rates) and all(r >= POWER - 2 * mc_cont for r in cont)
-    print(f"Summary: simulated pass rate at the returned n {min(rates):.3f}-{max(rates):.3f} (pass/fail), "
-          f"{min(cont):.3f}-{max(cont):.3f} (continuous, clusters) for an asked {POWER}: "
+    ok = all(r >= POWER - 2 * mc for r in rates) and all(r >= POWER - 2 * mc_cont for r in cont + betting)
+    shown = [f"{min(v):.3f}-{max(v):.3f} ({what})" for v, what in ((rates, "pass/fail"), (cont, "continuous, clusters"),
+                                                                  (betting, "betting rows")) if v]
+    print(f"Summary: simulated pass rate at the returned n {', '.join(shown)} for an asked {POWER}: "
           f"{'all' if ok else 'NOT all'} at least 0.80 - 2 Monte Carlo sd ({time.perf_counter() - started:.0f} s).")
     return 0 if ok else 1
 

@@ -248,6 +248,7 @@ class RagAccessor:
         by: str | None = None,
         ci: float = 0.95,
         drop: float | None = None,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
     ) -> Any:
         """Questions needed to detect a change of ``mde`` in ``metric`` (or, with ``margin=``, for an
         unchanged release to pass the whole gate), sized from a pilot of two runs.
@@ -267,7 +268,8 @@ class RagAccessor:
             sensitivity=sensitivity, specificity=specificity, judge=judge, pilot_labels=pilot_labels,
             slice_fraction=slice_fraction, alternative=alternative, binary=binary, question_id=question_id, how=how,
             allow_evalset_mismatch=allow_evalset_mismatch, units=units, design_effect=design_effect, icc=icc,
-            cluster_size=cluster_size, margin=margin, by=by, ci=ci, drop=drop, method_name="rag.size"
+            cluster_size=cluster_size, margin=margin, by=by, ci=ci, drop=drop, method_name="rag.size",
+            bounds=bounds,
         )
 
     # ---- retrieval metrics ------------------------------------------------------------------------
@@ -437,6 +439,7 @@ class RagAccessor:
         seed: int | None = 0,
         units: str | bool | None = None,
         question_id: str = "question_id",
+        bounds: Mapping[str, tuple[float, float]] | None = None,
     ) -> pd.DataFrame:
         """Mean and interval per metric and slice for this run (the statistics: :func:`raglab.stats.summary`).
 
@@ -452,7 +455,7 @@ class RagAccessor:
         """
         return runs.summary(
             self._df, metrics, by=by, ci=ci, method=method, n_resamples=n_resamples, seed=seed, units=units,
-            question_id=question_id, method_name="rag.summary"
+            question_id=question_id, method_name="rag.summary", bounds=bounds,
         )
 
     def compare(
@@ -471,6 +474,7 @@ class RagAccessor:
         n_permutations: int = 10_000,
         adjust: str | None = None,
         allow_evalset_mismatch: bool = False,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
     ) -> pd.DataFrame:
         """Paired comparison of this run (the baseline) with ``cand``, per metric and slice.
 
@@ -488,7 +492,7 @@ class RagAccessor:
         return runs.compare(
             self._df, cand, metrics=metrics, by=by, on=on, how=how, units=units, ci=ci, method=method,
             n_resamples=n_resamples, seed=seed, n_permutations=n_permutations, adjust=adjust,
-            allow_evalset_mismatch=allow_evalset_mismatch, method_name="rag.compare"
+            allow_evalset_mismatch=allow_evalset_mismatch, method_name="rag.compare", bounds=bounds,
         )
 
     def gate(
@@ -509,6 +513,7 @@ class RagAccessor:
         n_permutations: int = 10_000,
         adjust: str | None = "holm",
         allow_evalset_mismatch: bool = False,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
     ) -> _stats.GateResult:
         """Release gate: :meth:`compare` plus a non-inferiority decision per metric and slice.
 
@@ -526,7 +531,7 @@ class RagAccessor:
             self._df, cand, margin=margin, metrics=metrics, by=by, higher_is_better=higher_is_better, on=on,
             how=how, units=units, ci=ci, method=method, n_resamples=n_resamples, seed=seed,
             n_permutations=n_permutations, adjust=adjust, allow_evalset_mismatch=allow_evalset_mismatch,
-            method_name="rag.gate"
+            method_name="rag.gate", bounds=bounds,
         )
 
     # ---- chunk boundaries -------------------------------------------------------------------------

@@ -337,6 +337,17 @@ def _name_value(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"the margin in {text!r} must be a number") from None
 
 
+def _name_range(text: str) -> tuple[str, tuple[float, float]]:
+    name, sep, value = text.rpartition("=")
+    low, colon, high = value.partition(":")
+    if not sep or not name or not colon:
+        raise argparse.ArgumentTypeError(f"expected METRIC=LO:HI (e.g. latency_s=0:30), got {text!r}")
+    try:
+        return name, (float(low), float(high))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"the bounds in {text!r} must be numbers LO:HI") from None
+
+
 def _add_gate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "gate",
@@ -355,6 +366,9 @@ def _add_gate(sub: argparse._SubParsersAction) -> None:
                    help="largest acceptable drop for every metric (in its own units), e.g. 0.02")
     p.add_argument("--margin-for", action="append", type=_name_value, default=[], metavar="M=X",
                    help="margin for one metric, overriding --margin (repeatable)")
+    p.add_argument("--bounds", action="append", type=_name_range, default=[], metavar="M=LO:HI",
+                   help="the range a metric with no known bounds can take (e.g. latency_s=0:30): its interval is then "
+                        "the betting interval, valid at every n; values outside are refused (repeatable)")
     p.add_argument("--lower-is-better", action="append", default=[], metavar="M",
                    help="metric where lower is better (latency, cost); repeatable")
     p.add_argument("--higher-is-better", action="append", default=[], metavar="M",
@@ -421,6 +435,10 @@ def _run_gate(args: argparse.Namespace) -> int:
             _refuse_overwriting({"--json": args.json}, {"BASE": args.base, "CANDIDATE": args.cand})
             margin = _gate_margin(args)
             directions = _gate_directions(args)
+            bounds = dict(args.bounds)
+            unknown = sorted(set(bounds) - set(args.metric))
+            if unknown:
+                raise CommandError(f"--bounds names metrics not given with --metric: {unknown}")
             base = read_rows(args.base)
             inputs = {"baseline": _file_record(args.base)}
             cand = read_rows(args.cand)
@@ -441,6 +459,7 @@ def _run_gate(args: argparse.Namespace) -> int:
                 n_permutations=args.n_permutations,
                 adjust=None if args.adjust == "none" else args.adjust,
                 allow_evalset_mismatch=args.allow_evalset_mismatch,
+                bounds=bounds or None,
             )
         except Exception as exc:
             return _input_error(args, exc, {"baseline": args.base, "candidate": args.cand})

@@ -507,6 +507,7 @@ def gate(
     seed: int | None = 0,
     n_permutations: int = 10_000,
     adjust: str | None = "holm",
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> GateResult:
     """Non-inferiority release gate on paired scores, per metric and slice.
 
@@ -530,7 +531,9 @@ def gate(
     margin the chance of a pass is at most ``(1 - ci) / 2`` at any n and for any shape of the
     differences (a few questions breaking badly included), because their interval is the betting
     interval. For metrics with no known bounds (latency, characters) no interval can promise that:
-    the bootstrap's measured rates are in ``benchmarks/gate_errors.py`` (part 4). A single
+    the bootstrap's measured rates are in ``benchmarks/gate_errors.py`` (part 4); declare the range
+    such a metric can take (``bounds={"latency_s": (0, 30)}``) and it gets the betting interval on
+    that range, with the same promise (values outside it are refused). A single
     ``margin`` given for several metrics that include unbounded ones warns: give those a margin in
     their own units.
 
@@ -552,7 +555,7 @@ def gate(
     higher_is_better : bool or dict, optional
         Direction per metric. Defaults come from the metric name (``raglab`` knows ``latency``,
         ``cost``, ``hallucination``... are lower-is-better); an explicit value always wins.
-    slices, units, ci, method, n_resamples, seed, n_permutations
+    slices, units, ci, method, n_resamples, seed, n_permutations, bounds
         As in :func:`compare`.
     adjust : {"holm", None}
         How blocks are protected against many rows: ``"holm"`` (the default) as above; ``None``
@@ -577,6 +580,6 @@ def gate(
     """
     table = compare(
         base, cand, slices=slices, units=units, ci=ci, method=method, n_resamples=n_resamples, seed=seed,
-        n_permutations=n_permutations,
+        n_permutations=n_permutations, bounds=bounds,
     )
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)

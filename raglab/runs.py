@@ -137,6 +137,7 @@ def summary(
     units: str | bool | None = None,
     question_id: str = "question_id",
     method_name: str = "raglab.runs.summary",
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> pd.DataFrame:
     """Mean and interval per metric and slice for this run; see :func:`raglab.stats.summary`.
 
@@ -160,6 +161,8 @@ def summary(
         ``False`` treats questions as independent.
     question_id : str
         The id column (left out of the default metrics).
+    bounds : dict, optional
+        ``{metric: (low, high)}``: as in :func:`raglab.stats.summary` (the betting interval on it).
 
     Returns
     -------
@@ -197,9 +200,11 @@ def summary(
         n_resamples=n_resamples,
         seed=seed,
         units=_unit_labels(df, units, method_name, question_id) if units else None,
+        bounds=bounds,
     )
     meta = get_meta(df)
-    meta["summary"] = {"by": by_columns or None, "units": units, "metrics": names}
+    meta["summary"] = {"by": by_columns or None, "units": units, "metrics": names,
+                       **({"bounds": table.attrs["raglab"]["summary"]["bounds"]} if bounds else {})}
     set_meta(table, jsonable(meta))
     return table
 
@@ -229,6 +234,7 @@ def compare(
     adjust: str | None = None,
     allow_evalset_mismatch: bool = False,
     method_name: str = "raglab.runs.compare",
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> pd.DataFrame:
     """Paired comparison of this run (the baseline) with ``cand``, per metric and slice.
 
@@ -261,8 +267,9 @@ def compare(
         Cluster column: resample whole clusters. By default the cluster column recorded by the
         baseline's eval set (``EvalSet.freeze(units=...)``), if any; ``False`` treats questions
         as independent.
-    ci, method, n_resamples, seed, n_permutations, adjust
-        As in :func:`raglab.stats.compare`.
+    ci, method, n_resamples, seed, n_permutations, adjust, bounds
+        As in :func:`raglab.stats.compare` (``bounds={metric: (low, high)}``: the betting interval on a
+        declared range).
     allow_evalset_mismatch : bool
         Compare runs stamped with different eval sets anyway (with a warning).
 
@@ -309,6 +316,7 @@ def compare(
         seed=seed,
         n_permutations=n_permutations,
         adjust=adjust,
+        bounds=bounds,
     )
     comparison = dict(table.attrs["raglab"]["comparison"])
     comparison.update(
@@ -346,6 +354,7 @@ def gate(
     adjust: str | None = "holm",
     allow_evalset_mismatch: bool = False,
     method_name: str = "raglab.runs.gate",
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> _stats.GateResult:
     """Release gate: :meth:`compare` plus a non-inferiority decision per metric and slice.
 
@@ -364,6 +373,9 @@ def gate(
         Direction per metric (default from the metric name; explicit values win).
     metrics, by, on, how, units, ci, method, n_resamples, seed, n_permutations, allow_evalset_mismatch
         As in :meth:`compare`.
+    bounds : dict, optional
+        ``{metric: (low, high)}`` for metrics with no known bounds: the betting interval on that range
+        (the gate's pass promise at every n); see :func:`raglab.stats.gate`.
     adjust : {"holm", None}
         Blocks need Holm-adjusted evidence over all rows (default) or, with None, only the row's own.
 
@@ -405,6 +417,7 @@ def gate(
         n_permutations=n_permutations,
         allow_evalset_mismatch=allow_evalset_mismatch,
         method_name=method_name,
+        bounds=bounds,
     )
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
 
@@ -556,6 +569,7 @@ def size(
     ci: float = 0.95,
     drop: float | None = None,
     method_name: str = "raglab.runs.size",
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> Any:
     """Questions needed to detect a change of ``mde`` in ``metric`` (or for a release to pass), sized from a pilot.
 
@@ -579,6 +593,8 @@ def size(
     passes the whole gate (the overall row and every slice of ``by``, for every metric in
     ``metric``) with probability ``power``, with each slice's discordance or sd taken from the pilot
     (:func:`raglab.sizing.release_from_pilot`); ``drop=`` reports the power to block a true drop.
+    Continuous metrics registered in [0, 1] are sized on the gate's betting interval; ``bounds=
+    {metric: (low, high)}``, as given to the gate, sizes another metric on it too.
 
     Returns
     -------
@@ -647,8 +663,10 @@ def size(
                              "use sizing.questions_for_release(design_effect=...) to state one")
         return _sizing.release_from_pilot(
             {name: v[0] for name, v in values.items()}, {name: v[1] for name, v in values.items()}, margin,
-            slices=columns.get("by"), units=columns.get("units"), power=power, ci=ci, drop=drop,
+            slices=columns.get("by"), units=columns.get("units"), power=power, ci=ci, drop=drop, bounds=bounds,
         )
+    if bounds is not None:
+        raise ValueError(f"{method_name}: `bounds=` sizes the release gate's rows (margin=), not a change (mde=)")
     if by is not None:
         raise ValueError(f"{method_name}: `by=` sizes the release's slices: use it with margin=, or size one slice "
                          "with slice_fraction=")

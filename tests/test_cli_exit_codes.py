@@ -268,7 +268,8 @@ def test_memory_exhausted_in_a_real_process_exits_4(runs):
     """)
     if not os.path.exists("/proc/self/statm"):
         pytest.skip("needs Linux's /proc")
-    args = ["gate", runs["base"], runs["cand"], "--metric", "faithfulness", "--margin", "0.02",
+    # `quality` (a name raglab does not know) is a bootstrap row: its resamples are what cannot be allocated
+    args = ["gate", runs["base"], runs["cand"], "--metric", "quality", "--higher-is-better", "quality", "--margin", "0.02",
             "--n-resamples", "100000000"]
     # One OpenBLAS thread: its worker threads allocate buffers on first use, and under the cap OpenBLAS then
     # exit(1)s itself (the supervised console script maps that to 4: test_the_console_script_turns_an_exit_raglab_did_not_choose_into_4); this test is

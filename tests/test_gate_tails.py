@@ -298,3 +298,111 @@ def test_a_family_of_20_slices_with_nothing_changed_does_not_block_under_the_ske
         blocked += result.decision == "block"
         p_min.append(float(t["p_worse_adjusted"].min()))
     assert blocked == 0 and min(p_min) > 0.025
+
+
+# ---- declared bounds: the betting interval for metrics with no known bounds --------------------------------
+
+
+def _latency_drop(rng, n, reps, margin=0.5):
+    """Latency-like paired runs in [0, 30] s: most questions a little faster, a few time out (+5 to +25 s);
+    the true mean change is +margin (worse by exactly the margin)."""
+    share = (margin + 0.05) / 15.0
+    base = 1.0 + 2.0 * rng.random((n, reps))
+    small = np.clip(rng.normal(-0.05, 0.1, (n, reps)), -0.35, 0.35)
+    d = np.where(rng.random((n, reps)) < share, rng.uniform(5.0, 25.0, (n, reps)), small)
+    return base, base + d
+
+
+@pytest.mark.parametrize("n", [30, 120])
+def test_declared_bounds_keep_a_drop_at_the_margin_below_2_5_percent(n):
+    base, cand = _latency_drop(np.random.default_rng(n), n, 200)
+    cols = range(base.shape[1])
+    b = {f"latency{j}": base[:, j] for j in cols}
+    c = {f"latency{j}": cand[:, j] for j in cols}
+    declared = stats.compare(b, c, bounds={name: (0, 30) for name in b}, n_permutations=0, n_resamples=200)
+    plain = stats.compare(b, c, n_permutations=0, n_resamples=400, seed=1)
+    assert set(declared["method"]) == {_BETTING_LABEL}
+    assert declared.attrs["raglab"]["comparison"]["bounds"]["latency0"] == [0.0, 30.0]
+    bound = 2 * math.sqrt(0.025 * 0.975 / 200)
+    assert float((declared["high"] <= 0.5).mean()) <= 0.025 + bound  # lower is better: pass when high <= margin
+    assert float((plain["high"] <= 0.5).mean()) > 0.05  # the bootstrap on the same samples misses the time-outs
+
+
+def test_declared_bounds_are_the_betting_interval_on_that_range_and_refuse_values_outside():
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0, 20_000, 80)
+    cand = np.clip(base + rng.normal(0, 800, 80), 0, 20_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        gated = stats.gate({"prompt_chars": base}, {"prompt_chars": cand}, margin=500.0,
+                           bounds={"prompt_chars": (0, 20_000)}, n_permutations=200)
+    scaled = stats.compare({"m": base / 20_000}, {"m": cand / 20_000}, method="betting", n_permutations=200)
+    row = gated.table.iloc[0]
+    assert row["method"] == _BETTING_LABEL
+    # the same bet on a rescaled range: equal bounds (in the metric's own units)
+    assert row["low"] == pytest.approx(scaled["low"].iloc[0] * 20_000, rel=1e-6, abs=1e-6)
+    assert row["high"] == pytest.approx(scaled["high"].iloc[0] * 20_000, rel=1e-6, abs=1e-6)
+    summary = stats.summary({"prompt_chars": base}, bounds={"prompt_chars": (0, 20_000)})
+    assert summary["method"].iloc[0].startswith("betting") and summary["low"].iloc[0] >= 0
+    assert summary["low"].iloc[0] < base.mean() < summary["high"].iloc[0]
+    from raglab._errors import RowTableError
+
+    bad = cand.copy()
+    bad[[4, 9]] = [25_000, -3]
+    with pytest.raises(RowTableError, match=r"'prompt_chars' was declared to lie in \[0, 20000\].*row 4.*row 9") as err:
+        stats.compare({"prompt_chars": base}, {"prompt_chars": bad}, bounds={"prompt_chars": (0, 20_000)})
+    assert err.value.column == "prompt_chars" and err.value.rows == [4, 9]
+    with pytest.raises(ValueError, match="not scored here"):
+        stats.compare({"a": base}, {"a": cand}, bounds={"b": (0, 1)})
+    with pytest.raises(ValueError, match="low < high"):
+        stats.summary({"a": base}, bounds={"a": (5, 5)})
+    # without bounds nothing changes: the expanded percentile bootstrap
+    assert "bootstrap" in stats.compare({"prompt_chars": base}, {"prompt_chars": cand}, n_permutations=0,
+                                        n_resamples=200)["method"].iloc[0]
+
+
+def test_row_tables_accessor_and_cli_pass_bounds_through(tmp_path, capsys):
+    import pandas as pd
+
+    import raglab  # noqa: F401  (df.rag)
+    from raglab import runs
+    from raglab.cli import main
+
+    rng = np.random.default_rng(8)
+    n = 60
+    base = pd.DataFrame({"question_id": [f"q{i}" for i in range(n)], "latency_s": 1 + rng.random(n)})
+    cand = base.assign(latency_s=base["latency_s"] + rng.normal(0, 0.05, n).clip(-0.5, 0.5))
+    kw = dict(margin=0.5, metrics=["latency_s"], higher_is_better=False, bounds={"latency_s": (0, 30)},
+              n_permutations=200)
+    direct = stats.gate({"latency_s": base["latency_s"]}, {"latency_s": cand["latency_s"]}, 0.5,
+                        higher_is_better=False, bounds={"latency_s": (0, 30)}, n_permutations=200)
+    via_rows = runs.gate(base, cand, **kw)
+    assert via_rows.table["method"].iloc[0] == _BETTING_LABEL
+    assert via_rows.table["low"].iloc[0] == direct.table["low"].iloc[0]
+    assert base.rag.gate(cand, **kw).table["high"].iloc[0] == via_rows.table["high"].iloc[0]
+    assert base.rag.compare(cand, bounds={"latency_s": (0, 30)})["method"].iloc[0] == _BETTING_LABEL
+    assert base.rag.summary(["latency_s"], bounds={"latency_s": (0, 30)})["method"].iloc[0].startswith("betting")
+    base.to_csv(tmp_path / "b.csv", index=False)
+    cand.to_csv(tmp_path / "c.csv", index=False)
+    args = ["gate", str(tmp_path / "b.csv"), str(tmp_path / "c.csv"), "-m", "latency_s", "--margin", "0.5",
+            "--lower-is-better", "latency_s", "--n-permutations", "200"]
+    assert main([*args, "--bounds", "latency_s=0:30"]) in (0, 3)
+    assert "betting" in capsys.readouterr().out
+    assert main([*args, "--bounds", "latency_s=0:1.5"]) == 2  # values up to 2.0 s: refused, naming the column
+    assert "'latency_s' was declared to lie in [0, 1.5]" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as code:
+        main([*args, "--bounds", "latency_s=0-30"])
+    assert code.value.code == 2 and "METRIC=LO:HI" in capsys.readouterr().err
+
+
+def test_declared_bounds_are_stated_in_attrs():
+    import pandas as pd
+
+    from raglab import runs
+
+    rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(40)], "latency_s": np.linspace(0.5, 3.0, 40)})
+    table = runs.summary(rows, ["latency_s"], bounds={"latency_s": (0, 30)})
+    assert table.attrs["raglab"]["summary"]["bounds"] == {"latency_s": [0.0, 30.0]}
+    assert "bounds" not in runs.summary(rows, ["latency_s"]).attrs["raglab"]["summary"]
+    assert stats.summary({"latency_s": rows["latency_s"]}, bounds={"latency_s": (0, 30)}).attrs["raglab"] == {
+        "summary": {"bounds": {"latency_s": [0.0, 30.0]}}}

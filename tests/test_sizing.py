@@ -802,13 +802,19 @@ def test_cli_size_for_the_gate(capsys):
 
 
 def test_questions_for_gate_never_sizes_below_what_the_gate_decides_on():
-    from raglab.gate import MIN_QUESTIONS
+    from raglab.gate import MIN_QUESTIONS, MIN_RESAMPLED
     from raglab.stats import gate
 
+    # a continuous row without known bounds is a bootstrap row: the gate reviews it below 30 questions
     n = questions_for_gate(0.3, sd_diff=0.1)
-    assert n == MIN_QUESTIONS
+    assert n == MIN_RESAMPLED
+    rng = np.random.default_rng(0)
+    scores = rng.random(n - 1)
+    few = gate({"latency_s": scores}, {"latency_s": scores + rng.normal(0, 0.1, n - 1)}, margin=0.3,
+               higher_is_better=False, n_resamples=200, n_permutations=0)
+    assert few.decision == "review" and str(MIN_RESAMPLED) in few.table["reason"].iloc[0]
     assert questions_for_gate(0.3, discordance=0.1) >= MIN_QUESTIONS
     # at one question fewer the gate cannot decide at all
     few = gate([1.0, 0.0, 1.0] * 3, [1.0, 1.0, 0.0] * 3, margin=0.3, higher_is_better=True)
-    assert few.decision == "review" and few.table["reason"].iloc[0].startswith(f"only {n - 1} paired questions")
-    assert questions_for_gate(0.3, sd_diff=0.1, slice_fraction=0.5) == 2 * MIN_QUESTIONS
+    assert few.decision == "review" and few.table["reason"].iloc[0].startswith(f"only {MIN_QUESTIONS - 1} paired")
+    assert questions_for_gate(0.3, sd_diff=0.1, slice_fraction=0.5) == 2 * MIN_RESAMPLED

@@ -151,13 +151,14 @@ def test_power_to_block_is_a_lower_bound_on_the_real_gates_block_rate():
 
 def test_several_metrics_and_unequal_slices():
     r = sizing.questions_for_release({"hit@5": 0.02, "faithfulness": 0.03}, discordance={"hit@5": 0.1},
-                                     sd_diff={"faithfulness": 0.25}, slices={"why": 0.1, "what": 0.9})
+                                     sd_diff={"faithfulness": 0.25}, slices={"why": 0.1, "what": 0.9},
+                                     interval={"faithfulness": "bootstrap"})
     assert set(r.rows["metric"]) == {"hit@5", "faithfulness"} and len(r.rows) == 6
     why = r.rows[(r.rows["slice"] == "why")]
     assert (why["n"] == math.floor(0.1 * r.n)).all()
     # the rare slice drives the size: at least what the why-slice row alone needs for its share of 0.8
     assert r.n > sizing.questions_for_release(0.02, discordance=0.1, slices=[0.9]).n
-    # continuous rows: the normal approximation with the expanded (t) critical value
+    # continuous rows decided by the bootstrap: the normal approximation with the expanded (t) critical value
     row = r.rows[(r.rows["metric"] == "faithfulness") & (r.rows["slice"] == "overall")].iloc[0]
     c = sps.t.isf(0.025, r.n - 1) * math.sqrt(r.n / (r.n - 1))
     assert row["p_pass"] == pytest.approx(sps.norm.cdf(0.03 * math.sqrt(r.n) / 0.25 - c))

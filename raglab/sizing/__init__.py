@@ -47,6 +47,9 @@ whose power reaches the target. Three corrections:
 candidate passes a non-inferiority margin with the asked power. A release passes only when every
 row passes (overall, every slice, every metric): :func:`questions_for_release` sizes that, and
 :func:`release_from_pilot` estimates its inputs per slice from a pilot (:mod:`raglab.sizing.release`).
+Each row is sized on the interval the gate will use: Tango's (pass/fail), the betting interval
+(continuous metrics registered in [0, 1], or with ``bounds=`` declared; about 1.6-2 times the
+questions of the bootstrap's), or the bootstrap (other continuous metrics, clusters).
 
 The functions live in :mod:`~raglab.sizing.formulas` (standard error, questions needed, power,
 detectable difference), :mod:`~raglab.sizing.outcomes` (paired outcomes, true and through a

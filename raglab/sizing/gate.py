@@ -12,7 +12,7 @@ from typing import Any
 
 from scipy import stats as _sps
 
-from raglab.gate import MIN_QUESTIONS
+from raglab.gate import MIN_RESAMPLED
 from raglab.sizing._checks import _N_MAX, _check_sd_diff, _is_number, _judge_rates, _rate
 from raglab.sizing.outcomes import PairedOutcomes, paired_outcomes
 
@@ -72,6 +72,8 @@ def questions_for_gate(
     power: float = 0.8,
     ci: float = 0.95,
     slice_fraction: float = 1.0,
+    interval: str | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> int:
     """Questions at which a truly unchanged candidate passes ONE row of the gate with the asked power.
 
@@ -91,6 +93,13 @@ def questions_for_gate(
     ``z = z_{1 - (1 - ci) / 2}``, so the gate passes with probability ``Phi(margin sqrt(n / v) - z)`` and
 
     ``n = ceil((z + z_power)**2 * v / margin**2)``.
+
+    A continuous metric the gate decides with the **betting interval** (a score in [0, 1]:
+    ``interval="betting"``; or declared ``bounds=(low, high)``, as given to the gate) is sized on that
+    interval instead (about ``sqrt(2 log(1/alpha))`` = 2.72 sd / sqrt(n) wide at ci 0.95 where the
+    formula above has 1.96, plus a small-n excess; see :mod:`raglab.sizing.release`): 1.6 to 2 times
+    the questions. This function has no metric name, so it does not guess; :func:`questions_for_release`
+    takes the interval from the metric's name.
 
     ``v`` is the discordance for a pass/fail metric (the share of questions whose outcome differs
     between two runs of equal quality) and ``sd_diff**2`` for a continuous one. With a judge
@@ -112,11 +121,16 @@ def questions_for_gate(
         Level of the gate's two-sided interval (its ``ci=``).
     slice_fraction : float
         Share of the questions in the slice (every slice row must pass too): the total ``ceil(n / f)``.
+    interval : {"betting", "bootstrap"}, optional
+        Continuous metrics: the gate's interval for it (default the formula above, the bootstrap's).
+    bounds : (float, float), optional
+        Continuous metrics: the bounds declared to the gate; the row is sized on the betting interval.
 
     Returns
     -------
     int
-        Total questions; at least the gate's minimum of 10 in the slice (below it the gate reviews).
+        Total questions; at least the gate's minimum in the slice (below it the gate reviews): 10
+        questions, and 30 for a continuous row decided by the bootstrap.
 
     Examples
     --------
@@ -126,6 +140,8 @@ def questions_for_gate(
     4867
     >>> questions_for_gate(0.01, sd_diff=0.15)
     1766
+    >>> questions_for_gate(0.01, sd_diff=0.15, interval="betting")     # e.g. recall: the gate bets
+    2867
     """
     if not _is_number(margin) or not margin > 0 or not math.isfinite(margin):
         raise ValueError(f"`margin` must be a positive drop (e.g. 0.02 for 2 points), got {margin!r}")
@@ -134,6 +150,18 @@ def questions_for_gate(
     slice_fraction = _rate("slice_fraction", slice_fraction, open_low=True)
     v, _ = _gate_variance(paired=paired, discordance=discordance, sd_diff=sd_diff, p=p,
                           sensitivity=sensitivity, specificity=specificity)
+    if interval not in (None, "betting", "bootstrap"):
+        raise ValueError(f"`interval` must be 'betting', 'bootstrap' or None, got {interval!r}")
+    if (interval is not None or bounds is not None) and sd_diff is None:
+        raise ValueError("`interval` and `bounds` choose the gate's interval for a continuous metric (sd_diff=); "
+                         "pass/fail rows always use Tango's interval")
+    if sd_diff is not None and (interval == "betting" or (bounds is not None and interval != "bootstrap")):
+        from raglab.sizing.release import _check_spread, _declared_bounds, _Row, _search
+
+        lo, hi = (0.0, 1.0) if bounds is None else _declared_bounds("the metric", bounds)
+        _check_spread("the metric", float(sd_diff), 2 * (hi - lo))
+        row = _Row("metric", "overall", 1.0, "continuous", float(sd_diff), float(margin), span=2 * (hi - lo))
+        return math.ceil(_search([row], power, ci) / slice_fraction - 1e-9)
     if sd_diff is None:  # pass/fail: the gate's own rule (Tango's interval), summed exactly over the counts
         from raglab.sizing.release import _Row, _search
 
@@ -143,8 +171,8 @@ def questions_for_gate(
     zp = float(_sps.norm.ppf(power))
     if z + zp <= 0:
         raise ValueError(f"`power` = {power:g} is below what the gate gives an unchanged candidate with one question")
-    # never below the gate's own minimum: with fewer questions it reviews whatever the interval says
-    n = max(MIN_QUESTIONS, math.ceil((z + zp) ** 2 * v / float(margin) ** 2 - 1e-9))
+    # never below the gate's own minimum for a bootstrap row: with fewer questions it reviews whatever the interval says
+    n = max(MIN_RESAMPLED, math.ceil((z + zp) ** 2 * v / float(margin) ** 2 - 1e-9))
     if n > _N_MAX:
         raise ValueError(f"a margin of {margin:g} is too small to size with any practical number of questions")
     return math.ceil(n / slice_fraction - 1e-9)

@@ -14,10 +14,19 @@ How each row's probability is computed:
   (:mod:`raglab.sizing._exact`); the block probability sums ``high < 0`` and the one-sided exact
   McNemar p-value times the number of rows in Holm's family (Holm's adjusted p-value is at most
   that, so this is a lower bound on the power to block).
-* **continuous metrics, and every metric with clusters**: a normal approximation of the gate's
+* **continuous metrics on known bounds** (registered in [0, 1] such as recall, nDCG, rr,
+  faithfulness, or declared with ``bounds=``; without clusters): the gate's betting interval
+  (:func:`raglab.sizing._exact.betting_pass_probability`): its bound behaves like
+  ``mean - sqrt(2 log(1/alpha)) sd / sqrt(n)`` (``alpha = (1 - ci) / 2``: 2.72 sd / sqrt(n) at ci
+  0.95, against the bootstrap's 1.96) plus a small-n excess computed from the interval's own bet
+  sizes; the block probability is the mirror of a pass at margin 0 and the one-sided test.
+* **other continuous metrics, and every metric with clusters**: a normal approximation of the gate's
   bootstrap interval, ``P(mean - c sd / sqrt(n) >= -margin)`` with the expanded-percentile critical
   value ``c = t_{m-1} sqrt(m / (m - 1))`` over the row's ``m`` questions (or clusters), on
   ``n / design_effect`` questions.
+
+Which interval a continuous row is sized on follows the metric (``interval=`` overrides it) and is
+stated in the result (``assumptions["interval"]`` and the rows' ``interval`` column).
 
 The release passes when every row does. Slice rows hold disjoint questions, so they are
 independent; the overall row is positively associated with them (every pass rule is increasing in
@@ -41,11 +50,12 @@ import numpy as np
 import pandas as pd
 
 from raglab._results import ResultBase
-from raglab.gate import MIN_QUESTIONS
+from raglab.gate import MIN_QUESTIONS, MIN_RESAMPLED
 from raglab.sizing import _exact
 from raglab.sizing._checks import _N_MAX, _design_effect, _is_number, _judge_rates, _rate
 from raglab.sizing.outcomes import paired_outcomes
 from raglab.stats._engine import MIN_CLUSTERS
+from raglab.stats.tables import _bounds_pair as _declared_bounds
 
 __all__ = ["ReleaseSizing", "questions_for_release", "release_from_pilot", "release_pass_probability"]
 
@@ -63,6 +73,8 @@ class _Row:
     design_effect: float = 1.0
     cluster_size: float | None = None
     judge: tuple[float, float, float, float] | None = None  # (true p, true discordance, sensitivity, specificity)
+    span: float | None = None  # continuous metric on known bounds: the range of its differences (2 for [0, 1])
+    note: str = ""  # how the gate decides a continuous row, and why (stated in the result)
 
     def drop_cells(self, drop: float) -> tuple[float, float]:
         """(pass -> fail, fail -> pass) probabilities of the gate's pass/fail outcomes under a true drop."""
@@ -90,7 +102,7 @@ class ReleaseSizing(ResultBase):
         empty when no ``drop`` was given.
     rows : pandas.DataFrame
         One row per gate row: ``metric, slice, fraction, n, kind, discordance, sd_diff, margin,
-        design_effect, p_pass`` and, with a drop, ``p_block`` (that row blocking a drop confined to it).
+        design_effect, interval, p_pass`` and, with a drop, ``p_block`` (that row blocking a drop confined to it).
     assumptions : dict
         Target, level, Holm family, drop, design effects and how each probability was computed.
     """
@@ -163,13 +175,37 @@ def _normal(row: _Row, m: int) -> tuple[float, float, float | None]:
 
 
 def _too_few(row: _Row, m: int) -> bool:
+    """The gate reviews the row whatever its interval: too few questions (or clusters), or a bootstrap row
+    (continuous without known bounds, or clustered) below MIN_RESAMPLED questions (or clusters)."""
     if m < MIN_QUESTIONS:
         return True
-    return row.cluster_size is not None and m / row.cluster_size < MIN_CLUSTERS
+    units = m / row.cluster_size if row.cluster_size else m
+    if row.cluster_size is not None and units < MIN_CLUSTERS:
+        return True
+    bootstrap = not _betting_row(row) and (row.kind == "continuous" or row.design_effect != 1)
+    return bootstrap and units < MIN_RESAMPLED
 
 
 def _exact_row(row: _Row, m: int) -> bool:
     return row.kind == "pass/fail" and row.design_effect == 1 and m <= _exact.EXACT_MAX
+
+
+def _betting_row(row: _Row) -> bool:
+    """The gate decides this row with the betting interval: a continuous metric on known bounds, no clusters."""
+    return row.kind == "continuous" and row.span is not None and row.design_effect == 1 and row.cluster_size is None
+
+
+@functools.lru_cache(maxsize=4096)
+def _betting_pass(n: int, sd: float, margin: float, level: float, span: float) -> float:
+    return _exact.betting_pass_probability(n, sd, margin=margin, level=level, span=span)
+
+
+def _interval_of(row: _Row, m: int) -> str:
+    if _exact_row(row, m):
+        return "score (Tango)"
+    if _betting_row(row):
+        return "betting"
+    return "cluster bootstrap" if row.design_effect != 1 else "bootstrap"
 
 
 def _row_pass(row: _Row, n: int, level: float) -> float:
@@ -178,6 +214,8 @@ def _row_pass(row: _Row, n: int, level: float) -> float:
         return 0.0
     if _exact_row(row, m):
         return _tango_pass(m, row.spread / 2, row.spread / 2, row.margin, level)
+    if _betting_row(row):
+        return _betting_pass(m, row.spread, row.margin, level, row.span)
     n_eff, sd, df = _normal(row, m)
     return _exact.normal_pass_probability(n_eff, sd, margin=row.margin, level=level, df=df)
 
@@ -188,6 +226,8 @@ def _row_block(row: _Row, n: int, level: float, drop: float, family: int) -> flo
         return 0.0
     if _exact_row(row, m):
         return _tango_block(m, *row.drop_cells(drop), level, family)
+    if _betting_row(row):
+        return _exact.betting_block_probability(m, row.spread, drop=drop, level=level, family=family, span=row.span)
     n_eff, sd, df = _normal(row, m)
     return _exact.normal_block_probability(n_eff, sd, drop=drop, level=level, family=family, df=df)
 
@@ -243,6 +283,53 @@ def _margin_for(margin: Any, metric: str) -> float:
     return float(value)
 
 
+def _intervals(kinds: Mapping[str, str], interval: Any, bounds: Any) -> dict[str, tuple[float | None, str]]:
+    """``{continuous metric: (span of its differences or None, how the gate decides it)}``.
+
+    The gate decides a continuous metric with the betting interval when its bounds are known: declared
+    (``bounds={metric: (lo, hi)}``, differences in ``[lo - hi, hi - lo]``), asked for
+    (``interval="betting"``: a score in [0, 1]) or registered (``metric_info(name).bounded``); with
+    the bootstrap otherwise, or when ``interval="bootstrap"``.
+    """
+    from raglab._registry import metric_info
+
+    continuous = [m for m, kind in kinds.items() if kind == "continuous"]
+    for what, given in (("interval", interval), ("bounds", bounds)):
+        if isinstance(given, Mapping):
+            unknown = sorted(set(map(str, given)) - set(continuous))
+            if unknown:
+                raise ValueError(f"`{what}` names {unknown}, which are not continuous metrics here (sd_diff= or a "
+                                 "pilot's non-0/1 scores); pass/fail rows always use Tango's interval")
+    if bounds is not None and not isinstance(bounds, Mapping):
+        raise TypeError(f"`bounds` must be {{metric: (low, high)}}, got {bounds!r}")
+    out: dict[str, tuple[float | None, str]] = {}
+    for m in continuous:
+        choice = interval.get(m) if isinstance(interval, Mapping) else interval
+        if choice not in (None, "betting", "bootstrap"):
+            raise ValueError(f"`interval` for {m!r} must be 'betting', 'bootstrap' or None (from the metric), "
+                             f"got {choice!r}")
+        declared = bounds.get(m) if bounds is not None else None
+        if declared is not None:
+            lo, hi = _declared_bounds(m, declared)
+        if choice == "bootstrap":
+            out[m] = (None, "bootstrap (asked)")
+        elif declared is not None:
+            out[m] = (2.0 * (hi - lo), f"betting on the declared bounds [{lo:g}, {hi:g}]")
+        elif choice == "betting":
+            out[m] = (2.0, "betting on [0, 1] (asked)")
+        elif metric_info(m).bounded:
+            out[m] = (2.0, "betting: registered in [0, 1]")
+        else:
+            out[m] = (None, "bootstrap: no known bounds (declare bounds= to size it on the betting interval)")
+    return out
+
+
+def _check_spread(metric: str, sd: float, span: float | None) -> None:
+    if span is not None and sd > span / 2 + 1e-12:
+        raise ValueError(f"an sd_diff of {sd:g} is impossible for {metric!r}: its differences lie in a range of "
+                         f"{span:g}, so their sd is at most {span / 2:g}")
+
+
 def _check_drop(drop: Any, rows: Sequence[_Row]) -> float | None:
     if drop is None:
         return None
@@ -278,6 +365,7 @@ def _result(rows: list[_Row], n: int, *, power: float, ci: float, drop: float | 
         "sd_diff": [r.spread if r.kind == "continuous" else np.nan for r in rows],
         "margin": [r.margin for r in rows],
         "design_effect": [r.design_effect for r in rows],
+        "interval": [_interval_of(r, _row_size(r, n)) for r in rows],
         "p_pass": probs,
     })
     blocks: dict[str, float] = {}
@@ -287,11 +375,15 @@ def _result(rows: list[_Row], n: int, *, power: float, ci: float, drop: float | 
             if r.slice == _OVERALL:
                 blocks[r.metric] = float(p)
     methods = sorted({"exact (Tango's interval, exact McNemar)" if _exact_row(r, _row_size(r, n)) else
+                      "betting interval (mean - sqrt(2 log(1/alpha)) sd / sqrt(n) and its small-n excess, from the "
+                      "interval's own bet sizes)" if _betting_row(r) else
                       "normal approximation (bootstrap interval" + (", clusters)" if r.design_effect != 1 else ")")
                       for r in rows})
+    intervals = {r.metric: ("cluster bootstrap (clustered questions)" if r.design_effect != 1 or r.cluster_size
+                            else "score (Tango)" if r.kind == "pass/fail" else r.note) for r in rows}
     assumptions = {
         "power": power, "ci": ci, "drop": drop, "holm_family": family, "n_rows": len(rows),
-        "method": "; ".join(methods),
+        "method": "; ".join(methods), "interval": intervals,
         "combination": ("release pass = product of the rows' pass probabilities: a lower bound (slices independent, "
                         "the overall row positively associated with them; metrics taken as independent or "
                         "positively associated)"),
@@ -328,7 +420,8 @@ def _search(rows: list[_Row], power: float, ci: float) -> int:
 
 
 def _build_rows(margin: Any, discordance: Any, sd_diff: Any, slices: Any, deff: float,
-                cluster_size: float | None, judge: tuple[float, float, float] | None = None) -> list[_Row]:
+                cluster_size: float | None, judge: tuple[float, float, float] | None = None,
+                interval: Any = None, bounds: Any = None) -> list[_Row]:
     kinds = {**{m: ("pass/fail", v) for m, v in _per_metric(discordance, "discordance").items()}}
     for m, v in _per_metric(sd_diff, "sd_diff").items():
         if m in kinds:
@@ -341,6 +434,7 @@ def _build_rows(margin: Any, discordance: Any, sd_diff: Any, slices: Any, deff: 
             "differences); e.g. discordance={'hit@5': 0.1}, sd_diff={'faithfulness': 0.15}"
         )
     fractions = _fractions(slices)
+    spans = _intervals({m: kind for m, (kind, _) in kinds.items()}, interval, bounds)
     rows = []
     for metric, (kind, value) in kinds.items():
         labels = None
@@ -355,9 +449,11 @@ def _build_rows(margin: Any, discordance: Any, sd_diff: Any, slices: Any, deff: 
             if not _is_number(value) or not math.isfinite(value) or not value > 0:
                 raise ValueError(f"`sd_diff` for {metric!r} must be a positive standard deviation, got {value!r}")
             spread = float(value)
+        span, note = spans.get(metric, (None, ""))
+        _check_spread(metric, spread, span)
         mg = _margin_for(margin, metric)
         for name, frac in [(_OVERALL, 1.0), *fractions.items()]:
-            rows.append(_Row(metric, name, frac, kind, spread, mg, deff, cluster_size, labels))
+            rows.append(_Row(metric, name, frac, kind, spread, mg, deff, cluster_size, labels, span, note))
     if judge is not None and not any(kind == "pass/fail" for kind, _ in kinds.values()):
         raise ValueError("`p`, `sensitivity` and `specificity` describe a judge's pass/fail labels; no metric here "
                          "has a discordance")
@@ -383,13 +479,16 @@ def questions_for_release(
     p: float | None = None,
     sensitivity: float | None = None,
     specificity: float | None = None,
+    interval: str | Mapping[str, str] | None = None,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> ReleaseSizing:
     """Questions at which a truly unchanged release passes the whole gate with probability ``power``.
 
     The gate passes a release only when the overall row and every slice row pass, for every
     metric. This sizes that joint event (a lower bound on it: see :mod:`raglab.sizing.release`),
-    with pass/fail rows computed exactly on the gate's own rule (Tango's score interval) and
-    continuous or clustered rows by a normal approximation of its bootstrap interval.
+    with pass/fail rows computed exactly on the gate's own rule (Tango's score interval),
+    continuous rows on known bounds on its betting interval, and other continuous or clustered rows
+    by a normal approximation of its bootstrap interval.
 
     Parameters
     ----------
@@ -420,6 +519,17 @@ def questions_for_release(
         A judge labels the pass/fail answers (as in :func:`questions_for_gate`): ``discordance`` and
         ``p`` are then the TRUE outcomes and every pass/fail row is sized on the judge's labels
         (their larger discordance; a true ``drop`` shows as the labels' smaller change).
+    interval : {"betting", "bootstrap"} or dict, optional
+        How the gate decides a continuous metric (or ``{metric: ...}``). By default from the metric:
+        the betting interval for a metric with known bounds (registered in [0, 1] such as recall,
+        nDCG, rr, faithfulness: ``metric_info(name).bounded``, or declared in ``bounds``), the
+        bootstrap otherwise (a bare ``sd_diff`` number names no metric: bootstrap unless
+        ``interval="betting"``, which means a score in [0, 1]). Clustered questions always take the
+        cluster bootstrap, as the gate does. The result states the choice per metric
+        (``assumptions["interval"]``, column ``interval``).
+    bounds : dict, optional
+        ``{metric: (low, high)}``: the range declared to the gate (its ``bounds=``); the metric is
+        sized on the betting interval over differences in ``[low - high, high - low]``.
 
     Returns
     -------
@@ -438,11 +548,17 @@ def questions_for_release(
     (12852, 0.8, 1.0)
     >>> questions_for_release(0.02, discordance=0.1).n      # one row: the overall pass rate only
     1994
+    >>> r = questions_for_release(0.02, sd_diff={"recall@5": 0.15}, slices=4)   # [0, 1]: betting rows
+    >>> r.n, r.assumptions["interval"]["recall@5"]
+    (4264, 'betting: registered in [0, 1]')
+    >>> questions_for_release(0.02, sd_diff={"recall@5": 0.15}, slices=4, interval="bootstrap").n
+    2868
     """
     power = _rate("power", power, open_low=True, open_high=True)
     ci = _rate("ci", ci, open_low=True, open_high=True)
     deff, size = _design_effect(design_effect, icc, cluster_size)
-    rows = _build_rows(margin, discordance, sd_diff, slices, deff, size, _judge(p, sensitivity, specificity))
+    rows = _build_rows(margin, discordance, sd_diff, slices, deff, size, _judge(p, sensitivity, specificity),
+                       interval, bounds)
     drop = _check_drop(drop, rows)
     n = _search(rows, power, ci)
     return _result(rows, n, power=power, ci=ci, drop=drop,
@@ -465,11 +581,13 @@ def release_pass_probability(
     p: float | None = None,
     sensitivity: float | None = None,
     specificity: float | None = None,
+    interval: str | Mapping[str, str] | None = None,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> ReleaseSizing:
     """The release's pass probability (and power to block ``drop``) at a given total ``n``.
 
     Parameters are as in :func:`questions_for_release` (``p``, ``sensitivity`` and ``specificity``
-    for a judge too); the result's ``n`` is the one given.
+    for a judge too, ``interval`` and ``bounds``); the result's ``n`` is the one given.
 
     Examples
     --------
@@ -481,7 +599,8 @@ def release_pass_probability(
         raise ValueError(f"`n` must be a whole number of questions, got {n!r}")
     ci = _rate("ci", ci, open_low=True, open_high=True)
     deff, size = _design_effect(design_effect, icc, cluster_size)
-    rows = _build_rows(margin, discordance, sd_diff, slices, deff, size, _judge(p, sensitivity, specificity))
+    rows = _build_rows(margin, discordance, sd_diff, slices, deff, size, _judge(p, sensitivity, specificity),
+                       interval, bounds)
     drop = _check_drop(drop, rows)
     return _result(rows, int(n), power=math.nan, ci=ci, drop=drop,
                    extra={"design_effect": deff, "cluster_size": size, "source": "stated",
@@ -531,6 +650,8 @@ def release_from_pilot(
     power: float = 0.8,
     ci: float = 0.95,
     drop: float | None = None,
+    interval: str | Mapping[str, str] | None = None,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> ReleaseSizing:
     """:func:`questions_for_release` with each metric's and slice's spread estimated from pilot runs.
 
@@ -550,8 +671,9 @@ def release_from_pilot(
         A cluster label per pilot question (conversation, document): the design effect of each
         metric (cluster-robust over independent variance of the mean difference, at least 1) and
         the mean cluster size are estimated and n is inflated.
-    power, ci, drop
-        As in :func:`questions_for_release`.
+    power, ci, drop, interval, bounds
+        As in :func:`questions_for_release` (continuous metrics registered in [0, 1] are sized on the
+        betting interval by default).
 
     Examples
     --------
@@ -582,6 +704,7 @@ def release_from_pilot(
     size = None
     if clusters is not None:
         size = n_pilot / len(pd.unique(clusters))
+    columns = {}
     for metric in b.columns:
         bv = pd.to_numeric(b[metric], errors="coerce").to_numpy(dtype=float)
         cv = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=float)
@@ -589,6 +712,9 @@ def release_from_pilot(
         if keep.sum() < 2:
             raise ValueError(f"metric {metric!r}: fewer than 2 pilot questions scored in both runs")
         binary = bool(np.isin(bv[keep], (0.0, 1.0)).all() and np.isin(cv[keep], (0.0, 1.0)).all())
+        columns[str(metric)] = (bv, cv, keep, binary)
+    spans = _intervals({m: "pass/fail" if v[3] else "continuous" for m, v in columns.items()}, interval, bounds)
+    for metric, (bv, cv, keep, binary) in columns.items():
         diff = (cv - bv)[keep]
         deff = 1.0 if clusters is None else _cluster_design_effect(diff, clusters[keep])
         effects[str(metric)] = deff
@@ -615,8 +741,11 @@ def release_from_pilot(
                         f"metric {metric!r}, slice {name!r}: the per-question differences do not vary in the pilot "
                         f"({part.size} questions); run a larger pilot or pass sizing.questions_for_release(sd_diff=...)"
                     )
+            span, note = spans.get(metric, (None, ""))
+            if span is not None:
+                _check_spread(f"{metric}, slice {name}", spread, span)
             rows.append(_Row(str(metric), str(name), frac, "pass/fail" if binary else "continuous", spread, mg,
-                             deff, size))
+                             deff, size, span=span, note=note))
     drop = _check_drop(drop, rows)
     n = _search(rows, power, ci)
     return _result(rows, n, power=power, ci=ci, drop=drop,

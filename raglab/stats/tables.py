@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -136,6 +136,48 @@ def _check_unit_range(
             )
 
 
+def _bounds_pair(name: str, value: Any) -> tuple[float, float]:
+    """A declared range ``(low, high)`` for metric ``name``: two finite numbers, low < high."""
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"the bounds of {name!r} must be a pair (low, high), e.g. (0, 30), got {value!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(f"the bounds of {name!r} must be finite numbers with low < high, got {value!r}")
+    return low, high
+
+
+def _declared(bounds: Any, names: Sequence[str], method: str) -> dict[str, tuple[float, float]]:
+    """``{metric: (low, high)}`` from ``bounds=``: the ranges the user declares for metrics with no known bounds."""
+    if bounds is None:
+        return {}
+    if not isinstance(bounds, Mapping):
+        raise TypeError(f"{method}: `bounds` must be {{metric: (low, high)}}, e.g. {{'latency_s': (0, 30)}}, "
+                        f"got {bounds!r}")
+    unknown = sorted(set(map(str, bounds)) - set(names))
+    if unknown:
+        raise ValueError(f"{method}: `bounds` names metrics that are not scored here: {unknown}; scored: {list(names)}")
+    return {name: _bounds_pair(name, bounds[name]) for name in names if name in bounds}
+
+
+def _check_declared_range(declared: Mapping[str, tuple[float, float]], names: list[str], values: np.ndarray,
+                          what: str, method: str) -> None:
+    """Refuse values outside a declared range (rounding slack of 1e-9 of the range): the promise would not hold."""
+    for name, (low, high) in declared.items():
+        column = values[:, names.index(name)]
+        slack = 1e-9 * (high - low)
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero((column < low - slack) | (column > high + slack))
+        if bad.size:
+            shown = ", ".join(f"{column[i]:g} at row {i}" for i in bad[:5]) + (", ..." if bad.size > 5 else "")
+            raise RowTableError(
+                f"{method}: {name!r} was declared to lie in [{low:g}, {high:g}] (bounds=), but {bad.size} "
+                f"value{'s lie' if bad.size > 1 else ' lies'} in `{what}` outside it: {shown}. Widen the declared "
+                "bounds to what the metric can take (a timeout, a length cap), or fix the scores.",
+                column=name, rows=bad[:50].tolist(), method=method,
+            )
+
+
 def _estimate_last(table: pd.DataFrame, estimate: str, *after: str) -> pd.DataFrame:
     """The table with ``estimate, low, high`` (then ``after``, e.g. the gate's decision) as its last columns
     (the others keep their order).
@@ -169,6 +211,7 @@ def summary(
     n_resamples: int = 10_000,
     seed: int | None = 0,
     units: Any = None,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> pd.DataFrame:
     """Mean and interval per metric and slice for one run.
 
@@ -194,6 +237,11 @@ def summary(
         For the bootstrap methods; the seed is reported in the table.
     units : array-like, optional
         Cluster labels per question: resample whole clusters (bootstrap only).
+    bounds : dict, optional
+        ``{metric: (low, high)}``: the range a metric with no known bounds can take (a timeout, a
+        length cap). With ``method="auto"`` or ``"betting"`` (no ``units``) it gets the betting
+        interval on that range, valid at every n; a value outside the range is refused. Kept in
+        ``attrs["raglab"]["summary"]["bounds"]``.
 
     Returns
     -------
@@ -218,6 +266,8 @@ def summary(
     if values.shape[0] == 0:
         raise ValueError("summary needs at least one question (the scores are empty)")
     _check_unit_range(names, values, "`scores`", "summary")
+    declared = _declared(bounds, names, "summary")
+    _check_declared_range(declared, names, values, "scores", "summary")
     codes, _, grouped, n_groups, rows, unit_codes = _layout(values.shape[0], slices, units)
     present = ~np.isnan(values)
     n_valid = _row_counts(codes, n_groups, grouped, present)
@@ -230,13 +280,15 @@ def summary(
         chosen_method = method
         if method == "auto":
             chosen_method = "percentile" if unit_codes is not None else ("wilson" if binary else "t")
+            if name in declared and unit_codes is None and not binary:
+                chosen_method = "betting"
         elif method in _PROPORTION_METHODS and not binary:
             raise ValueError(
                 f"summary: method={method!r} is an interval for pass/fail scores, but {name!r} has values other "
                 "than 0 and 1; use method='t' or a bootstrap method for it."
             )
-        if chosen_method == "betting" and not (np.nanmin(values[:, j], initial=0.0) >= 0
-                                               and np.nanmax(values[:, j], initial=1.0) <= 1):
+        if chosen_method == "betting" and name not in declared and not (
+                np.nanmin(values[:, j], initial=0.0) >= 0 and np.nanmax(values[:, j], initial=1.0) <= 1):
             raise ValueError(f"summary: method='betting' needs scores in [0, 1]; {name!r} has values outside it")
         if unit_codes is not None and chosen_method not in _BOOT_METHODS:
             raise ValueError(f"summary: units= needs a bootstrap method ('percentile' or 'bca'), not {chosen_method!r}")
@@ -278,7 +330,7 @@ def summary(
                 selected = values[(codes == r - 1) if (grouped and r) else slice(None), j]
                 selected = selected[~np.isnan(selected)]
                 mean, se, _, _ = _t_bounds(selected, level)
-                low, high = _betting_bounds(selected, 0.0, 1.0, level, [seed_used, 3])
+                low, high = _betting_bounds(selected, *declared.get(name, (0.0, 1.0)), level, [seed_used, 3])
                 label_method = _BETTING_LABEL.replace("paired ", "")
             elif m == "t":
                 selected = values[(codes == r - 1) if (grouped and r) else slice(None), j]
@@ -314,7 +366,10 @@ def summary(
     table = pd.DataFrame.from_records(records)
     table["n_resamples"] = _nullable_int(table["n_resamples"].tolist())
     table["seed"] = _nullable_int(table["seed"].tolist())
-    return _estimate_last(table, "mean")
+    table = _estimate_last(table, "mean")
+    if declared:  # the range behind a betting interval is stated, never silent
+        table.attrs["raglab"] = {"summary": {"bounds": {name: list(pair) for name, pair in declared.items()}}}
+    return table
 
 
 def compare(
@@ -329,6 +384,7 @@ def compare(
     seed: int | None = 0,
     n_permutations: int = 10_000,
     adjust: str | None = None,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> pd.DataFrame:
     """Paired comparison of two runs on the same questions: interval and test per metric and slice.
 
@@ -372,6 +428,12 @@ def compare(
         Add ``p_adjusted``: Holm's adjustment of ``p_value`` over every row of the table (all
         metrics and slices). It adds a column and changes no interval; the gate's own use of Holm
         is described in :func:`gate`.
+    bounds : dict, optional
+        ``{metric: (low, high)}``: the range a metric with no known bounds can take (latency under a
+        30 s timeout: ``{"latency_s": (0, 30)}``). With ``method="auto"`` or ``"betting"`` (no
+        ``units``) such a metric gets the betting interval on differences in ``[low - high, high -
+        low]``, valid at every n whatever the shape; a value outside the declared range is refused
+        (naming the metric and rows). Kept in ``attrs["raglab"]["comparison"]["bounds"]``.
 
     Returns
     -------
@@ -425,6 +487,9 @@ def compare(
         raise ValueError("compare needs at least one question (the scores are empty)")
     _check_unit_range(names, b, "`base`", "compare")
     _check_unit_range(names, c, "`cand`", "compare")
+    declared = _declared(bounds, names, "compare")
+    _check_declared_range(declared, names, b, "base", "compare")
+    _check_declared_range(declared, names, c, "cand", "compare")
     seed = _resolve_seed(seed)
     codes, _, grouped, n_groups, rows, unit_codes = _layout(b.shape[0], slices, units)
     complete = ~(np.isnan(b) | np.isnan(c))
@@ -448,12 +513,13 @@ def compare(
     # interval: valid at every n whatever the shape of the differences (a few questions breaking badly).
     in_unit = [bool(np.nanmin(np.r_[b[:, j], c[:, j]], initial=0.0) >= 0
                     and np.nanmax(np.r_[b[:, j], c[:, j]], initial=1.0) <= 1) for j in range(len(names))]
-    betting = [not score[j] and unit_codes is None and in_unit[j]
-               and (method == "betting" or (method == "auto" and metric_info(names[j]).bounded))
+    betting = [not score[j] and unit_codes is None and (
+                   (names[j] in declared and method in ("auto", "betting")) or (in_unit[j] and (
+                       method == "betting" or (method == "auto" and metric_info(names[j]).bounded))))
                for j in range(len(names))]
     if method == "betting" and not all(betting):
         raise ValueError(
-            "compare: method='betting' needs scores known to lie in [0, 1] without units=; "
+            "compare: method='betting' needs scores known to lie in [0, 1] (or declared bounds=) without units=; "
             f"{[n for n, s in zip(names, betting) if not s]} have values outside [0, 1] (or units= was given). "
             "Use method='auto' to take the bootstrap for those."
         )
@@ -490,7 +556,8 @@ def compare(
     for j in (j for j in range(len(names)) if betting[j]):
         for r in range(len(rows)):
             mask = complete[:, j] & ((codes == r - 1) if (grouped and r) else True)
-            low[r, j], high[r, j] = _betting_bounds(diffs[mask, j], -1.0, 1.0, level, [seed, 2])
+            lo, hi = declared.get(names[j], (0.0, 1.0))
+            low[r, j], high[r, j] = _betting_bounds(diffs[mask, j], lo - hi, hi - lo, level, [seed, 2])
 
     # Paired tests: exact McNemar for pass/fail metrics, sign flips (shared across metrics) otherwise.
     p_values = np.full(engine.theta.shape, np.nan)
@@ -578,6 +645,7 @@ def compare(
             "n_permutations": n_permutations,
             "adjust": adjust,
             "units": units is not None,
+            **({"bounds": {name: list(pair) for name, pair in declared.items()}} if declared else {}),
         }
     }
     return table
