@@ -679,13 +679,42 @@ def _warn_on_judge_or_convention_change(base: pd.DataFrame, cand: pd.DataFrame, 
             "scores by itself: re-score the baseline with the candidate's judge before comparing.",
             JudgeMismatchWarning,
         )
+    changed = retrieval_convention_changes(base, cand)
+    if changed:
+        warn(
+            f"{method}: the runs were scored under different retrieval conventions ({'; '.join(changed)}): their "
+            "retrieval metrics do not mean the same thing, so differences between them are not changes of the system. "
+            "Re-score both runs under one convention (rows.rag.retrieval(...) on each) before comparing.",
+            ConventionMismatchWarning,
+        )
+
+
+def retrieval_convention_changes(base: pd.DataFrame, cand: pd.DataFrame) -> list[str]:
+    """The recorded retrieval conventions that differ between two runs, one ``"key: base vs cand"`` each.
+
+    Which depths were scored (k, columns) does not change what recall@5 means; the rest does. A span
+    rule is compared by what decides its numbers (rule, min_overlap, unit), not by its descriptions,
+    which may be reworded between releases.
+
+    Examples
+    --------
+    >>> a, b = pd.DataFrame({"x": [1]}), pd.DataFrame({"x": [1]})
+    >>> a.attrs["raglab"] = {"retrieval": {"gain": "exponential", "k": [5]}}
+    >>> b.attrs["raglab"] = {"retrieval": {"gain": "linear", "k": [1, 5]}}
+    >>> retrieval_convention_changes(a, b)
+    ["gain: 'exponential' vs 'linear'"]
+    """
     conv_a, conv_b = get_meta(base).get("retrieval"), get_meta(cand).get("retrieval")
-    if isinstance(conv_a, Mapping) and isinstance(conv_b, Mapping):
-        # Which depths were scored (k, columns) does not change what recall@5 means; the rest does.
-        changed = sorted(k for k in set(conv_a) & set(conv_b) - _SCORED_DEPTHS if conv_a[k] != conv_b[k])
-        if changed:
-            details = ", ".join(f"{k}: {conv_a[k]!r} vs {conv_b[k]!r}" for k in changed)
-            warn(
-                f"{method}: the runs record different retrieval conventions ({details}).",
-                ConventionMismatchWarning,
-            )
+    if not (isinstance(conv_a, Mapping) and isinstance(conv_b, Mapping)):
+        return []
+
+    def deciding(value: Any) -> Any:
+        if isinstance(value, Mapping) and "rule" in value:
+            return {k: value.get(k) for k in ("rule", "min_overlap", "unit")}
+        return value
+
+    return [
+        f"{k}: {deciding(conv_a[k])!r} vs {deciding(conv_b[k])!r}"
+        for k in sorted(set(conv_a) & set(conv_b) - _SCORED_DEPTHS)
+        if deciding(conv_a[k]) != deciding(conv_b[k])
+    ]

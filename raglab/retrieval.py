@@ -432,6 +432,16 @@ def _check_context_in_candidates(
     outside = np.flatnonzero(~inside)
     rows = pd.unique(ctx_row[outside])
     shown = [row_label(df, int(r), qid) for r in rows[:5]]
+    if "expand_neighbors" in get_meta(df):
+        # expand_neighbors adds each chunk's neighbours to the context: they need not be candidates, and a
+        # negative gap is then what the expansion gained, not a mismatch of columns
+        warn(
+            f"{method}: {rows.size} question(s) have neighbour chunks in {ranked_col!r} (added by expand_neighbors) "
+            f"that are not among the candidates in {candidates!r} (top {candidate_k}), e.g. {', '.join(shown)}: a "
+            "negative gap there is recall the expansion gained beyond the candidates.",
+            UserWarning,
+        )
+        return
     raise RowTableError(
         f"{method}: {rows.size} question(s) have chunks in {ranked_col!r} (top {k}) that are not among the candidates "
         f"in {candidates!r} (top {candidate_k}): {', '.join(shown)}; e.g. {ctx_ids[int(outside[0])]!r}. The context is chosen "
