@@ -74,3 +74,15 @@ def test_depth_gap_still_refuses_context_outside_the_candidates_without_an_expan
     del expanded.attrs["raglab"]["expand_neighbors"]
     with pytest.raises(RowTableError, match="not among the candidates"):
         expanded.rag.depth_gap(candidate_spans="candidate_spans")
+
+
+def test_clustered_sizing_never_takes_the_exact_unclustered_rule_even_at_design_effect_1():
+    # The gate resamples whole clusters whenever units are given; a pilot's design effect of 1 (it is floored
+    # there) must not switch the row to Tango's unclustered interval, which the gate would not run.
+    from raglab import sizing
+
+    plain = sizing.questions_for_release(0.02, discordance=0.1)
+    clustered = sizing.questions_for_release(0.02, discordance=0.1, design_effect=1.0, cluster_size=10)
+    assert plain.assumptions["method"].startswith("exact")
+    assert not clustered.assumptions["method"].startswith("exact")
+    assert all("cluster" in how for how in clustered.assumptions["interval"].values())

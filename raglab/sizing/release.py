@@ -182,12 +182,14 @@ def _too_few(row: _Row, m: int) -> bool:
     units = m / row.cluster_size if row.cluster_size else m
     if row.cluster_size is not None and units < MIN_CLUSTERS:
         return True
-    bootstrap = not _betting_row(row) and (row.kind == "continuous" or row.design_effect != 1)
+    clustered = row.design_effect != 1 or row.cluster_size is not None
+    bootstrap = not _betting_row(row) and (row.kind == "continuous" or clustered)
     return bootstrap and units < MIN_RESAMPLED
 
 
 def _exact_row(row: _Row, m: int) -> bool:
-    return row.kind == "pass/fail" and row.design_effect == 1 and m <= _exact.EXACT_MAX
+    # clustered questions go to the gate's cluster bootstrap even when the pilot's design effect came out as 1
+    return row.kind == "pass/fail" and row.design_effect == 1 and row.cluster_size is None and m <= _exact.EXACT_MAX
 
 
 def _betting_row(row: _Row) -> bool:
