@@ -329,6 +329,14 @@ def _gate_directions(args: argparse.Namespace) -> dict[str, bool] | None:
     return directions or None
 
 
+def _read_nonempty(read: Any, path: str, what: str) -> Any:
+    """``read(path)``, refusing a file with no rows (an empty file would otherwise be named as a missing column)."""
+    rows = read(path)
+    if len(rows) == 0:
+        raise CommandError(f"{what} {path!r} holds no rows" + ("" if len(rows.columns) else " (the file is empty)"))
+    return rows
+
+
 def _run_gate(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -339,9 +347,9 @@ def _run_gate(args: argparse.Namespace) -> int:
             _refuse_overwriting({"--json": args.json}, {"BASE": args.base, "CANDIDATE": args.cand})
             margin = _gate_margin(args)
             directions = _gate_directions(args)
-            base = read_rows(args.base)
+            base = _read_nonempty(read_rows, args.base, "BASE")
             inputs = {"baseline": _file_record(args.base)}
-            cand = read_rows(args.cand)
+            cand = _read_nonempty(read_rows, args.cand, "CANDIDATE")
             inputs["candidate"] = _file_record(args.cand)
             result = base.rag.gate(
                 cand,
@@ -519,7 +527,7 @@ def _run_score(args: argparse.Namespace) -> int:
                     raise CommandError(_no_shared_ids(f"the run {args.run_file!r}", run_ids, args.qrels,
                                                       rows["question_id"]))
             else:
-                rows = read_rows(args.rows)
+                rows = _read_nonempty(read_rows, args.rows, "ROWS")
                 if args.qrels is not None:
                     gold = read_trec(qrels=args.qrels).set_index("question_id")["gold"]
                     qid = args.question_id or "question_id"
