@@ -1711,12 +1711,258 @@ _cli_case("size: --p 1.5", "bad", lambda t: ["size", "--mde", "0.05", "--p", "1.
 _cli_case("size: --power nan", "bad", lambda t: ["size", "--mde", "0.05", "--p", "0.5", "--power", "nan"], ["--power"])
 
 
+# ---- a second batch: more edits by other tools, options and odd combinations ------------------------
+
+
+@case("files", "bad", "sidecar edited: a float column recorded as int")
+def _(tmp: Path) -> tuple[str, str]:
+    path = _written(tmp, "jsonl")
+    side = json.loads(sidecar_path(path).read_text())
+    side[next(iter(k for k in side if isinstance(side[k], dict) and "columns" in side[k]))]["columns"]["score"]["kind"] = "int"
+    sidecar_path(path).write_text(json.dumps(side))
+    return _read_bad(tmp, path, ["score"], accept=lambda r, w: r["score"].tolist() == [0, 0.25, 0.5, 0.75])
+
+
+@case("files", "bad", "jsonl: a list cell edited into text")
+def _(tmp: Path) -> tuple[str, str]:
+    path = _edit(tmp, "jsonl", lambda t: t.replace('["d0", "d1", "d9"]', '"d0"', 1))
+    return bad(lambda: read_rows(path).rag.retrieval(k=2), [("retrieved", "q0")],
+               accept=lambda r, w: bool(w) and r["recall@2"].iloc[0] == 1.0)
+
+
+@case("files", "bad", "csv: Excel stripped leading zeros from ids")
+def _(tmp: Path) -> tuple[str, str]:
+    path = _written(tmp, "csv", base_rows().assign(question_id=["007", "008", "009", "010"]))
+    path.write_text(path.read_text().replace("007", "7"))
+    return _read_bad(tmp, path, [], accept=lambda r, w: r["question_id"].iloc[0] == "7" and bool(w))
+
+
+@case("files", "bad", "csv: a NUL byte in a cell")
+def _(tmp: Path) -> tuple[str, str]:
+    path = tmp / "rows.csv"
+    path.write_text("question_id,text\nq1,a\x00b\n")
+    return _read_bad(tmp, path, [(path.name, "line")], accept=lambda r, w: r["text"].iloc[0] == "a\x00b")
+
+
+@case("files", "valid", "named index round trip")
+def _(tmp: Path) -> tuple[str, str]:
+    frame = base_rows().set_index("question_id")
+    return valid(lambda: (write_rows(frame, tmp / "r.jsonl"), read_rows(tmp / "r.jsonl"))[1],
+                 lambda r: r.index.name == "question_id" and r.index.tolist() == base_rows()["question_id"].tolist()
+                 and r["retrieved"].tolist() == base_rows()["retrieved"].tolist())
+
+
+@case("files", "valid", "header=False then read as a plain file")
+def _(tmp: Path) -> tuple[str, str]:
+    return valid(lambda: (write_rows(base_rows(), tmp / "r.jsonl", header=False), read_rows(tmp / "r.jsonl"))[1],
+                 lambda r: r["retrieved"].tolist() == base_rows()["retrieved"].tolist() and not sidecar_path(
+                     tmp / "r.jsonl").exists())
+
+
+for _fmt in ["jsonl", "csv", "parquet"]:
+    add("files", "valid", f"round trip {_fmt}: mixed list and text cells",
+        _roundtrip_case(_fmt, base_rows().assign(text=[["a"], "b", None, {"k": 1}])))
+    add("files", "valid", f"round trip {_fmt}: nested lists", _roundtrip_case(_fmt, base_rows().assign(text=[[[1, 2], [3]]] * 4)))
+    add("files", "valid", f"round trip {_fmt}: 2,000 columns", _roundtrip_case(
+        _fmt, pd.DataFrame({f"c{i}": [float(i), 1.0] for i in range(2000)})))
+    add("files", "valid", f"round trip {_fmt}: pd.NA in text", _roundtrip_case(
+        _fmt, base_rows().assign(text=pd.array(["a", pd.NA, "c", "d"], dtype=object))))
+    add("files", "valid", f"round trip {_fmt}: float32", _roundtrip_case(
+        _fmt, base_rows().assign(score=np.array([0.5, 0.25, 1.0, 0.0], dtype=np.float32))))
+    add("files", "bad", f"write {_fmt}: columns 1 and '1'", _frame_case(
+        _fmt, lambda: pd.DataFrame({1: [1.0], "1": [2.0]}), ["1"]))
+    add("files", "bad", f"write {_fmt}: attrs holding a numpy integer", _frame_case(
+        _fmt, lambda: base_rows().pipe(lambda d: (d.attrs.update({"n": np.int64(3)}), d)[1]), ["n"]))
+
+
+@case("files", "bad", "read_rows lists='bogus'")
+def _(tmp: Path) -> tuple[str, str]:
+    return bad(lambda: read_rows(_written(tmp, "jsonl"), lists="bogus"), ["lists"])
+
+
+@case("files", "bad", "write_rows format='xlsx'")
+def _(tmp: Path) -> tuple[str, str]:
+    return bad(lambda: write_rows(base_rows(), tmp / "r.jsonl", format="xlsx"), ["format"])
+
+
+@case("files", "bad", "write_rows of a dict, not a DataFrame")
+def _(tmp: Path) -> tuple[str, str]:
+    return bad(lambda: write_rows(base_rows().to_dict(), tmp / "r.jsonl"), [("DataFrame", "dict")])
+
+
+
+
+@case("trec", "bad", "read_trec order='bogus'")
+def _(tmp: Path) -> tuple[str, str]:
+    run, _ = _trec_files(tmp)
+    return bad(lambda: read_trec(run, order="bogus"), ["order"])
+
+
+_trec_bad("qrels: 5 fields", RUN, "q1 0 d1 1 extra\n", [("line 1", ":1")], accept=lambda r, w: _gold(r, "q1") is not None)
+_trec_valid("run: a document in two topics", "q1 Q0 d1 1 2 r\nq2 Q0 d1 1 2 r\n", None,
+            lambda r: _ret(r, "q1") == ["d1"] and _ret(r, "q2") == ["d1"])
+
+
+@case("trec", "bad", "read_trec with neither file")
+def _(tmp: Path) -> tuple[str, str]:
+    return bad(lambda: read_trec(), [("run", "qrels")])
+
+
+_wtrec_bad("gold holds a set", lambda: _trows().assign(gold=[{"d1"}, {"d3"}]), ["gold"],
+           accept=lambda r, w: True)
+_wtrec_bad("integer question ids", lambda: _trows().assign(question_id=[1, 2]), [], accept=lambda r, w: True)
+
+
+def _cli_more() -> None:
+    _cli_case("gate: CSV baseline, JSONL.gz candidate", "valid",
+              lambda t: (write_rows(_run(60), t / "b.csv"), write_rows(_run(60), t / "c.jsonl.gz"),
+                         ["gate", "b.csv", "c.jsonl.gz", *GATE])[2], ok_codes=(0, 3))
+    _cli_case("gate: --on missing column", "bad", lambda t: ["gate", *map(str, _gate_files(t)), *GATE, "--on", "qid"],
+              ["qid"])
+    _cli_case("gate: --units missing column", "bad", lambda t: ["gate", *map(str, _gate_files(t)), *GATE, "--units", "doc"],
+              ["doc"])
+    _cli_case("gate: --seed abc", "bad", lambda t: ["gate", *map(str, _gate_files(t)), *GATE, "--seed", "abc"], ["--seed"])
+    _cli_case("gate: --method bogus", "bad", lambda t: ["gate", *map(str, _gate_files(t)), *GATE, "--method", "bogus"],
+              ["--method"])
+    _cli_case("gate: --by a column with missing values", "bad",
+              lambda t: ["gate", *map(str, _gate_files(t, base=_run(60).assign(qtype=[None] + ["a", "b"] * 29 + ["a"]),
+                                                       cand=_run(60).assign(qtype=[None] + ["a", "b"] * 29 + ["a"]))),
+                         *GATE, "--by", "qtype"], ["qtype"], ok_codes=(0, 1, 3), check=lambda t, rc, o, e: "(missing)" in o)
+    _cli_case("gate: ids as numbers in one file, text in the other", "bad",
+              lambda t: ["gate", *map(str, _gate_files(t, base=_run(60).assign(question_id=range(60)),
+                                                       cand=_run(60).assign(question_id=[str(i) for i in range(60)]))),
+                         *GATE], ["question_id"], ok_codes=(0, 3), check=lambda t, rc, o, e: True)
+    _cli_case("gate: stderr closed on bad input", "bad", lambda t: ["gate", "nope.jsonl", "nope2.jsonl", *GATE], [],
+              ok_codes=(2,), check=lambda t, rc, o, e: rc == 2, pre=lambda: os.close(2))
+    _cli_case("score: --gain bogus", "bad", lambda t: ["score", str(_score_rows(t)), "-o", "o.jsonl", "--gain", "x"],
+              ["--gain"])
+    _cli_case("score: -o out.jsonl.gz", "valid", lambda t: ["score", str(_score_rows(t)), "-o", "o.jsonl.gz"],
+              ok_codes=(0,), check=lambda t, rc, o, e: "recall@5" in read_rows(t / "o.jsonl.gz").columns)
+    _cli_case("score: grades as text", "bad",
+              lambda t: ["score", str(_score_rows(t, base_rows().assign(gold=[{"d0": "2"}] * 4))), "-o", "o.jsonl"],
+              ["gold"])
+    _cli_case("score: pandas CSV with list reprs", "bad",
+              lambda t: (base_rows().to_csv(t / "p.csv", index=False), ["score", "p.csv", "-o", "o.jsonl"])[1],
+              ["retrieved"], ok_codes=(0,), check=lambda t, rc, o, e: read_rows(t / "o.jsonl")["recall@5"].iloc[0] == 1)
+    _cli_case("score: every list empty", "bad",
+              lambda t: ["score", str(_score_rows(t, base_rows().assign(retrieved=[[]] * 4))), "-o", "o.jsonl"], [],
+              ok_codes=(0,), check=lambda t, rc, o, e: read_rows(t / "o.jsonl")["recall@5"].fillna(0).eq(0).all())
+    _cli_case("demo --help", "valid", lambda t: ["demo", "--help"], ok_codes=(0,))
+
+
+_cli_more()
+
+
+@case("evalset", "bad", "extend onto an existing version")
+def _(tmp: Path) -> tuple[str, str]:
+    root, es = _frozen(tmp)
+    es.extend(_es_rows(8).iloc[6:], version="v2")
+    before = {p: digest(p) for p in (root / "v2").iterdir()}
+    out = bad(lambda: es.extend(_es_rows(10).iloc[8:], version="v2"), ["v2"])
+    return ("data loss", "v2 changed") if {p: digest(p) for p in (root / "v2").iterdir()} != before else out
+
+
+@case("evalset", "bad", "versions() of a missing folder")
+def _(tmp: Path) -> tuple[str, str]:
+    return bad(lambda: EvalSet.versions(tmp / "nope"), ["nope"], accept=lambda r, w: r == [])
+
+
+@case("evalset", "valid", "stamp with another id column name")
+def _(tmp: Path) -> tuple[str, str]:
+    _, es = _frozen(tmp)
+    run = pd.DataFrame({"qid": [f"q{i}" for i in range(6)], "recall@5": [0.5] * 6})
+    return valid(lambda: es.stamp(run, question_id="qid"), lambda r: len(r) == 6)
+
+
+_stat_bad("compare: how='inner' with no shared ids", lambda: _run().rag.compare(
+    _run().assign(question_id=[f"x{i}" for i in range(40)]), metrics="recall@5", how="inner"), [("no ", "0 ", "share")])
+_stat_bad("gate: the id column as the metric", lambda: _run().rag.gate(_run(), margin=0.1, metrics="question_id"),
+          ["question_id"])
+_stat_bad("summary: method='bogus'", lambda: _run().rag.summary("recall@5", method="bogus"), ["method"])
+_stat_bad("summary: units= missing column", lambda: _run().rag.summary("recall@5", units="doc"), ["doc"])
+_stat_bad("agreement: positive= not a label", _agree(_H, _J, positive=7), ["7"])
+_stat_bad("agreement: n_resamples=-1", _agree(_H, _J, n_resamples=-1), ["n_resamples"])
+_stat_bad("agreement: human labels as text, judge as numbers", _agree([str(v) for v in _H], list(_J)),
+          [("judge", "human", "type")])
+_chunk_bad("sentences: duplicate doc ids in a Series", lambda: _chunks().sentences(pd.Series(["a.", "b."], index=["d", "d"])),
+           ["d"])
+_chunk_bad("fixed: docs as a DataFrame", lambda: _chunks().fixed(pd.DataFrame({"text": ["abc"]}), 2), ["docs"])
+_chunk_bad("from_spans: doc_id None", lambda: _chunks().from_spans([{"doc_id": None, "start": 0, "end": 2}]),
+           ["doc_id"])
+_chunk_bad("fixed: unit='tokens' (tiktoken may be absent)", lambda: _chunks().fixed(DOCS, 4, unit="tokens"),
+           ["tiktoken"], accept=lambda r, w: r["end"].max() == len(DOCS["a"]))
+
+_judge_case("responder raises (server error)", "bad", lambda s: None, responder=lambda body: 1 / 0, expect="failed",
+            judge_kw={"max_retries": 1})
+_judge_case("relevance verdict as a number", "bad", lambda s: None, responder=['{"reason": "r", "verdict": 1}'],
+            expect="failed")
+_judge_case("context given as a plain string", "bad", lambda s: None, metrics=["faithfulness"],
+            rows=lambda: _judge_rows().assign(context=["Bridge 0 opened in 1900.", "x", "y"]), expect="failed")
+
+
+def _judge_arg(name: str, kw: dict[str, Any], names: list[Any]) -> None:
+    def go(tmp: Path) -> tuple[str, str]:
+        from raglab.judge import LLMJudge
+        return bad(lambda: LLMJudge("m", base_url="http://127.0.0.1:9/v1", api_key="k", cache=None, **kw), names)
+    add("judge", "bad", name, go)
+
+
+_judge_arg("max_concurrency=0", {"max_concurrency": 0}, ["max_concurrency"])
+_judge_arg("timeout=-1", {"timeout": -1}, ["timeout"])
+_judge_arg("max_claims=0", {"max_claims": 0}, ["max_claims"])
+_judge_arg("api='completions'", {"api": "completions"}, ["api"])
+_judge_arg("max_retries=-1", {"max_retries": -1}, ["max_retries"])
+_judge_arg("temperature=nan", {"temperature": float("nan")}, ["temperature"])
+
+
+@case("judge", "bad", "model=''")
+def _(tmp: Path) -> tuple[str, str]:
+    from raglab.judge import LLMJudge
+    return bad(lambda: LLMJudge("", base_url="http://127.0.0.1:9/v1", api_key="k", cache=None), ["model"])
+
+
+@case("judge", "bad", "two judges sharing one cache in threads")
+def _(tmp: Path) -> tuple[str, str]:
+    from raglab.testing import LocalOpenAIServer
+    frame = _judge_rows(4)
+    outs: list[Any] = [None, None]
+    with LocalOpenAIServer() as server:
+        def go(i: int) -> None:
+            j = _judge(server, cache=str(tmp / "c"))
+            try:
+                outs[i] = frame.rag.judge(j, metrics=["relevance"], progress=False)
+            except BaseException as exc:  # noqa: BLE001
+                outs[i] = exc
+            finally:
+                j.close()
+        threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for o in outs:
+            if isinstance(o, BaseException):
+                return classify_error(o, ["cache"])
+        j = _judge(server, cache=str(tmp / "c"))
+        n = server.requests_received
+        third = frame.rag.judge(j, metrics=["relevance"], progress=False)
+        j.close()
+        if server.requests_received != n:
+            return "data loss", "a cached call was paid again"
+    same = all(frames_equal(o[["relevance"]], third[["relevance"]]) for o in outs)
+    return ("handled", "consistent") if same else ("silent acceptance", "runs differ")
+
+
 # ---- runner -------------------------------------------------------------------------------------------
+
+
+TIMES: dict[str, float] = {}
 
 
 def run_case(entry: tuple[str, str, str, Callable[[Path], tuple[str, str]]]) -> tuple[str, str, str, str, str]:
     area, kind, name, fn = entry
     tmp = Path(tempfile.mkdtemp(prefix="raglab-adv-"))
+    started = time.monotonic()
     old = os.getcwd()
     try:
         cls, detail = fn(tmp)
@@ -1729,6 +1975,7 @@ def run_case(entry: tuple[str, str, str, Callable[[Path], tuple[str, str]]]) -> 
     finally:
         os.chdir(old)
         shutil.rmtree(tmp, ignore_errors=True)
+        TIMES[name] = time.monotonic() - started
     return area, kind, name, cls, detail.replace("\n", " ")
 
 
@@ -1737,6 +1984,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--area", action="append", help="only these areas (repeatable)")
     parser.add_argument("--jobs", type=int, default=2, help="command-line cases run this many at a time")
     parser.add_argument("--all", action="store_true", help="list passing cases too")
+    parser.add_argument("--slowest", type=int, default=0, help="list the N slowest cases")
     args = parser.parse_args(argv)
     selected = [c for c in CASES if not args.area or c[0] in args.area]
     started = time.monotonic()
@@ -1768,6 +2016,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nnon-passing cases ({len(failing)}):")
     for area, _kind, name, cls, detail in sorted(failing, key=lambda r: (BAD_CLASSES + VALID_CLASSES).index(r[3])):
         print(f"  [{cls}] {area}: {name} -- {detail}")
+    if args.slowest:
+        print("\nslowest cases:")
+        for name, sec in sorted(TIMES.items(), key=lambda kv: -kv[1])[: args.slowest]:
+            print(f"  {sec:5.1f} s  {name}")
     if args.all:
         print("\nall cases:")
         for area, _kind, name, cls, detail in results:
