@@ -220,3 +220,23 @@ def test_an_empty_input_file_is_named_as_empty(tmp_path, monkeypatch, capsys, co
     err = capsys.readouterr().err
     assert "'empty.jsonl' holds no rows (the file is empty)" in err
     assert raglab.__name__ == "raglab"
+
+
+# ---- the local test server ----------------------------------------------------------------------------
+
+
+def test_a_client_hanging_up_prints_no_traceback_from_the_local_server(capfd):
+    import socket
+    import struct
+    import time
+
+    from raglab.testing import LocalOpenAIServer
+
+    with LocalOpenAIServer() as server:
+        for _ in range(3):
+            sock = socket.create_connection(("127.0.0.1", server.port))
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 500\r\n\r\n{")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # reset, not FIN
+            sock.close()
+        time.sleep(0.3)  # the handler threads read, meet the reset and end
+    assert "Traceback" not in capfd.readouterr().err
