@@ -223,6 +223,8 @@ def _edge_frames() -> dict[str, pd.DataFrame]:
         "random floats": b.assign(score=rng.random(4)),
         "bool with missing": b.assign(flag=pd.array([True, None, False, True], dtype="boolean")),
         "leading zero text ids in lists": b.assign(retrieved=[["001", "01", "1"]] * 4),
+        "uint64 max": b.assign(score=np.array([2**64 - 1, 0, 1, 2], dtype=np.uint64)),
+        "int8 extremes": b.assign(score=np.array([-128, 127, 0, 1], dtype=np.int8)),
     }
 
 
@@ -1036,7 +1038,7 @@ def _(tmp: Path) -> tuple[str, str]:
 def _run(n: int = 40, seed: int = 0, **cols: Any) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     df = pd.DataFrame({"question_id": [f"q{i}" for i in range(n)], "recall@5": rng.random(n).round(2),
-                       "hit@5": rng.integers(0, 2, n).astype(float), "qtype": ["a", "b"] * (n // 2)})
+                       "hit@5": rng.integers(0, 2, n).astype(float), "qtype": (["a", "b"] * n)[:n]})
     for k, v in cols.items():
         df[k] = v
     return df
@@ -1106,6 +1108,8 @@ _stat_bad("compare: text metric", lambda: _run().assign(x="a").rag.compare(_run(
 _stat_bad("compare: how='bogus'", lambda: _run().rag.compare(_run(), metrics="recall@5", how="bogus"), ["how"])
 _stat_bad("compare: cand is not a DataFrame", lambda: _run().rag.compare(_run().to_dict(), metrics="recall@5"),
           [("cand", "dataframe")])
+_stat_bad("compare: candidate with one extra question", lambda: _run().rag.compare(
+    pd.concat([_run(), _run(1).assign(question_id="zz")]), metrics="recall@5"), ["zz"])
 _stat_bad("compare: negative recall", lambda: _run().rag.compare(_run().assign(**{"recall@5": -0.2}), metrics="recall@5"),
           ["recall@5"])
 

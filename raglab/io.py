@@ -659,6 +659,9 @@ def _write_parquet(df: pd.DataFrame, tmp: Path, schema: dict[str, Any]) -> None:
         elif kind == "float" and isinstance(df[column].dtype, np.dtype):
             # NaN stays NaN (not null) so a float column reads back exactly.
             arr = pa.array(df[column].to_numpy(dtype="float64"), type=pa.float64(), from_pandas=False)
+        elif kind == "int" and isinstance(df[column].dtype, np.dtype):
+            # numpy's own integer type (uint64 above 2**63 - 1 would overflow the int64 pa.array infers)
+            arr = pa.array(df[column].to_numpy(), from_pandas=False)
         else:  # int, bool and the nullable extension dtypes: missing values are nulls
             arr = pa.array(values)
         arrays.append(arr)

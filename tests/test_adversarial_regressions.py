@@ -240,3 +240,14 @@ def test_a_client_hanging_up_prints_no_traceback_from_the_local_server(capfd):
             sock.close()
         time.sleep(0.3)  # the handler threads read, meet the reset and end
     assert "Traceback" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("dtype", [np.uint64, np.int8, np.uint32, np.int64])
+def test_numpy_integer_extremes_round_trip_through_parquet(tmp_path, dtype):
+    info = np.iinfo(dtype)
+    rows = pd.DataFrame({"question_id": ["a", "b", "c"], "n": np.array([info.max, info.min, 1], dtype=dtype)})
+    path = tmp_path / "rows.parquet"
+    write_rows(rows, path)  # uint64 above 2**63 - 1 raised a raw OverflowError
+    back = read_rows(path)
+    assert back["n"].dtype == dtype and back["n"].tolist() == [int(info.max), int(info.min), 1]
+    assert pd.read_parquet(path)["n"].tolist() == [int(info.max), int(info.min), 1]  # oracle: pandas' own reader
