@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import gzip
 import hashlib
+import io
 import json
 import math
 import os
@@ -1329,10 +1331,17 @@ def _no_secret(out: Any) -> bool:
 
 def _judge_case(name: str, kind: str, setup: Callable[[Any], None], *, responder: Any = "rules",
                 metrics: list[str] | None = None, rows: Callable[[], pd.DataFrame] = _judge_rows,
-                names: list[Any] | None = None, expect: str = "scored", judge_kw: dict[str, Any] | None = None) -> None:
+                names: list[Any] | None = None, expect: str = "scored", judge_kw: dict[str, Any] | None = None,
+                quiet: bool = False) -> None:
     metrics = metrics or ["relevance"]
 
     def go(tmp: Path) -> tuple[str, str]:
+        if quiet:
+            with contextlib.redirect_stderr(io.StringIO()):
+                return run(tmp)
+        return run(tmp)
+
+    def run(tmp: Path) -> tuple[str, str]:
         from raglab.testing import LocalOpenAIServer
         frame = rows()
         with LocalOpenAIServer(responder) as server:
@@ -1899,7 +1908,7 @@ _chunk_bad("fixed: unit='tokens' (tiktoken may be absent)", lambda: _chunks().fi
            ["tiktoken"], accept=lambda r, w: r["end"].max() == len(DOCS["a"]))
 
 _judge_case("responder raises (server error)", "bad", lambda s: None, responder=lambda body: 1 / 0, expect="failed",
-            judge_kw={"max_retries": 1})
+            judge_kw={"max_retries": 1}, quiet=True)  # the server prints the responder's traceback: kept off the table
 _judge_case("relevance verdict as a number", "bad", lambda s: None, responder=['{"reason": "r", "verdict": 1}'],
             expect="failed")
 _judge_case("context given as a plain string", "bad", lambda s: None, metrics=["faithfulness"],
