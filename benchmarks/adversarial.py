@@ -1863,6 +1863,12 @@ def _cli_more() -> None:
               lambda t: ["score", str(_score_rows(t, base_rows().assign(retrieved=[[]] * 4))), "-o", "o.jsonl"], [],
               ok_codes=(0,), check=lambda t, rc, o, e: read_rows(t / "o.jsonl")["recall@5"].fillna(0).eq(0).all())
     _cli_case("demo --help", "valid", lambda t: ["demo", "--help"], ok_codes=(0,))
+    _cli_case("gate: --json - (stdout?)", "bad", lambda t: ["gate", *map(str, _gate_files(t)), *GATE, "--json", "-"],
+              ["--json"], ok_codes=(0, 3), check=lambda t, rc, o, e: not (t / "-").exists() and '"decision"' in o)
+    _cli_case("gate: --json ''", "bad", lambda t: ["gate", *map(str, _gate_files(t)), *GATE, "--json", ""], ["--json"])
+    _cli_case("score: -o -", "bad", lambda t: ["score", str(_score_rows(t)), "-o", "-"], [("--output", "-o")])
+    _cli_case("score: -o ''", "bad", lambda t: ["score", str(_score_rows(t)), "-o", ""], [("--output", "-o")])
+    _cli_case("score: ROWS ''", "bad", lambda t: ["score", "", "-o", "o.jsonl"], ["ROWS"])
 
 
 _cli_more()

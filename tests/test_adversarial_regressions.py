@@ -251,3 +251,24 @@ def test_numpy_integer_extremes_round_trip_through_parquet(tmp_path, dtype):
     back = read_rows(path)
     assert back["n"].dtype == dtype and back["n"].tolist() == [int(info.max), int(info.min), 1]
     assert pd.read_parquet(path)["n"].tolist() == [int(info.max), int(info.min), 1]  # oracle: pandas' own reader
+
+
+@pytest.mark.parametrize("flag_args", [["--json", "-"], ["--json", ""]])
+def test_gate_refuses_a_json_path_it_would_skip_or_misread(tmp_path, monkeypatch, capsys, flag_args):
+    monkeypatch.chdir(tmp_path)
+    for name in ("b.jsonl", "c.jsonl"):
+        write_rows(_rows(40).assign(**{"recall@5": 0.5}), tmp_path / name)
+    code = main(["gate", "b.jsonl", "c.jsonl", "--metric", "recall@5", "--margin", "0.1", *flag_args])
+    assert code == 2 and "--json" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.jsonl", "b.jsonl.raglab.json", "c.jsonl",
+                                                            "c.jsonl.raglab.json"]  # no file named '-'
+
+
+@pytest.mark.parametrize(("args", "named"), [(["rows.jsonl", "-o", "-"], "--output '-'"),
+                                             (["rows.jsonl", "-o", ""], "--output is an empty path"),
+                                             (["", "-o", "o.jsonl"], "ROWS is an empty path")])
+def test_score_refuses_empty_and_dash_paths_naming_them(tmp_path, monkeypatch, capsys, args, named):
+    monkeypatch.chdir(tmp_path)
+    write_rows(_rows(), tmp_path / "rows.jsonl")
+    assert main(["score", *args]) == 2
+    assert named in capsys.readouterr().err
