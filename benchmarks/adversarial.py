@@ -20,6 +20,12 @@ Run:  PYTHONPATH=. python benchmarks/adversarial.py          (prints the table a
 Seeded. The whole pass took 96 s on the shared 2-core machine at load 2 and about 4 minutes at load 5: the
 command-line cases dominate (each starts Python and imports pandas twice, ``python -m raglab`` then its
 supervised child); ``--quick`` runs one command-line case in three.
+
+Findings (589 cases: 421 bad inputs, 168 valid edge inputs). On the code before the fixes (commit
+1a24aca): 282 refused clearly, 111 handled, 8 unclear errors (1.9%), 16 silent acceptances, 0
+crashes, 4 data losses (write_rows onto another file's sidecar name), 1 valid edge input failing
+(uint64 to Parquet). After: 303 refused clearly, 118 handled, 0 unclear, 0 silent, 0 crashes, 0
+data loss; 168 valid edge inputs work.
 """
 
 from __future__ import annotations
