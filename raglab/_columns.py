@@ -142,6 +142,23 @@ def _score_frame(
                 f"Convert it first, e.g. pd.to_numeric(df[{name!r}])."
             )
         out[name] = coerced.to_numpy(dtype=float, na_value=np.nan)
+    if side is None and id_column is not None and id_column in df.columns and len(out):
+        repeated = df[id_column].astype(str).value_counts()
+        repeated = repeated[repeated > 1]
+        if len(repeated):  # one row per question: a repeat counts twice in n and narrows the interval
+            from raglab._validation import warn
+
+            warn(f"{method}: question ids in {id_column!r} repeat ({len(repeated)} id(s), e.g. {repeated.index[0]!r} "
+                 f"{int(repeated.iloc[0])} times); each row counts as a question, so n and the intervals count them "
+                 f"that many times. Drop the repeats (df.drop_duplicates({id_column!r})), or pass units={id_column!r} "
+                 "to resample whole questions.")
+    for name, values in out.items():  # named here, by column and row: the statistics only see positions
+        infinite = np.flatnonzero(np.isinf(values))
+        if infinite.size:
+            raise RowTableError(
+                f"{method}: score column {name!r}{where} holds infinite values: {_row_labels(df, infinite.tolist(), id_column)} "
+                f"hold {float(values[infinite[0]])!r}; scores must be finite (NaN or None for missing)."
+            )
     return pd.DataFrame(out)
 
 

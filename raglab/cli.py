@@ -425,6 +425,14 @@ def _gate_directions(args: argparse.Namespace) -> dict[str, bool] | None:
     return directions or None
 
 
+def _read_nonempty(read: Any, path: str, what: str) -> Any:
+    """``read(path)``, refusing a file with no rows (an empty file would otherwise be named as a missing column)."""
+    rows = read(path)
+    if len(rows) == 0:
+        raise CommandError(f"{what} {path!r} holds no rows" + ("" if len(rows.columns) else " (the file is empty)"))
+    return rows
+
+
 def _run_gate(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -432,6 +440,7 @@ def _run_gate(args: argparse.Namespace) -> int:
 
     with _cli_warnings(args):
         try:
+            _refuse_unusable_paths({"BASE": args.base, "CANDIDATE": args.cand, "--json": args.json})
             _refuse_overwriting({"--json": args.json}, {"BASE": args.base, "CANDIDATE": args.cand})
             margin = _gate_margin(args)
             directions = _gate_directions(args)
@@ -439,9 +448,9 @@ def _run_gate(args: argparse.Namespace) -> int:
             unknown = sorted(set(bounds) - set(args.metric))
             if unknown:
                 raise CommandError(f"--bounds names metrics not given with --metric: {unknown}")
-            base = read_rows(args.base)
+            base = _read_nonempty(read_rows, args.base, "BASE")
             inputs = {"baseline": _file_record(args.base)}
-            cand = read_rows(args.cand)
+            cand = _read_nonempty(read_rows, args.cand, "CANDIDATE")
             inputs["candidate"] = _file_record(args.cand)
             result = base.rag.gate(
                 cand,
@@ -515,6 +524,25 @@ def _write_decision_log(path: str, result: Any, inputs: dict[str, Any]) -> None:
     log = {**result.to_dict(), "inputs": inputs}
     text = json.dumps(log, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
     _write_atomically(Path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _refuse_unusable_paths(paths: dict[str, str | None]) -> None:
+    """Refuse an empty path (an output would be silently skipped) and ``-``, which is not stdout here.
+
+    Examples
+    --------
+    >>> _refuse_unusable_paths({"--json": "-"})
+    Traceback (most recent call last):
+    ...
+    raglab.cli.CommandError: --json '-': raglab reads and writes files, not stdin/stdout; give a file path for --json
+    """
+    for name, path in paths.items():
+        if path is None:
+            continue
+        if not path.strip():
+            raise CommandError(f"{name} is an empty path; give a file path for {name}")
+        if path == "-":
+            raise CommandError(f"{name} '-': raglab reads and writes files, not stdin/stdout; give a file path for {name}")
 
 
 def _refuse_overwriting(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:
@@ -609,6 +637,8 @@ def _run_score(args: argparse.Namespace) -> int:
         try:
             if (args.rows is None) == (args.run_file is None):
                 raise CommandError("give a row file ROWS, or a TREC run with --run RUN --qrels QRELS (not both)")
+            _refuse_unusable_paths({"ROWS": args.rows, "--run": args.run_file, "--qrels": args.qrels,
+                                    "--output": args.output})
             _refuse_overwriting({"--output": args.output, "the sidecar of --output": str(sidecar_path(args.output))},
                                 {"ROWS": args.rows, "--run": args.run_file, "--qrels": args.qrels})
             if args.run_file is not None:
@@ -620,7 +650,7 @@ def _run_score(args: argparse.Namespace) -> int:
                     raise CommandError(_no_shared_ids(f"the run {args.run_file!r}", run_ids, args.qrels,
                                                       rows["question_id"]))
             else:
-                rows = read_rows(args.rows)
+                rows = _read_nonempty(read_rows, args.rows, "ROWS")
                 if args.qrels is not None:
                     gold = read_trec(qrels=args.qrels).set_index("question_id")["gold"]
                     qid = args.question_id or "question_id"

@@ -355,6 +355,9 @@ class EvalSet:
         frozen = [resolved[r] for r in FROZEN_ROLES if r in resolved]
         frozen += [c for c in extra if c not in frozen]
         check_unique_as_text(df, resolved["question_id"], method=method)
+        if len(df) == 0:  # a frozen version with no questions scores every run as perfect on nothing
+            raise RowTableError(f"{method}: the frame has no rows; an eval set version needs at least one question "
+                                f"(version {version!r} was not written).")
         target = root / version
         if target.exists():
             raise FileExistsError(

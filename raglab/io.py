@@ -500,6 +500,12 @@ def write_rows(df: pd.DataFrame, path: str | os.PathLike[str], *, format: str | 
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"write_rows needs a DataFrame, got {type(df).__name__}")
     path = user_path(path)
+    if path.name.lower().endswith(SIDECAR_SUFFIX):
+        raise ValueError(
+            f"write_rows: {str(path)!r} is the name of the metadata sidecar raglab keeps next to "
+            f"{path.name[: -len(SIDECAR_SUFFIX)]!r}; writing rows there would replace that file's metadata. "
+            "Choose another name."
+        )
     fmt = _format_of(path, format)
     try:
         return _write_rows(df, path, fmt, header)
@@ -653,6 +659,9 @@ def _write_parquet(df: pd.DataFrame, tmp: Path, schema: dict[str, Any]) -> None:
         elif kind == "float" and isinstance(df[column].dtype, np.dtype):
             # NaN stays NaN (not null) so a float column reads back exactly.
             arr = pa.array(df[column].to_numpy(dtype="float64"), type=pa.float64(), from_pandas=False)
+        elif kind == "int" and isinstance(df[column].dtype, np.dtype):
+            # numpy's own integer type (uint64 above 2**63 - 1 would overflow the int64 pa.array infers)
+            arr = pa.array(df[column].to_numpy(), from_pandas=False)
         else:  # int, bool and the nullable extension dtypes: missing values are nulls
             arr = pa.array(values)
         arrays.append(arr)
@@ -779,6 +788,12 @@ def _checked_schema(path: Path, sidecar: dict[str, Any] | None, n_rows: int, dig
         return None
     expected = sidecar.get("n_rows")
     side = sidecar_path(path).name
+    recorded = sidecar.get("file")
+    if sidecar.get("sha256") != digest and isinstance(recorded, str) and recorded != path.name:
+        warn(f"read_rows: {side!r} describes {recorded!r}, not {path.name!r}, and does not match its content "
+             f"(copied from another file?): it is ignored and {path.name!r} is read as a plain file (dtypes "
+             "inferred); delete or replace the sidecar.")
+        return None
     if isinstance(expected, int) and n_rows < expected:
         raise RowTableError(
             f"{str(path)!r} holds {n_rows} rows but its metadata {side!r} records {expected}: the file was cut or "
@@ -862,6 +877,21 @@ def _infer_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise _RepeatedKey(next(k for k, _ in pairs if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
+    return out
+
+
+_JSON_LINE = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
 def _read_jsonl(path: Path, text: str, sidecar: dict[str, Any] | None, digest: str) -> pd.DataFrame:
     schema = None
     legacy = False
@@ -871,7 +901,10 @@ def _read_jsonl(path: Path, text: str, sidecar: dict[str, Any] | None, digest: s
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = _JSON_LINE.decode(line.strip())
+        except _RepeatedKey as exc:
+            raise RowTableError(f"{str(path)!r} line {number}: key {exc.args[0]!r} appears twice in one object; "
+                                "JSON readers disagree on which value wins, so raglab reads neither") from None
         except json.JSONDecodeError as exc:
             _refuse_json_document(path, text, number)
             raise RowTableError(f"{str(path)!r} line {number} is not valid JSON: {exc.msg}") from None
@@ -935,12 +968,18 @@ def _read_csv(path: Path, text: str, sidecar: dict[str, Any] | None, digest: str
     else:
         fh.seek(0)
     _allow_fields_of(len(text))
-    reader = csv.reader(fh)
+    reader = csv.reader(fh, strict=True)  # strict: an unclosed quote is an error, not one cell to the end
     try:
         header = next(reader)
+        rows = list(reader)
     except StopIteration:
-        header = None
-    rows = list(reader) if header is not None else []
+        header, rows = None, []
+    except csv.Error as exc:
+        raise RowTableError(f"{str(path)!r} line {reader.line_num}: not valid CSV ({exc}); a quoted field must "
+                            "end with a closing quote, and a quote inside it is written twice") from None
+    if header and header[0].lstrip().startswith("{") and text.lstrip().startswith("{"):
+        raise RowTableError(f"{str(path)!r} holds JSON objects, not CSV (JSON Lines?): name it .jsonl or pass "
+                            "format='jsonl'")
     if schema is None:
         schema = _checked_schema(path, sidecar, len(rows), digest)
     if header is None:

@@ -340,6 +340,15 @@ def _approx_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up (a deadline, a cancelled run) is normal here: no traceback on stderr."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class LocalOpenAIServer:
     """An OpenAI-compatible server on ``127.0.0.1`` in a background thread (a context manager).
 
@@ -434,7 +443,7 @@ class LocalOpenAIServer:
         class Handler(_Handler):
             owner = server
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", self._port), Handler, bind_and_activate=False)
+        httpd = _QuietServer(("127.0.0.1", self._port), Handler, bind_and_activate=False)
         httpd.daemon_threads = True
         httpd.request_queue_size = 256
         httpd.allow_reuse_address = True

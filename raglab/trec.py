@@ -295,6 +295,12 @@ def write_trec(
             "two paths, e.g. run='run.txt', qrels='qrels.txt'."
         )
     qid_col = resolve_column(df, "question_id", question_id, method=method)
+    repeated = df[qid_col][df[qid_col].duplicated()].astype(str).unique().tolist()
+    if repeated:  # a topic's lines would appear twice: read back as one topic listing each document twice
+        raise RowTableError(
+            f"{method}: column {qid_col!r} repeats question id(s) {repeated[:5]}; a TREC file holds one ranking "
+            "(and one set of judgments) per topic. Keep one row per question first, e.g. "
+            f"df.drop_duplicates({qid_col!r}).", column=qid_col, method=method)
     if run is not None:
         ret_col = resolve_column(df, "retrieved", retrieved, method=method)
         score_col = scores if scores is not None and scores in df.columns else None
@@ -359,7 +365,15 @@ def _check_field(value: Any, what: str, method: str, *, first: bool = False) -> 
 def _run_lines(df: pd.DataFrame, qid_col: str, ret_col: str, score_col: str | None, name: str) -> Iterable[str]:
     method = "rag.write_trec"
     scores_iter = df[score_col].array if score_col else [None] * len(df)
+    missing = []
     for qid, ids, scores in zip(df[qid_col].array, df[ret_col].array, scores_iter):
+        if isinstance(ids, (str, bytes)):  # list("d1") would write the documents 'd' and '1'
+            raise RowTableError(
+                f"{method}: column {ret_col!r} question {qid!r} holds the text {ids!r}, not a list of ids; a run "
+                f"lists each document of a ranking. Wrap single ids in a list (df[{ret_col!r}].map(lambda x: [x])) "
+                "or split the text first.", column=ret_col, method=method)
+        if is_missing(ids):
+            missing.append(str(qid))
         ids = [] if is_missing(ids) else list(ids)
         values = list(scores) if scores is not None and not is_missing(scores) else None
         if values is not None and len(values) != len(ids):
@@ -395,6 +409,9 @@ def _run_lines(df: pd.DataFrame, qid_col: str, ret_col: str, score_col: str | No
                 )
             previous = (score, doc_text)
             yield f"{qid_text} Q0 {doc_text} {rank} {score!r} {name}\n"
+    if missing:
+        warn(f"{method}: column {ret_col!r} is missing (None/NaN) for {len(missing)} question(s) (e.g. {missing[:5]}); "
+             "they are written as empty rankings, which read back as [] and score 0, not as missing.")
 
 
 def _qrels_lines(df: pd.DataFrame, qid_col: str, gold_col: str) -> Iterable[str]:

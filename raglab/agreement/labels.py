@@ -43,6 +43,16 @@ def _plain_numeric(dtype: Any) -> bool:
 
 def _as_labels(values: Any, name: str) -> np.ndarray:
     """A 1-D array of labels from a list, array or Series: numeric arrays stay numeric, others object."""
+    array = _label_array(values, name)
+    if array.dtype.kind == "f":  # inf is no label (a division by zero upstream?): it would become its own class
+        infinite = np.flatnonzero(np.isinf(array))
+        if infinite.size:
+            raise ValueError(f"`{name}` holds infinite values at positions {infinite[:5].tolist()}; labels and scores "
+                             "must be finite (NaN or None for missing).")
+    return array
+
+
+def _label_array(values: Any, name: str) -> np.ndarray:
     if isinstance(values, (pd.DataFrame, str, bytes)) or np.ndim(values) != 1:
         raise TypeError(f"`{name}` must be a one-dimensional sequence of labels (list, array or Series)")
     if isinstance(values, pd.Series):

@@ -512,6 +512,14 @@ def _report(
                                      n_resamples=n_resamples, seed=seed, boot_tables=item_tables)
     if note and not clustered:
         messages.append(note)
+    if not clustered and rows is not None and "question_id" in rows.columns:
+        repeated = rows["question_id"].astype(str).value_counts()
+        repeated = repeated[repeated > 1]
+        if len(repeated):  # rows of one question are not independent items: the intervals would be too narrow
+            messages.append(
+                f"question ids repeat ({len(repeated)} id(s), e.g. {repeated.index[0]!r} {int(repeated.iloc[0])} times): "
+                "each row counts as an independent item, so the intervals are too narrow if these are one question's "
+                "labels; drop the repeats, or pass units='question_id' to resample whole questions")
     same = int(np.trace(table))
     intervals: dict[str, Interval] = {"agreement": proportion_interval(same, n, ci=level), "kappa": kappa_iv}
     denominators = {"agreement": n, "kappa": n}

@@ -128,7 +128,14 @@ class CallCache:
         self.path = path
         self._lock = threading.Lock()
         # One wait, stated once: sqlite's busy handler (the connect timeout sets the same handler).
-        self._conn = sqlite3.connect(str(path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
+        if path.is_dir():
+            raise ValueError(f"the judge cache {str(path)!r} is a folder, not a SQLite file; pass the folder's parent "
+                             f"(the cache is then {_FILE_NAME!r} in it) or another cache= file name")
+        try:
+            self._conn = sqlite3.connect(str(path), timeout=self.busy_timeout, isolation_level=None,
+                                         check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise ValueError(f"cannot open the judge cache {str(path)!r} ({exc}); pass another cache= path") from None
         try:
             self._conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
             self._conn.execute("PRAGMA journal_mode=WAL")
