@@ -55,7 +55,7 @@ from raglab.agreement.labels import (
     _Side,
 )
 from raglab.agreement.raters import _as_matrix, _majority
-from raglab.agreement.result import AgreementReport
+from raglab.agreement.result import AgreementReport, _plain
 from raglab.stats import proportion_interval
 
 __all__ = ["judge_vs_majority", "report"]
@@ -683,11 +683,6 @@ def judge_vs_majority(
         judge_threshold=None, ci=ci, method=method, n_resamples=n_resamples, seed=seed, ids=ids, warn=warn,
         names=names, n_ties=n_ties, ties=ties, rows=rows, units=units, sides=sides, where=where,
     )
-
-
-def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python value it holds (a column name shown in a message)."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _threshold_ratings(matrix: np.ndarray, rating_threshold: float) -> np.ndarray:
