@@ -153,3 +153,19 @@ def test_default_interval_stays_inside_minus_one_one_and_contains_the_estimate()
             if np.isnan(iv.estimate):
                 continue
             assert -1.0 <= iv.low <= iv.estimate <= iv.high <= 1.0
+
+
+def test_ordered_categoricals_carry_their_own_order_for_weighted_kappa():
+    # An ordered pandas Categorical says low < mid < high: no labels= needed (scikit-learn on the codes agrees);
+    # the same text as plain strings or as unordered categories is still refused.
+    levels = pd.CategoricalDtype(["low", "mid", "high"], ordered=True)
+    human = pd.Series(["low", "low", "mid", "mid", "high", "high"], dtype=levels)
+    judge = pd.Series(["low", "high", "mid", "mid", "high", "high"], dtype=levels)
+    expected = cohen_kappa_score(human.cat.codes, judge.cat.codes, weights="quadratic")  # 0.500
+    assert cohen_kappa(human, judge, weights="quadratic") == pytest.approx(expected, abs=1e-12)
+    frame = pd.DataFrame({"question_id": list("abcdef"), "human": human, "judge": judge})
+    assert frame.rag.agreement("human", "judge", weights="quadratic").kappa == pytest.approx(expected, abs=1e-12)
+    unordered = pd.CategoricalDtype(["low", "mid", "high"], ordered=False)
+    for a, b in ((human.astype(str), judge.astype(str)), (human.astype(unordered), judge.astype(unordered))):
+        with pytest.raises(LabelMismatchError):
+            cohen_kappa(a, b, weights="quadratic")

@@ -29,6 +29,7 @@ from raglab.agreement._common import (
 )
 from raglab.agreement.labels import (
     _arg_side,
+    _categorical_order,
     _check_comparable,
     _label_codes,
     _pair,
@@ -125,6 +126,8 @@ def _prepare_kappa(
 ):
     check_option("weights", weights, _WEIGHTS)
     check_option("distance", distance, _DISTANCES)
+    if labels is None and weights is not None:
+        labels = _categorical_order(a, b)  # ordered Categoricals carry the order a weighted kappa needs
     x, y = _pair(a, b, names)
     sides = (_arg_side(names[0]), _arg_side(names[1]))
     x, y = _check_comparable(x, y, sides, where=where, labels=labels)

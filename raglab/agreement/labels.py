@@ -326,6 +326,27 @@ def _check_comparable(
     return x, y
 
 
+def _categorical_order(*sides: Any) -> list[Any] | None:
+    """The categories, lowest first, when every side is an ordered pandas Categorical with the same ones.
+
+    An ordered Categorical already says the order a weighted kappa needs, so it stands for ``labels=``;
+    anything else (plain text, unordered or differing categories) gives None and the usual rules apply.
+
+    Examples
+    --------
+    >>> levels = pd.CategoricalDtype(["low", "mid", "high"], ordered=True)
+    >>> _categorical_order(pd.Series(["low", "high"], dtype=levels), pd.Series(["mid", "mid"], dtype=levels))
+    ['low', 'mid', 'high']
+    """
+    orders = []
+    for side in sides:
+        dtype = getattr(side, "dtype", None)
+        if not (isinstance(dtype, pd.CategoricalDtype) and dtype.ordered):
+            return None
+        orders.append(list(dtype.categories))
+    return orders[0] if all(order == orders[0] for order in orders) else None
+
+
 def _refuse_text_order(labs: list[Any], labels: Any, *, needs: str, holders: str, where: str, fix: str) -> None:
     """Refuse text labels for a statistic that needs the categories' order, unless ``labels=`` gives it.
 

@@ -46,6 +46,7 @@ from raglab.agreement.labels import (
     _arg_side,
     _as_labels,
     _binarize,
+    _categorical_order,
     _check_comparable,
     _column_side,
     _label_codes,
@@ -330,6 +331,8 @@ def _prepare_labels(
     where: str,
 ) -> _Labels:
     """Pair the two sides, apply thresholds, refuse labels that can never match, and code them."""
+    if labels is None and weights is not None:
+        labels = _categorical_order(human, judge)  # ordered Categoricals carry the order a weighted kappa needs
     x, y = _pair(human, judge, ("human", "judge"))
     index = _item_index(ids, human, judge, len(x))
     _check_rows(rows, len(x))
