@@ -151,6 +151,15 @@ def _first_up(totals: np.ndarray, holds: Any) -> np.ndarray:
         low = np.where(open_ & ~ok, mid, low)
 
 
+def _discordant(n: int, p_down: float, p_up: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """The possible discordant counts ``D`` of ``n`` pairs with their probabilities, and the share of ``D``
+    that moved up (each of the ``D`` pairs moved up with that chance, given ``D``)."""
+    _check_cells(n, p_down, p_up)
+    q = p_down + p_up
+    totals, weights = _totals(n, min(q, 1.0))
+    return totals, weights, (p_up / q if q > 0 else 0.5)
+
+
 def tango_pass_probability(n: int, p_down: float, p_up: float, *, margin: float, level: float = 0.95) -> float:
     """Probability that a pass/fail gate row of ``n`` questions passes: Tango's ``low >= -margin``.
 
@@ -159,19 +168,17 @@ def tango_pass_probability(n: int, p_down: float, p_up: float, *, margin: float,
     discordant pairs ``D`` the rule holds from some ``up`` count on (the statistic increases with
     ``up`` and decreases with ``down``), so the sum over ``up`` is one binomial tail per ``D``.
     """
-    _check_cells(n, p_down, p_up)
     n = int(n)
     if n < max(2, MIN_QUESTIONS):
+        _check_cells(n, p_down, p_up)
         return 0.0
-    q = p_down + p_up
-    totals, weights = _totals(n, min(q, 1.0))
+    totals, weights, share = _discordant(n, p_down, p_up)
     z, delta = _z(level), -margin - GATE_TOLERANCE * max(1.0, margin)
 
     def passes(down: np.ndarray, up: np.ndarray) -> np.ndarray:
         return _tango_statistic(np.full(down.shape, delta), down, up, np.full(down.shape, float(n))) >= z
 
     first = _first_up(totals, passes)
-    share = p_up / q if q > 0 else 0.5
     tail = _sps.binom.sf(first - 1, totals, share)
     return float(min(1.0, np.sum(weights * tail)))
 
@@ -186,12 +193,11 @@ def tango_block_probability(
     row's chance to block (exact when ``family == 1``). Both conditions fail from some ``up`` count
     on at a fixed ``D``, so the sum is one binomial tail per ``D``.
     """
-    _check_cells(n, p_down, p_up)
     n = int(n)
     if n < max(2, MIN_QUESTIONS):
+        _check_cells(n, p_down, p_up)
         return 0.0
-    q = p_down + p_up
-    totals, weights = _totals(n, min(q, 1.0))
+    totals, weights, share = _discordant(n, p_down, p_up)
     z = _z(level)
 
     def spared(down: np.ndarray, up: np.ndarray) -> np.ndarray:
@@ -200,7 +206,6 @@ def tango_block_probability(
         return ~((t < -z) & (family * p_decrease < (1 - level) / 2))
 
     first = _first_up(totals, spared)
-    share = p_up / q if q > 0 else 0.5
     blocked = _sps.binom.cdf(first - 1, totals, share)
     return float(min(1.0, np.sum(weights * blocked)))
 
