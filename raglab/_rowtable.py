@@ -26,7 +26,7 @@ from raglab._errors import (  # noqa: F401  (re-exported: they were defined here
     MissingColumnError,
     RowTableError,
 )
-from raglab._meta import evalset_of, get_meta, judge_of
+from raglab._meta import EvalSetStamp, JudgeFingerprint, RetrievalConventions, record_of
 from raglab._validation import (  # noqa: F401  (check_option, is_missing re-exported)
     check_option,
     is_id_type,
@@ -656,12 +656,12 @@ def pair_runs(
 
 
 def _check_evalsets(base: pd.DataFrame, cand: pd.DataFrame, *, method: str, allow: bool) -> None:
-    a, b = evalset_of(base), evalset_of(cand)
-    if a and b and a.get("hash") != b.get("hash"):
+    a, b = record_of(base, EvalSetStamp), record_of(cand, EvalSetStamp)
+    if a and b and a.differences(b):  # only the content hash decides (EvalSetStamp.NEUTRAL)
         message = (
             f"{method}: the runs were scored against different eval sets: base "
-            f"{a.get('name')!r} version {a.get('version')!r} (hash {str(a.get('hash'))[:12]}), candidate "
-            f"{b.get('name')!r} version {b.get('version')!r} (hash {str(b.get('hash'))[:12]}). "
+            f"{a.name!r} version {a.version!r} (hash {str(a.hash)[:12]}), candidate "
+            f"{b.name!r} version {b.version!r} (hash {str(b.hash)[:12]}). "
             "Re-score both on one version, or pass allow_evalset_mismatch=True to compare anyway."
         )
         if not allow:
@@ -670,12 +670,13 @@ def _check_evalsets(base: pd.DataFrame, cand: pd.DataFrame, *, method: str, allo
 
 
 def _warn_on_judge_or_convention_change(base: pd.DataFrame, cand: pd.DataFrame, *, method: str) -> None:
-    a, b = judge_of(base), judge_of(cand)
-    if a and b and a.get("fingerprint") != b.get("fingerprint"):
-        changed = sorted(k for k in set(a) | set(b) if k != "fingerprint" and a.get(k) != b.get(k))
+    a, b = record_of(base, JudgeFingerprint), record_of(cand, JudgeFingerprint)
+    differences = a.differences(b) if a and b else []
+    if any(d.field == "fingerprint" for d in differences):
+        changed = [d.field for d in differences if d.field != "fingerprint"]
         warn(
-            f"{method}: THE RUNS WERE SCORED BY DIFFERENT JUDGES (fingerprint {str(a.get('fingerprint'))[:12]} vs "
-            f"{str(b.get('fingerprint'))[:12]}; differs in {changed or 'fingerprint'}). A judge change shifts "
+            f"{method}: THE RUNS WERE SCORED BY DIFFERENT JUDGES (fingerprint {str(a.fingerprint)[:12]} vs "
+            f"{str(b.fingerprint)[:12]}; differs in {changed or 'fingerprint'}). A judge change shifts "
             "scores by itself: re-score the baseline with the candidate's judge before comparing.",
             JudgeMismatchWarning,
         )
@@ -692,9 +693,10 @@ def _warn_on_judge_or_convention_change(base: pd.DataFrame, cand: pd.DataFrame, 
 def retrieval_convention_changes(base: pd.DataFrame, cand: pd.DataFrame) -> list[str]:
     """The recorded retrieval conventions that differ between two runs, one ``"key: base vs cand"`` each.
 
-    Which depths were scored (k, columns) does not change what recall@5 means; the rest does. A span
-    rule is compared by what decides its numbers (rule, min_overlap, unit), not by its descriptions,
-    which may be reworded between releases.
+    The rule is :meth:`raglab._meta.RetrievalConventions.differences`: which depths were scored (k,
+    columns) does not change what recall@5 means; the rest does. A span rule is compared by what
+    decides its numbers (rule, min_overlap, unit), not by its descriptions, which may be reworded
+    between releases.
 
     Examples
     --------
@@ -704,17 +706,5 @@ def retrieval_convention_changes(base: pd.DataFrame, cand: pd.DataFrame) -> list
     >>> retrieval_convention_changes(a, b)
     ["gain: 'exponential' vs 'linear'"]
     """
-    conv_a, conv_b = get_meta(base).get("retrieval"), get_meta(cand).get("retrieval")
-    if not (isinstance(conv_a, Mapping) and isinstance(conv_b, Mapping)):
-        return []
-
-    def deciding(value: Any) -> Any:
-        if isinstance(value, Mapping) and "rule" in value:
-            return {k: value.get(k) for k in ("rule", "min_overlap", "unit")}
-        return value
-
-    return [
-        f"{k}: {deciding(conv_a[k])!r} vs {deciding(conv_b[k])!r}"
-        for k in sorted(set(conv_a) & set(conv_b) - _SCORED_DEPTHS)
-        if deciding(conv_a[k]) != deciding(conv_b[k])
-    ]
+    a, b = record_of(base, RetrievalConventions), record_of(cand, RetrievalConventions)
+    return [str(d) for d in a.differences(b)] if a and b else []
