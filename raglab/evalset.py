@@ -195,6 +195,59 @@ def _next_version(version: str) -> str:
     return version[: match.start()] + str(int(number) + 1).zfill(len(number))
 
 
+def _frozen_columns(
+    df: pd.DataFrame, method: str, columns: Iterable[str] | None, question_id: str, units: str | None
+) -> tuple[str, list[str]]:
+    """The question-id column and the columns to freeze (roles that exist, ``columns``, ``units``), checked."""
+    resolved = validate_rows(df, method=method, columns={"question_id": question_id})
+    extra = list(columns or [])
+    if units is not None:
+        if not isinstance(units, str):
+            raise TypeError(f"{method}: `units` must name the cluster column (a str), got {units!r}")
+        resolve_column(df, units, units, method=method)
+        missing = np.flatnonzero(df[units].isna().to_numpy())
+        if missing.size:
+            raise RowTableError(
+                f"{method}: cluster column {units!r} must name a cluster for every question; rows "
+                f"{missing[:5].tolist()} have none (use the question id for a question that is its own cluster)."
+            )
+        if units not in extra:
+            extra.append(units)
+    for column in extra:
+        resolve_column(df, column, column, method=method)
+    frozen = [resolved[r] for r in FROZEN_ROLES if r in resolved]
+    frozen += [c for c in extra if c not in frozen]
+    check_unique_as_text(df, resolved["question_id"], method=method)
+    return resolved["question_id"], frozen
+
+
+def _exists_error(method: str, version: str, target: Path) -> FileExistsError:
+    return FileExistsError(
+        f"{method}: version {version!r} already exists at {str(target)!r}; frozen versions are never "
+        "overwritten. Use EvalSet.load(...).extend(new_rows) to make the next version."
+    )
+
+
+def _write_version(target: Path, rows: pd.DataFrame, manifest: dict[str, Any]) -> None:
+    """Write the rows, then the manifest (hashed, last and whole) into the new, empty ``target``.
+
+    On any failure the directory is removed again: a version without a manifest must not linger.
+    """
+    try:
+        write_rows(rows, target / _ROWS_FILE)
+        # the sidecar's dtypes and attrs are part of the version: an edit to them is refused on loading
+        manifest["sidecar_hash"] = _sidecar_hash(target / _ROWS_FILE)
+        manifest[_MANIFEST_HASH] = _manifest_hash(manifest)
+        text = json.dumps(manifest, indent=1, ensure_ascii=False)
+        # the manifest comes last, whole: a version without one is invisible to versions() and load()
+        write_file(target / _MANIFEST_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    except BaseException:
+        for child in target.iterdir():
+            child.unlink()
+        target.rmdir()
+        raise
+
+
 class EvalSet:
     """A frozen version of an eval set: questions and gold, verified against their hashes.
 
@@ -336,76 +389,39 @@ class EvalSet:
         units: str | None = None,
     ) -> EvalSet:
         method = "EvalSet.freeze" if parent is None else "EvalSet.extend"
-        resolved = validate_rows(df, method=method, columns={"question_id": question_id})
-        extra = list(columns or [])
-        if units is not None:
-            if not isinstance(units, str):
-                raise TypeError(f"{method}: `units` must name the cluster column (a str), got {units!r}")
-            resolve_column(df, units, units, method=method)
-            missing = np.flatnonzero(df[units].isna().to_numpy())
-            if missing.size:
-                raise RowTableError(
-                    f"{method}: cluster column {units!r} must name a cluster for every question; rows "
-                    f"{missing[:5].tolist()} have none (use the question id for a question that is its own cluster)."
-                )
-            if units not in extra:
-                extra.append(units)
-        for column in extra:
-            resolve_column(df, column, column, method=method)
-        frozen = [resolved[r] for r in FROZEN_ROLES if r in resolved]
-        frozen += [c for c in extra if c not in frozen]
-        check_unique_as_text(df, resolved["question_id"], method=method)
+        qid, frozen = _frozen_columns(df, method, columns, question_id, units)
         if len(df) == 0:  # a frozen version with no questions scores every run as perfect on nothing
             raise RowTableError(f"{method}: the frame has no rows; an eval set version needs at least one question "
                                 f"(version {version!r} was not written).")
         target = root / version
         if target.exists():
-            raise FileExistsError(
-                f"{method}: version {version!r} already exists at {str(target)!r}; frozen versions are never "
-                "overwritten. Use EvalSet.load(...).extend(new_rows) to make the next version."
-            )
+            raise _exists_error(method, version, target)
         rows = df[frozen].reset_index(drop=True).copy()
         rows.attrs = {}
-        hashes = row_hashes(rows, frozen, resolved["question_id"])
+        hashes = row_hashes(rows, frozen, qid)
         manifest = {
             "name": name or (parent.name if parent else root.resolve().name),
             "version": version,
             "sequence": (parent.manifest["sequence"] + 1) if parent else 1,
             "n_rows": len(rows),
-            "question_id": resolved["question_id"],
+            "question_id": qid,
             "columns": frozen,
             "set_hash": set_hash(hashes),
             "row_hashes": hashes,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "raglab_version": _raglab_version(),
             "parent": {"version": parent.version, "hash": parent.hash} if parent else None,
-            "added": [str(q) for q in rows[resolved["question_id"]]] if parent is None else None,
+            "added": ([str(q) for q in rows[qid]] if parent is None
+                      else [q for q in hashes if q not in parent.manifest["row_hashes"]]),
         }
         if units is not None:
             manifest["units"] = units
-        if parent is not None:
-            manifest["added"] = [q for q in hashes if q not in parent.manifest["row_hashes"]]
         root.mkdir(parents=True, exist_ok=True)
         try:
             target.mkdir()  # atomic: of two writers of one version, exactly one gets here
         except FileExistsError:
-            raise FileExistsError(
-                f"{method}: version {version!r} already exists at {str(target)!r}; frozen versions are never "
-                "overwritten. Use EvalSet.load(...).extend(new_rows) to make the next version."
-            ) from None
-        try:
-            write_rows(rows, target / _ROWS_FILE)
-            # the sidecar's dtypes and attrs are part of the version: an edit to them is refused on loading
-            manifest["sidecar_hash"] = _sidecar_hash(target / _ROWS_FILE)
-            manifest[_MANIFEST_HASH] = _manifest_hash(manifest)
-            text = json.dumps(manifest, indent=1, ensure_ascii=False)
-            # the manifest comes last, whole: a version without one is invisible to versions() and load()
-            write_file(target / _MANIFEST_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-        except BaseException:
-            for child in target.iterdir():
-                child.unlink()
-            target.rmdir()
-            raise
+            raise _exists_error(method, version, target) from None
+        _write_version(target, rows, manifest)
         return cls(target, manifest, rows)
 
     @classmethod
