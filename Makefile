@@ -1,11 +1,11 @@
-# The two commands a fresh machine needs: `make demo` and `make test`.
+# The two commands a fresh machine needs: `make demo` and `make test`. `make docs` builds the API reference.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Re-install only when the project's dependency list changes.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint bench data dist clean
+.PHONY: demo test lint docs bench data dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check raglab tests benchmarks scripts
+
+# The API reference from the docstrings (docs/conf.py), HTML in build/docs; any warning fails it
+# (-n: every cross-reference must resolve). tests/test_docs.py runs the same build.
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -b html -n -W --keep-going -q -E docs build/docs
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
