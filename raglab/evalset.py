@@ -221,6 +221,15 @@ def _frozen_columns(
     return resolved["question_id"], frozen
 
 
+def _sequenced_versions(root: Path) -> list[tuple[int, str]]:
+    """(sequence, version) of every version under ``root`` that has a manifest."""
+    found = []
+    for manifest_path in root.glob(f"*/{_MANIFEST_FILE}"):
+        manifest = _read_manifest(manifest_path)
+        found.append((manifest.get("sequence", 0), str(manifest["version"])))
+    return found
+
+
 def _exists_error(method: str, version: str, target: Path) -> FileExistsError:
     return FileExistsError(
         f"{method}: version {version!r} already exists at {str(target)!r}; frozen versions are never "
@@ -277,14 +286,17 @@ class EvalSet:
     # ---- properties -------------------------------------------------------------------------------
     @property
     def name(self) -> str:
+        """The eval set's name (by default its directory's name)."""
         return str(self.manifest["name"])
 
     @property
     def version(self) -> str:
+        """This version's label, e.g. ``"v2"``."""
         return str(self.manifest["version"])
 
     @property
     def hash(self) -> str:
+        """The whole set's content hash (:func:`set_hash` of the per-row hashes): what comparisons check."""
         return str(self.manifest["set_hash"])
 
     @property
@@ -301,6 +313,7 @@ class EvalSet:
 
     @property
     def columns(self) -> list[str]:
+        """The frozen columns, question id first."""
         return list(self.manifest["columns"])
 
     def __len__(self) -> int:
@@ -426,21 +439,23 @@ class EvalSet:
 
     @classmethod
     def versions(cls, path: str | Path) -> list[str]:
-        """The versions stored under ``path``, oldest first (by sequence; then by name)."""
-        root = user_path(path)
-        found = []
-        for manifest_path in root.glob(f"*/{_MANIFEST_FILE}"):
-            manifest = _read_manifest(manifest_path)
-            found.append((manifest.get("sequence", 0), str(manifest["version"])))
-        return [v for _, v in sorted(found)]
+        """The versions stored under ``path``, oldest first (by sequence; then by name).
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab, tempfile
+        >>> root = tempfile.mkdtemp()
+        >>> es = raglab.EvalSet.freeze(pd.DataFrame({"question_id": ["q1"], "gold": [["d1"]]}), root, version="v1")
+        >>> _ = es.extend(pd.DataFrame({"question_id": ["q2"], "gold": [["d2"]]}))
+        >>> raglab.EvalSet.versions(root)
+        ['v1', 'v2']
+        """
+        return [version for _, version in sorted(_sequenced_versions(user_path(path)))]
 
     @classmethod
     def _latest(cls, root: Path) -> str:
         """The version with the highest sequence; refused when two versions share it (which is latest?)."""
-        found = []
-        for manifest_path in root.glob(f"*/{_MANIFEST_FILE}"):
-            manifest = _read_manifest(manifest_path)
-            found.append((manifest.get("sequence", 0), str(manifest["version"])))
+        found = _sequenced_versions(root)
         if not found:
             raise FileNotFoundError(f"no eval-set versions under {str(root)!r} (expected */{_MANIFEST_FILE})")
         top = max(sequence for sequence, _ in found)
@@ -461,6 +476,15 @@ class EvalSet:
         added or were removed since the version was frozen, or when the rows' sidecar (their
         dtypes and attrs) was edited. The latest is the version with the highest sequence; when
         two versions share it (two extensions of one parent) a ValueError asks for ``version=``.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab, tempfile
+        >>> root = tempfile.mkdtemp()
+        >>> _ = raglab.EvalSet.freeze(pd.DataFrame({"question_id": ["q1"], "gold": [["d1"]]}), root, version="v1")
+        >>> es = raglab.EvalSet.load(root, version="v1")
+        >>> es.version, len(es), es.columns
+        ('v1', 1, ['question_id', 'gold'])
         """
         root = user_path(path)
         if version is None:
@@ -482,7 +506,21 @@ class EvalSet:
         return evalset
 
     def verify(self) -> None:
-        """Recompute the hashes and raise :class:`EvalSetTamperedError` if anything changed."""
+        """Recompute the hashes and raise :class:`EvalSetTamperedError` if anything changed.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab, tempfile
+        >>> es = raglab.EvalSet.freeze(pd.DataFrame({"question_id": ["q1"], "gold": [["d1"]]}), tempfile.mkdtemp(),
+        ...                            version="v1")
+        >>> (es.path / "rows.jsonl").write_text('{"question_id": "q1", "gold": ["d9"]}\\n', encoding="utf-8")
+        38
+        >>> try:
+        ...     raglab.EvalSet.load(es.path.parent)
+        ... except raglab.EvalSetTamperedError as exc:
+        ...     print(str(exc).split(": ", 1)[1][:40])
+        1 changed ['q1']. Frozen versions must n
+        """
         manifest = self.manifest
         expected: dict[str, str] = manifest["row_hashes"]
         where = f"eval set {self.name!r} version {self.version!r} at {str(self.path)!r}"
@@ -533,6 +571,15 @@ class EvalSet:
         """Write the next version: this version's rows plus ``new_rows`` (new question ids only).
 
         Returns the new :class:`EvalSet`; its ``added`` lists the new question ids.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab, tempfile
+        >>> es = raglab.EvalSet.freeze(pd.DataFrame({"question_id": ["q1"], "gold": [["d1"]]}), tempfile.mkdtemp(),
+        ...                            version="v1")
+        >>> es2 = es.extend(pd.DataFrame({"question_id": ["q2"], "gold": [["d2"]]}))
+        >>> es2.version, es2.added, len(es2)
+        ('v2', ['q2'], 2)
         """
         qid = self.manifest["question_id"]
         if qid not in new_rows.columns:
@@ -572,6 +619,15 @@ class EvalSet:
         -------
         DataFrame
             A copy of ``run`` with the frozen columns and ``attrs["raglab"]["evalset"]``.
+
+        Examples
+        --------
+        >>> import pandas as pd, raglab, tempfile
+        >>> es = raglab.EvalSet.freeze(pd.DataFrame({"question_id": ["q1", "q2"], "gold": [["d1"], ["d2"]]}),
+        ...                            tempfile.mkdtemp(), version="v1")
+        >>> run = es.stamp(pd.DataFrame({"question_id": ["q2", "q1"], "retrieved": [["d2"], ["d5"]]}))
+        >>> run["gold"].tolist(), run.attrs["raglab"]["evalset"]["version"]
+        ([['d2'], ['d1']], 'v1')
         """
         method = "EvalSet.stamp"
         resolve_column(run, "question_id", question_id, method=method)
