@@ -3,9 +3,10 @@
 :func:`report` compares a judge's labels with human labels of the same items, in named steps:
 the checks of its options (:func:`_check_options`), how the two sides are named in messages
 (:func:`_naming`), the label preparation (:func:`_prepare_labels`: thresholds, refusals, coding,
-the pass label), the rates and their intervals (:func:`_binary_statistics`), the cluster bootstrap
-when ``units`` is given (:func:`raglab.agreement.clusters._cluster_intervals`), the warnings
-(:func:`_report_warnings`) and the assembled :class:`AgreementReport`.
+the pass label), kappa, the rates and their intervals (:func:`_statistics`, with the pass/fail rates
+in :func:`_binary_statistics` and the cluster bootstrap when ``units`` is given in
+:func:`raglab.agreement.clusters._cluster_intervals`), the warnings (:func:`_report_warnings`) and the
+assembled :class:`AgreementReport`.
 :func:`judge_vs_majority` forms the human majority of several raters and reports on it.
 """
 
@@ -56,7 +57,7 @@ from raglab.agreement.labels import (
     _Side,
 )
 from raglab.agreement.raters import _as_matrix, _majority
-from raglab.agreement.result import AgreementReport, _plain
+from raglab.agreement.result import _BINARY, AgreementReport, _plain
 from raglab.stats import proportion_interval
 
 __all__ = ["judge_vs_majority", "report"]
@@ -367,9 +368,7 @@ def _binary_statistics(
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The pass/fail statistics against the ``pos`` label: values, counts, and (in place) intervals."""
     n = int(table.sum())
-    binary: dict[str, Any] = dict.fromkeys(
-        ("sensitivity", "specificity", "miss_rate", "human_positive_rate", "judge_positive_rate", "attenuation")
-    )
+    binary: dict[str, Any] = dict.fromkeys(_BINARY)
     hp = int(table.sum(1)[pos])
     hn = n - hp
     tp = int(table[pos, pos])
@@ -469,6 +468,87 @@ def _report_warnings(positive: Any, counts: dict[str, int], kappa: float) -> lis
     return low_agreement
 
 
+@dataclass(frozen=True)
+class _Statistics:
+    """The report's numbers: the confusion counts, every interval, the pass/fail rates and the notes."""
+
+    table: np.ndarray  # k x k counts, human labels as rows
+    intervals: dict[str, Interval]
+    binary: dict[str, Any]
+    counts: dict[str, int]
+    n_clusters: int | None
+    design_effects: dict[str, float]
+    se_sp_draws: np.ndarray | None
+    messages: list[str]  # why an interval is fragile (issued as FragileIntervalWarning)
+
+
+def _repeated_questions(rows: pd.DataFrame | None) -> str | None:
+    """A note when rows repeat a question id: they are not independent items, so the intervals are too narrow."""
+    if rows is None or "question_id" not in rows.columns:
+        return None
+    repeated = rows["question_id"].astype(str).value_counts()
+    repeated = repeated[repeated > 1]
+    if not len(repeated):
+        return None
+    return (
+        f"question ids repeat ({len(repeated)} id(s), e.g. {repeated.index[0]!r} {int(repeated.iloc[0])} times): "
+        "each row counts as an independent item, so the intervals are too narrow if these are one question's "
+        "labels; drop the repeats, or pass units='question_id' to resample whole questions")
+
+
+def _statistics(
+    prepared: _Labels,
+    *,
+    weights: str | None,
+    distance: str,
+    level: float,
+    method: str,
+    n_resamples: int,
+    seed: int | None,
+    rows: pd.DataFrame | None,
+) -> _Statistics:
+    """Kappa, the rates and their intervals (item or cluster bootstrap), in one pass over the random stream."""
+    n, k, pos = prepared.n, prepared.k, prepared.pos
+    dis = _disagreement_weights(prepared.labels, weights, distance)
+    table = _confusion(prepared.ca, prepared.cb, k)
+    clustered = prepared.clusters is not None
+    messages: list[str] = []
+    rng = np.random.default_rng(seed)
+    # One item bootstrap serves kappa's bootstrap interval, the corrected pass rate and (with units)
+    # the design effects; with units, one cluster bootstrap serves every interval.
+    need_items = method == "bootstrap" or pos is not None or clustered
+    item_tables = _item_tables(table, n_resamples, rng) if need_items else None
+    kappa_iv, note = _kappa_interval(table, dis, ci=level, method="bootstrap" if clustered else method,
+                                     n_resamples=n_resamples, seed=seed, boot_tables=item_tables)
+    if not clustered:
+        messages += [m for m in (note, _repeated_questions(rows)) if m]
+    intervals: dict[str, Interval] = {"agreement": proportion_interval(int(np.trace(table)), n, ci=level),
+                                      "kappa": kappa_iv}
+    denominators = {"agreement": n, "kappa": n}
+    binary: dict[str, Any] = dict.fromkeys(_BINARY)
+    counts: dict[str, int] = {}
+    if pos is not None:
+        binary, counts = _binary_statistics(table, pos, intervals, denominators, dis=dis, item_tables=item_tables,
+                                            level=level, n_resamples=n_resamples, seed=seed)
+    n_clusters, design_effects, se_sp_draws = None, {}, None
+    if clustered:
+        n_clusters, design_effects, se_sp_draws, message = _cluster_intervals(
+            intervals, denominators, clusters=prepared.clusters[prepared.keep], cells=prepared.ca * k + prepared.cb,
+            k=k, dis=dis, pos=pos, item_tables=item_tables, rng=rng, level=level, n_resamples=n_resamples, seed=seed,
+        )
+        if message:
+            messages.append(message)
+    return _Statistics(table, intervals, binary, counts, n_clusters, design_effects, se_sp_draws, messages)
+
+
+def _issue(low_agreement: list[str], messages: list[str], where: str) -> None:
+    """The report's warnings as Python warnings (``warn=True``)."""
+    for message in low_agreement:
+        _warn(message, LowAgreementWarning)
+    for message in messages:
+        _warn(f"{where}: {message}", FragileIntervalWarning)
+
+
 def _report(
     human: Any,
     judge: Any,
@@ -501,81 +581,40 @@ def _report(
         human_threshold=human_threshold, judge_threshold=judge_threshold, ids=ids, units=units, rows=rows,
         sides=sides, where=where,
     )
-    n, k, pos, positive = prepared.n, prepared.k, prepared.pos, prepared.positive
-    dis = _disagreement_weights(prepared.labels, weights, distance)
-    table = _confusion(prepared.ca, prepared.cb, k)
-    clustered = prepared.clusters is not None
-    messages: list[str] = []
-    rng = np.random.default_rng(seed)
-    # One item bootstrap serves kappa's bootstrap interval, the corrected pass rate and (with units)
-    # the design effects; with units, one cluster bootstrap serves every interval.
-    need_items = method == "bootstrap" or pos is not None or clustered
-    item_tables = _item_tables(table, n_resamples, rng) if need_items else None
-    kappa_iv, note = _kappa_interval(table, dis, ci=level, method="bootstrap" if clustered else method,
-                                     n_resamples=n_resamples, seed=seed, boot_tables=item_tables)
-    if note and not clustered:
-        messages.append(note)
-    if not clustered and rows is not None and "question_id" in rows.columns:
-        repeated = rows["question_id"].astype(str).value_counts()
-        repeated = repeated[repeated > 1]
-        if len(repeated):  # rows of one question are not independent items: the intervals would be too narrow
-            messages.append(
-                f"question ids repeat ({len(repeated)} id(s), e.g. {repeated.index[0]!r} {int(repeated.iloc[0])} times): "
-                "each row counts as an independent item, so the intervals are too narrow if these are one question's "
-                "labels; drop the repeats, or pass units='question_id' to resample whole questions")
-    same = int(np.trace(table))
-    intervals: dict[str, Interval] = {"agreement": proportion_interval(same, n, ci=level), "kappa": kappa_iv}
-    denominators = {"agreement": n, "kappa": n}
-    binary: dict[str, Any] = dict.fromkeys(
-        ("sensitivity", "specificity", "miss_rate", "human_positive_rate", "judge_positive_rate", "attenuation")
-    )
-    counts: dict[str, int] = {}
-    if pos is not None:
-        binary, counts = _binary_statistics(table, pos, intervals, denominators, dis=dis, item_tables=item_tables,
-                                            level=level, n_resamples=n_resamples, seed=seed)
-    n_clusters, design_effects, se_sp_draws = None, {}, None
-    if clustered:
-        n_clusters, design_effects, se_sp_draws, message = _cluster_intervals(
-            intervals, denominators, clusters=prepared.clusters[prepared.keep], cells=prepared.ca * k + prepared.cb,
-            k=k, dis=dis, pos=pos, item_tables=item_tables, rng=rng, level=level, n_resamples=n_resamples, seed=seed,
-        )
-        kappa_iv = intervals["kappa"]
-        if message:
-            messages.append(message)
-    confusion, per_class, disagreements = _tables(table, prepared, names, rows)
-    low_agreement = _report_warnings(positive, counts, kappa_iv.estimate)
+    numbers = _statistics(prepared, weights=weights, distance=distance, level=level, method=method,
+                          n_resamples=n_resamples, seed=seed, rows=rows)
+    kappa_iv = numbers.intervals["kappa"]
+    confusion, per_class, disagreements = _tables(numbers.table, prepared, names, rows)
+    low_agreement = _report_warnings(prepared.positive, numbers.counts, kappa_iv.estimate)
     if warn:
-        for message in low_agreement:
-            _warn(message, LowAgreementWarning)
-        for message in messages:
-            _warn(f"{where}: {message}", FragileIntervalWarning)
+        _issue(low_agreement, numbers.messages, where)
     return AgreementReport(
-        n=n,
+        n=prepared.n,
         n_excluded=int((~prepared.keep).sum()),
         labels=prepared.labels,
-        positive=positive,
+        positive=prepared.positive,
         kappa=kappa_iv.estimate,
         kappa_interval=kappa_iv,
-        agreement=same / n,
+        agreement=int(np.trace(numbers.table)) / prepared.n,
         confusion=confusion,
         per_class_recall=per_class,
         weights=weights,
         distance=distance,
-        corrected_pass_rate=intervals.get("corrected_pass_rate"),
-        intervals=intervals,
+        corrected_pass_rate=numbers.intervals.get("corrected_pass_rate"),
+        intervals=numbers.intervals,
         disagreements=disagreements,
         human_name=names[0],
         judge_name=names[1],
         n_ties=n_ties,
         ties=ties,
-        n_clusters=n_clusters,
+        n_clusters=numbers.n_clusters,
         units_name=prepared.units_name,
-        design_effects=design_effects,
-        warnings=low_agreement + messages,
-        _counts=counts,
-        _se_sp_draws=se_sp_draws,
-        _warned=bool(warn and (low_agreement or messages)),
-        **binary,
+        design_effects=numbers.design_effects,
+        warnings=low_agreement + numbers.messages,
+        _counts=numbers.counts,
+        _se_sp_draws=numbers.se_sp_draws,
+        _warned=bool(warn and (low_agreement or numbers.messages)),
+        **numbers.binary,
     )
 
 
