@@ -72,23 +72,23 @@ def _chunk_spans(cell: Any, n: int) -> list[tuple[Any, int, int] | None]:
     return out + [None] * (n - len(out))
 
 
-def _gold_line(units: list[tuple[Any, int, int, float]], problem: str | None,
+def _gold_line(gold_spans: list[tuple[Any, int, int, float]], problem: str | None,
                spans: list[tuple[Any, int, int] | None] | None) -> str:
     if problem is not None:
         return f"<p><b>Gold spans</b>: <i>cannot be read: {_esc(problem)}</i></p>"
-    if not units:
+    if not gold_spans:
         return "<p><b>Gold spans</b>: <i>none: unanswerable</i> (no gold span, so nothing should be answered)</p>"
     by_doc: dict[Any, list[str]] = {}
-    for doc, start, end, grade in units:
+    for doc, start, end, grade in gold_spans:
         by_doc.setdefault(doc, []).append(f"[{start}, {end})" + (f" grade {grade:g}" if grade != 1 else ""))
     where = "; ".join(f"{_esc(doc)} {' '.join(items)}" for doc, items in by_doc.items())
     total = reached = 0
     for doc in by_doc:
-        gold = _merge([(u[1], u[2]) for u in units if u[0] == doc])
+        gold = _merge([(g[1], g[2]) for g in gold_spans if g[0] == doc])
         total += sum(b - a for a, b in gold)
         if spans is not None:
             reached += _covered(gold, [(s[1], s[2]) for s in spans if s is not None and s[0] == doc])
-    text = f"<p><b>Gold spans</b>: {where} ({len(units)} span{'s' if len(units) != 1 else ''}, {total} characters)"
+    text = f"<p><b>Gold spans</b>: {where} ({len(gold_spans)} span{'s' if len(gold_spans) != 1 else ''}, {total} characters)"
     if spans is not None:
         status = "complete" if reached == total else "partial" if reached else "missed"
         colour = {"complete": _GOOD, "partial": _PARTIAL, "missed": _BAD}[status]
@@ -188,9 +188,28 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
     >>> "2. d#1 [100, 200) ✓ gold [150, 200)" in html, "50 of 110 characters (partial)" in html
     (True, True)
     """
-    parts = []
+    parts = _text_parts(row, columns)
+    if scores:
+        parts.append(_cells_table(row, scores, _score_text))
+    if fields:
+        parts.append(_cells_table(row, fields, _format_value))
+    span_gold, problem = (_span_gold(row[columns["gold_spans"]]) if columns.get("gold_spans") else ([], None))
+    chunk_spans = None
+    if columns.get("retrieved") or columns.get("retrieved_spans"):
+        line, chunk_spans = _retrieved_line(row, columns, span_gold)
+        parts.append(f"<p><b>Retrieved</b>: {line}</p>")
+    if columns.get("gold_spans"):
+        parts.append(_gold_line(span_gold, problem, chunk_spans))
+    if columns.get("context"):
+        parts += _context_block(row[columns["context"]])
+    parts += _claims_block(row)
+    return "\n".join(parts)
+
+
+def _text_parts(row: pd.Series, columns: dict[str, str | None]) -> list[str]:
+    """The row's heading (its question id) and its question, answer and reference."""
     qid = row[columns["question_id"]] if columns.get("question_id") else row.name
-    parts.append(f"<h4 style='margin:4px 0'>{_esc(qid)}</h4>")
+    parts = [f"<h4 style='margin:4px 0'>{_esc(qid)}</h4>"]
     if columns.get("question"):
         parts.append(f"<p><b>Question</b>: {_esc(row[columns['question']])}</p>")
     if columns.get("answer"):
@@ -200,76 +219,88 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
         reference = row[columns["reference"]]
         shown = "<i>none</i>" if is_missing(reference) else _esc(_short(str(reference)))
         parts.append(f"<p><b>Reference</b>: {shown}</p>")
-    if scores:
-        cells = []
-        for name in scores:
-            value = row[name]
-            shown = "NaN" if is_missing(value) else (f"{value:.3f}" if isinstance(value, (float, np.floating)) else value)
-            cells.append(f"<td style='padding:0 8px'><b>{_esc(name)}</b> {_esc(shown)}</td>")
-        parts.append(f"<table><tr>{''.join(cells)}</tr></table>")
-    if fields:
-        cells = [f"<td style='padding:0 8px'><b>{_esc(name)}</b> {_esc(_format_value(row[name]))}</td>"
-                 for name in fields]
-        parts.append(f"<table><tr>{''.join(cells)}</tr></table>")
-    span_gold, problem = (_span_gold(row[columns["gold_spans"]]) if columns.get("gold_spans") else ([], None))
+    return parts
+
+
+def _score_text(value: Any) -> Any:
+    return "NaN" if is_missing(value) else (f"{value:.3f}" if isinstance(value, (float, np.floating)) else value)
+
+
+def _cells_table(row: pd.Series, names: Sequence[str], shown: Any) -> str:
+    """One table row of ``name value`` cells, each value as ``shown`` writes it."""
+    cells = [f"<td style='padding:0 8px'><b>{_esc(name)}</b> {_esc(shown(row[name]))}</td>" for name in names]
+    return f"<table><tr>{''.join(cells)}</tr></table>"
+
+
+def _retrieved_line(row: pd.Series, columns: dict[str, str | None],
+                    span_gold: list[tuple[Any, int, int, float]]) -> tuple[str, list[tuple[Any, int, int] | None] | None]:
+    """The retrieved ids (or chunk spans) with gold marked, and the chunks' spans (None without them)."""
     ids_column, spans_column = columns.get("retrieved"), columns.get("retrieved_spans")
+    gold = _gold_ids(row[columns["gold"]]) if columns.get("gold") else set()
+    retrieved = row[ids_column] if ids_column else None
+    ids = [] if is_missing(retrieved) else list(retrieved)
     chunk_spans = None
-    if ids_column or spans_column:
-        gold = _gold_ids(row[columns["gold"]]) if columns.get("gold") else set()
-        retrieved = row[ids_column] if ids_column else None
-        ids = [] if is_missing(retrieved) else list(retrieved)
-        if spans_column:
-            cell = row[spans_column]
-            if not ids_column:
-                ids = [] if is_missing(cell) else list(cell)
-            chunk_spans = _chunk_spans(cell, len(ids))
-        items = []
-        for rank, doc in enumerate(ids, start=1):
-            span = chunk_spans[rank - 1] if chunk_spans is not None else None
-            label = str(doc) if ids_column else (f"{span[0]}" if span else "?")
-            if span is not None:
-                label += f" [{span[1]}, {span[2]})"
-            overlap = [] if span is None else _merge([
-                (max(span[1], u[1]), min(span[2], u[2])) for u in span_gold
-                if u[0] == span[0] and max(span[1], u[1]) < min(span[2], u[2])])
-            mark = " ✓" if (ids_column and str(doc) in gold) or overlap else ""
-            if overlap:
-                mark += f" gold {_offsets(overlap)}"
-            style = f"color:{_GOOD};font-weight:bold" if mark else ""
-            items.append(f"<span style='{style}'>{rank}. {_esc(label)}{_esc(mark)}</span>")
-        missed = sorted(gold - {str(d) for d in ids}) if ids_column else []
-        line = " &nbsp; ".join(items) or "<i>nothing retrieved</i>"
-        if columns.get("gold") and ids_column:
-            line += f" &nbsp; <span style='color:{_BAD}'>gold not retrieved: {_esc(missed)}</span>" if missed else ""
-            if not gold:
-                line += " &nbsp; <i>(no gold: unanswerable)</i>"
-        parts.append(f"<p><b>Retrieved</b>: {line}</p>")
-    if columns.get("gold_spans"):
-        parts.append(_gold_line(span_gold, problem, chunk_spans))
-    if columns.get("context"):
-        context = row[columns["context"]]
-        if not is_missing(context):
-            passages = [context] if isinstance(context, str) else list(context)
-            body = "".join(f"<li>{_esc(_short(str(p)))}</li>" for p in passages)
-            parts.append(f"<details><summary><b>Context</b> ({len(passages)} passages)</summary><ol>{body}</ol></details>")
+    if spans_column:
+        cell = row[spans_column]
+        if not ids_column:
+            ids = [] if is_missing(cell) else list(cell)
+        chunk_spans = _chunk_spans(cell, len(ids))
+    items = []
+    for rank, doc in enumerate(ids, start=1):
+        span = chunk_spans[rank - 1] if chunk_spans is not None else None
+        label = str(doc) if ids_column else (f"{span[0]}" if span else "?")
+        if span is not None:
+            label += f" [{span[1]}, {span[2]})"
+        overlap = [] if span is None else _gold_overlap(span, span_gold)
+        mark = " ✓" if (ids_column and str(doc) in gold) or overlap else ""
+        if overlap:
+            mark += f" gold {_offsets(overlap)}"
+        style = f"color:{_GOOD};font-weight:bold" if mark else ""
+        items.append(f"<span style='{style}'>{rank}. {_esc(label)}{_esc(mark)}</span>")
+    missed = sorted(gold - {str(d) for d in ids}) if ids_column else []
+    line = " &nbsp; ".join(items) or "<i>nothing retrieved</i>"
+    if columns.get("gold") and ids_column:
+        line += f" &nbsp; <span style='color:{_BAD}'>gold not retrieved: {_esc(missed)}</span>" if missed else ""
+        if not gold:
+            line += " &nbsp; <i>(no gold: unanswerable)</i>"
+    return line, chunk_spans
+
+
+def _gold_overlap(span: tuple[Any, int, int], span_gold: list[tuple[Any, int, int, float]]) -> list[tuple[int, int]]:
+    """The gold character ranges a retrieved chunk holds (merged)."""
+    return _merge([(max(span[1], g[1]), min(span[2], g[2])) for g in span_gold
+                   if g[0] == span[0] and max(span[1], g[1]) < min(span[2], g[2])])
+
+
+def _context_block(context: Any) -> list[str]:
+    """The context passages, folded (nothing for a missing context)."""
+    if is_missing(context):
+        return []
+    passages = [context] if isinstance(context, str) else list(context)
+    body = "".join(f"<li>{_esc(_short(str(p)))}</li>" for p in passages)
+    return [f"<details><summary><b>Context</b> ({len(passages)} passages)</summary><ol>{body}</ol></details>"]
+
+
+def _claims_block(row: pd.Series) -> list[str]:
+    """The judge's claims of the first ``*_claims`` list column, with verdicts and reasons."""
     claims_column = next((c for c in row.index if str(c).endswith("_claims")
                           and isinstance(row[c], (list, tuple, np.ndarray))), None)  # not a count of claims
-    if claims_column is not None and not is_missing(row[claims_column]):
-        stem = str(claims_column)[: -len("_claims")]
-        verdicts = row.get(f"{stem}_verdicts")
-        reasons = row.get(f"{stem}_reasons")
-        claims = list(row[claims_column])
-        verdicts = [] if is_missing(verdicts) else list(verdicts)
-        reasons = [] if is_missing(reasons) else list(reasons)
-        body = []
-        for i, claim in enumerate(claims):
-            verdict = verdicts[i] if i < len(verdicts) else None
-            mark = {True: "✓ supported", False: "✗ unsupported"}.get(verdict, "?")
-            colour = {True: _GOOD, False: _BAD}.get(verdict, _MUTED)
-            reason = f" <i>{_esc(reasons[i])}</i>" if i < len(reasons) and reasons[i] else ""
-            body.append(f"<li><span style='color:{colour}'>{mark}</span>: {_esc(claim)}{reason}</li>")
-        parts.append(f"<p><b>{_esc(stem)} claims</b></p><ul>{''.join(body)}</ul>")
-    return "\n".join(parts)
+    if claims_column is None or is_missing(row[claims_column]):
+        return []
+    stem = str(claims_column)[: -len("_claims")]
+    verdicts = row.get(f"{stem}_verdicts")
+    reasons = row.get(f"{stem}_reasons")
+    claims = list(row[claims_column])
+    verdicts = [] if is_missing(verdicts) else list(verdicts)
+    reasons = [] if is_missing(reasons) else list(reasons)
+    body = []
+    for i, claim in enumerate(claims):
+        verdict = verdicts[i] if i < len(verdicts) else None
+        mark = {True: "✓ supported", False: "✗ unsupported"}.get(verdict, "?")
+        colour = {True: _GOOD, False: _BAD}.get(verdict, _MUTED)
+        reason = f" <i>{_esc(reasons[i])}</i>" if i < len(reasons) and reasons[i] else ""
+        body.append(f"<li><span style='color:{colour}'>{mark}</span>: {_esc(claim)}{reason}</li>")
+    return [f"<p><b>{_esc(stem)} claims</b></p><ul>{''.join(body)}</ul>"]
 
 
 _EXPLORER_CLASS: list[type] = []
