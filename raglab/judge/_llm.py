@@ -75,7 +75,7 @@ from raglab.judge._base import (
 from raglab.judge._cache import CallCache, MemoryCache, open_cache
 from raglab.judge._metrics import JUDGE_METRICS, JudgeMetric
 from raglab.judge._prompts import PROMPT_VERSION, PROMPTS, prompt_hashes, user_message
-from raglab.judge._replies import (  # noqa: F401  (re-exported: tests and the test server use them)
+from raglab.judge._replies import (
     UNBOUND,
     _call_key,
     _clean_claims,
@@ -87,7 +87,7 @@ from raglab.judge._replies import (  # noqa: F401  (re-exported: tests and the t
     normalize_url,
 )
 from raglab.judge._schemas import BATCHED_KINDS, SCHEMAS, json_schema, schema_hash
-from raglab.judge._support import (  # noqa: F401
+from raglab.judge._support import (
     RunStats,
     Scrubber,
     _CallFailed,
@@ -688,10 +688,10 @@ class _Run:
     async def all(self, rows: Sequence[RowInputs], metrics: Sequence[str], repeats: int) -> list[list[dict[str, MetricOut]]]:
         self.semaphore = asyncio.Semaphore(self.judge.max_concurrency)
         results: list[list[dict[str, MetricOut]]] = [[{} for _ in range(repeats)] for _ in rows]
-        units = iter([(i, r) for r in range(repeats) for i in range(len(rows))])
+        work = iter([(i, r) for r in range(repeats) for i in range(len(rows))])  # (row, repeat), shared by the workers
 
         async def worker() -> None:
-            for i, r in units:
+            for i, r in work:
                 out = await self.row(rows[i], metrics, r)
                 results[i][r] = out
                 self.stats.rows_done += 1
@@ -791,7 +791,7 @@ class _Run:
             out.error = plan
             return
         replies = await asyncio.gather(*(self.call(spec.call, inputs, repeat, out) for inputs in plan))
-        out.claims = [inputs["passage"] for inputs in plan]  # the units judge noise compares
+        out.claims = [inputs["passage"] for inputs in plan]  # the verdicts judge noise compares
         out.verdicts = [reply["verdict"] == spec.positive for reply in replies]
         out.reasons = [str(reply.get("reason", "")) for reply in replies]
         out.score = sum(out.verdicts) / len(out.verdicts)
@@ -1049,11 +1049,11 @@ class _Run:
         """
         judge = self.judge
         client = judge._client
-        method = client.responses.create if api == "responses" else client.chat.completions.create
+        create = client.responses.create if api == "responses" else client.chat.completions.create
         if judge._client_is_async:
-            pending = method(**body)
+            pending = create(**body)
         else:
-            pending = asyncio.get_running_loop().run_in_executor(judge._executor, lambda: method(**body))
+            pending = asyncio.get_running_loop().run_in_executor(judge._executor, lambda: create(**body))
         try:
             return await asyncio.wait_for(pending, judge.timeout)
         except asyncio.TimeoutError:
