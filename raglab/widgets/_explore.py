@@ -410,26 +410,12 @@ def explore(
     """
     w = import_optional("ipywidgets", extra="widgets", purpose="raglab.widgets.explore")
 
-    method = "rag.explore"
     overrides = {
         "question_id": question_id, "question": question, "answer": answer, "reference": reference,
         "retrieved": retrieved, "gold": gold, "context": context,
         "gold_spans": gold_spans, "retrieved_spans": retrieved_spans,
     }
-    columns = {role: resolve_column(rows, role, name, method=method, required=False) for role, name in overrides.items()}
-    if by is not None and by not in rows.columns:
-        raise missing_column_error(rows, by, role=None, method=method, keyword="by")
-    used = [c for c in columns.values() if c]
-    scores = _score_columns(rows, used + ([by] if by else []))
-    options, left_out = _sort_options(scores)
-    if sort_by is not None:
-        if sort_by in left_out:
-            raise ValueError(f"{method}: {sort_by!r} has no worst first: {left_out[sort_by]} "
-                             "Sort by a score with a direction, or leave sort_by out.")
-        if sort_by not in scores:
-            raise ValueError(f"{method}: `sort_by` must be a numeric score column, one of {scores}, but {sort_by!r} was passed.")
-    fields = _field_columns(rows, used + scores)
-
+    columns, scores, fields, (options, left_out) = _explore_columns(rows, overrides, by=by, sort_by=sort_by)
     slice_box = w.Dropdown(options=[_ALL, *sorted(map(str, rows[by].dropna().unique()))] if by else [_ALL],
                            description=by or "slice", disabled=by is None)
     sort_box = w.Dropdown(options=options, value=sort_by or _ROW_ORDER, description="worst first")
@@ -444,28 +430,51 @@ def explore(
             frame = frame.sort_values(sort_box.value, ascending=ascending, kind="stable", na_position="last")
         return frame
 
-    def note() -> str:
-        if sort_box.value == _ROW_ORDER:
-            text = "in row order"
-        else:
-            info = metric_info(str(sort_box.value))
-            worst = "lowest" if info.higher_is_better else "highest"
-            guessed = "" if info.known else ", direction guessed from the name"
-            text = f"sorted by {_esc(sort_box.value)}, worst ({worst}) first{guessed}"
-        if left_out:
-            text += "; not offered for worst first: " + "; ".join(
-                f"{_esc(name)} (no direction: {_esc(why)})" for name, why in left_out.items())
-        return f"<p style='color:{_MUTED};margin:2px 0'><i>{text}</i></p>"
-
     def refresh(*_: Any) -> None:
         frame = current()
         position.max = max(1, len(frame))
         position.disabled = len(frame) <= 1
+        note = _sort_note(sort_box.value, left_out)
         if len(frame) == 0:
-            status.value, view.value = "no rows", note()
+            status.value, view.value = "no rows", note
             return
         index = min(position.value, len(frame)) - 1
         status.value = f"{index + 1} of {len(frame)}" + (f" ({by} = {slice_box.value})" if by and slice_box.value != _ALL else "")
-        view.value = note() + render_row(frame.iloc[index], columns=columns, scores=scores, fields=fields)
+        view.value = note + render_row(frame.iloc[index], columns=columns, scores=scores, fields=fields)
 
     return _browser(w, [slice_box, sort_box], position, previous, following, status, view, refresh)
+
+
+def _explore_columns(
+    rows: pd.DataFrame, overrides: dict[str, str | None], *, by: str | None, sort_by: str | None
+) -> tuple[dict[str, str | None], list[str], list[str], tuple[list[tuple[str, str]], dict[str, str]]]:
+    """The explorer's column roles, score columns, other fields and sort options (``by``, ``sort_by`` checked)."""
+    caller = "rag.explore"
+    columns = {role: resolve_column(rows, role, name, method=caller, required=False) for role, name in overrides.items()}
+    if by is not None and by not in rows.columns:
+        raise missing_column_error(rows, by, role=None, method=caller, keyword="by")
+    used = [c for c in columns.values() if c]
+    scores = _score_columns(rows, used + ([by] if by else []))
+    options, left_out = _sort_options(scores)
+    if sort_by is not None:
+        if sort_by in left_out:
+            raise ValueError(f"{caller}: {sort_by!r} has no worst first: {left_out[sort_by]} "
+                             "Sort by a score with a direction, or leave sort_by out.")
+        if sort_by not in scores:
+            raise ValueError(f"{caller}: `sort_by` must be a numeric score column, one of {scores}, but {sort_by!r} was passed.")
+    return columns, scores, _field_columns(rows, used + scores), (options, left_out)
+
+
+def _sort_note(sort_value: str, left_out: dict[str, str]) -> str:
+    """The line above the row: the order shown, and the scores not offered for worst first."""
+    if sort_value == _ROW_ORDER:
+        text = "in row order"
+    else:
+        info = metric_info(str(sort_value))
+        worst = "lowest" if info.higher_is_better else "highest"
+        guessed = "" if info.known else ", direction guessed from the name"
+        text = f"sorted by {_esc(sort_value)}, worst ({worst}) first{guessed}"
+    if left_out:
+        text += "; not offered for worst first: " + "; ".join(
+            f"{_esc(name)} (no direction: {_esc(why)})" for name, why in left_out.items())
+    return f"<p style='color:{_MUTED};margin:2px 0'><i>{text}</i></p>"

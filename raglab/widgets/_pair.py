@@ -11,6 +11,7 @@ import pandas as pd
 from raglab._optional import import_optional
 from raglab._rowtable import is_missing, pair_runs, resolve_column
 from raglab.widgets._explore import (
+    _ALL,
     _BAD,
     _GOOD,
     _MUTED,
@@ -26,7 +27,6 @@ from raglab.widgets._explore import (
 
 __all__ = ["explore_pair"]
 
-_ALL = "(all)"
 FLIP_OPTIONS = ("all", "pass->fail", "fail->pass", "unchanged")
 _FLIP_STYLE = {"pass->fail": (_BAD, "pass → fail"), "fail->pass": (_GOOD, "fail → pass"),
                "unchanged": (_MUTED, "unchanged"), "missing": (_MUTED, "missing on one side")}
@@ -75,6 +75,43 @@ def render_pair(base_row: pd.Series, cand_row: pd.Series, *, columns: tuple[dict
         cells.append(f"<td style='vertical-align:top;width:50%;padding:0 8px'>{body}</td>")
     parts.append(f"<table style='width:100%;table-layout:fixed'><tr>{''.join(cells)}</tr></table>")
     return "\n".join(parts)
+
+
+def _paired_directions(base: pd.DataFrame, cand: pd.DataFrame, on: str, *, metric: str | None,
+                       threshold: float | None, higher_is_better: bool | None, flip: str,
+                       how: str) -> tuple[Any, np.ndarray, dict[str, Any]]:
+    """The paired runs, each question's flip direction of ``metric`` ("unchanged" without one) and its pass rule."""
+    from raglab.runs import _paired_flips, flip_directions
+
+    caller = "rag.explore_pair"
+    if metric is not None:
+        pairs, b, c, rule = _paired_flips(base, cand, metric, threshold=threshold, higher_is_better=higher_is_better,
+                                          on=on, how=how, method_name=caller)
+        return pairs, flip_directions(b, c), rule
+    if flip != "all":
+        raise ValueError(f"{caller}: flip={flip!r} needs metric='a score column' to say what passes")
+    pairs = pair_runs(base, cand, on=on, how=how, method=caller)
+    return pairs, np.full(pairs.n, "unchanged", dtype=object), {}
+
+
+def _side_columns(frame: pd.DataFrame, on: str, overrides: dict[str, str | None], by: str | None,
+                  caller: str) -> tuple[dict[str, str | None], list[str], list[str]]:
+    """One run's column roles, score columns and other fields."""
+    cols = {"question_id": on, **{role: resolve_column(frame, role, override, method=caller, required=False)
+                                  for role, override in overrides.items()}}
+    used = [c for c in cols.values() if c] + ([by] if by else [])
+    scores = _score_columns(frame, used)
+    return cols, scores, _field_columns(frame, used + scores)
+
+
+def _slices(pairs: Any, by: str | None, on: str) -> np.ndarray:
+    """Each question's slice label as text (the two runs must agree), ``(all)`` without ``by``."""
+    if by is None:
+        return np.full(pairs.n, _ALL, dtype=object)
+    from raglab._columns import _paired_labels
+
+    raw = _paired_labels(pairs, [by], on, "rag.explore_pair", kind="slice")
+    return raw.astype(object).where(raw.notna(), "(missing)").astype(str).to_numpy()
 
 
 def explore_pair(
@@ -139,40 +176,22 @@ def explore_pair(
     '1 of 9 (fail->pass)'
     """
     w = import_optional("ipywidgets", extra="widgets", purpose="raglab.widgets.explore_pair")
-    from raglab._columns import _paired_labels
     from raglab._validation import check_option
-    from raglab.runs import _paired_flips, flip_directions
 
-    method = "rag.explore_pair"
+    caller = "rag.explore_pair"
     check_option("flip", flip, FLIP_OPTIONS)
     if by is not None and not isinstance(by, str):
-        raise TypeError(f"{method}: `by` must be one column name, got {by!r}")
+        raise TypeError(f"{caller}: `by` must be one column name, got {by!r}")
     if len(labels) != 2:
-        raise ValueError(f"{method}: `labels` must name the two runs, e.g. ('baseline', 'candidate'); got {labels!r}")
-    on = resolve_column(base, "question_id", question_id, method=f"{method} (baseline)")
+        raise ValueError(f"{caller}: `labels` must name the two runs, e.g. ('baseline', 'candidate'); got {labels!r}")
+    on = resolve_column(base, "question_id", question_id, method=f"{caller} (baseline)")
+    pairs, directions, rule = _paired_directions(base, cand, on, metric=metric, threshold=threshold,
+                                                 higher_is_better=higher_is_better, flip=flip, how=how)
     overrides = {"question": question, "answer": answer, "reference": reference, "retrieved": retrieved,
                  "gold": gold, "context": context}
-    if metric is not None:
-        pairs, b, c, rule = _paired_flips(base, cand, metric, threshold=threshold, higher_is_better=higher_is_better,
-                                          on=on, how=how, method_name=method)
-        directions = flip_directions(b, c)
-    else:
-        if flip != "all":
-            raise ValueError(f"{method}: flip={flip!r} needs metric='a score column' to say what passes")
-        pairs = pair_runs(base, cand, on=on, how=how, method=method)
-        directions, rule = np.full(pairs.n, "unchanged", dtype=object), {}
-    sides = []
-    for name, frame in (("baseline", pairs.base), ("candidate", pairs.cand)):
-        cols = {"question_id": on, **{role: resolve_column(frame, role, override, method=f"{method} ({name})",
-                                                           required=False) for role, override in overrides.items()}}
-        used = [c for c in cols.values() if c] + ([by] if by else [])
-        scores = _score_columns(frame, used)
-        sides.append((cols, scores, _field_columns(frame, used + scores)))
-    if by is not None:
-        raw = _paired_labels(pairs, [by], on, method, kind="slice")
-        slices = raw.astype(object).where(raw.notna(), "(missing)").astype(str).to_numpy()
-    else:
-        slices = np.full(pairs.n, _ALL, dtype=object)
+    sides = [_side_columns(frame, on, overrides, by, f"{caller} ({name})")
+             for name, frame in (("baseline", pairs.base), ("candidate", pairs.cand))]
+    slices = _slices(pairs, by, on)
 
     slice_box = w.Dropdown(options=[_ALL, *sorted(set(slices) - {_ALL})] if by else [_ALL],
                            description=by or "slice", disabled=by is None)
