@@ -256,74 +256,99 @@ def _check_comparable(
     if not kinds[0] or not kinds[1]:
         return x, y
     lead = f"{where}: " if where else ""
-    tail = "so no item could ever count as agreeing and kappa would measure the encoding, not the judge."
     for side, kind in zip(sides, kinds):
-        if "text" in kind and ("number" in kind or "bool" in kind):
-            other = kind.get("number", []) + kind.get("bool", [])
-            spelled = _numeric_text(kind["text"])
-            fix = f"{side.expr}.astype({spelled})" if spelled else f"{side.expr}.astype(str)"
-            raise LabelMismatchError(
-                f"{lead}{side.name} mixes text labels ({_show(kind['text'])}) with numbers or booleans "
-                f"({_show(other)}); '1' != 1, {tail} Use one type, e.g. {side.target} = {fix}."
-            )
+        _refuse_mixed(side, kind, lead)
     text = ["text" in k for k in kinds]
     if text[0] != text[1]:
-        t, o = (0, 1) if text[0] else (1, 0)
-        ts, os_, tk, ok = sides[t], sides[o], kinds[t], kinds[o]
-        if "bool" in ok:
-            label = _pass_label(tk["text"], positive)
-            raise LabelMismatchError(
-                f"{lead}{ts.name} holds text labels ({_show(tk['text'])}) but {os_.name} holds booleans "
-                f"({_show(ok['bool'])}); text never equals True or False, {tail} Turn the text into booleans, "
-                f"e.g. {ts.target} = {ts.expr} == {label!r} (with the label that means pass), and pass positive=True."
-            )
-        other = ok.get("number", [])
-        what = "numbers" if other else f"{'/'.join(sorted(ok))} values"
-        shown = other or [v for vs in ok.values() for v in vs]
-        spelled = _numeric_text(tk["text"])
-        if spelled:
-            fix = f"Convert the text to numbers, e.g. {ts.target} = {ts.expr}.astype({spelled})."
-        else:
-            mapping = ", ".join(f"{v!r}: ..." for v in sorted(tk["text"])[:4])
-            fix = (f"Map each text label to the number it stands for, e.g. {ts.target} = "
-                   f"{ts.expr}.map({{{mapping}}}).")
-        raise LabelMismatchError(
-            f"{lead}{ts.name} holds text labels ({_show(tk['text'])}) but {os_.name} holds {what} "
-            f"({_show(shown)}); text never equals a number ('1' != 1), {tail} {fix}"
-        )
+        t = 0 if text[0] else 1
+        _refuse_text_against(sides[t], kinds[t], sides[1 - t], kinds[1 - t], lead, positive)
     has_bool = ["bool" in k for k in kinds]
     if any(has_bool) and ("number" in kinds[0] or "number" in kinds[1]):
-        numbers_seen = kinds[0].get("number", []) + kinds[1].get("number", [])
-        if all(v in (0, 1) for v in numbers_seen):
-            return _to_ints(x), _to_ints(y)
-        n_side = 0 if "number" in kinds[0] and not has_bool[0] else 1
-        if "number" not in kinds[n_side]:
-            n_side = 1 - n_side
-        ns, bs = sides[n_side], sides[1 - n_side]
-        odd = [v for v in kinds[n_side]["number"] if v not in (0, 1)]
-        fix = (f"pass {ns.threshold}= (a value >= the threshold is a pass), e.g. {ns.threshold}=3"
-               if ns.threshold else f"e.g. {ns.target} = {ns.expr} >= 3")
-        raise LabelMismatchError(
-            f"{lead}{ns.name} holds numbers other than 0 and 1 ({_show(odd)}) but {bs.name} holds booleans; True "
-            f"only equals 1 and False 0, {tail} Turn the numbers into pass/fail first: {fix}."
-        )
+        _refuse_bools_against_numbers(sides, kinds, has_bool, lead)
+        return _to_ints(x), _to_ints(y)
     if labels is None:
-        sets = [set().union(*k.values()) for k in kinds]
-        try:
-            common = sets[0] & sets[1]
-        except TypeError:
-            return x, y
-        binary = all(v in (0, 1) and _kind(v) in ("bool", "number") for v in sets[0] | sets[1])
-        if not common and not binary and max(len(sets[0]), len(sets[1])) >= 2:
-            a, b = sides
-            mapping = ", ".join(f"{v!r}: ..." for v in sorted(sets[1], key=repr)[:4])
-            raise LabelMismatchError(
-                f"{lead}{a.name} uses the labels ({_show(list(sets[0]))}) and {b.name} uses "
-                f"({_show(list(sets[1]))}): no label in common, {tail} Map one side onto the other's labels, "
-                f"e.g. {b.target} = {b.expr}.map({{{mapping}}}) (each to one of the labels of {a.name}), or pass "
-                "labels=[...] listing every category if the two really never agree."
-            )
+        _refuse_disjoint(sides, kinds, lead)
     return x, y
+
+
+# The end of every label-mismatch message: why the labels are refused rather than compared.
+_NEVER_AGREE = "so no item could ever count as agreeing and kappa would measure the encoding, not the judge."
+
+
+def _refuse_mixed(side: _Side, kind: dict[str, list[Any]], lead: str) -> None:
+    """One side mixing text with numbers or booleans."""
+    if "text" in kind and ("number" in kind or "bool" in kind):
+        other = kind.get("number", []) + kind.get("bool", [])
+        spelled = _numeric_text(kind["text"])
+        fix = f"{side.expr}.astype({spelled})" if spelled else f"{side.expr}.astype(str)"
+        raise LabelMismatchError(
+            f"{lead}{side.name} mixes text labels ({_show(kind['text'])}) with numbers or booleans "
+            f"({_show(other)}); '1' != 1, {_NEVER_AGREE} Use one type, e.g. {side.target} = {fix}."
+        )
+
+
+def _refuse_text_against(ts: _Side, tk: dict[str, list[Any]], os_: _Side, ok: dict[str, list[Any]], lead: str,
+                         positive: Any) -> None:
+    """Text labels on side ``ts`` against numbers or booleans on side ``os_``: always refused, with the fix."""
+    if "bool" in ok:
+        label = _pass_label(tk["text"], positive)
+        raise LabelMismatchError(
+            f"{lead}{ts.name} holds text labels ({_show(tk['text'])}) but {os_.name} holds booleans "
+            f"({_show(ok['bool'])}); text never equals True or False, {_NEVER_AGREE} Turn the text into booleans, "
+            f"e.g. {ts.target} = {ts.expr} == {label!r} (with the label that means pass), and pass positive=True."
+        )
+    other = ok.get("number", [])
+    what = "numbers" if other else f"{'/'.join(sorted(ok))} values"
+    shown = other or [v for vs in ok.values() for v in vs]
+    spelled = _numeric_text(tk["text"])
+    if spelled:
+        fix = f"Convert the text to numbers, e.g. {ts.target} = {ts.expr}.astype({spelled})."
+    else:
+        mapping = ", ".join(f"{v!r}: ..." for v in sorted(tk["text"])[:4])
+        fix = (f"Map each text label to the number it stands for, e.g. {ts.target} = "
+               f"{ts.expr}.map({{{mapping}}}).")
+    raise LabelMismatchError(
+        f"{lead}{ts.name} holds text labels ({_show(tk['text'])}) but {os_.name} holds {what} "
+        f"({_show(shown)}); text never equals a number ('1' != 1), {_NEVER_AGREE} {fix}"
+    )
+
+
+def _refuse_bools_against_numbers(sides: tuple[_Side, _Side], kinds: tuple[dict[str, list[Any]], ...],
+                                  has_bool: list[bool], lead: str) -> None:
+    """Booleans against numbers: fine when every number is 0 or 1 (True is 1), refused otherwise."""
+    numbers_seen = kinds[0].get("number", []) + kinds[1].get("number", [])
+    if all(v in (0, 1) for v in numbers_seen):
+        return
+    n_side = 0 if "number" in kinds[0] and not has_bool[0] else 1
+    if "number" not in kinds[n_side]:
+        n_side = 1 - n_side
+    ns, bs = sides[n_side], sides[1 - n_side]
+    odd = [v for v in kinds[n_side]["number"] if v not in (0, 1)]
+    fix = (f"pass {ns.threshold}= (a value >= the threshold is a pass), e.g. {ns.threshold}=3"
+           if ns.threshold else f"e.g. {ns.target} = {ns.expr} >= 3")
+    raise LabelMismatchError(
+        f"{lead}{ns.name} holds numbers other than 0 and 1 ({_show(odd)}) but {bs.name} holds booleans; True "
+        f"only equals 1 and False 0, {_NEVER_AGREE} Turn the numbers into pass/fail first: {fix}."
+    )
+
+
+def _refuse_disjoint(sides: tuple[_Side, _Side], kinds: tuple[dict[str, list[Any]], ...], lead: str) -> None:
+    """Two sides with no label in common, one of them using two or more labels (not for 0/1 codings)."""
+    sets = [set().union(*k.values()) for k in kinds]
+    try:
+        common = sets[0] & sets[1]
+    except TypeError:
+        return
+    binary = all(v in (0, 1) and _kind(v) in ("bool", "number") for v in sets[0] | sets[1])
+    if not common and not binary and max(len(sets[0]), len(sets[1])) >= 2:
+        a, b = sides
+        mapping = ", ".join(f"{v!r}: ..." for v in sorted(sets[1], key=repr)[:4])
+        raise LabelMismatchError(
+            f"{lead}{a.name} uses the labels ({_show(list(sets[0]))}) and {b.name} uses "
+            f"({_show(list(sets[1]))}): no label in common, {_NEVER_AGREE} Map one side onto the other's labels, "
+            f"e.g. {b.target} = {b.expr}.map({{{mapping}}}) (each to one of the labels of {a.name}), or pass "
+            "labels=[...] listing every category if the two really never agree."
+        )
 
 
 def _categorical_order(*sides: Any) -> list[Any] | None:

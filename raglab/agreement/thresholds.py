@@ -236,6 +236,18 @@ def threshold_sweep(
     else:
         grid = _check_thresholds(thresholds, where)
 
+    table = _sweep_table(kept, human_pass, grid, level, n_excluded)
+    update_meta(table, _META_SECTION, {
+        "human_name": str(names[0]), "judge_name": str(names[1]), "positive": jsonable(positive),
+        "human_threshold": human_threshold, "level": level,
+    })
+    return table
+
+
+def _sweep_table(kept: np.ndarray, human_pass: np.ndarray, grid: np.ndarray, level: float,
+                 n_excluded: int) -> pd.DataFrame:
+    """One row per threshold of ``grid``: the 2x2 counts, the rates with Wilson intervals, kappa, agreement."""
+    n = kept.size
     # Sort once; the number of scores >= t is the count minus those strictly below t.
     pos_scores, neg_scores = np.sort(kept[human_pass]), np.sort(kept[~human_pass])
     hp, hn = pos_scores.size, neg_scores.size
@@ -262,10 +274,6 @@ def threshold_sweep(
     for column in ("n", "n_excluded", "human_positive", "human_negative", "true_pass", "false_fail", "false_pass",
                    "true_fail"):
         table[column] = table[column].astype(np.int64)
-    update_meta(table, _META_SECTION, {
-        "human_name": str(names[0]), "judge_name": str(names[1]), "positive": jsonable(positive),
-        "human_threshold": human_threshold, "level": level,
-    })
     return table
 
 
