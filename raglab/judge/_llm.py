@@ -270,7 +270,8 @@ class LLMJudge:
         self.last_run: RunStats | None = None
 
     # ---- identity -----------------------------------------------------------------------------
-    def _fingerprint_parts(self) -> dict[str, Any]:
+    def _identity(self) -> dict[str, Any]:
+        """What names this judge, in the order both the fingerprint and the record list it."""
         return {
             "judge": "LLMJudge",
             "model": self.model,
@@ -279,6 +280,11 @@ class LLMJudge:
             "api": self.api,
             "base_url": self.endpoint,
             "prompt_version": PROMPT_VERSION,
+        }
+
+    def _fingerprint_parts(self) -> dict[str, Any]:
+        return {
+            **self._identity(),
             "prompts": PROMPTS,
             "schemas": {kind: [name, json_schema(kind)] for kind, (name, _) in SCHEMAS.items()},
             "claim_splitting": "llm",
@@ -312,13 +318,7 @@ class LLMJudge:
 
         return {
             "fingerprint": self.fingerprint,
-            "judge": "LLMJudge",
-            "model": self.model,
-            "temperature": self.temperature,
-            "seed": self.seed,
-            "api": self.api,
-            "base_url": self.endpoint,
-            "prompt_version": PROMPT_VERSION,
+            **self._identity(),
             "prompt_hashes": prompt_hashes(),
             "schema_hash": schema_hash(),
             "claim_splitting": "llm",
