@@ -20,7 +20,7 @@ import pandas as pd
 from scipy import stats as _sps
 
 from raglab._interval import Interval
-from raglab.agreement._common import _percentile
+from raglab.agreement._common import percentile
 from raglab.agreement.kappa import _kappa_many
 from raglab.stats import MIN_CLUSTERS
 from raglab.stats import _unit_codes as _cluster_codes
@@ -169,7 +169,7 @@ def _cluster_intervals(
                 # the percentile at the level whose normal quantile is sqrt(G / (G - 1)) * t(G - 1), G
                 # the clusters behind the statistic (benchmarks/agreement_coverage.py).
                 expanded = float(_expanded_levels(np.array([behind[name]]), level)[0])
-                low, high = _percentile(cluster_stats[name], expanded)
+                low, high = percentile(cluster_stats[name], expanded)
                 how = f"cluster bootstrap expanded-percentile over {behind[name]} clusters"
             var_c, var_i = (float(np.nanvar(s[name])) for s in (cluster_stats, item_stats))
             deff = var_c / var_i if var_i > 0 else math.nan

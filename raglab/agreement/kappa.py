@@ -18,14 +18,14 @@ import numpy as np
 from raglab._interval import Interval
 from raglab._validation import check_level, check_option, warn
 from raglab.agreement._common import (
-    _DISTANCES,
-    _KAPPA_METHODS,
-    _WEIGHTS,
+    DISTANCES,
+    KAPPA_METHODS,
     KAPPA_MIN_COUNT,
+    WEIGHTS,
     FragileIntervalWarning,
-    _check_resamples,
-    _percentile,
-    _z,
+    check_resamples,
+    normal_quantile,
+    percentile,
 )
 from raglab.agreement.labels import (
     _arg_side,
@@ -124,8 +124,8 @@ def _confusion(ca: np.ndarray, cb: np.ndarray, k: int) -> np.ndarray:
 def _prepare_kappa(
     a: Any, b: Any, weights: str | None, labels: Any, distance: str, names=("a", "b"), where: str = "cohen_kappa"
 ):
-    check_option("weights", weights, _WEIGHTS)
-    check_option("distance", distance, _DISTANCES)
+    check_option("weights", weights, WEIGHTS)
+    check_option("distance", distance, DISTANCES)
     if labels is None and weights is not None:
         labels = _categorical_order(a, b)  # ordered Categoricals carry the order a weighted kappa needs
     x, y = _pair(a, b, names)
@@ -229,7 +229,7 @@ def _kappa_bounds(tables: np.ndarray, dis: np.ndarray, level: float, method: str
     benchmark calls this kernel on many simulated tables at once.
     """
     kappa, se = _kappa_and_se_many(tables, dis)
-    z = _z(level)
+    z = normal_quantile(level)
     if method == "adjusted":
         center, spread = _kappa_and_se_many(tables + _pseudo_counts(tables), dis)
     else:
@@ -272,7 +272,7 @@ def _kappa_interval(
         kappa = _kappa_and_se(table, dis)[0]
         if boot_tables is None:
             boot_tables = _item_tables(table, n_resamples, np.random.default_rng(seed))
-        low, high = _percentile(_kappa_many(boot_tables, dis), ci)
+        low, high = percentile(_kappa_many(boot_tables, dis), ci)
         iv = Interval(kappa, low, high, method="bootstrap-percentile", level=ci, n=n, n_resamples=n_resamples,
                       seed=seed)
         return iv, note
@@ -327,9 +327,9 @@ def cohen_kappa_interval(
     >>> round(iv.estimate, 3), round(iv.low, 3), round(iv.high, 3)
     (0.559, 0.41, 0.684)
     """
-    check_option("method", method, _KAPPA_METHODS)
+    check_option("method", method, KAPPA_METHODS)
     level = check_level(ci)
-    _check_resamples(n_resamples)
+    check_resamples(n_resamples)
     ca, cb, labs, dis = _prepare_kappa(a, b, weights, labels, distance, where="cohen_kappa_interval")
     iv, note = _kappa_interval(
         _confusion(ca, cb, len(labs)), dis, ci=level, method=method, n_resamples=n_resamples, seed=seed

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._errors import RowTableError
+from raglab.agreement._common import plain
 
 __all__ = ["LabelMismatchError"]
 
@@ -197,7 +198,7 @@ def _kinds(values: np.ndarray) -> dict[str, list[Any]]:
 def _show(values: list[Any], limit: int = 6) -> str:
     with contextlib.suppress(TypeError):
         values = sorted(values)
-    shown = ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in values[:limit])
+    shown = ", ".join(repr(plain(v)) for v in values[:limit])
     return shown + (", ..." if len(values) > limit else "")
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._validation import check_option
-from raglab.agreement._common import _LEVELS, _TIES
+from raglab.agreement._common import LEVELS, TIES
 from raglab.agreement.labels import _label_codes, _plain_numeric, _refuse_text_order
 
 __all__ = ["fleiss_kappa", "krippendorff_alpha", "majority_vote"]
@@ -134,7 +134,7 @@ def krippendorff_alpha(
     >>> round(krippendorff_alpha(ratings, level="ordinal"), 3)
     0.774
     """
-    check_option("level", level, _LEVELS)
+    check_option("level", level, LEVELS)
     matrix = _as_matrix(ratings)
     (codes,), labs, _ = _label_codes([matrix], labels, need_order=level != "nominal")
     if level == "ordinal":
@@ -221,7 +221,7 @@ def majority_vote(
     >>> majority_vote([[1, 1, 0], [1, 0, None], [0, 0, 0]], ties="low").tolist()
     [1, 0, 0]
     """
-    check_option("ties", ties, _TIES)
+    check_option("ties", ties, TIES)
     return _majority(_as_matrix(ratings), labels, ties)[0]
 
 

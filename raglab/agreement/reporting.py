@@ -24,16 +24,18 @@ from raglab._interval import Interval
 from raglab._validation import check_level, check_option
 from raglab._validation import warn as _warn
 from raglab.agreement._common import (
-    _DISTANCES,
-    _KAPPA_METHODS,
-    _THRESHOLDS_TEXT,
-    _TIES,
-    _WEIGHTS,
+    BINARY_STATISTICS,
+    DISTANCES,
+    KAPPA_METHODS,
     KAPPA_UNTRUSTED,
+    THRESHOLDS_TEXT,
+    TIES,
+    WEIGHTS,
     FragileIntervalWarning,
     LowAgreementWarning,
-    _check_resamples,
-    _percentile,
+    check_resamples,
+    percentile,
+    plain,
 )
 from raglab.agreement.clusters import _cluster_intervals, _table_statistics, _unit_codes
 from raglab.agreement.kappa import (
@@ -57,7 +59,7 @@ from raglab.agreement.labels import (
     _Side,
 )
 from raglab.agreement.raters import _as_matrix, _majority
-from raglab.agreement.result import _BINARY, AgreementReport, _plain
+from raglab.agreement.result import AgreementReport
 from raglab.stats import proportion_interval
 
 __all__ = ["judge_vs_majority", "report"]
@@ -184,11 +186,11 @@ def _check_options(
     weights: str | None, distance: str, method: str, ci: float, n_resamples: int, units: Any
 ) -> float:
     """Check the report's options; return the confidence level as a float."""
-    check_option("weights", weights, _WEIGHTS)
-    check_option("distance", distance, _DISTANCES)
-    check_option("method", method, _KAPPA_METHODS)
+    check_option("weights", weights, WEIGHTS)
+    check_option("distance", distance, DISTANCES)
+    check_option("method", method, KAPPA_METHODS)
     level = check_level(ci)
-    _check_resamples(n_resamples)
+    check_resamples(n_resamples)
     if units is not None and method in ("analytic", "adjusted"):
         raise ValueError(
             f"units= resamples whole clusters for every interval, kappa's included; method={method!r} would "
@@ -368,7 +370,7 @@ def _binary_statistics(
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The pass/fail statistics against the ``pos`` label: values, counts, and (in place) intervals."""
     n = int(table.sum())
-    binary: dict[str, Any] = dict.fromkeys(_BINARY)
+    binary: dict[str, Any] = dict.fromkeys(BINARY_STATISTICS)
     hp = int(table.sum(1)[pos])
     hn = n - hp
     tp = int(table[pos, pos])
@@ -404,7 +406,7 @@ def _binary_statistics(
         # resamples the items, so sensitivity, specificity and the judge's rate (estimated
         # from the same items) are re-estimated together in each resample.
         boot = _table_statistics(item_tables, dis, pos)["corrected_pass_rate"]
-        low, high = _percentile(boot, level)
+        low, high = percentile(boot, level)
         intervals["corrected_pass_rate"] = Interval(
             binary["human_positive_rate"], low, high,
             method=f"rogan-gladen on the validation items: bootstrap over the {n} items, re-estimating "
@@ -463,7 +465,7 @@ def _report_warnings(positive: Any, counts: dict[str, int], kappa: float) -> lis
     if not math.isnan(kappa) and kappa < KAPPA_UNTRUSTED:
         low_agreement.append(
             f"kappa = {kappa:.3f} is below {KAPPA_UNTRUSTED}: this judge should not be trusted "
-            f"({_THRESHOLDS_TEXT}). Look at report.disagreements, fix the judge and re-measure on fresh labels."
+            f"({THRESHOLDS_TEXT}). Look at report.disagreements, fix the judge and re-measure on fresh labels."
         )
     return low_agreement
 
@@ -525,7 +527,7 @@ def _statistics(
     intervals: dict[str, Interval] = {"agreement": proportion_interval(int(np.trace(table)), n, ci=level),
                                       "kappa": kappa_iv}
     denominators = {"agreement": n, "kappa": n}
-    binary: dict[str, Any] = dict.fromkeys(_BINARY)
+    binary: dict[str, Any] = dict.fromkeys(BINARY_STATISTICS)
     counts: dict[str, int] = {}
     if pos is not None:
         binary, counts = _binary_statistics(table, pos, intervals, denominators, dis=dis, item_tables=item_tables,
@@ -685,14 +687,14 @@ def judge_vs_majority(
     >>> rep.n, rep.n_ties, rep.miss_rate
     (3, 1, 1.0)
     """
-    check_option("ties", ties, _TIES)
+    check_option("ties", ties, TIES)
     matrix = _as_matrix(ratings)
     if rating_threshold is not None:
         matrix = _threshold_ratings(matrix, rating_threshold)
         if positive is None:
             positive = True
     if rows is not None and isinstance(ratings, pd.DataFrame):
-        holders, caller = f"the rater columns {[_plain(c) for c in ratings.columns]!r}", "rag.agreement"
+        holders, caller = f"the rater columns {[plain(c) for c in ratings.columns]!r}", "rag.agreement"
     else:
         holders, caller = "`ratings`", "judge_vs_majority"
     majority, tied = _majority(matrix, labels, ties, holders, caller)
@@ -711,7 +713,7 @@ def judge_vs_majority(
         judge_name = str(judge.name) if isinstance(judge, pd.Series) and judge.name is not None else "judge"
         names = ("human majority", judge_name)
     if rows is not None and isinstance(ratings, pd.DataFrame):
-        columns = [_plain(c) for c in ratings.columns]
+        columns = [plain(c) for c in ratings.columns]
         ref = f"df[{columns!r}]"
         sides = (_Side(f"the majority of {columns!r}", ref, ref, "human_threshold"),
                  _column_side(names[1], "judge_threshold"))

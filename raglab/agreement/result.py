@@ -18,18 +18,19 @@ import pandas as pd
 from raglab._interval import Interval
 from raglab._results import DECISION_COLOURS, ResultBase
 from raglab._validation import check_level, check_option
-from raglab.agreement._common import _RG_METHODS, KAPPA_SUBSTANTIAL, KAPPA_UNTRUSTED, _check_resamples
+from raglab.agreement._common import (
+    BINARY_STATISTICS,
+    KAPPA_SUBSTANTIAL,
+    KAPPA_UNTRUSTED,
+    RG_METHODS,
+    check_resamples,
+    plain,
+)
 from raglab.agreement.correction import _rogan_gladen, rogan_gladen
 
 __all__ = ["AgreementReport"]
 
 
-_BINARY = ("sensitivity", "specificity", "miss_rate", "human_positive_rate", "judge_positive_rate", "attenuation")
-
-
-def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python value it holds (for JSON)."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _number_text(value: Any) -> str:
@@ -201,12 +202,12 @@ class AgreementReport(ResultBase):
                 n_resamples=n_resamples,
                 seed=seed,
             )
-        check_option("method", method, _RG_METHODS)
+        check_option("method", method, RG_METHODS)
         if not 0 <= judge_pass_rate <= 1:
             raise ValueError(f"`judge_pass_rate` must be a rate between 0 and 1, got {judge_pass_rate!r}")
         if int(n) != n or n <= 0:
             raise ValueError(f"`n` must be a positive integer, got {n!r}")
-        _check_resamples(n_resamples)
+        check_resamples(n_resamples)
         return _rogan_gladen(
             judge_pass_rate, self.sensitivity, self.specificity, n=int(n),
             level=check_level(self.kappa_interval.level if ci is None else ci), method=method, n_resamples=n_resamples,
@@ -320,8 +321,8 @@ class AgreementReport(ResultBase):
             "n_excluded": self.n_excluded,
             "n_ties": self.n_ties,
             "ties": self.ties,
-            "labels": [_plain(v) for v in self.labels],
-            "positive": _plain(self.positive),
+            "labels": [plain(v) for v in self.labels],
+            "positive": plain(self.positive),
             "weights": self.weights,
             "distance": self.distance,
             "kappa": self.kappa,
@@ -329,11 +330,11 @@ class AgreementReport(ResultBase):
             "kappa_high": self.kappa_high,
             "interpretation": self.interpretation,
             "agreement": self.agreement,
-            **{name: getattr(self, name) for name in _BINARY},
+            **{name: getattr(self, name) for name in BINARY_STATISTICS},
             "n_clusters": self.n_clusters,
             "units_name": self.units_name,
             "confusion": {
-                "labels": [_plain(v) for v in self.confusion.index],
+                "labels": [plain(v) for v in self.confusion.index],
                 "counts": self.confusion.to_numpy().tolist(),
             },
             "intervals": {name: iv.to_dict() for name, iv in self.intervals.items()},

@@ -27,7 +27,7 @@ import pandas as pd
 from raglab._meta import update_meta
 from raglab._results import jsonable
 from raglab._validation import check_int, check_level
-from raglab.agreement._common import _z
+from raglab.agreement._common import normal_quantile
 from raglab.agreement.kappa import _kappa_many
 from raglab.agreement.labels import _as_labels, _binarize, _check_comparable, _label_codes, _missing, _pair
 from raglab.agreement.reporting import _check_names, _check_rows, _naming, _pass_label, _refuse_side
@@ -255,7 +255,7 @@ def _sweep_table(kept: np.ndarray, human_pass: np.ndarray, grid: np.ndarray, lev
     fp = hn - np.searchsorted(neg_scores, grid, side="left")
     fn, tn = hp - tp, hn - fp
     judge_pass = tp + fp
-    z = _z(level)
+    z = normal_quantile(level)
     se, se_low, se_high = _wilson(tp, hp, z)
     sp, sp_low, sp_high = _wilson(tn, hn, z)
     miss, miss_low, miss_high = _wilson(fp, hn, z)

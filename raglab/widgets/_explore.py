@@ -1,4 +1,9 @@
-"""The single-run explorer: one question at a time, worst first."""
+"""The single-run explorer: one question at a time, worst first.
+
+The HTML pieces and controls without an underscore that are not in ``__all__`` (``esc``, ``short``,
+``format_value``, ``score_columns``, ``field_columns``, ``navigation``, ``browser``, the colours and
+``ALL_SLICES``) are shared with the pair explorer (:mod:`raglab.widgets._pair`), not public API.
+"""
 
 from __future__ import annotations
 
@@ -19,22 +24,22 @@ from raglab.metrics.spans import _covered, _gold_units, _merge, _span_tuple
 
 __all__ = ["explore", "render_row"]
 
-_ALL = "(all)"
+ALL_SLICES = "(all)"
 _ROW_ORDER = "(row order)"
 # The explorers' marks: gold found, partly, missed (one place for both explorers).
-_GOOD, _PARTIAL, _BAD = (DECISION_COLOURS[d] for d in ("pass", "review", "block"))  # as the plots colour them
-_MUTED = "#666"
+GOOD, PARTIAL, BAD = (DECISION_COLOURS[d] for d in ("pass", "review", "block"))  # as the plots colour them
+MUTED = "#666"
 _TEXT_LIMIT = 600
 _FIELD_LIMIT = 200
 # Whole words of a column name that say it holds a count or a code, not a score (judge_prompt_tokens, n_claims).
 _COUNT_WORDS = frozenset("tokens token count counts n num number len length calls index idx seed".split())
 
 
-def _esc(value: Any) -> str:
+def esc(value: Any) -> str:
     return html.escape(str(value))
 
 
-def _short(text: str, limit: int = _TEXT_LIMIT) -> str:
+def short(text: str, limit: int = _TEXT_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -75,13 +80,13 @@ def _chunk_spans(cell: Any, n: int) -> list[tuple[Any, int, int] | None]:
 def _gold_line(gold_spans: list[tuple[Any, int, int, float]], problem: str | None,
                spans: list[tuple[Any, int, int] | None] | None) -> str:
     if problem is not None:
-        return f"<p><b>Gold spans</b>: <i>cannot be read: {_esc(problem)}</i></p>"
+        return f"<p><b>Gold spans</b>: <i>cannot be read: {esc(problem)}</i></p>"
     if not gold_spans:
         return "<p><b>Gold spans</b>: <i>none: unanswerable</i> (no gold span, so nothing should be answered)</p>"
     by_doc: dict[Any, list[str]] = {}
     for doc, start, end, grade in gold_spans:
         by_doc.setdefault(doc, []).append(f"[{start}, {end})" + (f" grade {grade:g}" if grade != 1 else ""))
-    where = "; ".join(f"{_esc(doc)} {' '.join(items)}" for doc, items in by_doc.items())
+    where = "; ".join(f"{esc(doc)} {' '.join(items)}" for doc, items in by_doc.items())
     total = reached = 0
     for doc in by_doc:
         gold = _merge([(g[1], g[2]) for g in gold_spans if g[0] == doc])
@@ -91,7 +96,7 @@ def _gold_line(gold_spans: list[tuple[Any, int, int, float]], problem: str | Non
     text = f"<p><b>Gold spans</b>: {where} ({len(gold_spans)} span{'s' if len(gold_spans) != 1 else ''}, {total} characters)"
     if spans is not None:
         status = "complete" if reached == total else "partial" if reached else "missed"
-        colour = {"complete": _GOOD, "partial": _PARTIAL, "missed": _BAD}[status]
+        colour = {"complete": GOOD, "partial": PARTIAL, "missed": BAD}[status]
         text += (f"; <span style='color:{colour}'>reached the model: {reached} of {total} characters "
                  f"({status})</span>")
     return text + "</p>"
@@ -107,7 +112,7 @@ def _is_numeric(series: pd.Series) -> bool:
             and not pd.api.types.is_complex_dtype(series))
 
 
-def _score_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
+def score_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
     """Numeric columns that are scores: not booleans, ids, token counts or other counts."""
     return [c for c in df.columns if c not in exclude and _is_numeric(df[c]) and not _is_count_name(c)]
 
@@ -116,7 +121,7 @@ def _is_listlike(value: Any) -> bool:
     return isinstance(value, (list, tuple, set, dict, np.ndarray))
 
 
-def _field_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
+def field_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
     """The other columns worth showing per row: text, booleans, counts (not lists such as claims)."""
     out = []
     for c in df.columns:
@@ -129,16 +134,16 @@ def _field_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
     return out
 
 
-def _format_value(value: Any) -> str:
+def format_value(value: Any) -> str:
     if _is_listlike(value):
-        return _short(str(list(value) if isinstance(value, np.ndarray) else value), _FIELD_LIMIT)
+        return short(str(list(value) if isinstance(value, np.ndarray) else value), _FIELD_LIMIT)
     if is_missing(value):
         return "missing"
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, (float, np.floating)):
         return f"{value:.3f}"
-    return _short(str(value), _FIELD_LIMIT)
+    return short(str(value), _FIELD_LIMIT)
 
 
 def _sort_options(scores: Sequence[str]) -> tuple[list[tuple[str, str]], dict[str, str]]:
@@ -192,7 +197,7 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
     if scores:
         parts.append(_cells_table(row, scores, _score_text))
     if fields:
-        parts.append(_cells_table(row, fields, _format_value))
+        parts.append(_cells_table(row, fields, format_value))
     span_gold, problem = (_span_gold(row[columns["gold_spans"]]) if columns.get("gold_spans") else ([], None))
     chunk_spans = None
     if columns.get("retrieved") or columns.get("retrieved_spans"):
@@ -209,15 +214,15 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
 def _text_parts(row: pd.Series, columns: dict[str, str | None]) -> list[str]:
     """The row's heading (its question id) and its question, answer and reference."""
     qid = row[columns["question_id"]] if columns.get("question_id") else row.name
-    parts = [f"<h4 style='margin:4px 0'>{_esc(qid)}</h4>"]
+    parts = [f"<h4 style='margin:4px 0'>{esc(qid)}</h4>"]
     if columns.get("question"):
-        parts.append(f"<p><b>Question</b>: {_esc(row[columns['question']])}</p>")
+        parts.append(f"<p><b>Question</b>: {esc(row[columns['question']])}</p>")
     if columns.get("answer"):
         answer = row[columns["answer"]]
-        parts.append(f"<p><b>Answer</b>: {_esc('' if is_missing(answer) else _short(str(answer)))}</p>")
+        parts.append(f"<p><b>Answer</b>: {esc('' if is_missing(answer) else short(str(answer)))}</p>")
     if columns.get("reference"):
         reference = row[columns["reference"]]
-        shown = "<i>none</i>" if is_missing(reference) else _esc(_short(str(reference)))
+        shown = "<i>none</i>" if is_missing(reference) else esc(short(str(reference)))
         parts.append(f"<p><b>Reference</b>: {shown}</p>")
     return parts
 
@@ -228,7 +233,7 @@ def _score_text(value: Any) -> Any:
 
 def _cells_table(row: pd.Series, names: Sequence[str], shown: Any) -> str:
     """One table row of ``name value`` cells, each value as ``shown`` writes it."""
-    cells = [f"<td style='padding:0 8px'><b>{_esc(name)}</b> {_esc(shown(row[name]))}</td>" for name in names]
+    cells = [f"<td style='padding:0 8px'><b>{esc(name)}</b> {esc(shown(row[name]))}</td>" for name in names]
     return f"<table><tr>{''.join(cells)}</tr></table>"
 
 
@@ -255,12 +260,12 @@ def _retrieved_line(row: pd.Series, columns: dict[str, str | None],
         mark = " ✓" if (ids_column and str(doc) in gold) or overlap else ""
         if overlap:
             mark += f" gold {_offsets(overlap)}"
-        style = f"color:{_GOOD};font-weight:bold" if mark else ""
-        items.append(f"<span style='{style}'>{rank}. {_esc(label)}{_esc(mark)}</span>")
+        style = f"color:{GOOD};font-weight:bold" if mark else ""
+        items.append(f"<span style='{style}'>{rank}. {esc(label)}{esc(mark)}</span>")
     missed = sorted(gold - {str(d) for d in ids}) if ids_column else []
     line = " &nbsp; ".join(items) or "<i>nothing retrieved</i>"
     if columns.get("gold") and ids_column:
-        line += f" &nbsp; <span style='color:{_BAD}'>gold not retrieved: {_esc(missed)}</span>" if missed else ""
+        line += f" &nbsp; <span style='color:{BAD}'>gold not retrieved: {esc(missed)}</span>" if missed else ""
         if not gold:
             line += " &nbsp; <i>(no gold: unanswerable)</i>"
     return line, chunk_spans
@@ -277,7 +282,7 @@ def _context_block(context: Any) -> list[str]:
     if is_missing(context):
         return []
     passages = [context] if isinstance(context, str) else list(context)
-    body = "".join(f"<li>{_esc(_short(str(p)))}</li>" for p in passages)
+    body = "".join(f"<li>{esc(short(str(p)))}</li>" for p in passages)
     return [f"<details><summary><b>Context</b> ({len(passages)} passages)</summary><ol>{body}</ol></details>"]
 
 
@@ -297,10 +302,10 @@ def _claims_block(row: pd.Series) -> list[str]:
     for i, claim in enumerate(claims):
         verdict = verdicts[i] if i < len(verdicts) else None
         mark = {True: "✓ supported", False: "✗ unsupported"}.get(verdict, "?")
-        colour = {True: _GOOD, False: _BAD}.get(verdict, _MUTED)
-        reason = f" <i>{_esc(reasons[i])}</i>" if i < len(reasons) and reasons[i] else ""
-        body.append(f"<li><span style='color:{colour}'>{mark}</span>: {_esc(claim)}{reason}</li>")
-    return [f"<p><b>{_esc(stem)} claims</b></p><ul>{''.join(body)}</ul>"]
+        colour = {True: GOOD, False: BAD}.get(verdict, MUTED)
+        reason = f" <i>{esc(reasons[i])}</i>" if i < len(reasons) and reasons[i] else ""
+        body.append(f"<li><span style='color:{colour}'>{mark}</span>: {esc(claim)}{reason}</li>")
+    return [f"<p><b>{esc(stem)} claims</b></p><ul>{''.join(body)}</ul>"]
 
 
 _EXPLORER_CLASS: list[type] = []
@@ -321,7 +326,7 @@ def _explorer_class(w: Any) -> type:
 
         def static_html(self: Any) -> str:
             """The row the explorer shows now (the first one until it is moved), as plain HTML."""
-            return (f"<div class='raglab-explore'><p><i>raglab explorer ({_esc(self._raglab_status.value)}); "
+            return (f"<div class='raglab-explore'><p><i>raglab explorer ({esc(self._raglab_status.value)}); "
                     "a static copy of the row shown, run the notebook to browse.</i></p>"
                     f"{self._raglab_view.value}</div>")
 
@@ -332,14 +337,14 @@ def _explorer_class(w: Any) -> type:
     return _EXPLORER_CLASS[0]
 
 
-def _navigation(w: Any, n: int, noun: str) -> tuple[Any, Any, Any, Any, Any]:
+def navigation(w: Any, n: int, noun: str) -> tuple[Any, Any, Any, Any, Any]:
     """The controls every explorer shares: a 1-based slider, previous/next, a status line and the view."""
     position = w.IntSlider(min=1, max=max(1, n), value=1, description=noun, continuous_update=False)
     previous, following = w.Button(description="◀ previous"), w.Button(description="next ▶")
     return position, previous, following, w.HTML(), w.HTML()
 
 
-def _browser(w: Any, filters: Sequence[Any], position: Any, previous: Any, following: Any, status: Any, view: Any,
+def browser(w: Any, filters: Sequence[Any], position: Any, previous: Any, following: Any, status: Any, view: Any,
              refresh: Any) -> Any:
     """Wire the shared controls (a filter change goes back to the first row) and lay the explorer out."""
     def step(delta: int) -> None:
@@ -416,14 +421,14 @@ def explore(
         "gold_spans": gold_spans, "retrieved_spans": retrieved_spans,
     }
     columns, scores, fields, (options, left_out) = _explore_columns(rows, overrides, by=by, sort_by=sort_by)
-    slice_box = w.Dropdown(options=[_ALL, *sorted(map(str, rows[by].dropna().unique()))] if by else [_ALL],
+    slice_box = w.Dropdown(options=[ALL_SLICES, *sorted(map(str, rows[by].dropna().unique()))] if by else [ALL_SLICES],
                            description=by or "slice", disabled=by is None)
     sort_box = w.Dropdown(options=options, value=sort_by or _ROW_ORDER, description="worst first")
-    position, previous, following, status, view = _navigation(w, len(rows), "row")
+    position, previous, following, status, view = navigation(w, len(rows), "row")
 
     def current() -> pd.DataFrame:
         frame = rows
-        if by is not None and slice_box.value != _ALL:
+        if by is not None and slice_box.value != ALL_SLICES:
             frame = frame[frame[by].astype(str) == slice_box.value]
         if sort_box.value != _ROW_ORDER:
             ascending = bool(metric_info(str(sort_box.value)).higher_is_better)
@@ -439,10 +444,10 @@ def explore(
             status.value, view.value = "no rows", note
             return
         index = min(position.value, len(frame)) - 1
-        status.value = f"{index + 1} of {len(frame)}" + (f" ({by} = {slice_box.value})" if by and slice_box.value != _ALL else "")
+        status.value = f"{index + 1} of {len(frame)}" + (f" ({by} = {slice_box.value})" if by and slice_box.value != ALL_SLICES else "")
         view.value = note + render_row(frame.iloc[index], columns=columns, scores=scores, fields=fields)
 
-    return _browser(w, [slice_box, sort_box], position, previous, following, status, view, refresh)
+    return browser(w, [slice_box, sort_box], position, previous, following, status, view, refresh)
 
 
 def _explore_columns(
@@ -454,7 +459,7 @@ def _explore_columns(
     if by is not None and by not in rows.columns:
         raise missing_column_error(rows, by, role=None, method=caller, keyword="by")
     used = [c for c in columns.values() if c]
-    scores = _score_columns(rows, used + ([by] if by else []))
+    scores = score_columns(rows, used + ([by] if by else []))
     options, left_out = _sort_options(scores)
     if sort_by is not None:
         if sort_by in left_out:
@@ -462,7 +467,7 @@ def _explore_columns(
                              "Sort by a score with a direction, or leave sort_by out.")
         if sort_by not in scores:
             raise ValueError(f"{caller}: `sort_by` must be a numeric score column, one of {scores}, but {sort_by!r} was passed.")
-    return columns, scores, _field_columns(rows, used + scores), (options, left_out)
+    return columns, scores, field_columns(rows, used + scores), (options, left_out)
 
 
 def _sort_note(sort_value: str, left_out: dict[str, str]) -> str:
@@ -473,8 +478,8 @@ def _sort_note(sort_value: str, left_out: dict[str, str]) -> str:
         info = metric_info(str(sort_value))
         worst = "lowest" if info.higher_is_better else "highest"
         guessed = "" if info.known else ", direction guessed from the name"
-        text = f"sorted by {_esc(sort_value)}, worst ({worst}) first{guessed}"
+        text = f"sorted by {esc(sort_value)}, worst ({worst}) first{guessed}"
     if left_out:
         text += "; not offered for worst first: " + "; ".join(
-            f"{_esc(name)} (no direction: {_esc(why)})" for name, why in left_out.items())
-    return f"<p style='color:{_MUTED};margin:2px 0'><i>{text}</i></p>"
+            f"{esc(name)} (no direction: {esc(why)})" for name, why in left_out.items())
+    return f"<p style='color:{MUTED};margin:2px 0'><i>{text}</i></p>"

@@ -11,33 +11,33 @@ import pandas as pd
 from raglab._optional import import_optional
 from raglab._rowtable import is_missing, pair_runs, resolve_column
 from raglab.widgets._explore import (
-    _ALL,
-    _BAD,
-    _GOOD,
-    _MUTED,
-    _browser,
-    _esc,
-    _field_columns,
-    _format_value,
-    _navigation,
-    _score_columns,
-    _short,
+    ALL_SLICES,
+    BAD,
+    GOOD,
+    MUTED,
+    browser,
+    esc,
+    field_columns,
+    format_value,
+    navigation,
     render_row,
+    score_columns,
+    short,
 )
 
 __all__ = ["explore_pair"]
 
 FLIP_OPTIONS = ("all", "pass->fail", "fail->pass", "unchanged")
-_FLIP_STYLE = {"pass->fail": (_BAD, "pass → fail"), "fail->pass": (_GOOD, "fail → pass"),
-               "unchanged": (_MUTED, "unchanged"), "missing": (_MUTED, "missing on one side")}
+_FLIP_STYLE = {"pass->fail": (BAD, "pass → fail"), "fail->pass": (GOOD, "fail → pass"),
+               "unchanged": (MUTED, "unchanged"), "missing": (MUTED, "missing on one side")}
 
 
 def _flip_line(metric: str, rule: str, direction: str, before: Any, after: Any) -> str:
     colour, text = _FLIP_STYLE[direction]
-    shown = ["missing" if is_missing(v) else _format_value(v) for v in (before, after)]  # as the panels show them
-    return (f"<p><b>{_esc(metric)}</b>: {_esc(shown[0])} → {_esc(shown[1])} "
-            f"<span style='color:{colour};font-weight:bold'>{_esc(text)}</span> "
-            f"<span style='color:{_MUTED}'><i>(pass: {_esc(rule)})</i></span></p>")
+    shown = ["missing" if is_missing(v) else format_value(v) for v in (before, after)]  # as the panels show them
+    return (f"<p><b>{esc(metric)}</b>: {esc(shown[0])} → {esc(shown[1])} "
+            f"<span style='color:{colour};font-weight:bold'>{esc(text)}</span> "
+            f"<span style='color:{MUTED}'><i>(pass: {esc(rule)})</i></span></p>")
 
 
 def render_pair(base_row: pd.Series, cand_row: pd.Series, *, columns: tuple[dict[str, str | None], dict[str, str | None]],
@@ -61,12 +61,12 @@ def render_pair(base_row: pd.Series, cand_row: pd.Series, *, columns: tuple[dict
     """
     first = columns[0]
     qid = base_row[first["question_id"]] if first.get("question_id") else base_row.name
-    parts = [f"<h4 style='margin:4px 0'>{_esc(qid)}</h4>"]
+    parts = [f"<h4 style='margin:4px 0'>{esc(qid)}</h4>"]
     if first.get("question"):
-        parts.append(f"<p><b>Question</b>: {_esc(base_row[first['question']])}</p>")
+        parts.append(f"<p><b>Question</b>: {esc(base_row[first['question']])}</p>")
     if first.get("reference"):
         reference = base_row[first["reference"]]
-        parts.append(f"<p><b>Reference</b>: {'<i>none</i>' if is_missing(reference) else _esc(_short(str(reference)))}</p>")
+        parts.append(f"<p><b>Reference</b>: {'<i>none</i>' if is_missing(reference) else esc(short(str(reference)))}</p>")
     parts.append(header)
     cells = []
     for row, cols, side_scores, side_fields, label in zip((base_row, cand_row), columns, scores, fields, labels):
@@ -100,14 +100,14 @@ def _side_columns(frame: pd.DataFrame, on: str, overrides: dict[str, str | None]
     cols = {"question_id": on, **{role: resolve_column(frame, role, override, method=caller, required=False)
                                   for role, override in overrides.items()}}
     used = [c for c in cols.values() if c] + ([by] if by else [])
-    scores = _score_columns(frame, used)
-    return cols, scores, _field_columns(frame, used + scores)
+    scores = score_columns(frame, used)
+    return cols, scores, field_columns(frame, used + scores)
 
 
 def _slices(pairs: Any, by: str | None, on: str) -> np.ndarray:
     """Each question's slice label as text (the two runs must agree), ``(all)`` without ``by``."""
     if by is None:
-        return np.full(pairs.n, _ALL, dtype=object)
+        return np.full(pairs.n, ALL_SLICES, dtype=object)
     from raglab._columns import _paired_labels
 
     raw = _paired_labels(pairs, [by], on, "rag.explore_pair", kind="slice")
@@ -193,17 +193,17 @@ def explore_pair(
              for name, frame in (("baseline", pairs.base), ("candidate", pairs.cand))]
     slices = _slices(pairs, by, on)
 
-    slice_box = w.Dropdown(options=[_ALL, *sorted(set(slices) - {_ALL})] if by else [_ALL],
+    slice_box = w.Dropdown(options=[ALL_SLICES, *sorted(set(slices) - {ALL_SLICES})] if by else [ALL_SLICES],
                            description=by or "slice", disabled=by is None)
     flip_box = w.Dropdown(options=list(FLIP_OPTIONS), value=flip, description="flip", disabled=metric is None)
-    position, previous, following, status, view = _navigation(w, pairs.n, "question")
+    position, previous, following, status, view = navigation(w, pairs.n, "question")
     columns = (sides[0][0], sides[1][0])
     scores = (sides[0][1], sides[1][1])
     fields = (sides[0][2], sides[1][2])
 
     def current() -> np.ndarray:
         keep = np.ones(pairs.n, dtype=bool)
-        if by is not None and slice_box.value != _ALL:
+        if by is not None and slice_box.value != ALL_SLICES:
             keep &= slices == slice_box.value
         if flip_box.value != "all":
             keep &= directions == flip_box.value
@@ -213,7 +213,7 @@ def explore_pair(
         chosen = current()
         position.max = max(1, len(chosen))
         position.disabled = len(chosen) <= 1
-        filters = [f"{by} = {slice_box.value}"] if by and slice_box.value != _ALL else []
+        filters = [f"{by} = {slice_box.value}"] if by and slice_box.value != ALL_SLICES else []
         filters += [flip_box.value] if flip_box.value != "all" else []
         suffix = f" ({', '.join(filters)})" if filters else ""
         if len(chosen) == 0:
@@ -228,4 +228,4 @@ def explore_pair(
         view.value = render_pair(pairs.base.iloc[i], pairs.cand.iloc[i], columns=columns, scores=scores,
                                  fields=fields, labels=(str(labels[0]), str(labels[1])), header=header)
 
-    return _browser(w, [slice_box, flip_box], position, previous, following, status, view, refresh)
+    return browser(w, [slice_box, flip_box], position, previous, following, status, view, refresh)
