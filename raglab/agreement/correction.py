@@ -106,13 +106,13 @@ def rogan_gladen(
             if int(c) != c or c <= 0:
                 raise ValueError(f"`{name}` must be a positive integer, got {c!r}")
         check_resamples(n_resamples)
-    return _rogan_gladen(
+    return rogan_gladen_interval(
         judge_rate, sensitivity, specificity, n=n, level=level, method=method, n_resamples=n_resamples, seed=seed,
         counts=None if n is None else (int(n_positive), int(n_negative)),
     )
 
 
-def _rogan_gladen(
+def rogan_gladen_interval(
     judge_rate: float,
     sensitivity: float,
     specificity: float,

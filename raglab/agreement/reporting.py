@@ -2,10 +2,10 @@
 
 :func:`report` compares a judge's labels with human labels of the same items, in named steps:
 the checks of its options (:func:`_check_options`), how the two sides are named in messages
-(:func:`_naming`), the label preparation (:func:`_prepare_labels`: thresholds, refusals, coding,
+(:func:`side_naming`), the label preparation (:func:`_prepare_labels`: thresholds, refusals, coding,
 the pass label), kappa, the rates and their intervals (:func:`_statistics`, with the pass/fail rates
 in :func:`_binary_statistics` and the cluster bootstrap when ``units`` is given in
-:func:`raglab.agreement.clusters._cluster_intervals`), the warnings (:func:`_report_warnings`) and the
+:func:`raglab.agreement.clusters.cluster_intervals`), the warnings (:func:`_report_warnings`) and the
 assembled :class:`AgreementReport`.
 :func:`judge_vs_majority` forms the human majority of several raters and reports on it.
 """
@@ -37,28 +37,28 @@ from raglab.agreement._common import (
     percentile,
     plain,
 )
-from raglab.agreement.clusters import _cluster_intervals, _table_statistics, _unit_codes
+from raglab.agreement.clusters import cluster_intervals, cluster_labels, table_statistics
 from raglab.agreement.kappa import (
-    _confusion,
-    _disagreement_weights,
-    _item_tables,
-    _kappa_interval,
-    _refuse_unordered,
+    confusion_counts,
+    disagreement_weights,
+    item_bootstrap_tables,
+    refuse_unordered,
+    table_kappa_interval,
 )
 from raglab.agreement.labels import (
-    _arg_side,
-    _as_labels,
-    _binarize,
-    _categorical_order,
-    _check_comparable,
-    _column_side,
-    _label_codes,
-    _looks_like_scores,
-    _missing,
-    _pair,
-    _Side,
+    Side,
+    arg_side,
+    as_labels,
+    binarize,
+    categorical_order,
+    check_comparable,
+    column_side,
+    label_codes,
+    looks_like_scores,
+    missing_mask,
+    pair_labels,
 )
-from raglab.agreement.raters import _as_matrix, _majority
+from raglab.agreement.raters import as_matrix, majority_labels
 from raglab.agreement.result import AgreementReport
 from raglab.stats import proportion_interval
 
@@ -199,7 +199,7 @@ def _check_options(
     return level
 
 
-def _check_names(names: Any) -> tuple[Any, Any] | None:
+def check_names(names: Any) -> tuple[Any, Any] | None:
     if names is None:
         return None
     if isinstance(names, (str, bytes)) or not isinstance(names, Sequence) or len(names) != 2:
@@ -207,14 +207,14 @@ def _check_names(names: Any) -> tuple[Any, Any] | None:
     return names[0], names[1]
 
 
-def _naming(
+def side_naming(
     human: Any,
     judge: Any,
     names: tuple[Any, Any] | None,
     rows: pd.DataFrame | None,
-    sides: tuple[_Side, _Side] | None,
+    sides: tuple[Side, Side] | None,
     where: str | None,
-) -> tuple[tuple[Any, Any], tuple[_Side, _Side], str]:
+) -> tuple[tuple[Any, Any], tuple[Side, Side], str]:
     """The two sides' names, how errors show them and fix them, and the prefix of every message."""
     if names is None:
         names = (
@@ -225,11 +225,11 @@ def _naming(
         where = "rag.agreement" if rows is not None else "report"
     if sides is None:
         if rows is not None:
-            sides = (_column_side(names[0], "human_threshold"), _column_side(names[1], "judge_threshold"))
+            sides = (column_side(names[0], "human_threshold"), column_side(names[1], "judge_threshold"))
         else:
-            sides = (_arg_side("human", "human_threshold"), _arg_side("judge", "judge_threshold"))
+            sides = (arg_side("human", "human_threshold"), arg_side("judge", "judge_threshold"))
             sides = tuple(  # type: ignore[assignment]
-                _Side(f"{s.name} ({shown!r})", s.target, s.expr, s.threshold) if shown != arg else s
+                Side(f"{s.name} ({shown!r})", s.target, s.expr, s.threshold) if shown != arg else s
                 for s, shown, arg in zip(sides, names, ("human", "judge"))
             )
     return names, sides, where
@@ -249,7 +249,7 @@ def _item_index(ids: Any, human: Any, judge: Any, n: int) -> pd.Index:
     return pd.RangeIndex(n)
 
 
-def _check_rows(rows: Any, n: int) -> None:
+def check_rows(rows: Any, n: int) -> None:
     """``rows``, when given, is the DataFrame the ``n`` labels come from (used to name columns in errors)."""
     if rows is None:
         return
@@ -259,9 +259,9 @@ def _check_rows(rows: Any, n: int) -> None:
         raise ValueError(f"`rows` must hold one row per item: got {len(rows)} rows for {n} items")
 
 
-def _refuse_side(values: np.ndarray, threshold: Any, who: str) -> None:
+def refuse_side(values: np.ndarray, threshold: Any, who: str) -> None:
     """Fractional scores without a threshold are not labels: refuse them, naming the keyword."""
-    if threshold is None and _looks_like_scores(values):
+    if threshold is None and looks_like_scores(values):
         example = next(float(v) for v in values if isinstance(v, (float, np.floating)) and np.isfinite(v) and v != int(v))
         raise ValueError(
             f"the {who} column holds scores (e.g. {example!r}), not labels; pass {who}_threshold= to turn "
@@ -270,11 +270,11 @@ def _refuse_side(values: np.ndarray, threshold: Any, who: str) -> None:
 
 
 def _refuse_scores(x: np.ndarray, y: np.ndarray, human_threshold: Any, judge_threshold: Any) -> None:
-    _refuse_side(x, human_threshold, "human")
-    _refuse_side(y, judge_threshold, "judge")
+    refuse_side(x, human_threshold, "human")
+    refuse_side(y, judge_threshold, "judge")
 
 
-def _pass_label(labs: list[Any], positive: Any, labels: Any) -> tuple[list[Any], Any]:
+def pass_label(labs: list[Any], positive: Any, labels: Any) -> tuple[list[Any], Any]:
     """The pass label (inferred as 1/True for 0/1 or boolean labels), checked against the labels."""
     if positive is None and len(labs) <= 2 and set(labs) <= {0, 1}:
         positive = True if any(isinstance(v, (bool, np.bool_)) for v in labs) else 1
@@ -330,29 +330,29 @@ def _prepare_labels(
     ids: Any,
     units: Any,
     rows: pd.DataFrame | None,
-    sides: tuple[_Side, _Side],
+    sides: tuple[Side, Side],
     where: str,
 ) -> _Labels:
     """Pair the two sides, apply thresholds, refuse labels that can never match, and code them."""
     if labels is None and weights is not None:
-        labels = _categorical_order(human, judge)  # ordered Categoricals carry the order a weighted kappa needs
-    x, y = _pair(human, judge, ("human", "judge"))
+        labels = categorical_order(human, judge)  # ordered Categoricals carry the order a weighted kappa needs
+    x, y = pair_labels(human, judge, ("human", "judge"))
     index = _item_index(ids, human, judge, len(x))
-    _check_rows(rows, len(x))
-    clusters, units_name = (None, None) if units is None else _unit_codes(units, len(x))
+    check_rows(rows, len(x))
+    clusters, units_name = (None, None) if units is None else cluster_labels(units, len(x))
     _refuse_scores(x, y, human_threshold, judge_threshold)
-    x = _binarize(x, human_threshold, "human")
-    y = _binarize(y, judge_threshold, "judge")
+    x = binarize(x, human_threshold, "human")
+    y = binarize(y, judge_threshold, "judge")
     if (human_threshold is not None or judge_threshold is not None) and positive is None:
         positive = True
     shown_x, shown_y = x, y
-    x, y = _check_comparable(x, y, sides, where=where, labels=labels, positive=positive)
-    (ca, cb), labs, _ = _label_codes([x, y], labels, need_order=weights is not None)
-    _refuse_unordered(labs, labels, weights, distance, sides, where)
+    x, y = check_comparable(x, y, sides, where=where, labels=labels, positive=positive)
+    (ca, cb), labs, _ = label_codes([x, y], labels, need_order=weights is not None)
+    refuse_unordered(labs, labels, weights, distance, sides, where)
     keep = (ca >= 0) & (cb >= 0)
     if not keep.any():
         raise ValueError("no item has both a human and a judge label; nothing to compare")
-    labs, positive = _pass_label(labs, positive, labels)
+    labs, positive = pass_label(labs, positive, labels)
     return _Labels(shown_x, shown_y, ca[keep], cb[keep], keep, labs, positive, index, clusters, units_name)
 
 
@@ -405,7 +405,7 @@ def _binary_statistics(
         # On the validation items the correction returns the people's rate; its interval
         # resamples the items, so sensitivity, specificity and the judge's rate (estimated
         # from the same items) are re-estimated together in each resample.
-        boot = _table_statistics(item_tables, dis, pos)["corrected_pass_rate"]
+        boot = table_statistics(item_tables, dis, pos)["corrected_pass_rate"]
         low, high = percentile(boot, level)
         intervals["corrected_pass_rate"] = Interval(
             binary["human_positive_rate"], low, high,
@@ -511,16 +511,16 @@ def _statistics(
 ) -> _Statistics:
     """Kappa, the rates and their intervals (item or cluster bootstrap), in one pass over the random stream."""
     n, k, pos = prepared.n, prepared.k, prepared.pos
-    dis = _disagreement_weights(prepared.labels, weights, distance)
-    table = _confusion(prepared.ca, prepared.cb, k)
+    dis = disagreement_weights(prepared.labels, weights, distance)
+    table = confusion_counts(prepared.ca, prepared.cb, k)
     clustered = prepared.clusters is not None
     messages: list[str] = []
     rng = np.random.default_rng(seed)
     # One item bootstrap serves kappa's bootstrap interval, the corrected pass rate and (with units)
     # the design effects; with units, one cluster bootstrap serves every interval.
     need_items = method == "bootstrap" or pos is not None or clustered
-    item_tables = _item_tables(table, n_resamples, rng) if need_items else None
-    kappa_iv, note = _kappa_interval(table, dis, ci=level, method="bootstrap" if clustered else method,
+    item_tables = item_bootstrap_tables(table, n_resamples, rng) if need_items else None
+    kappa_iv, note = table_kappa_interval(table, dis, ci=level, method="bootstrap" if clustered else method,
                                      n_resamples=n_resamples, seed=seed, boot_tables=item_tables)
     if not clustered:
         messages += [m for m in (note, _repeated_questions(rows)) if m]
@@ -534,7 +534,7 @@ def _statistics(
                                             level=level, n_resamples=n_resamples, seed=seed)
     n_clusters, design_effects, se_sp_draws = None, {}, None
     if clustered:
-        n_clusters, design_effects, se_sp_draws, message = _cluster_intervals(
+        n_clusters, design_effects, se_sp_draws, message = cluster_intervals(
             intervals, denominators, clusters=prepared.clusters[prepared.keep], cells=prepared.ca * k + prepared.cb,
             k=k, dis=dis, pos=pos, item_tables=item_tables, rng=rng, level=level, n_resamples=n_resamples, seed=seed,
         )
@@ -572,12 +572,12 @@ def _report(
     n_ties: int = 0,
     ties: str | None = None,
     units: Any = None,
-    sides: tuple[_Side, _Side] | None = None,
+    sides: tuple[Side, Side] | None = None,
     where: str | None = None,
 ) -> AgreementReport:
     """:func:`report`, plus what :func:`judge_vs_majority` passes: ties, and how the sides are named."""
     level = _check_options(weights, distance, method, ci, n_resamples, units)
-    names, sides, where = _naming(human, judge, _check_names(names), rows, sides, where)
+    names, sides, where = side_naming(human, judge, check_names(names), rows, sides, where)
     prepared = _prepare_labels(
         human, judge, positive=positive, labels=labels, weights=weights, distance=distance,
         human_threshold=human_threshold, judge_threshold=judge_threshold, ids=ids, units=units, rows=rows,
@@ -688,7 +688,7 @@ def judge_vs_majority(
     (3, 1, 1.0)
     """
     check_option("ties", ties, TIES)
-    matrix = _as_matrix(ratings)
+    matrix = as_matrix(ratings)
     if rating_threshold is not None:
         matrix = _threshold_ratings(matrix, rating_threshold)
         if positive is None:
@@ -697,30 +697,30 @@ def judge_vs_majority(
         holders, caller = f"the rater columns {[plain(c) for c in ratings.columns]!r}", "rag.agreement"
     else:
         holders, caller = "`ratings`", "judge_vs_majority"
-    majority, tied = _majority(matrix, labels, ties, holders, caller)
-    j = _as_labels(judge, "judge")
+    majority, tied = majority_labels(matrix, labels, ties, holders, caller)
+    j = as_labels(judge, "judge")
     if len(j) != len(majority):
         raise ValueError(f"`ratings` has {len(majority)} items but `judge` has {len(j)} labels")
     if judge_threshold is not None:
-        j = _binarize(j, judge_threshold, "judge")
+        j = binarize(j, judge_threshold, "judge")
         if positive is None:
             positive = True
     n_ties = int(tied.sum()) if ties == "drop" else 0
     if ids is None and isinstance(ratings, pd.DataFrame):
         ids = ratings.index
-    names = _check_names(names)
+    names = check_names(names)
     if names is None:
         judge_name = str(judge.name) if isinstance(judge, pd.Series) and judge.name is not None else "judge"
         names = ("human majority", judge_name)
     if rows is not None and isinstance(ratings, pd.DataFrame):
         columns = [plain(c) for c in ratings.columns]
         ref = f"df[{columns!r}]"
-        sides = (_Side(f"the majority of {columns!r}", ref, ref, "human_threshold"),
-                 _column_side(names[1], "judge_threshold"))
+        sides = (Side(f"the majority of {columns!r}", ref, ref, "human_threshold"),
+                 column_side(names[1], "judge_threshold"))
         where = "rag.agreement"
     else:
-        sides = (_Side("`ratings` (their majority)", "ratings", "pd.DataFrame(ratings)", "rating_threshold"),
-                 _arg_side("judge", "judge_threshold"))
+        sides = (Side("`ratings` (their majority)", "ratings", "pd.DataFrame(ratings)", "rating_threshold"),
+                 arg_side("judge", "judge_threshold"))
         where = "judge_vs_majority"
     return _report(
         majority, j, positive=positive, labels=None, weights=None, distance="rank", human_threshold=None,
@@ -731,7 +731,7 @@ def judge_vs_majority(
 
 def _threshold_ratings(matrix: np.ndarray, rating_threshold: float) -> np.ndarray:
     """Each rating as pass/fail (``rating >= rating_threshold``); missing ratings stay None."""
-    missing = _missing(matrix)
+    missing = missing_mask(matrix)
     try:
         numbers = np.where(missing, np.nan, matrix).astype(float)
     except (TypeError, ValueError):

@@ -26,7 +26,7 @@ from raglab.agreement._common import (
     check_resamples,
     plain,
 )
-from raglab.agreement.correction import _rogan_gladen, rogan_gladen
+from raglab.agreement.correction import rogan_gladen, rogan_gladen_interval
 
 __all__ = ["AgreementReport"]
 
@@ -208,7 +208,7 @@ class AgreementReport(ResultBase):
         if int(n) != n or n <= 0:
             raise ValueError(f"`n` must be a positive integer, got {n!r}")
         check_resamples(n_resamples)
-        return _rogan_gladen(
+        return rogan_gladen_interval(
             judge_pass_rate, self.sensitivity, self.specificity, n=int(n),
             level=check_level(self.kappa_interval.level if ci is None else ci), method=method, n_resamples=n_resamples,
             seed=seed, draws=self._se_sp_draws,

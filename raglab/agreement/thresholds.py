@@ -28,9 +28,16 @@ from raglab._meta import update_meta
 from raglab._results import jsonable
 from raglab._validation import check_int, check_level
 from raglab.agreement._common import normal_quantile
-from raglab.agreement.kappa import _kappa_many
-from raglab.agreement.labels import _as_labels, _binarize, _check_comparable, _label_codes, _missing, _pair
-from raglab.agreement.reporting import _check_names, _check_rows, _naming, _pass_label, _refuse_side
+from raglab.agreement.kappa import kappa_many
+from raglab.agreement.labels import (
+    as_labels,
+    binarize,
+    check_comparable,
+    label_codes,
+    missing_mask,
+    pair_labels,
+)
+from raglab.agreement.reporting import check_names, check_rows, pass_label, refuse_side, side_naming
 from raglab.stats.intervals import _wilson_arrays
 
 _NOMINAL_2X2 = np.array([[0.0, 1.0], [1.0, 0.0]])  # unweighted kappa: any disagreement counts 1
@@ -52,7 +59,7 @@ def _scores(values: np.ndarray, side_name: str, where: str) -> np.ndarray:
     """The judge's scores as floats (missing = NaN); anything that is not a number raises, naming it."""
     if values.dtype.kind in "biuf":
         return values.astype(float)
-    missing = _missing(values)
+    missing = missing_mask(values)
     present = values[~missing]
     bad = [i for i, v in zip(np.flatnonzero(~missing), present)
            if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, np.integer, np.floating, np.bool_))]
@@ -206,22 +213,22 @@ def threshold_sweep(
     (0.72, 0.72, 0.0, 0.0)
     """
     where = "rag.threshold_sweep" if rows is not None else "threshold_sweep"
-    names, sides, where = _naming(human, judge, _check_names(names), rows, None, where)
+    names, sides, where = side_naming(human, judge, check_names(names), rows, None, where)
     level = check_level(ci)
     max_thresholds = check_int(max_thresholds, "max_thresholds", 2)
-    x, raw_y = _pair(human, judge, ("human", "judge"))
-    _check_rows(rows, len(x))
-    scores = _scores(_as_labels(raw_y, "judge"), sides[1].name, where)
+    x, raw_y = pair_labels(human, judge, ("human", "judge"))
+    check_rows(rows, len(x))
+    scores = _scores(as_labels(raw_y, "judge"), sides[1].name, where)
     # The human side exactly as report(..., judge_threshold=t) reads it: refusals, threshold, pass label.
-    _refuse_side(x, human_threshold, "human")
-    x = _binarize(x, human_threshold, "human")
+    refuse_side(x, human_threshold, "human")
+    x = binarize(x, human_threshold, "human")
     if positive is None:
         positive = True  # as the report does whenever a threshold makes pass/fail labels
-    x, _ = _check_comparable(x, np.array([True, False], dtype=object), sides, where=where, positive=positive)
-    (codes,), labs, _ = _label_codes([x], None, need_order=False)
+    x, _ = check_comparable(x, np.array([True, False], dtype=object), sides, where=where, positive=positive)
+    (codes,), labs, _ = label_codes([x], None, need_order=False)
     # The judge side's labels are True/False; the report's label list holds both sides' labels.
     labs_both = labs + [v for v in (False, True) if v not in labs]
-    labs_both, positive = _pass_label(labs_both, positive, None)
+    labs_both, positive = pass_label(labs_both, positive, None)
     keep = (codes >= 0) & ~np.isnan(scores)
     n, n_excluded = int(keep.sum()), int(len(x) - keep.sum())
     if n == 0:
@@ -262,7 +269,7 @@ def _sweep_table(kept: np.ndarray, human_pass: np.ndarray, grid: np.ndarray, lev
     observed = (tp + tn) / n
     # One 2x2 table (people x judge) per threshold; kappa as the report computes it.
     tables = np.stack([np.stack([tp, fn], -1), np.stack([fp, tn], -1)], axis=1).astype(float)
-    kappa = _kappa_many(tables, _NOMINAL_2X2)
+    kappa = kappa_many(tables, _NOMINAL_2X2)
     table = pd.DataFrame({
         "threshold": grid, "n": n, "n_excluded": n_excluded, "human_positive": hp, "human_negative": hn,
         "true_pass": tp, "false_fail": fn, "false_pass": fp, "true_fail": tn, "judge_positive_rate": judge_pass / n,
