@@ -63,13 +63,13 @@ def disagreement_weights(labels: list[Any], weights: str | None, distance: str) 
 
 
 def refuse_unordered(
-    labs: list[Any], labels: Any, weights: str | None, distance: str, sides: tuple[Side, Side], where: str
+    labs: list[Any], labels: Any, weights: str | None, distance: str, sides: tuple[Side, Side], caller: str
 ) -> None:
     """Weighted kappa by rank needs the categories' order: refuse text labels without ``labels=``."""
     if weights is not None and distance == "rank":
         refuse_text_order(
             labs, labels, needs=f"weights={weights!r} weighs each disagreement by how far apart the two categories are",
-            holders=f"{sides[0].name} and {sides[1].name}", where=where, fix="labels",
+            holders=f"{sides[0].name} and {sides[1].name}", caller=caller, fix="labels",
         )
 
 
@@ -122,7 +122,7 @@ def confusion_counts(ca: np.ndarray, cb: np.ndarray, k: int) -> np.ndarray:
 
 
 def _prepare_kappa(
-    a: Any, b: Any, weights: str | None, labels: Any, distance: str, names=("a", "b"), where: str = "cohen_kappa"
+    a: Any, b: Any, weights: str | None, labels: Any, distance: str, names=("a", "b"), caller: str = "cohen_kappa"
 ):
     check_option("weights", weights, WEIGHTS)
     check_option("distance", distance, DISTANCES)
@@ -130,15 +130,15 @@ def _prepare_kappa(
         labels = categorical_order(a, b)  # ordered Categoricals carry the order a weighted kappa needs
     x, y = pair_labels(a, b, names)
     sides = (arg_side(names[0]), arg_side(names[1]))
-    x, y = check_comparable(x, y, sides, where=where, labels=labels)
+    x, y = check_comparable(x, y, sides, caller=caller, labels=labels)
     (ca, cb), labs, _ = label_codes([x, y], labels, need_order=weights is not None)
-    refuse_unordered(labs, labels, weights, distance, sides, where)
+    refuse_unordered(labs, labels, weights, distance, sides, caller)
     missing = (ca < 0) | (cb < 0)
     if missing.any():
-        where = np.flatnonzero(missing)
+        positions = np.flatnonzero(missing)
         raise ValueError(
-            f"{missing.sum()} item(s) have a missing label (positions {where[:5].tolist()}"
-            f"{' ...' if len(where) > 5 else ''}); drop them first, or use agreement.report(), which "
+            f"{missing.sum()} item(s) have a missing label (positions {positions[:5].tolist()}"
+            f"{' ...' if len(positions) > 5 else ''}); drop them first, or use agreement.report(), which "
             "excludes them and reports the count"
         )
     if len(ca) == 0:
@@ -330,7 +330,7 @@ def cohen_kappa_interval(
     check_option("method", method, KAPPA_METHODS)
     level = check_level(ci)
     check_resamples(n_resamples)
-    ca, cb, labs, dis = _prepare_kappa(a, b, weights, labels, distance, where="cohen_kappa_interval")
+    ca, cb, labs, dis = _prepare_kappa(a, b, weights, labels, distance, caller="cohen_kappa_interval")
     iv, note = table_kappa_interval(
         confusion_counts(ca, cb, len(labs)), dis, ci=level, method=method, n_resamples=n_resamples, seed=seed
     )

@@ -241,7 +241,7 @@ def check_comparable(
     y: np.ndarray,
     sides: tuple[Side, Side],
     *,
-    where: str,
+    caller: str,
     labels: Any = None,
     positive: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -256,7 +256,7 @@ def check_comparable(
     kinds = (_kinds(x), _kinds(y))
     if not kinds[0] or not kinds[1]:
         return x, y
-    lead = f"{where}: " if where else ""
+    lead = f"{caller}: " if caller else ""
     for side, kind in zip(sides, kinds):
         _refuse_mixed(side, kind, lead)
     text = ["text" in k for k in kinds]
@@ -373,7 +373,7 @@ def categorical_order(*sides: Any) -> list[Any] | None:
     return orders[0] if all(order == orders[0] for order in orders) else None
 
 
-def refuse_text_order(labs: list[Any], labels: Any, *, needs: str, holders: str, where: str, fix: str) -> None:
+def refuse_text_order(labs: list[Any], labels: Any, *, needs: str, holders: str, caller: str, fix: str) -> None:
     """Refuse text labels for a statistic that needs the categories' order, unless ``labels=`` gives it.
 
     Sorted, text falls in alphabetical order ('high' < 'low' < 'mid'), which is rarely the order the
@@ -386,7 +386,7 @@ def refuse_text_order(labs: list[Any], labels: Any, *, needs: str, holders: str,
     text = [v for v in labs if isinstance(v, str)]
     if not text:
         return
-    lead = f"{where}: " if where else ""
+    lead = f"{caller}: " if caller else ""
     shown = ", ".join(repr(v) for v in sorted(text)[:8]) + (", ..." if len(text) > 8 else "")
     spelled = _numeric_text(text)
     numbers = (f" They spell numbers: converting them (.astype({spelled})) orders them as numbers."

@@ -139,7 +139,7 @@ def krippendorff_alpha(
     (codes,), labs, _ = label_codes([matrix], labels, need_order=level != "nominal")
     if level == "ordinal":
         refuse_text_order(labs, labels, needs="level='ordinal' measures disagreement by the ranks of the values",
-                           holders="`ratings`", where="krippendorff_alpha", fix="labels")
+                           holders="`ratings`", caller="krippendorff_alpha", fix="labels")
     k = len(labs)
     table = _unit_counts(codes, k)
     m = table.sum(1)
@@ -226,17 +226,17 @@ def majority_vote(
 
 
 def majority_labels(
-    matrix: np.ndarray, labels: Any, ties: str, holders: str = "`ratings`", where: str = "majority_vote"
+    matrix: np.ndarray, labels: Any, ties: str, holders: str = "`ratings`", caller: str = "majority_vote"
 ) -> tuple[np.ndarray, np.ndarray]:
     """The majority label per item (None when unrated or a dropped tie), and which items were tied.
 
-    ``holders`` and ``where`` name the raters and the caller in the error that refuses text labels
+    ``holders`` and ``caller`` name the raters and the caller in the error that refuses text labels
     for ``ties="low"`` / ``"high"`` without ``labels=`` (their order is not known).
     """
     (codes,), labs, _ = label_codes([matrix], labels, need_order=ties != "drop")
     if ties != "drop":
         refuse_text_order(labs, labels, needs=f"ties={ties!r} picks the {'lowest' if ties == 'low' else 'highest'} "
-                           "of the tied labels", holders=holders, where=where, fix="labels")
+                           "of the tied labels", holders=holders, caller=caller, fix="labels")
     chosen, tied, _ = _majority_codes(codes, len(labs), ties)
     out = np.empty(len(chosen), dtype=object)
     lookup = np.empty(len(labs) + 1, dtype=object)

@@ -213,7 +213,7 @@ def side_naming(
     names: tuple[Any, Any] | None,
     rows: pd.DataFrame | None,
     sides: tuple[Side, Side] | None,
-    where: str | None,
+    caller: str | None,
 ) -> tuple[tuple[Any, Any], tuple[Side, Side], str]:
     """The two sides' names, how errors show them and fix them, and the prefix of every message."""
     if names is None:
@@ -221,8 +221,8 @@ def side_naming(
             str(human.name) if isinstance(human, pd.Series) and human.name is not None else "human",
             str(judge.name) if isinstance(judge, pd.Series) and judge.name is not None else "judge",
         )
-    if where is None:
-        where = "rag.agreement" if rows is not None else "report"
+    if caller is None:
+        caller = "rag.agreement" if rows is not None else "report"
     if sides is None:
         if rows is not None:
             sides = (column_side(names[0], "human_threshold"), column_side(names[1], "judge_threshold"))
@@ -232,7 +232,7 @@ def side_naming(
                 Side(f"{s.name} ({shown!r})", s.target, s.expr, s.threshold) if shown != arg else s
                 for s, shown, arg in zip(sides, names, ("human", "judge"))
             )
-    return names, sides, where
+    return names, sides, caller
 
 
 def _item_index(ids: Any, human: Any, judge: Any, n: int) -> pd.Index:
@@ -331,7 +331,7 @@ def _prepare_labels(
     units: Any,
     rows: pd.DataFrame | None,
     sides: tuple[Side, Side],
-    where: str,
+    caller: str,
 ) -> _Labels:
     """Pair the two sides, apply thresholds, refuse labels that can never match, and code them."""
     if labels is None and weights is not None:
@@ -346,9 +346,9 @@ def _prepare_labels(
     if (human_threshold is not None or judge_threshold is not None) and positive is None:
         positive = True
     shown_x, shown_y = x, y
-    x, y = check_comparable(x, y, sides, where=where, labels=labels, positive=positive)
+    x, y = check_comparable(x, y, sides, caller=caller, labels=labels, positive=positive)
     (ca, cb), labs, _ = label_codes([x, y], labels, need_order=weights is not None)
-    refuse_unordered(labs, labels, weights, distance, sides, where)
+    refuse_unordered(labs, labels, weights, distance, sides, caller)
     keep = (ca >= 0) & (cb >= 0)
     if not keep.any():
         raise ValueError("no item has both a human and a judge label; nothing to compare")
@@ -543,12 +543,12 @@ def _statistics(
     return _Statistics(table, intervals, binary, counts, n_clusters, design_effects, se_sp_draws, messages)
 
 
-def _issue(low_agreement: list[str], messages: list[str], where: str) -> None:
+def _issue(low_agreement: list[str], messages: list[str], caller: str) -> None:
     """The report's warnings as Python warnings (``warn=True``)."""
     for message in low_agreement:
         _warn(message, LowAgreementWarning)
     for message in messages:
-        _warn(f"{where}: {message}", FragileIntervalWarning)
+        _warn(f"{caller}: {message}", FragileIntervalWarning)
 
 
 def _report(
@@ -573,15 +573,15 @@ def _report(
     ties: str | None = None,
     units: Any = None,
     sides: tuple[Side, Side] | None = None,
-    where: str | None = None,
+    caller: str | None = None,
 ) -> AgreementReport:
     """:func:`report`, plus what :func:`judge_vs_majority` passes: ties, and how the sides are named."""
     level = _check_options(weights, distance, method, ci, n_resamples, units)
-    names, sides, where = side_naming(human, judge, check_names(names), rows, sides, where)
+    names, sides, caller = side_naming(human, judge, check_names(names), rows, sides, caller)
     prepared = _prepare_labels(
         human, judge, positive=positive, labels=labels, weights=weights, distance=distance,
         human_threshold=human_threshold, judge_threshold=judge_threshold, ids=ids, units=units, rows=rows,
-        sides=sides, where=where,
+        sides=sides, caller=caller,
     )
     numbers = _statistics(prepared, weights=weights, distance=distance, level=level, method=method,
                           n_resamples=n_resamples, seed=seed, rows=rows)
@@ -589,7 +589,7 @@ def _report(
     confusion, per_class, disagreements = _tables(numbers.table, prepared, names, rows)
     low_agreement = _report_warnings(prepared.positive, numbers.counts, kappa_iv.estimate)
     if warn:
-        _issue(low_agreement, numbers.messages, where)
+        _issue(low_agreement, numbers.messages, caller)
     return AgreementReport(
         n=prepared.n,
         n_excluded=int((~prepared.keep).sum()),
@@ -717,15 +717,13 @@ def judge_vs_majority(
         ref = f"df[{columns!r}]"
         sides = (Side(f"the majority of {columns!r}", ref, ref, "human_threshold"),
                  column_side(names[1], "judge_threshold"))
-        where = "rag.agreement"
     else:
         sides = (Side("`ratings` (their majority)", "ratings", "pd.DataFrame(ratings)", "rating_threshold"),
                  arg_side("judge", "judge_threshold"))
-        where = "judge_vs_majority"
     return _report(
         majority, j, positive=positive, labels=None, weights=None, distance="rank", human_threshold=None,
         judge_threshold=None, ci=ci, method=method, n_resamples=n_resamples, seed=seed, ids=ids, warn=warn,
-        names=names, n_ties=n_ties, ties=ties, rows=rows, units=units, sides=sides, where=where,
+        names=names, n_ties=n_ties, ties=ties, rows=rows, units=units, sides=sides, caller=caller,
     )
 
 

@@ -55,7 +55,7 @@ SWEEP_COLUMNS = (
 _META_SECTION = "threshold_sweep"
 
 
-def _scores(values: np.ndarray, side_name: str, where: str) -> np.ndarray:
+def _scores(values: np.ndarray, side_name: str, caller: str) -> np.ndarray:
     """The judge's scores as floats (missing = NaN); anything that is not a number raises, naming it."""
     if values.dtype.kind in "biuf":
         return values.astype(float)
@@ -66,7 +66,7 @@ def _scores(values: np.ndarray, side_name: str, where: str) -> np.ndarray:
     if bad:
         value = values[bad[0]]
         raise TypeError(
-            f"{where}: {side_name} must hold numeric judge scores; found {value!r} at item {bad[0]} "
+            f"{caller}: {side_name} must hold numeric judge scores; found {value!r} at item {bad[0]} "
             f"({len(bad)} non-numeric value(s) in all). Convert them first, e.g. pd.to_numeric(..., errors='coerce') "
             "(unparseable values then count as missing)"
         )
@@ -75,18 +75,18 @@ def _scores(values: np.ndarray, side_name: str, where: str) -> np.ndarray:
     return out
 
 
-def _check_thresholds(thresholds: Any, where: str) -> np.ndarray:
+def _check_thresholds(thresholds: Any, caller: str) -> np.ndarray:
     if isinstance(thresholds, (str, bytes)) or np.ndim(thresholds) > 1:
-        raise TypeError(f"{where}: `thresholds` must be a number or a 1-D sequence of numbers, got {thresholds!r}")
+        raise TypeError(f"{caller}: `thresholds` must be a number or a 1-D sequence of numbers, got {thresholds!r}")
     try:
         values = np.atleast_1d(np.asarray(thresholds, dtype=float))
     except (TypeError, ValueError):
-        raise TypeError(f"{where}: `thresholds` must be numbers, got {thresholds!r}") from None
+        raise TypeError(f"{caller}: `thresholds` must be numbers, got {thresholds!r}") from None
     if values.size == 0:
-        raise ValueError(f"{where}: `thresholds` is empty; pass at least one threshold or leave thresholds=None")
+        raise ValueError(f"{caller}: `thresholds` is empty; pass at least one threshold or leave thresholds=None")
     bad = values[~np.isfinite(values)]
     if bad.size:
-        raise ValueError(f"{where}: `thresholds` must be finite numbers, got {float(bad[0])!r}")
+        raise ValueError(f"{caller}: `thresholds` must be finite numbers, got {float(bad[0])!r}")
     return np.unique(values)
 
 
@@ -212,19 +212,19 @@ def threshold_sweep(
     >>> round(rep.kappa, 3), round(float(row["kappa"]), 3), rep.miss_rate, float(row["miss_rate"])
     (0.72, 0.72, 0.0, 0.0)
     """
-    where = "rag.threshold_sweep" if rows is not None else "threshold_sweep"
-    names, sides, where = side_naming(human, judge, check_names(names), rows, None, where)
+    caller = "rag.threshold_sweep" if rows is not None else "threshold_sweep"
+    names, sides, caller = side_naming(human, judge, check_names(names), rows, None, caller)
     level = check_level(ci)
     max_thresholds = check_int(max_thresholds, "max_thresholds", 2)
     x, raw_y = pair_labels(human, judge, ("human", "judge"))
     check_rows(rows, len(x))
-    scores = _scores(as_labels(raw_y, "judge"), sides[1].name, where)
+    scores = _scores(as_labels(raw_y, "judge"), sides[1].name, caller)
     # The human side exactly as report(..., judge_threshold=t) reads it: refusals, threshold, pass label.
     refuse_side(x, human_threshold, "human")
     x = binarize(x, human_threshold, "human")
     if positive is None:
         positive = True  # as the report does whenever a threshold makes pass/fail labels
-    x, _ = check_comparable(x, np.array([True, False], dtype=object), sides, where=where, positive=positive)
+    x, _ = check_comparable(x, np.array([True, False], dtype=object), sides, caller=caller, positive=positive)
     (codes,), labs, _ = label_codes([x], None, need_order=False)
     # The judge side's labels are True/False; the report's label list holds both sides' labels.
     labs_both = labs + [v for v in (False, True) if v not in labs]
@@ -233,7 +233,7 @@ def threshold_sweep(
     n, n_excluded = int(keep.sum()), int(len(x) - keep.sum())
     if n == 0:
         raise ValueError(
-            f"{where}: no item has both a human label and a judge score ({int((codes >= 0).sum())} labelled, "
+            f"{caller}: no item has both a human label and a judge score ({int((codes >= 0).sum())} labelled, "
             f"{int((~np.isnan(scores)).sum())} scored, of {len(x)}); nothing to compare"
         )
     human_pass = np.isin(codes[keep], [i for i, v in enumerate(labs) if _same(v, positive)])
@@ -241,7 +241,7 @@ def threshold_sweep(
     if thresholds is None:
         grid = _default_thresholds(kept, max_thresholds)
     else:
-        grid = _check_thresholds(thresholds, where)
+        grid = _check_thresholds(thresholds, caller)
 
     table = _sweep_table(kept, human_pass, grid, level, n_excluded)
     update_meta(table, _META_SECTION, {
