@@ -1,7 +1,7 @@
 """The single-run explorer: one question at a time, worst first.
 
 The HTML pieces and controls without an underscore that are not in ``__all__`` (``esc``, ``short``,
-``format_value``, ``score_columns``, ``field_columns``, ``navigation``, ``browser``, the colours and
+``format_value``, ``text_parts``, ``score_columns``, ``field_columns``, ``navigation``, ``browser``, the colours and
 ``ALL_SLICES``) are shared with the pair explorer (:mod:`raglab.widgets._pair`), not public API.
 """
 
@@ -193,7 +193,7 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
     >>> "2. d#1 [100, 200) ✓ gold [150, 200)" in html, "50 of 110 characters (partial)" in html
     (True, True)
     """
-    parts = _text_parts(row, columns)
+    parts = text_parts(row, columns)
     if scores:
         parts.append(_cells_table(row, scores, _score_text))
     if fields:
@@ -211,7 +211,7 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
     return "\n".join(parts)
 
 
-def _text_parts(row: pd.Series, columns: dict[str, str | None]) -> list[str]:
+def text_parts(row: pd.Series, columns: dict[str, str | None]) -> list[str]:
     """The row's heading (its question id) and its question, answer and reference."""
     qid = row[columns["question_id"]] if columns.get("question_id") else row.name
     parts = [f"<h4 style='margin:4px 0'>{esc(qid)}</h4>"]

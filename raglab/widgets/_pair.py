@@ -22,7 +22,7 @@ from raglab.widgets._explore import (
     navigation,
     render_row,
     score_columns,
-    short,
+    text_parts,
 )
 
 __all__ = ["explore_pair"]
@@ -59,18 +59,12 @@ def render_pair(base_row: pd.Series, cand_row: pd.Series, *, columns: tuple[dict
     >>> "Ada" in html and "Bob" in html and "d1 ✓" in html
     True
     """
-    first = columns[0]
-    qid = base_row[first["question_id"]] if first.get("question_id") else base_row.name
-    parts = [f"<h4 style='margin:4px 0'>{esc(qid)}</h4>"]
-    if first.get("question"):
-        parts.append(f"<p><b>Question</b>: {esc(base_row[first['question']])}</p>")
-    if first.get("reference"):
-        reference = base_row[first["reference"]]
-        parts.append(f"<p><b>Reference</b>: {'<i>none</i>' if is_missing(reference) else esc(short(str(reference)))}</p>")
+    shared = ("question_id", "question", "reference")  # shown once, from the baseline row
+    parts = text_parts(base_row, {role: columns[0].get(role) for role in shared})
     parts.append(header)
     cells = []
     for row, cols, side_scores, side_fields, label in zip((base_row, cand_row), columns, scores, fields, labels):
-        side = {role: name for role, name in cols.items() if role not in ("question_id", "question", "reference")}
+        side = {role: name for role, name in cols.items() if role not in shared}
         body = render_row(row.rename(label), columns=side, scores=side_scores, fields=side_fields)
         cells.append(f"<td style='vertical-align:top;width:50%;padding:0 8px'>{body}</td>")
     parts.append(f"<table style='width:100%;table-layout:fixed'><tr>{''.join(cells)}</tr></table>")
