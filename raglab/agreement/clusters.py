@@ -30,7 +30,7 @@ from raglab.stats.intervals import _wilson_arrays
 __all__: list[str] = []
 
 
-def cluster_labels(units: Any, n: int) -> tuple[np.ndarray, str | None]:
+def item_clusters(units: Any, n: int) -> tuple[np.ndarray, str | None]:
     """Cluster codes 0..G-1 per item, and the cluster column's name when it has one."""
     if isinstance(units, (str, bytes)) or np.ndim(units) != 1:
         raise TypeError("`units` must be a one-dimensional sequence with one cluster label per item")

@@ -37,7 +37,7 @@ from raglab.agreement._common import (
     percentile,
     plain,
 )
-from raglab.agreement.clusters import cluster_intervals, cluster_labels, table_statistics
+from raglab.agreement.clusters import cluster_intervals, item_clusters, table_statistics
 from raglab.agreement.kappa import (
     confusion_counts,
     disagreement_weights,
@@ -339,7 +339,7 @@ def _prepare_labels(
     x, y = pair_labels(human, judge, ("human", "judge"))
     index = _item_index(ids, human, judge, len(x))
     check_rows(rows, len(x))
-    clusters, units_name = (None, None) if units is None else cluster_labels(units, len(x))
+    clusters, units_name = (None, None) if units is None else item_clusters(units, len(x))
     _refuse_scores(x, y, human_threshold, judge_threshold)
     x = binarize(x, human_threshold, "human")
     y = binarize(y, judge_threshold, "judge")
