@@ -2,12 +2,15 @@
 
 Nothing here is specific to one statistic: the thresholds used to read a kappa, the options each
 function accepts, the three warning classes the report and the correction issue, the normal
-quantile and the percentile interval of a bootstrap.
+quantile, the percentile interval of a bootstrap, the resample-count check, the names of the
+report's pass/fail statistics and :func:`plain` (a numpy scalar as Python). Names without an
+underscore that are not in ``__all__`` are shared by the agreement modules, not public API.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy import stats as _sps
@@ -26,16 +29,19 @@ KAPPA_SUBSTANTIAL = 0.6
 KAPPA_UNTRUSTED = 0.4
 """Below this kappa a judge should not be trusted."""
 
-_THRESHOLDS_TEXT = (
+THRESHOLDS_TEXT = (
     f"kappa above about {KAPPA_SUBSTANTIAL} is usually considered substantial; "
     f"below {KAPPA_UNTRUSTED} the judge should not be trusted"
 )
-_WEIGHTS = (None, "linear", "quadratic")
-_DISTANCES = ("rank", "value")
-_KAPPA_METHODS = ("auto", "analytic", "adjusted", "bootstrap")
-_RG_METHODS = ("delta", "bootstrap")
-_LEVELS = ("nominal", "ordinal", "interval", "ratio")
-_TIES = ("drop", "low", "high")
+WEIGHTS = (None, "linear", "quadratic")
+DISTANCES = ("rank", "value")
+KAPPA_METHODS = ("auto", "analytic", "adjusted", "bootstrap")
+RG_METHODS = ("delta", "bootstrap")
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
+TIES = ("drop", "low", "high")
+# The report's pass/fail statistics (None without a pass label).
+BINARY_STATISTICS = ("sensitivity", "specificity", "miss_rate", "human_positive_rate", "judge_positive_rate",
+                     "attenuation")
 
 
 KAPPA_MIN_COUNT = 10
@@ -61,11 +67,11 @@ class ImpossibleRateWarning(UserWarning):
     """A judge's pass rate lies outside the range its sensitivity and specificity allow."""
 
 
-def _z(level: float) -> float:
+def normal_quantile(level: float) -> float:
     return float(_sps.norm.ppf(0.5 + level / 2))
 
 
-def _percentile(boot: np.ndarray, level: float) -> tuple[float, float]:
+def percentile(boot: np.ndarray, level: float) -> tuple[float, float]:
     finite = boot[np.isfinite(boot)]
     if finite.size == 0:
         return math.nan, math.nan
@@ -74,6 +80,11 @@ def _percentile(boot: np.ndarray, level: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def _check_resamples(n_resamples: int) -> None:
+def check_resamples(n_resamples: int) -> None:
     if isinstance(n_resamples, bool) or int(n_resamples) != n_resamples or n_resamples < 1:
         raise ValueError(f"`n_resamples` must be a positive integer, got {n_resamples!r}")
+
+
+def plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (for JSON and for messages)."""
+    return value.item() if isinstance(value, np.generic) else value

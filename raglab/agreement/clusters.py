@@ -20,8 +20,8 @@ import pandas as pd
 from scipy import stats as _sps
 
 from raglab._interval import Interval
-from raglab.agreement._common import _percentile
-from raglab.agreement.kappa import _kappa_many
+from raglab.agreement._common import percentile
+from raglab.agreement.kappa import kappa_many
 from raglab.stats import MIN_CLUSTERS
 from raglab.stats import _unit_codes as _cluster_codes
 from raglab.stats._engine import _expanded_levels
@@ -30,7 +30,7 @@ from raglab.stats.intervals import _wilson_arrays
 __all__: list[str] = []
 
 
-def _unit_codes(units: Any, n: int) -> tuple[np.ndarray, str | None]:
+def item_clusters(units: Any, n: int) -> tuple[np.ndarray, str | None]:
     """Cluster codes 0..G-1 per item, and the cluster column's name when it has one."""
     if isinstance(units, (str, bytes)) or np.ndim(units) != 1:
         raise TypeError("`units` must be a one-dimensional sequence with one cluster label per item")
@@ -59,11 +59,11 @@ def _cluster_tables(
     return out.reshape(n_resamples, k, k), per
 
 
-def _table_statistics(tables: np.ndarray, dis: np.ndarray, pos: int | None) -> dict[str, np.ndarray]:
+def table_statistics(tables: np.ndarray, dis: np.ndarray, pos: int | None) -> dict[str, np.ndarray]:
     """Every report statistic for a stack of count tables (B x k x k); NaN where undefined."""
     n = tables.sum(axis=(1, 2))
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = {"agreement": np.trace(tables, axis1=1, axis2=2) / n, "kappa": _kappa_many(tables, dis)}
+        out = {"agreement": np.trace(tables, axis1=1, axis2=2) / n, "kappa": kappa_many(tables, dis)}
         if pos is None:
             return out
         hp = tables[:, pos, :].sum(1)
@@ -117,7 +117,7 @@ def _cluster_wilson(successes: np.ndarray, totals: np.ndarray, level: float) -> 
     return float(low), float(high)
 
 
-def _cluster_intervals(
+def cluster_intervals(
     intervals: dict[str, Interval],
     denominators: dict[str, int],
     *,
@@ -142,8 +142,8 @@ def _cluster_intervals(
     codes, _ = pd.factorize(clusters, sort=False)
     n_clusters = int(codes.max()) + 1
     boot_tables, per_cluster = _cluster_tables(codes, cells, k, n_resamples, rng)
-    cluster_stats = _table_statistics(boot_tables, dis, pos)
-    item_stats = _table_statistics(item_tables, dis, pos)
+    cluster_stats = table_statistics(boot_tables, dis, pos)
+    item_stats = table_statistics(item_tables, dis, pos)
     per_cluster = per_cluster.reshape(-1, k, k)
     behind = dict.fromkeys(intervals, n_clusters)
     se_sp_draws = None
@@ -169,7 +169,7 @@ def _cluster_intervals(
                 # the percentile at the level whose normal quantile is sqrt(G / (G - 1)) * t(G - 1), G
                 # the clusters behind the statistic (benchmarks/agreement_coverage.py).
                 expanded = float(_expanded_levels(np.array([behind[name]]), level)[0])
-                low, high = _percentile(cluster_stats[name], expanded)
+                low, high = percentile(cluster_stats[name], expanded)
                 how = f"cluster bootstrap expanded-percentile over {behind[name]} clusters"
             var_c, var_i = (float(np.nanvar(s[name])) for s in (cluster_stats, item_stats))
             deff = var_c / var_i if var_i > 0 else math.nan

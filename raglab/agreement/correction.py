@@ -16,7 +16,13 @@ import numpy as np
 
 from raglab._interval import Interval
 from raglab._validation import check_level, check_option, warn
-from raglab.agreement._common import _RG_METHODS, ImpossibleRateWarning, _check_resamples, _percentile, _z
+from raglab.agreement._common import (
+    RG_METHODS,
+    ImpossibleRateWarning,
+    check_resamples,
+    normal_quantile,
+    percentile,
+)
 
 __all__ = ["rogan_gladen"]
 
@@ -87,7 +93,7 @@ def rogan_gladen(
     >>> caught[0].category.__name__, iv.estimate, round(iv.low, 3), iv.high    # above 0.95: impossible
     ('ImpossibleRateWarning', 1.0, 0.974, 1.0)
     """
-    check_option("method", method, _RG_METHODS)
+    check_option("method", method, RG_METHODS)
     level = check_level(ci)
     for name, value in (("judge_rate", judge_rate), ("sensitivity", sensitivity), ("specificity", specificity)):
         if not 0 <= value <= 1:
@@ -99,14 +105,14 @@ def rogan_gladen(
         for name, c in zip(("n", "n_positive", "n_negative"), counts):
             if int(c) != c or c <= 0:
                 raise ValueError(f"`{name}` must be a positive integer, got {c!r}")
-        _check_resamples(n_resamples)
-    return _rogan_gladen(
+        check_resamples(n_resamples)
+    return rogan_gladen_interval(
         judge_rate, sensitivity, specificity, n=n, level=level, method=method, n_resamples=n_resamples, seed=seed,
         counts=None if n is None else (int(n_positive), int(n_negative)),
     )
 
 
-def _rogan_gladen(
+def rogan_gladen_interval(
     judge_rate: float,
     sensitivity: float,
     specificity: float,
@@ -161,7 +167,7 @@ def _rogan_gladen(
         var = (
             judge_rate * (1 - judge_rate) / n + pi**2 * var_se + (1 - pi) ** 2 * var_sp - 2 * pi * (1 - pi) * cov_se_sp
         ) / youden**2
-        half = _z(level) * math.sqrt(max(var, 0.0))
+        half = normal_quantile(level) * math.sqrt(max(var, 0.0))
         low, high, label = raw - half, raw + half, "rogan-gladen delta method"
         extra: dict[str, Any] = {}
     else:
@@ -176,7 +182,7 @@ def _rogan_gladen(
         j = se + sp - 1
         with np.errstate(divide="ignore", invalid="ignore"):
             boot = np.where(j > 0, (p + sp - 1) / j, np.nan)
-        low, high = _percentile(boot, level)
+        low, high = percentile(boot, level)
         label = "rogan-gladen parametric bootstrap-percentile"
         extra = {"n_resamples": n_resamples, "seed": seed}
     return _bounded_interval(estimate, low, high, label + source + clipped, level=level, n=n, **extra)

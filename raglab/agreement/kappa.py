@@ -18,29 +18,29 @@ import numpy as np
 from raglab._interval import Interval
 from raglab._validation import check_level, check_option, warn
 from raglab.agreement._common import (
-    _DISTANCES,
-    _KAPPA_METHODS,
-    _WEIGHTS,
+    DISTANCES,
+    KAPPA_METHODS,
     KAPPA_MIN_COUNT,
+    WEIGHTS,
     FragileIntervalWarning,
-    _check_resamples,
-    _percentile,
-    _z,
+    check_resamples,
+    normal_quantile,
+    percentile,
 )
 from raglab.agreement.labels import (
-    _arg_side,
-    _categorical_order,
-    _check_comparable,
-    _label_codes,
-    _pair,
-    _refuse_text_order,
-    _Side,
+    Side,
+    arg_side,
+    categorical_order,
+    check_comparable,
+    label_codes,
+    pair_labels,
+    refuse_text_order,
 )
 
 __all__ = ["cohen_kappa", "cohen_kappa_interval"]
 
 
-def _disagreement_weights(labels: list[Any], weights: str | None, distance: str) -> np.ndarray:
+def disagreement_weights(labels: list[Any], weights: str | None, distance: str) -> np.ndarray:
     """K x K disagreement weights: 0 on the diagonal, at most 1."""
     k = len(labels)
     if weights is None:
@@ -62,14 +62,14 @@ def _disagreement_weights(labels: list[Any], weights: str | None, distance: str)
     return diff / top if top > 0 else diff
 
 
-def _refuse_unordered(
-    labs: list[Any], labels: Any, weights: str | None, distance: str, sides: tuple[_Side, _Side], where: str
+def refuse_unordered(
+    labs: list[Any], labels: Any, weights: str | None, distance: str, sides: tuple[Side, Side], caller: str
 ) -> None:
     """Weighted kappa by rank needs the categories' order: refuse text labels without ``labels=``."""
     if weights is not None and distance == "rank":
-        _refuse_text_order(
+        refuse_text_order(
             labs, labels, needs=f"weights={weights!r} weighs each disagreement by how far apart the two categories are",
-            holders=f"{sides[0].name} and {sides[1].name}", where=where, fix="labels",
+            holders=f"{sides[0].name} and {sides[1].name}", caller=caller, fix="labels",
         )
 
 
@@ -103,7 +103,7 @@ def _kappa_and_se(table: np.ndarray, dis: np.ndarray) -> tuple[float, float]:
     return float(kappa[0]), float(se[0])
 
 
-def _kappa_many(tables: np.ndarray, dis: np.ndarray) -> np.ndarray:
+def kappa_many(tables: np.ndarray, dis: np.ndarray) -> np.ndarray:
     """Kappa for a stack of count tables (B x K x K), vectorised."""
     n = tables.sum(axis=(1, 2))
     p = tables / n[:, None, None]
@@ -117,33 +117,33 @@ def _kappa_many(tables: np.ndarray, dis: np.ndarray) -> np.ndarray:
     return out
 
 
-def _confusion(ca: np.ndarray, cb: np.ndarray, k: int) -> np.ndarray:
+def confusion_counts(ca: np.ndarray, cb: np.ndarray, k: int) -> np.ndarray:
     return np.bincount(ca * k + cb, minlength=k * k).reshape(k, k).astype(float)
 
 
 def _prepare_kappa(
-    a: Any, b: Any, weights: str | None, labels: Any, distance: str, names=("a", "b"), where: str = "cohen_kappa"
+    a: Any, b: Any, weights: str | None, labels: Any, distance: str, names=("a", "b"), caller: str = "cohen_kappa"
 ):
-    check_option("weights", weights, _WEIGHTS)
-    check_option("distance", distance, _DISTANCES)
+    check_option("weights", weights, WEIGHTS)
+    check_option("distance", distance, DISTANCES)
     if labels is None and weights is not None:
-        labels = _categorical_order(a, b)  # ordered Categoricals carry the order a weighted kappa needs
-    x, y = _pair(a, b, names)
-    sides = (_arg_side(names[0]), _arg_side(names[1]))
-    x, y = _check_comparable(x, y, sides, where=where, labels=labels)
-    (ca, cb), labs, _ = _label_codes([x, y], labels, need_order=weights is not None)
-    _refuse_unordered(labs, labels, weights, distance, sides, where)
+        labels = categorical_order(a, b)  # ordered Categoricals carry the order a weighted kappa needs
+    x, y = pair_labels(a, b, names)
+    sides = (arg_side(names[0]), arg_side(names[1]))
+    x, y = check_comparable(x, y, sides, caller=caller, labels=labels)
+    (ca, cb), labs, _ = label_codes([x, y], labels, need_order=weights is not None)
+    refuse_unordered(labs, labels, weights, distance, sides, caller)
     missing = (ca < 0) | (cb < 0)
     if missing.any():
-        where = np.flatnonzero(missing)
+        positions = np.flatnonzero(missing)
         raise ValueError(
-            f"{missing.sum()} item(s) have a missing label (positions {where[:5].tolist()}"
-            f"{' ...' if len(where) > 5 else ''}); drop them first, or use agreement.report(), which "
+            f"{missing.sum()} item(s) have a missing label (positions {positions[:5].tolist()}"
+            f"{' ...' if len(positions) > 5 else ''}); drop them first, or use agreement.report(), which "
             "excludes them and reports the count"
         )
     if len(ca) == 0:
         raise ValueError("kappa needs at least one labelled item, got none")
-    return ca, cb, labs, _disagreement_weights(labs, weights, distance)
+    return ca, cb, labs, disagreement_weights(labs, weights, distance)
 
 
 def cohen_kappa(
@@ -190,7 +190,7 @@ def cohen_kappa(
     0.917
     """
     ca, cb, labs, dis = _prepare_kappa(a, b, weights, labels, distance)
-    return _kappa_and_se(_confusion(ca, cb, len(labs)), dis)[0]
+    return _kappa_and_se(confusion_counts(ca, cb, len(labs)), dis)[0]
 
 
 def _smallest_count(table: np.ndarray) -> int:
@@ -200,7 +200,7 @@ def _smallest_count(table: np.ndarray) -> int:
     return int(min(rows[used].min(), cols[used].min())) if used.any() else 0
 
 
-def _item_tables(table: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+def item_bootstrap_tables(table: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Bootstrap count tables: resampling n items with replacement, drawn as one multinomial."""
     n, k = int(table.sum()), table.shape[0]
     # Resampling n items gives multinomial cell counts with the observed cell shares: drawing the
@@ -229,7 +229,7 @@ def _kappa_bounds(tables: np.ndarray, dis: np.ndarray, level: float, method: str
     benchmark calls this kernel on many simulated tables at once.
     """
     kappa, se = _kappa_and_se_many(tables, dis)
-    z = _z(level)
+    z = normal_quantile(level)
     if method == "adjusted":
         center, spread = _kappa_and_se_many(tables + _pseudo_counts(tables), dis)
     else:
@@ -245,7 +245,7 @@ def _kappa_bounds(tables: np.ndarray, dis: np.ndarray, level: float, method: str
 _ADJUSTED_LABEL = "adjusted asymptotic-normal (Fleiss-Cohen-Everitt SE on the table plus 1/(m-1)^2 pseudo-items per cell)"
 
 
-def _kappa_interval(
+def table_kappa_interval(
     table: np.ndarray,
     dis: np.ndarray,
     *,
@@ -271,8 +271,8 @@ def _kappa_interval(
     if method == "bootstrap":
         kappa = _kappa_and_se(table, dis)[0]
         if boot_tables is None:
-            boot_tables = _item_tables(table, n_resamples, np.random.default_rng(seed))
-        low, high = _percentile(_kappa_many(boot_tables, dis), ci)
+            boot_tables = item_bootstrap_tables(table, n_resamples, np.random.default_rng(seed))
+        low, high = percentile(kappa_many(boot_tables, dis), ci)
         iv = Interval(kappa, low, high, method="bootstrap-percentile", level=ci, n=n, n_resamples=n_resamples,
                       seed=seed)
         return iv, note
@@ -327,12 +327,12 @@ def cohen_kappa_interval(
     >>> round(iv.estimate, 3), round(iv.low, 3), round(iv.high, 3)
     (0.559, 0.41, 0.684)
     """
-    check_option("method", method, _KAPPA_METHODS)
+    check_option("method", method, KAPPA_METHODS)
     level = check_level(ci)
-    _check_resamples(n_resamples)
-    ca, cb, labs, dis = _prepare_kappa(a, b, weights, labels, distance, where="cohen_kappa_interval")
-    iv, note = _kappa_interval(
-        _confusion(ca, cb, len(labs)), dis, ci=level, method=method, n_resamples=n_resamples, seed=seed
+    check_resamples(n_resamples)
+    ca, cb, labs, dis = _prepare_kappa(a, b, weights, labels, distance, caller="cohen_kappa_interval")
+    iv, note = table_kappa_interval(
+        confusion_counts(ca, cb, len(labs)), dis, ci=level, method=method, n_resamples=n_resamples, seed=seed
     )
     if note:
         warn(f"cohen_kappa_interval: {note}", FragileIntervalWarning)

@@ -1,11 +1,11 @@
 """Labels in, integer codes out: reading label arrays, coding them, and refusing labels that can never match.
 
-Every agreement statistic starts here. :func:`_as_labels` turns a list, array or Series into a 1-D
-label array (numeric stays numeric, anything else object); :func:`_label_codes` codes several arrays
-over one shared label list (missing = -1); :func:`_check_comparable` refuses human and judge labels
+Every agreement statistic starts here. :func:`as_labels` turns a list, array or Series into a 1-D
+label array (numeric stays numeric, anything else object); :func:`label_codes` codes several arrays
+over one shared label list (missing = -1); :func:`check_comparable` refuses human and judge labels
 that can never be equal (text against numbers, booleans against ratings, no label in common) with a
 :class:`LabelMismatchError` that names both sides and the conversion that fixes it;
-:func:`_binarize` and :func:`_looks_like_scores` turn scores into pass/fail labels or refuse them.
+:func:`binarize` and :func:`looks_like_scores` turn scores into pass/fail labels or refuse them.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._errors import RowTableError
+from raglab.agreement._common import plain
 
 __all__ = ["LabelMismatchError"]
 
@@ -36,12 +37,12 @@ class LabelMismatchError(RowTableError):
 _NUMERIC_KINDS = "biuf"
 
 
-def _plain_numeric(dtype: Any) -> bool:
+def plain_numeric(dtype: Any) -> bool:
     """A numpy bool/int/float dtype (fast paths); pandas extension dtypes go through object."""
     return isinstance(dtype, np.dtype) and dtype.kind in _NUMERIC_KINDS
 
 
-def _as_labels(values: Any, name: str) -> np.ndarray:
+def as_labels(values: Any, name: str) -> np.ndarray:
     """A 1-D array of labels from a list, array or Series: numeric arrays stay numeric, others object."""
     array = _label_array(values, name)
     if array.dtype.kind == "f":  # inf is no label (a division by zero upstream?): it would become its own class
@@ -56,24 +57,24 @@ def _label_array(values: Any, name: str) -> np.ndarray:
     if isinstance(values, (pd.DataFrame, str, bytes)) or np.ndim(values) != 1:
         raise TypeError(f"`{name}` must be a one-dimensional sequence of labels (list, array or Series)")
     if isinstance(values, pd.Series):
-        if _plain_numeric(values.dtype):
+        if plain_numeric(values.dtype):
             return values.to_numpy()
         return values.to_numpy(dtype=object, na_value=None)
-    if isinstance(values, np.ndarray) and _plain_numeric(values.dtype):
+    if isinstance(values, np.ndarray) and plain_numeric(values.dtype):
         return values
     if not isinstance(values, np.ndarray):
         try:
             array = np.asarray(values)
         except (TypeError, ValueError):
             array = None
-        if array is not None and array.ndim == 1 and _plain_numeric(array.dtype):
+        if array is not None and array.ndim == 1 and plain_numeric(array.dtype):
             return array
     array = np.empty(len(values), dtype=object)
     array[:] = list(values)
     return array
 
 
-def _missing(array: np.ndarray) -> np.ndarray:
+def missing_mask(array: np.ndarray) -> np.ndarray:
     if array.dtype.kind == "f":
         return np.isnan(array)
     if array.dtype.kind in "biu":
@@ -81,7 +82,7 @@ def _missing(array: np.ndarray) -> np.ndarray:
     return np.asarray(pd.isna(array), dtype=bool).reshape(array.shape)
 
 
-def _label_codes(
+def label_codes(
     arrays: Sequence[np.ndarray], labels: Sequence[Hashable] | None, *, need_order: bool
 ) -> tuple[list[np.ndarray], list[Any], bool]:
     """Integer codes (missing = -1) for several label arrays over one shared label list.
@@ -90,7 +91,7 @@ def _label_codes(
     user's). Raises naming a label that is not in ``labels``.
     """
     flat = np.concatenate([a.ravel() for a in arrays]) if arrays else np.empty(0, dtype=object)
-    present = ~_missing(flat)
+    present = ~missing_mask(flat)
     if labels is not None:
         labels = list(labels)
         index = pd.Index(labels, dtype=object)
@@ -106,7 +107,7 @@ def _label_codes(
                 "to use every label that occurs"
             )
         ordered = True
-    elif _plain_numeric(flat.dtype):
+    elif plain_numeric(flat.dtype):
         uniques, codes_present = np.unique(flat[present], return_inverse=True)
         labels = uniques.tolist()
         codes = np.full(flat.shape, -1, dtype=np.int64)
@@ -134,8 +135,8 @@ def _label_codes(
     return out, labels, ordered
 
 
-def _pair(a: Any, b: Any, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
-    x, y = _as_labels(a, names[0]), _as_labels(b, names[1])
+def pair_labels(a: Any, b: Any, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    x, y = as_labels(a, names[0]), as_labels(b, names[1])
     if len(x) != len(y):
         raise ValueError(
             f"`{names[0]}` and `{names[1]}` must label the same items: got {len(x)} and {len(y)} labels"
@@ -144,7 +145,7 @@ def _pair(a: Any, b: Any, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarra
 
 
 @dataclass(frozen=True)
-class _Side:
+class Side:
     """How to name one side of a comparison in an error, and the code that would fix it."""
 
     name: str  # as shown: "'label'" (a column) or "`human`" (an argument)
@@ -153,13 +154,13 @@ class _Side:
     threshold: str | None = None  # the keyword that turns numeric scores into pass/fail
 
 
-def _arg_side(arg: str, threshold: str | None = None) -> _Side:
-    return _Side(f"`{arg}`", arg, f"pd.Series({arg})", threshold)
+def arg_side(arg: str, threshold: str | None = None) -> Side:
+    return Side(f"`{arg}`", arg, f"pd.Series({arg})", threshold)
 
 
-def _column_side(column: Any, threshold: str | None = None) -> _Side:
+def column_side(column: Any, threshold: str | None = None) -> Side:
     ref = f"df[{column!r}]"
-    return _Side(repr(column), ref, ref, threshold)
+    return Side(repr(column), ref, ref, threshold)
 
 
 _PASS_WORDS = ("yes", "pass", "passed", "supported", "faithful", "correct", "true", "good", "1")
@@ -177,16 +178,16 @@ def _kind(value: Any) -> str:
 
 def _kinds(values: np.ndarray) -> dict[str, list[Any]]:
     """The distinct non-missing labels of one side, grouped by kind (bool, number, text, other)."""
-    present = values[~_missing(values)]
+    present = values[~missing_mask(values)]
     if present.dtype.kind == "b":
         return {"bool": np.unique(present).tolist()} if present.size else {}
-    if _plain_numeric(present.dtype):
+    if plain_numeric(present.dtype):
         return {"number": np.unique(present).tolist()} if present.size else {}
     seen: dict[tuple[str, Any], None] = {}
     try:
         for v in present:
             seen.setdefault((_kind(v), v), None)
-    except TypeError:  # unhashable labels: _label_codes words that error
+    except TypeError:  # unhashable labels: label_codes words that error
         return {}
     out: dict[str, list[Any]] = {}
     for kind, v in seen:
@@ -197,7 +198,7 @@ def _kinds(values: np.ndarray) -> dict[str, list[Any]]:
 def _show(values: list[Any], limit: int = 6) -> str:
     with contextlib.suppress(TypeError):
         values = sorted(values)
-    shown = ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in values[:limit])
+    shown = ", ".join(repr(plain(v)) for v in values[:limit])
     return shown + (", ..." if len(values) > limit else "")
 
 
@@ -212,7 +213,7 @@ def _numeric_text(labels: list[Any]) -> str | None:
     return "int" if all(f == int(f) and "." not in str(v) for f, v in zip(floats, labels)) else "float"
 
 
-def _pass_label(labels: list[Any], positive: Any) -> Any:
+def _suggested_pass_label(labels: list[Any], positive: Any) -> Any:
     if positive in labels:
         return positive
     for word in _PASS_WORDS:
@@ -226,7 +227,7 @@ def _to_ints(values: np.ndarray) -> np.ndarray:
     """Booleans as 0/1 integers (True == 1 and False == 0 in Python, pandas and numpy)."""
     if values.dtype.kind == "b":
         return values.astype(np.int64)
-    if _plain_numeric(values.dtype):
+    if plain_numeric(values.dtype):
         return values
     out = values.copy()
     for i, v in enumerate(out):
@@ -235,12 +236,12 @@ def _to_ints(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _check_comparable(
+def check_comparable(
     x: np.ndarray,
     y: np.ndarray,
-    sides: tuple[_Side, _Side],
+    sides: tuple[Side, Side],
     *,
-    where: str,
+    caller: str,
     labels: Any = None,
     positive: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -255,78 +256,103 @@ def _check_comparable(
     kinds = (_kinds(x), _kinds(y))
     if not kinds[0] or not kinds[1]:
         return x, y
-    lead = f"{where}: " if where else ""
-    tail = "so no item could ever count as agreeing and kappa would measure the encoding, not the judge."
+    lead = f"{caller}: " if caller else ""
     for side, kind in zip(sides, kinds):
-        if "text" in kind and ("number" in kind or "bool" in kind):
-            other = kind.get("number", []) + kind.get("bool", [])
-            spelled = _numeric_text(kind["text"])
-            fix = f"{side.expr}.astype({spelled})" if spelled else f"{side.expr}.astype(str)"
-            raise LabelMismatchError(
-                f"{lead}{side.name} mixes text labels ({_show(kind['text'])}) with numbers or booleans "
-                f"({_show(other)}); '1' != 1, {tail} Use one type, e.g. {side.target} = {fix}."
-            )
+        _refuse_mixed(side, kind, lead)
     text = ["text" in k for k in kinds]
     if text[0] != text[1]:
-        t, o = (0, 1) if text[0] else (1, 0)
-        ts, os_, tk, ok = sides[t], sides[o], kinds[t], kinds[o]
-        if "bool" in ok:
-            label = _pass_label(tk["text"], positive)
-            raise LabelMismatchError(
-                f"{lead}{ts.name} holds text labels ({_show(tk['text'])}) but {os_.name} holds booleans "
-                f"({_show(ok['bool'])}); text never equals True or False, {tail} Turn the text into booleans, "
-                f"e.g. {ts.target} = {ts.expr} == {label!r} (with the label that means pass), and pass positive=True."
-            )
-        other = ok.get("number", [])
-        what = "numbers" if other else f"{'/'.join(sorted(ok))} values"
-        shown = other or [v for vs in ok.values() for v in vs]
-        spelled = _numeric_text(tk["text"])
-        if spelled:
-            fix = f"Convert the text to numbers, e.g. {ts.target} = {ts.expr}.astype({spelled})."
-        else:
-            mapping = ", ".join(f"{v!r}: ..." for v in sorted(tk["text"])[:4])
-            fix = (f"Map each text label to the number it stands for, e.g. {ts.target} = "
-                   f"{ts.expr}.map({{{mapping}}}).")
-        raise LabelMismatchError(
-            f"{lead}{ts.name} holds text labels ({_show(tk['text'])}) but {os_.name} holds {what} "
-            f"({_show(shown)}); text never equals a number ('1' != 1), {tail} {fix}"
-        )
+        t = 0 if text[0] else 1
+        _refuse_text_against(sides[t], kinds[t], sides[1 - t], kinds[1 - t], lead, positive)
     has_bool = ["bool" in k for k in kinds]
     if any(has_bool) and ("number" in kinds[0] or "number" in kinds[1]):
-        numbers_seen = kinds[0].get("number", []) + kinds[1].get("number", [])
-        if all(v in (0, 1) for v in numbers_seen):
-            return _to_ints(x), _to_ints(y)
-        n_side = 0 if "number" in kinds[0] and not has_bool[0] else 1
-        if "number" not in kinds[n_side]:
-            n_side = 1 - n_side
-        ns, bs = sides[n_side], sides[1 - n_side]
-        odd = [v for v in kinds[n_side]["number"] if v not in (0, 1)]
-        fix = (f"pass {ns.threshold}= (a value >= the threshold is a pass), e.g. {ns.threshold}=3"
-               if ns.threshold else f"e.g. {ns.target} = {ns.expr} >= 3")
-        raise LabelMismatchError(
-            f"{lead}{ns.name} holds numbers other than 0 and 1 ({_show(odd)}) but {bs.name} holds booleans; True "
-            f"only equals 1 and False 0, {tail} Turn the numbers into pass/fail first: {fix}."
-        )
+        _refuse_bools_against_numbers(sides, kinds, has_bool, lead)
+        return _to_ints(x), _to_ints(y)
     if labels is None:
-        sets = [set().union(*k.values()) for k in kinds]
-        try:
-            common = sets[0] & sets[1]
-        except TypeError:
-            return x, y
-        binary = all(v in (0, 1) and _kind(v) in ("bool", "number") for v in sets[0] | sets[1])
-        if not common and not binary and max(len(sets[0]), len(sets[1])) >= 2:
-            a, b = sides
-            mapping = ", ".join(f"{v!r}: ..." for v in sorted(sets[1], key=repr)[:4])
-            raise LabelMismatchError(
-                f"{lead}{a.name} uses the labels ({_show(list(sets[0]))}) and {b.name} uses "
-                f"({_show(list(sets[1]))}): no label in common, {tail} Map one side onto the other's labels, "
-                f"e.g. {b.target} = {b.expr}.map({{{mapping}}}) (each to one of the labels of {a.name}), or pass "
-                "labels=[...] listing every category if the two really never agree."
-            )
+        _refuse_disjoint(sides, kinds, lead)
     return x, y
 
 
-def _categorical_order(*sides: Any) -> list[Any] | None:
+# The end of every label-mismatch message: why the labels are refused rather than compared.
+_NEVER_AGREE = "so no item could ever count as agreeing and kappa would measure the encoding, not the judge."
+
+
+def _refuse_mixed(side: Side, kind: dict[str, list[Any]], lead: str) -> None:
+    """One side mixing text with numbers or booleans."""
+    if "text" in kind and ("number" in kind or "bool" in kind):
+        other = kind.get("number", []) + kind.get("bool", [])
+        spelled = _numeric_text(kind["text"])
+        fix = f"{side.expr}.astype({spelled})" if spelled else f"{side.expr}.astype(str)"
+        raise LabelMismatchError(
+            f"{lead}{side.name} mixes text labels ({_show(kind['text'])}) with numbers or booleans "
+            f"({_show(other)}); '1' != 1, {_NEVER_AGREE} Use one type, e.g. {side.target} = {fix}."
+        )
+
+
+def _refuse_text_against(ts: Side, tk: dict[str, list[Any]], os_: Side, ok: dict[str, list[Any]], lead: str,
+                         positive: Any) -> None:
+    """Text labels on side ``ts`` against numbers or booleans on side ``os_``: always refused, with the fix."""
+    if "bool" in ok:
+        label = _suggested_pass_label(tk["text"], positive)
+        raise LabelMismatchError(
+            f"{lead}{ts.name} holds text labels ({_show(tk['text'])}) but {os_.name} holds booleans "
+            f"({_show(ok['bool'])}); text never equals True or False, {_NEVER_AGREE} Turn the text into booleans, "
+            f"e.g. {ts.target} = {ts.expr} == {label!r} (with the label that means pass), and pass positive=True."
+        )
+    other = ok.get("number", [])
+    what = "numbers" if other else f"{'/'.join(sorted(ok))} values"
+    shown = other or [v for vs in ok.values() for v in vs]
+    spelled = _numeric_text(tk["text"])
+    if spelled:
+        fix = f"Convert the text to numbers, e.g. {ts.target} = {ts.expr}.astype({spelled})."
+    else:
+        mapping = ", ".join(f"{v!r}: ..." for v in sorted(tk["text"])[:4])
+        fix = (f"Map each text label to the number it stands for, e.g. {ts.target} = "
+               f"{ts.expr}.map({{{mapping}}}).")
+    raise LabelMismatchError(
+        f"{lead}{ts.name} holds text labels ({_show(tk['text'])}) but {os_.name} holds {what} "
+        f"({_show(shown)}); text never equals a number ('1' != 1), {_NEVER_AGREE} {fix}"
+    )
+
+
+def _refuse_bools_against_numbers(sides: tuple[Side, Side], kinds: tuple[dict[str, list[Any]], ...],
+                                  has_bool: list[bool], lead: str) -> None:
+    """Booleans against numbers: fine when every number is 0 or 1 (True is 1), refused otherwise."""
+    numbers_seen = kinds[0].get("number", []) + kinds[1].get("number", [])
+    if all(v in (0, 1) for v in numbers_seen):
+        return
+    n_side = 0 if "number" in kinds[0] and not has_bool[0] else 1
+    if "number" not in kinds[n_side]:
+        n_side = 1 - n_side
+    ns, bs = sides[n_side], sides[1 - n_side]
+    odd = [v for v in kinds[n_side]["number"] if v not in (0, 1)]
+    fix = (f"pass {ns.threshold}= (a value >= the threshold is a pass), e.g. {ns.threshold}=3"
+           if ns.threshold else f"e.g. {ns.target} = {ns.expr} >= 3")
+    raise LabelMismatchError(
+        f"{lead}{ns.name} holds numbers other than 0 and 1 ({_show(odd)}) but {bs.name} holds booleans; True "
+        f"only equals 1 and False 0, {_NEVER_AGREE} Turn the numbers into pass/fail first: {fix}."
+    )
+
+
+def _refuse_disjoint(sides: tuple[Side, Side], kinds: tuple[dict[str, list[Any]], ...], lead: str) -> None:
+    """Two sides with no label in common, one of them using two or more labels (not for 0/1 codings)."""
+    sets = [set().union(*k.values()) for k in kinds]
+    try:
+        common = sets[0] & sets[1]
+    except TypeError:
+        return
+    binary = all(v in (0, 1) and _kind(v) in ("bool", "number") for v in sets[0] | sets[1])
+    if not common and not binary and max(len(sets[0]), len(sets[1])) >= 2:
+        a, b = sides
+        mapping = ", ".join(f"{v!r}: ..." for v in sorted(sets[1], key=repr)[:4])
+        raise LabelMismatchError(
+            f"{lead}{a.name} uses the labels ({_show(list(sets[0]))}) and {b.name} uses "
+            f"({_show(list(sets[1]))}): no label in common, {_NEVER_AGREE} Map one side onto the other's labels, "
+            f"e.g. {b.target} = {b.expr}.map({{{mapping}}}) (each to one of the labels of {a.name}), or pass "
+            "labels=[...] listing every category if the two really never agree."
+        )
+
+
+def categorical_order(*sides: Any) -> list[Any] | None:
     """The categories, lowest first, when every side is an ordered pandas Categorical with the same ones.
 
     An ordered Categorical already says the order a weighted kappa needs, so it stands for ``labels=``;
@@ -335,7 +361,7 @@ def _categorical_order(*sides: Any) -> list[Any] | None:
     Examples
     --------
     >>> levels = pd.CategoricalDtype(["low", "mid", "high"], ordered=True)
-    >>> _categorical_order(pd.Series(["low", "high"], dtype=levels), pd.Series(["mid", "mid"], dtype=levels))
+    >>> categorical_order(pd.Series(["low", "high"], dtype=levels), pd.Series(["mid", "mid"], dtype=levels))
     ['low', 'mid', 'high']
     """
     orders = []
@@ -347,7 +373,7 @@ def _categorical_order(*sides: Any) -> list[Any] | None:
     return orders[0] if all(order == orders[0] for order in orders) else None
 
 
-def _refuse_text_order(labs: list[Any], labels: Any, *, needs: str, holders: str, where: str, fix: str) -> None:
+def refuse_text_order(labs: list[Any], labels: Any, *, needs: str, holders: str, caller: str, fix: str) -> None:
     """Refuse text labels for a statistic that needs the categories' order, unless ``labels=`` gives it.
 
     Sorted, text falls in alphabetical order ('high' < 'low' < 'mid'), which is rarely the order the
@@ -360,7 +386,7 @@ def _refuse_text_order(labs: list[Any], labels: Any, *, needs: str, holders: str
     text = [v for v in labs if isinstance(v, str)]
     if not text:
         return
-    lead = f"{where}: " if where else ""
+    lead = f"{caller}: " if caller else ""
     shown = ", ".join(repr(v) for v in sorted(text)[:8]) + (", ..." if len(text) > 8 else "")
     spelled = _numeric_text(text)
     numbers = (f" They spell numbers: converting them (.astype({spelled})) orders them as numbers."
@@ -373,7 +399,7 @@ def _refuse_text_order(labs: list[Any], labels: Any, *, needs: str, holders: str
     )
 
 
-def _looks_like_scores(values: np.ndarray) -> bool:
+def looks_like_scores(values: np.ndarray) -> bool:
     """Floats with a fractional part are scores, not category labels."""
     if values.dtype.kind in "biu":
         return False
@@ -384,11 +410,11 @@ def _looks_like_scores(values: np.ndarray) -> bool:
     return any(v != int(v) for v in floats)
 
 
-def _binarize(values: np.ndarray, threshold: float | None, name: str) -> np.ndarray:
+def binarize(values: np.ndarray, threshold: float | None, name: str) -> np.ndarray:
     if threshold is None:
         return values
     out = np.empty(values.shape, dtype=object)
-    missing = _missing(values)
+    missing = missing_mask(values)
     try:
         numbers = np.where(missing, np.nan, values).astype(float)
     except (TypeError, ValueError):

@@ -15,16 +15,16 @@ import numpy as np
 import pandas as pd
 
 from raglab._validation import check_option
-from raglab.agreement._common import _LEVELS, _TIES
-from raglab.agreement.labels import _label_codes, _plain_numeric, _refuse_text_order
+from raglab.agreement._common import LEVELS, TIES
+from raglab.agreement.labels import label_codes, plain_numeric, refuse_text_order
 
 __all__ = ["fleiss_kappa", "krippendorff_alpha", "majority_vote"]
 
 
-def _as_matrix(ratings: Any, name: str = "ratings") -> np.ndarray:
+def as_matrix(ratings: Any, name: str = "ratings") -> np.ndarray:
     """Items x raters object matrix from a DataFrame, nested lists or a 2-D array."""
     if isinstance(ratings, pd.DataFrame):
-        if len(ratings.columns) and all(_plain_numeric(t) for t in ratings.dtypes):
+        if len(ratings.columns) and all(plain_numeric(t) for t in ratings.dtypes):
             matrix = ratings.to_numpy()
         else:
             matrix = ratings.to_numpy(dtype=object, na_value=None)
@@ -33,7 +33,7 @@ def _as_matrix(ratings: Any, name: str = "ratings") -> np.ndarray:
             matrix = np.asarray(ratings)
         except (TypeError, ValueError):
             matrix = np.asarray(ratings, dtype=object)
-        if not _plain_numeric(matrix.dtype):
+        if not plain_numeric(matrix.dtype):
             matrix = np.asarray(ratings, dtype=object)
     if matrix.ndim != 2:
         raise ValueError(
@@ -82,8 +82,8 @@ def fleiss_kappa(
         if table.ndim != 2 or (table < 0).any():
             raise ValueError("with counts=True, `ratings` must be an items x categories table of non-negative counts")
     else:
-        matrix = _as_matrix(ratings)
-        (codes,), labs, _ = _label_codes([matrix], labels, need_order=False)
+        matrix = as_matrix(ratings)
+        (codes,), labs, _ = label_codes([matrix], labels, need_order=False)
         table = _unit_counts(codes, len(labs))
     per_item = table.sum(1)
     m = per_item.max() if len(per_item) else 0
@@ -134,12 +134,12 @@ def krippendorff_alpha(
     >>> round(krippendorff_alpha(ratings, level="ordinal"), 3)
     0.774
     """
-    check_option("level", level, _LEVELS)
-    matrix = _as_matrix(ratings)
-    (codes,), labs, _ = _label_codes([matrix], labels, need_order=level != "nominal")
+    check_option("level", level, LEVELS)
+    matrix = as_matrix(ratings)
+    (codes,), labs, _ = label_codes([matrix], labels, need_order=level != "nominal")
     if level == "ordinal":
-        _refuse_text_order(labs, labels, needs="level='ordinal' measures disagreement by the ranks of the values",
-                           holders="`ratings`", where="krippendorff_alpha", fix="labels")
+        refuse_text_order(labs, labels, needs="level='ordinal' measures disagreement by the ranks of the values",
+                           holders="`ratings`", caller="krippendorff_alpha", fix="labels")
     k = len(labs)
     table = _unit_counts(codes, k)
     m = table.sum(1)
@@ -221,22 +221,22 @@ def majority_vote(
     >>> majority_vote([[1, 1, 0], [1, 0, None], [0, 0, 0]], ties="low").tolist()
     [1, 0, 0]
     """
-    check_option("ties", ties, _TIES)
-    return _majority(_as_matrix(ratings), labels, ties)[0]
+    check_option("ties", ties, TIES)
+    return majority_labels(as_matrix(ratings), labels, ties)[0]
 
 
-def _majority(
-    matrix: np.ndarray, labels: Any, ties: str, holders: str = "`ratings`", where: str = "majority_vote"
+def majority_labels(
+    matrix: np.ndarray, labels: Any, ties: str, holders: str = "`ratings`", caller: str = "majority_vote"
 ) -> tuple[np.ndarray, np.ndarray]:
     """The majority label per item (None when unrated or a dropped tie), and which items were tied.
 
-    ``holders`` and ``where`` name the raters and the caller in the error that refuses text labels
+    ``holders`` and ``caller`` name the raters and the caller in the error that refuses text labels
     for ``ties="low"`` / ``"high"`` without ``labels=`` (their order is not known).
     """
-    (codes,), labs, _ = _label_codes([matrix], labels, need_order=ties != "drop")
+    (codes,), labs, _ = label_codes([matrix], labels, need_order=ties != "drop")
     if ties != "drop":
-        _refuse_text_order(labs, labels, needs=f"ties={ties!r} picks the {'lowest' if ties == 'low' else 'highest'} "
-                           "of the tied labels", holders=holders, where=where, fix="labels")
+        refuse_text_order(labs, labels, needs=f"ties={ties!r} picks the {'lowest' if ties == 'low' else 'highest'} "
+                           "of the tied labels", holders=holders, caller=caller, fix="labels")
     chosen, tied, _ = _majority_codes(codes, len(labs), ties)
     out = np.empty(len(chosen), dtype=object)
     lookup = np.empty(len(labs) + 1, dtype=object)

@@ -2,10 +2,11 @@
 
 :func:`report` compares a judge's labels with human labels of the same items, in named steps:
 the checks of its options (:func:`_check_options`), how the two sides are named in messages
-(:func:`_naming`), the label preparation (:func:`_prepare_labels`: thresholds, refusals, coding,
-the pass label), the rates and their intervals (:func:`_binary_statistics`), the cluster bootstrap
-when ``units`` is given (:func:`raglab.agreement.clusters._cluster_intervals`), the warnings
-(:func:`_report_warnings`) and the assembled :class:`AgreementReport`.
+(:func:`side_naming`), the label preparation (:func:`_prepare_labels`: thresholds, refusals, coding,
+the pass label), kappa, the rates and their intervals (:func:`_statistics`, with the pass/fail rates
+in :func:`_binary_statistics` and the cluster bootstrap when ``units`` is given in
+:func:`raglab.agreement.clusters.cluster_intervals`), the warnings (:func:`_report_warnings`) and the
+assembled :class:`AgreementReport`.
 :func:`judge_vs_majority` forms the human majority of several raters and reports on it.
 """
 
@@ -23,40 +24,42 @@ from raglab._interval import Interval
 from raglab._validation import check_level, check_option
 from raglab._validation import warn as _warn
 from raglab.agreement._common import (
-    _DISTANCES,
-    _KAPPA_METHODS,
-    _THRESHOLDS_TEXT,
-    _TIES,
-    _WEIGHTS,
+    BINARY_STATISTICS,
+    DISTANCES,
+    KAPPA_METHODS,
     KAPPA_UNTRUSTED,
+    THRESHOLDS_TEXT,
+    TIES,
+    WEIGHTS,
     FragileIntervalWarning,
     LowAgreementWarning,
-    _check_resamples,
-    _percentile,
+    check_resamples,
+    percentile,
+    plain,
 )
-from raglab.agreement.clusters import _cluster_intervals, _table_statistics, _unit_codes
+from raglab.agreement.clusters import cluster_intervals, item_clusters, table_statistics
 from raglab.agreement.kappa import (
-    _confusion,
-    _disagreement_weights,
-    _item_tables,
-    _kappa_interval,
-    _refuse_unordered,
+    confusion_counts,
+    disagreement_weights,
+    item_bootstrap_tables,
+    refuse_unordered,
+    table_kappa_interval,
 )
 from raglab.agreement.labels import (
-    _arg_side,
-    _as_labels,
-    _binarize,
-    _categorical_order,
-    _check_comparable,
-    _column_side,
-    _label_codes,
-    _looks_like_scores,
-    _missing,
-    _pair,
-    _Side,
+    Side,
+    arg_side,
+    as_labels,
+    binarize,
+    categorical_order,
+    check_comparable,
+    column_side,
+    label_codes,
+    looks_like_scores,
+    missing_mask,
+    pair_labels,
 )
-from raglab.agreement.raters import _as_matrix, _majority
-from raglab.agreement.result import AgreementReport, _plain
+from raglab.agreement.raters import as_matrix, majority_labels
+from raglab.agreement.result import AgreementReport
 from raglab.stats import proportion_interval
 
 __all__ = ["judge_vs_majority", "report"]
@@ -183,11 +186,11 @@ def _check_options(
     weights: str | None, distance: str, method: str, ci: float, n_resamples: int, units: Any
 ) -> float:
     """Check the report's options; return the confidence level as a float."""
-    check_option("weights", weights, _WEIGHTS)
-    check_option("distance", distance, _DISTANCES)
-    check_option("method", method, _KAPPA_METHODS)
+    check_option("weights", weights, WEIGHTS)
+    check_option("distance", distance, DISTANCES)
+    check_option("method", method, KAPPA_METHODS)
     level = check_level(ci)
-    _check_resamples(n_resamples)
+    check_resamples(n_resamples)
     if units is not None and method in ("analytic", "adjusted"):
         raise ValueError(
             f"units= resamples whole clusters for every interval, kappa's included; method={method!r} would "
@@ -196,7 +199,7 @@ def _check_options(
     return level
 
 
-def _check_names(names: Any) -> tuple[Any, Any] | None:
+def check_names(names: Any) -> tuple[Any, Any] | None:
     if names is None:
         return None
     if isinstance(names, (str, bytes)) or not isinstance(names, Sequence) or len(names) != 2:
@@ -204,32 +207,32 @@ def _check_names(names: Any) -> tuple[Any, Any] | None:
     return names[0], names[1]
 
 
-def _naming(
+def side_naming(
     human: Any,
     judge: Any,
     names: tuple[Any, Any] | None,
     rows: pd.DataFrame | None,
-    sides: tuple[_Side, _Side] | None,
-    where: str | None,
-) -> tuple[tuple[Any, Any], tuple[_Side, _Side], str]:
+    sides: tuple[Side, Side] | None,
+    caller: str | None,
+) -> tuple[tuple[Any, Any], tuple[Side, Side], str]:
     """The two sides' names, how errors show them and fix them, and the prefix of every message."""
     if names is None:
         names = (
             str(human.name) if isinstance(human, pd.Series) and human.name is not None else "human",
             str(judge.name) if isinstance(judge, pd.Series) and judge.name is not None else "judge",
         )
-    if where is None:
-        where = "rag.agreement" if rows is not None else "report"
+    if caller is None:
+        caller = "rag.agreement" if rows is not None else "report"
     if sides is None:
         if rows is not None:
-            sides = (_column_side(names[0], "human_threshold"), _column_side(names[1], "judge_threshold"))
+            sides = (column_side(names[0], "human_threshold"), column_side(names[1], "judge_threshold"))
         else:
-            sides = (_arg_side("human", "human_threshold"), _arg_side("judge", "judge_threshold"))
+            sides = (arg_side("human", "human_threshold"), arg_side("judge", "judge_threshold"))
             sides = tuple(  # type: ignore[assignment]
-                _Side(f"{s.name} ({shown!r})", s.target, s.expr, s.threshold) if shown != arg else s
+                Side(f"{s.name} ({shown!r})", s.target, s.expr, s.threshold) if shown != arg else s
                 for s, shown, arg in zip(sides, names, ("human", "judge"))
             )
-    return names, sides, where
+    return names, sides, caller
 
 
 def _item_index(ids: Any, human: Any, judge: Any, n: int) -> pd.Index:
@@ -246,7 +249,7 @@ def _item_index(ids: Any, human: Any, judge: Any, n: int) -> pd.Index:
     return pd.RangeIndex(n)
 
 
-def _check_rows(rows: Any, n: int) -> None:
+def check_rows(rows: Any, n: int) -> None:
     """``rows``, when given, is the DataFrame the ``n`` labels come from (used to name columns in errors)."""
     if rows is None:
         return
@@ -256,9 +259,9 @@ def _check_rows(rows: Any, n: int) -> None:
         raise ValueError(f"`rows` must hold one row per item: got {len(rows)} rows for {n} items")
 
 
-def _refuse_side(values: np.ndarray, threshold: Any, who: str) -> None:
+def refuse_side(values: np.ndarray, threshold: Any, who: str) -> None:
     """Fractional scores without a threshold are not labels: refuse them, naming the keyword."""
-    if threshold is None and _looks_like_scores(values):
+    if threshold is None and looks_like_scores(values):
         example = next(float(v) for v in values if isinstance(v, (float, np.floating)) and np.isfinite(v) and v != int(v))
         raise ValueError(
             f"the {who} column holds scores (e.g. {example!r}), not labels; pass {who}_threshold= to turn "
@@ -267,11 +270,11 @@ def _refuse_side(values: np.ndarray, threshold: Any, who: str) -> None:
 
 
 def _refuse_scores(x: np.ndarray, y: np.ndarray, human_threshold: Any, judge_threshold: Any) -> None:
-    _refuse_side(x, human_threshold, "human")
-    _refuse_side(y, judge_threshold, "judge")
+    refuse_side(x, human_threshold, "human")
+    refuse_side(y, judge_threshold, "judge")
 
 
-def _pass_label(labs: list[Any], positive: Any, labels: Any) -> tuple[list[Any], Any]:
+def pass_label(labs: list[Any], positive: Any, labels: Any) -> tuple[list[Any], Any]:
     """The pass label (inferred as 1/True for 0/1 or boolean labels), checked against the labels."""
     if positive is None and len(labs) <= 2 and set(labs) <= {0, 1}:
         positive = True if any(isinstance(v, (bool, np.bool_)) for v in labs) else 1
@@ -327,29 +330,29 @@ def _prepare_labels(
     ids: Any,
     units: Any,
     rows: pd.DataFrame | None,
-    sides: tuple[_Side, _Side],
-    where: str,
+    sides: tuple[Side, Side],
+    caller: str,
 ) -> _Labels:
     """Pair the two sides, apply thresholds, refuse labels that can never match, and code them."""
     if labels is None and weights is not None:
-        labels = _categorical_order(human, judge)  # ordered Categoricals carry the order a weighted kappa needs
-    x, y = _pair(human, judge, ("human", "judge"))
+        labels = categorical_order(human, judge)  # ordered Categoricals carry the order a weighted kappa needs
+    x, y = pair_labels(human, judge, ("human", "judge"))
     index = _item_index(ids, human, judge, len(x))
-    _check_rows(rows, len(x))
-    clusters, units_name = (None, None) if units is None else _unit_codes(units, len(x))
+    check_rows(rows, len(x))
+    clusters, units_name = (None, None) if units is None else item_clusters(units, len(x))
     _refuse_scores(x, y, human_threshold, judge_threshold)
-    x = _binarize(x, human_threshold, "human")
-    y = _binarize(y, judge_threshold, "judge")
+    x = binarize(x, human_threshold, "human")
+    y = binarize(y, judge_threshold, "judge")
     if (human_threshold is not None or judge_threshold is not None) and positive is None:
         positive = True
     shown_x, shown_y = x, y
-    x, y = _check_comparable(x, y, sides, where=where, labels=labels, positive=positive)
-    (ca, cb), labs, _ = _label_codes([x, y], labels, need_order=weights is not None)
-    _refuse_unordered(labs, labels, weights, distance, sides, where)
+    x, y = check_comparable(x, y, sides, caller=caller, labels=labels, positive=positive)
+    (ca, cb), labs, _ = label_codes([x, y], labels, need_order=weights is not None)
+    refuse_unordered(labs, labels, weights, distance, sides, caller)
     keep = (ca >= 0) & (cb >= 0)
     if not keep.any():
         raise ValueError("no item has both a human and a judge label; nothing to compare")
-    labs, positive = _pass_label(labs, positive, labels)
+    labs, positive = pass_label(labs, positive, labels)
     return _Labels(shown_x, shown_y, ca[keep], cb[keep], keep, labs, positive, index, clusters, units_name)
 
 
@@ -367,9 +370,7 @@ def _binary_statistics(
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """The pass/fail statistics against the ``pos`` label: values, counts, and (in place) intervals."""
     n = int(table.sum())
-    binary: dict[str, Any] = dict.fromkeys(
-        ("sensitivity", "specificity", "miss_rate", "human_positive_rate", "judge_positive_rate", "attenuation")
-    )
+    binary: dict[str, Any] = dict.fromkeys(BINARY_STATISTICS)
     hp = int(table.sum(1)[pos])
     hn = n - hp
     tp = int(table[pos, pos])
@@ -404,8 +405,8 @@ def _binary_statistics(
         # On the validation items the correction returns the people's rate; its interval
         # resamples the items, so sensitivity, specificity and the judge's rate (estimated
         # from the same items) are re-estimated together in each resample.
-        boot = _table_statistics(item_tables, dis, pos)["corrected_pass_rate"]
-        low, high = _percentile(boot, level)
+        boot = table_statistics(item_tables, dis, pos)["corrected_pass_rate"]
+        low, high = percentile(boot, level)
         intervals["corrected_pass_rate"] = Interval(
             binary["human_positive_rate"], low, high,
             method=f"rogan-gladen on the validation items: bootstrap over the {n} items, re-estimating "
@@ -464,9 +465,90 @@ def _report_warnings(positive: Any, counts: dict[str, int], kappa: float) -> lis
     if not math.isnan(kappa) and kappa < KAPPA_UNTRUSTED:
         low_agreement.append(
             f"kappa = {kappa:.3f} is below {KAPPA_UNTRUSTED}: this judge should not be trusted "
-            f"({_THRESHOLDS_TEXT}). Look at report.disagreements, fix the judge and re-measure on fresh labels."
+            f"({THRESHOLDS_TEXT}). Look at report.disagreements, fix the judge and re-measure on fresh labels."
         )
     return low_agreement
+
+
+@dataclass(frozen=True)
+class _Statistics:
+    """The report's numbers: the confusion counts, every interval, the pass/fail rates and the notes."""
+
+    table: np.ndarray  # k x k counts, human labels as rows
+    intervals: dict[str, Interval]
+    binary: dict[str, Any]
+    counts: dict[str, int]
+    n_clusters: int | None
+    design_effects: dict[str, float]
+    se_sp_draws: np.ndarray | None
+    messages: list[str]  # why an interval is fragile (issued as FragileIntervalWarning)
+
+
+def _repeated_questions(rows: pd.DataFrame | None) -> str | None:
+    """A note when rows repeat a question id: they are not independent items, so the intervals are too narrow."""
+    if rows is None or "question_id" not in rows.columns:
+        return None
+    repeated = rows["question_id"].astype(str).value_counts()
+    repeated = repeated[repeated > 1]
+    if not len(repeated):
+        return None
+    return (
+        f"question ids repeat ({len(repeated)} id(s), e.g. {repeated.index[0]!r} {int(repeated.iloc[0])} times): "
+        "each row counts as an independent item, so the intervals are too narrow if these are one question's "
+        "labels; drop the repeats, or pass units='question_id' to resample whole questions")
+
+
+def _statistics(
+    prepared: _Labels,
+    *,
+    weights: str | None,
+    distance: str,
+    level: float,
+    method: str,
+    n_resamples: int,
+    seed: int | None,
+    rows: pd.DataFrame | None,
+) -> _Statistics:
+    """Kappa, the rates and their intervals (item or cluster bootstrap), in one pass over the random stream."""
+    n, k, pos = prepared.n, prepared.k, prepared.pos
+    dis = disagreement_weights(prepared.labels, weights, distance)
+    table = confusion_counts(prepared.ca, prepared.cb, k)
+    clustered = prepared.clusters is not None
+    messages: list[str] = []
+    rng = np.random.default_rng(seed)
+    # One item bootstrap serves kappa's bootstrap interval, the corrected pass rate and (with units)
+    # the design effects; with units, one cluster bootstrap serves every interval.
+    need_items = method == "bootstrap" or pos is not None or clustered
+    item_tables = item_bootstrap_tables(table, n_resamples, rng) if need_items else None
+    kappa_iv, note = table_kappa_interval(table, dis, ci=level, method="bootstrap" if clustered else method,
+                                     n_resamples=n_resamples, seed=seed, boot_tables=item_tables)
+    if not clustered:
+        messages += [m for m in (note, _repeated_questions(rows)) if m]
+    intervals: dict[str, Interval] = {"agreement": proportion_interval(int(np.trace(table)), n, ci=level),
+                                      "kappa": kappa_iv}
+    denominators = {"agreement": n, "kappa": n}
+    binary: dict[str, Any] = dict.fromkeys(BINARY_STATISTICS)
+    counts: dict[str, int] = {}
+    if pos is not None:
+        binary, counts = _binary_statistics(table, pos, intervals, denominators, dis=dis, item_tables=item_tables,
+                                            level=level, n_resamples=n_resamples, seed=seed)
+    n_clusters, design_effects, se_sp_draws = None, {}, None
+    if clustered:
+        n_clusters, design_effects, se_sp_draws, message = cluster_intervals(
+            intervals, denominators, clusters=prepared.clusters[prepared.keep], cells=prepared.ca * k + prepared.cb,
+            k=k, dis=dis, pos=pos, item_tables=item_tables, rng=rng, level=level, n_resamples=n_resamples, seed=seed,
+        )
+        if message:
+            messages.append(message)
+    return _Statistics(table, intervals, binary, counts, n_clusters, design_effects, se_sp_draws, messages)
+
+
+def _issue(low_agreement: list[str], messages: list[str], caller: str) -> None:
+    """The report's warnings as Python warnings (``warn=True``)."""
+    for message in low_agreement:
+        _warn(message, LowAgreementWarning)
+    for message in messages:
+        _warn(f"{caller}: {message}", FragileIntervalWarning)
 
 
 def _report(
@@ -490,92 +572,51 @@ def _report(
     n_ties: int = 0,
     ties: str | None = None,
     units: Any = None,
-    sides: tuple[_Side, _Side] | None = None,
-    where: str | None = None,
+    sides: tuple[Side, Side] | None = None,
+    caller: str | None = None,
 ) -> AgreementReport:
     """:func:`report`, plus what :func:`judge_vs_majority` passes: ties, and how the sides are named."""
     level = _check_options(weights, distance, method, ci, n_resamples, units)
-    names, sides, where = _naming(human, judge, _check_names(names), rows, sides, where)
+    names, sides, caller = side_naming(human, judge, check_names(names), rows, sides, caller)
     prepared = _prepare_labels(
         human, judge, positive=positive, labels=labels, weights=weights, distance=distance,
         human_threshold=human_threshold, judge_threshold=judge_threshold, ids=ids, units=units, rows=rows,
-        sides=sides, where=where,
+        sides=sides, caller=caller,
     )
-    n, k, pos, positive = prepared.n, prepared.k, prepared.pos, prepared.positive
-    dis = _disagreement_weights(prepared.labels, weights, distance)
-    table = _confusion(prepared.ca, prepared.cb, k)
-    clustered = prepared.clusters is not None
-    messages: list[str] = []
-    rng = np.random.default_rng(seed)
-    # One item bootstrap serves kappa's bootstrap interval, the corrected pass rate and (with units)
-    # the design effects; with units, one cluster bootstrap serves every interval.
-    need_items = method == "bootstrap" or pos is not None or clustered
-    item_tables = _item_tables(table, n_resamples, rng) if need_items else None
-    kappa_iv, note = _kappa_interval(table, dis, ci=level, method="bootstrap" if clustered else method,
-                                     n_resamples=n_resamples, seed=seed, boot_tables=item_tables)
-    if note and not clustered:
-        messages.append(note)
-    if not clustered and rows is not None and "question_id" in rows.columns:
-        repeated = rows["question_id"].astype(str).value_counts()
-        repeated = repeated[repeated > 1]
-        if len(repeated):  # rows of one question are not independent items: the intervals would be too narrow
-            messages.append(
-                f"question ids repeat ({len(repeated)} id(s), e.g. {repeated.index[0]!r} {int(repeated.iloc[0])} times): "
-                "each row counts as an independent item, so the intervals are too narrow if these are one question's "
-                "labels; drop the repeats, or pass units='question_id' to resample whole questions")
-    same = int(np.trace(table))
-    intervals: dict[str, Interval] = {"agreement": proportion_interval(same, n, ci=level), "kappa": kappa_iv}
-    denominators = {"agreement": n, "kappa": n}
-    binary: dict[str, Any] = dict.fromkeys(
-        ("sensitivity", "specificity", "miss_rate", "human_positive_rate", "judge_positive_rate", "attenuation")
-    )
-    counts: dict[str, int] = {}
-    if pos is not None:
-        binary, counts = _binary_statistics(table, pos, intervals, denominators, dis=dis, item_tables=item_tables,
-                                            level=level, n_resamples=n_resamples, seed=seed)
-    n_clusters, design_effects, se_sp_draws = None, {}, None
-    if clustered:
-        n_clusters, design_effects, se_sp_draws, message = _cluster_intervals(
-            intervals, denominators, clusters=prepared.clusters[prepared.keep], cells=prepared.ca * k + prepared.cb,
-            k=k, dis=dis, pos=pos, item_tables=item_tables, rng=rng, level=level, n_resamples=n_resamples, seed=seed,
-        )
-        kappa_iv = intervals["kappa"]
-        if message:
-            messages.append(message)
-    confusion, per_class, disagreements = _tables(table, prepared, names, rows)
-    low_agreement = _report_warnings(positive, counts, kappa_iv.estimate)
+    numbers = _statistics(prepared, weights=weights, distance=distance, level=level, method=method,
+                          n_resamples=n_resamples, seed=seed, rows=rows)
+    kappa_iv = numbers.intervals["kappa"]
+    confusion, per_class, disagreements = _tables(numbers.table, prepared, names, rows)
+    low_agreement = _report_warnings(prepared.positive, numbers.counts, kappa_iv.estimate)
     if warn:
-        for message in low_agreement:
-            _warn(message, LowAgreementWarning)
-        for message in messages:
-            _warn(f"{where}: {message}", FragileIntervalWarning)
+        _issue(low_agreement, numbers.messages, caller)
     return AgreementReport(
-        n=n,
+        n=prepared.n,
         n_excluded=int((~prepared.keep).sum()),
         labels=prepared.labels,
-        positive=positive,
+        positive=prepared.positive,
         kappa=kappa_iv.estimate,
         kappa_interval=kappa_iv,
-        agreement=same / n,
+        agreement=int(np.trace(numbers.table)) / prepared.n,
         confusion=confusion,
         per_class_recall=per_class,
         weights=weights,
         distance=distance,
-        corrected_pass_rate=intervals.get("corrected_pass_rate"),
-        intervals=intervals,
+        corrected_pass_rate=numbers.intervals.get("corrected_pass_rate"),
+        intervals=numbers.intervals,
         disagreements=disagreements,
         human_name=names[0],
         judge_name=names[1],
         n_ties=n_ties,
         ties=ties,
-        n_clusters=n_clusters,
+        n_clusters=numbers.n_clusters,
         units_name=prepared.units_name,
-        design_effects=design_effects,
-        warnings=low_agreement + messages,
-        _counts=counts,
-        _se_sp_draws=se_sp_draws,
-        _warned=bool(warn and (low_agreement or messages)),
-        **binary,
+        design_effects=numbers.design_effects,
+        warnings=low_agreement + numbers.messages,
+        _counts=numbers.counts,
+        _se_sp_draws=numbers.se_sp_draws,
+        _warned=bool(warn and (low_agreement or numbers.messages)),
+        **numbers.binary,
     )
 
 
@@ -646,51 +687,49 @@ def judge_vs_majority(
     >>> rep.n, rep.n_ties, rep.miss_rate
     (3, 1, 1.0)
     """
-    check_option("ties", ties, _TIES)
-    matrix = _as_matrix(ratings)
+    check_option("ties", ties, TIES)
+    matrix = as_matrix(ratings)
     if rating_threshold is not None:
         matrix = _threshold_ratings(matrix, rating_threshold)
         if positive is None:
             positive = True
     if rows is not None and isinstance(ratings, pd.DataFrame):
-        holders, caller = f"the rater columns {[_plain(c) for c in ratings.columns]!r}", "rag.agreement"
+        holders, caller = f"the rater columns {[plain(c) for c in ratings.columns]!r}", "rag.agreement"
     else:
         holders, caller = "`ratings`", "judge_vs_majority"
-    majority, tied = _majority(matrix, labels, ties, holders, caller)
-    j = _as_labels(judge, "judge")
+    majority, tied = majority_labels(matrix, labels, ties, holders, caller)
+    j = as_labels(judge, "judge")
     if len(j) != len(majority):
         raise ValueError(f"`ratings` has {len(majority)} items but `judge` has {len(j)} labels")
     if judge_threshold is not None:
-        j = _binarize(j, judge_threshold, "judge")
+        j = binarize(j, judge_threshold, "judge")
         if positive is None:
             positive = True
     n_ties = int(tied.sum()) if ties == "drop" else 0
     if ids is None and isinstance(ratings, pd.DataFrame):
         ids = ratings.index
-    names = _check_names(names)
+    names = check_names(names)
     if names is None:
         judge_name = str(judge.name) if isinstance(judge, pd.Series) and judge.name is not None else "judge"
         names = ("human majority", judge_name)
     if rows is not None and isinstance(ratings, pd.DataFrame):
-        columns = [_plain(c) for c in ratings.columns]
+        columns = [plain(c) for c in ratings.columns]
         ref = f"df[{columns!r}]"
-        sides = (_Side(f"the majority of {columns!r}", ref, ref, "human_threshold"),
-                 _column_side(names[1], "judge_threshold"))
-        where = "rag.agreement"
+        sides = (Side(f"the majority of {columns!r}", ref, ref, "human_threshold"),
+                 column_side(names[1], "judge_threshold"))
     else:
-        sides = (_Side("`ratings` (their majority)", "ratings", "pd.DataFrame(ratings)", "rating_threshold"),
-                 _arg_side("judge", "judge_threshold"))
-        where = "judge_vs_majority"
+        sides = (Side("`ratings` (their majority)", "ratings", "pd.DataFrame(ratings)", "rating_threshold"),
+                 arg_side("judge", "judge_threshold"))
     return _report(
         majority, j, positive=positive, labels=None, weights=None, distance="rank", human_threshold=None,
         judge_threshold=None, ci=ci, method=method, n_resamples=n_resamples, seed=seed, ids=ids, warn=warn,
-        names=names, n_ties=n_ties, ties=ties, rows=rows, units=units, sides=sides, where=where,
+        names=names, n_ties=n_ties, ties=ties, rows=rows, units=units, sides=sides, caller=caller,
     )
 
 
 def _threshold_ratings(matrix: np.ndarray, rating_threshold: float) -> np.ndarray:
     """Each rating as pass/fail (``rating >= rating_threshold``); missing ratings stay None."""
-    missing = _missing(matrix)
+    missing = missing_mask(matrix)
     try:
         numbers = np.where(missing, np.nan, matrix).astype(float)
     except (TypeError, ValueError):

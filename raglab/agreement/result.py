@@ -18,18 +18,24 @@ import pandas as pd
 from raglab._interval import Interval
 from raglab._results import DECISION_COLOURS, ResultBase
 from raglab._validation import check_level, check_option
-from raglab.agreement._common import _RG_METHODS, KAPPA_SUBSTANTIAL, KAPPA_UNTRUSTED, _check_resamples
-from raglab.agreement.correction import _rogan_gladen, rogan_gladen
+from raglab.agreement._common import (
+    BINARY_STATISTICS,
+    KAPPA_SUBSTANTIAL,
+    KAPPA_UNTRUSTED,
+    RG_METHODS,
+    check_resamples,
+    plain,
+)
+from raglab.agreement.correction import rogan_gladen, rogan_gladen_interval
 
 __all__ = ["AgreementReport"]
 
 
-_BINARY = ("sensitivity", "specificity", "miss_rate", "human_positive_rate", "judge_positive_rate", "attenuation")
 
 
-def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python value it holds (for JSON)."""
-    return value.item() if isinstance(value, np.generic) else value
+def _number_text(value: Any) -> str:
+    """A rate with three decimals, or n/a (with one human label only, some rates have no denominator)."""
+    return "n/a" if value is None or not np.isfinite(value) else f"{value:.3f}"
 
 
 def _interpret(kappa: float) -> str:
@@ -196,13 +202,13 @@ class AgreementReport(ResultBase):
                 n_resamples=n_resamples,
                 seed=seed,
             )
-        check_option("method", method, _RG_METHODS)
+        check_option("method", method, RG_METHODS)
         if not 0 <= judge_pass_rate <= 1:
             raise ValueError(f"`judge_pass_rate` must be a rate between 0 and 1, got {judge_pass_rate!r}")
         if int(n) != n or n <= 0:
             raise ValueError(f"`n` must be a positive integer, got {n!r}")
-        _check_resamples(n_resamples)
-        return _rogan_gladen(
+        check_resamples(n_resamples)
+        return rogan_gladen_interval(
             judge_pass_rate, self.sensitivity, self.specificity, n=int(n),
             level=check_level(self.kappa_interval.level if ci is None else ci), method=method, n_resamples=n_resamples,
             seed=seed, draws=self._se_sp_draws,
@@ -224,8 +230,21 @@ class AgreementReport(ResultBase):
         )
 
     def _lines(self) -> list[tuple[str, str]]:
-        c = self._counts
-        pct = f"{self.kappa_interval.level:.0%}"
+        """The (label, text) lines of both displays."""
+        out = [("items", self._items_text()), ("raw agreement", f"{self.agreement:.3f}"),
+               ("Cohen's kappa", self._kappa_text())]
+        if self.n_clusters is not None:
+            out.append(("clusters", self._clusters_text()))
+        if self.positive is not None:
+            out += self._pass_fail_lines()
+        else:
+            recall = ", ".join(f"{k!r}: {v:.3f}" for k, v in self.per_class_recall.items())
+            out.append(("per-class recall", recall))
+        out.append(("disagreements", f"{len(self.disagreements)} items (report.disagreements)"))
+        return out
+
+    def _items_text(self) -> str:
+        """The items compared, and why any were left out."""
         items = f"{self.n}"
         if self.n_excluded:
             parts = []
@@ -234,76 +253,51 @@ class AgreementReport(ResultBase):
             if self.n_excluded - self.n_ties:
                 parts.append(f"{self.n_excluded - self.n_ties} with a missing label")
             items += f" ({self.n_excluded} excluded: {', '.join(parts)})"
-        iv = self.kappa_interval
-        bounds = (f"[{iv.low:.3f}, {iv.high:.3f}] {pct} {iv.method}" if np.isfinite(iv.low)
-                  else f"(no interval: {iv.method})")
-        out = [
-            ("items", items),
-            ("raw agreement", f"{self.agreement:.3f}"),
-            (
-                "Cohen's kappa",
-                f"{self.kappa:.3f} {bounds}: {self.interpretation}"
-                + (f" ({self.weights} weights, distance={self.distance!r})" if self.weights else ""),
-            ),
-        ]
-        if self.n_clusters is not None:
-            shown = [(label, self.design_effects.get(key, math.nan))
-                     for key, label in (("kappa", "kappa"), ("agreement", "agreement"), ("miss_rate", "miss rate"))
-                     if key in self.intervals]
-            deff = ", ".join(f"{label} {value:.2f}" for label, value in shown if np.isfinite(value)) or "n/a"
-            named = f" ({self.units_name!r})" if self.units_name else ""
-            worth = self.design_effects.get("kappa", math.nan)
-            worth_text = (f"; the {self.n} items are worth about {self.n / worth:.0f} independent ones for kappa"
-                          if np.isfinite(worth) and worth > 1 else "")
-            out.append((
-                "clusters",
-                f"{self.n_clusters}{named}: intervals resample whole clusters (rates: cluster-robust Wilson over "
-                f"them); design effect (variance with clusters / assuming independent items) {deff}{worth_text}",
-            ))
-        if self.positive is not None:
-            # With one human label only, some rates have no denominator: print n/a, never crash.
-            def num(value: Any) -> str:
-                return "n/a" if value is None or not np.isfinite(value) else f"{value:.3f}"
+        return items
 
-            mr = self.intervals.get("miss_rate")
-            miss = num(self.miss_rate) + (
-                f" [{mr.low:.3f}, {mr.high:.3f}]" if mr is not None and np.isfinite(mr.low) else "")
-            out += [
-                (
-                    "miss rate",
-                    f"{miss}: the judge passed {c['false_pass']} of the {c['human_negative']} items people "
-                    "marked negative",
-                ),
-                (
-                    "sensitivity",
-                    f"{num(self.sensitivity)} ({c['true_pass']}/{c['human_positive']}), specificity "
-                    f"{num(self.specificity)} ({c['true_fail']}/{c['human_negative']})",
-                ),
-                (
-                    "pass rate",
-                    f"judge {num(self.judge_positive_rate)} vs people {num(self.human_positive_rate)}",
-                ),
-                (
-                    "attenuation",
-                    f"{num(self.attenuation)}: a true change d in the pass rate shows as about "
-                    + (f"{self.attenuation:.2f}*d" if num(self.attenuation) != "n/a" else "(n/a)")
-                    + " in the judge's mean",
-                ),
-            ]
-            if self.corrected_pass_rate is not None:
-                rg = self.corrected_pass_rate
-                bounds = f" [{rg.low:.3f}, {rg.high:.3f}]" if np.isfinite(rg.low) else ""
-                out.append(
-                    (
-                        "corrected pass rate",
+    def _kappa_text(self) -> str:
+        iv = self.kappa_interval
+        bounds = (f"[{iv.low:.3f}, {iv.high:.3f}] {iv.level:.0%} {iv.method}" if np.isfinite(iv.low)
+                  else f"(no interval: {iv.method})")
+        return (f"{self.kappa:.3f} {bounds}: {self.interpretation}"
+                + (f" ({self.weights} weights, distance={self.distance!r})" if self.weights else ""))
+
+    def _clusters_text(self) -> str:
+        """The clusters and the design effects of the headline statistics."""
+        shown = [(label, self.design_effects.get(key, math.nan))
+                 for key, label in (("kappa", "kappa"), ("agreement", "agreement"), ("miss_rate", "miss rate"))
+                 if key in self.intervals]
+        deff = ", ".join(f"{label} {value:.2f}" for label, value in shown if np.isfinite(value)) or "n/a"
+        named = f" ({self.units_name!r})" if self.units_name else ""
+        worth = self.design_effects.get("kappa", math.nan)
+        worth_text = (f"; the {self.n} items are worth about {self.n / worth:.0f} independent ones for kappa"
+                      if np.isfinite(worth) and worth > 1 else "")
+        return (f"{self.n_clusters}{named}: intervals resample whole clusters (rates: cluster-robust Wilson over "
+                f"them); design effect (variance with clusters / assuming independent items) {deff}{worth_text}")
+
+    def _pass_fail_lines(self) -> list[tuple[str, str]]:
+        """The lines against the pass label: miss rate, sensitivity, pass rates, attenuation, correction."""
+        c = self._counts
+        num = _number_text
+        mr = self.intervals.get("miss_rate")
+        miss = num(self.miss_rate) + (
+            f" [{mr.low:.3f}, {mr.high:.3f}]" if mr is not None and np.isfinite(mr.low) else "")
+        out = [
+            ("miss rate", f"{miss}: the judge passed {c['false_pass']} of the {c['human_negative']} items people "
+                          "marked negative"),
+            ("sensitivity", f"{num(self.sensitivity)} ({c['true_pass']}/{c['human_positive']}), specificity "
+                            f"{num(self.specificity)} ({c['true_fail']}/{c['human_negative']})"),
+            ("pass rate", f"judge {num(self.judge_positive_rate)} vs people {num(self.human_positive_rate)}"),
+            ("attenuation", f"{num(self.attenuation)}: a true change d in the pass rate shows as about "
+                            + (f"{self.attenuation:.2f}*d" if num(self.attenuation) != "n/a" else "(n/a)")
+                            + " in the judge's mean"),
+        ]
+        if self.corrected_pass_rate is not None:
+            rg = self.corrected_pass_rate
+            bounds = f" [{rg.low:.3f}, {rg.high:.3f}]" if np.isfinite(rg.low) else ""
+            out.append(("corrected pass rate",
                         f"{rg.estimate:.3f}{bounds} (Rogan-Gladen on these items = the people's rate; a check. "
-                        "report.correct(rate, n) for a new run)",
-                    )
-                )
-        else:
-            recall = ", ".join(f"{k!r}: {v:.3f}" for k, v in self.per_class_recall.items())
-            out.append(("per-class recall", recall))
-        out.append(("disagreements", f"{len(self.disagreements)} items (report.disagreements)"))
+                        "report.correct(rate, n) for a new run)"))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -327,8 +321,8 @@ class AgreementReport(ResultBase):
             "n_excluded": self.n_excluded,
             "n_ties": self.n_ties,
             "ties": self.ties,
-            "labels": [_plain(v) for v in self.labels],
-            "positive": _plain(self.positive),
+            "labels": [plain(v) for v in self.labels],
+            "positive": plain(self.positive),
             "weights": self.weights,
             "distance": self.distance,
             "kappa": self.kappa,
@@ -336,11 +330,11 @@ class AgreementReport(ResultBase):
             "kappa_high": self.kappa_high,
             "interpretation": self.interpretation,
             "agreement": self.agreement,
-            **{name: getattr(self, name) for name in _BINARY},
+            **{name: getattr(self, name) for name in BINARY_STATISTICS},
             "n_clusters": self.n_clusters,
             "units_name": self.units_name,
             "confusion": {
-                "labels": [_plain(v) for v in self.confusion.index],
+                "labels": [plain(v) for v in self.confusion.index],
                 "counts": self.confusion.to_numpy().tolist(),
             },
             "intervals": {name: iv.to_dict() for name, iv in self.intervals.items()},

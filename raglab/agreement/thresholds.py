@@ -27,10 +27,17 @@ import pandas as pd
 from raglab._meta import update_meta
 from raglab._results import jsonable
 from raglab._validation import check_int, check_level
-from raglab.agreement._common import _z
-from raglab.agreement.kappa import _kappa_many
-from raglab.agreement.labels import _as_labels, _binarize, _check_comparable, _label_codes, _missing, _pair
-from raglab.agreement.reporting import _check_names, _check_rows, _naming, _pass_label, _refuse_side
+from raglab.agreement._common import normal_quantile
+from raglab.agreement.kappa import kappa_many
+from raglab.agreement.labels import (
+    as_labels,
+    binarize,
+    check_comparable,
+    label_codes,
+    missing_mask,
+    pair_labels,
+)
+from raglab.agreement.reporting import check_names, check_rows, pass_label, refuse_side, side_naming
 from raglab.stats.intervals import _wilson_arrays
 
 _NOMINAL_2X2 = np.array([[0.0, 1.0], [1.0, 0.0]])  # unweighted kappa: any disagreement counts 1
@@ -48,18 +55,18 @@ SWEEP_COLUMNS = (
 _META_SECTION = "threshold_sweep"
 
 
-def _scores(values: np.ndarray, side_name: str, where: str) -> np.ndarray:
+def _scores(values: np.ndarray, side_name: str, caller: str) -> np.ndarray:
     """The judge's scores as floats (missing = NaN); anything that is not a number raises, naming it."""
     if values.dtype.kind in "biuf":
         return values.astype(float)
-    missing = _missing(values)
+    missing = missing_mask(values)
     present = values[~missing]
     bad = [i for i, v in zip(np.flatnonzero(~missing), present)
            if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, np.integer, np.floating, np.bool_))]
     if bad:
         value = values[bad[0]]
         raise TypeError(
-            f"{where}: {side_name} must hold numeric judge scores; found {value!r} at item {bad[0]} "
+            f"{caller}: {side_name} must hold numeric judge scores; found {value!r} at item {bad[0]} "
             f"({len(bad)} non-numeric value(s) in all). Convert them first, e.g. pd.to_numeric(..., errors='coerce') "
             "(unparseable values then count as missing)"
         )
@@ -68,18 +75,18 @@ def _scores(values: np.ndarray, side_name: str, where: str) -> np.ndarray:
     return out
 
 
-def _check_thresholds(thresholds: Any, where: str) -> np.ndarray:
+def _check_thresholds(thresholds: Any, caller: str) -> np.ndarray:
     if isinstance(thresholds, (str, bytes)) or np.ndim(thresholds) > 1:
-        raise TypeError(f"{where}: `thresholds` must be a number or a 1-D sequence of numbers, got {thresholds!r}")
+        raise TypeError(f"{caller}: `thresholds` must be a number or a 1-D sequence of numbers, got {thresholds!r}")
     try:
         values = np.atleast_1d(np.asarray(thresholds, dtype=float))
     except (TypeError, ValueError):
-        raise TypeError(f"{where}: `thresholds` must be numbers, got {thresholds!r}") from None
+        raise TypeError(f"{caller}: `thresholds` must be numbers, got {thresholds!r}") from None
     if values.size == 0:
-        raise ValueError(f"{where}: `thresholds` is empty; pass at least one threshold or leave thresholds=None")
+        raise ValueError(f"{caller}: `thresholds` is empty; pass at least one threshold or leave thresholds=None")
     bad = values[~np.isfinite(values)]
     if bad.size:
-        raise ValueError(f"{where}: `thresholds` must be finite numbers, got {float(bad[0])!r}")
+        raise ValueError(f"{caller}: `thresholds` must be finite numbers, got {float(bad[0])!r}")
     return np.unique(values)
 
 
@@ -205,28 +212,28 @@ def threshold_sweep(
     >>> round(rep.kappa, 3), round(float(row["kappa"]), 3), rep.miss_rate, float(row["miss_rate"])
     (0.72, 0.72, 0.0, 0.0)
     """
-    where = "rag.threshold_sweep" if rows is not None else "threshold_sweep"
-    names, sides, where = _naming(human, judge, _check_names(names), rows, None, where)
+    caller = "rag.threshold_sweep" if rows is not None else "threshold_sweep"
+    names, sides, caller = side_naming(human, judge, check_names(names), rows, None, caller)
     level = check_level(ci)
     max_thresholds = check_int(max_thresholds, "max_thresholds", 2)
-    x, raw_y = _pair(human, judge, ("human", "judge"))
-    _check_rows(rows, len(x))
-    scores = _scores(_as_labels(raw_y, "judge"), sides[1].name, where)
+    x, raw_y = pair_labels(human, judge, ("human", "judge"))
+    check_rows(rows, len(x))
+    scores = _scores(as_labels(raw_y, "judge"), sides[1].name, caller)
     # The human side exactly as report(..., judge_threshold=t) reads it: refusals, threshold, pass label.
-    _refuse_side(x, human_threshold, "human")
-    x = _binarize(x, human_threshold, "human")
+    refuse_side(x, human_threshold, "human")
+    x = binarize(x, human_threshold, "human")
     if positive is None:
         positive = True  # as the report does whenever a threshold makes pass/fail labels
-    x, _ = _check_comparable(x, np.array([True, False], dtype=object), sides, where=where, positive=positive)
-    (codes,), labs, _ = _label_codes([x], None, need_order=False)
+    x, _ = check_comparable(x, np.array([True, False], dtype=object), sides, caller=caller, positive=positive)
+    (codes,), labs, _ = label_codes([x], None, need_order=False)
     # The judge side's labels are True/False; the report's label list holds both sides' labels.
     labs_both = labs + [v for v in (False, True) if v not in labs]
-    labs_both, positive = _pass_label(labs_both, positive, None)
+    labs_both, positive = pass_label(labs_both, positive, None)
     keep = (codes >= 0) & ~np.isnan(scores)
     n, n_excluded = int(keep.sum()), int(len(x) - keep.sum())
     if n == 0:
         raise ValueError(
-            f"{where}: no item has both a human label and a judge score ({int((codes >= 0).sum())} labelled, "
+            f"{caller}: no item has both a human label and a judge score ({int((codes >= 0).sum())} labelled, "
             f"{int((~np.isnan(scores)).sum())} scored, of {len(x)}); nothing to compare"
         )
     human_pass = np.isin(codes[keep], [i for i, v in enumerate(labs) if _same(v, positive)])
@@ -234,8 +241,20 @@ def threshold_sweep(
     if thresholds is None:
         grid = _default_thresholds(kept, max_thresholds)
     else:
-        grid = _check_thresholds(thresholds, where)
+        grid = _check_thresholds(thresholds, caller)
 
+    table = _sweep_table(kept, human_pass, grid, level, n_excluded)
+    update_meta(table, _META_SECTION, {
+        "human_name": str(names[0]), "judge_name": str(names[1]), "positive": jsonable(positive),
+        "human_threshold": human_threshold, "level": level,
+    })
+    return table
+
+
+def _sweep_table(kept: np.ndarray, human_pass: np.ndarray, grid: np.ndarray, level: float,
+                 n_excluded: int) -> pd.DataFrame:
+    """One row per threshold of ``grid``: the 2x2 counts, the rates with Wilson intervals, kappa, agreement."""
+    n = kept.size
     # Sort once; the number of scores >= t is the count minus those strictly below t.
     pos_scores, neg_scores = np.sort(kept[human_pass]), np.sort(kept[~human_pass])
     hp, hn = pos_scores.size, neg_scores.size
@@ -243,14 +262,14 @@ def threshold_sweep(
     fp = hn - np.searchsorted(neg_scores, grid, side="left")
     fn, tn = hp - tp, hn - fp
     judge_pass = tp + fp
-    z = _z(level)
+    z = normal_quantile(level)
     se, se_low, se_high = _wilson(tp, hp, z)
     sp, sp_low, sp_high = _wilson(tn, hn, z)
     miss, miss_low, miss_high = _wilson(fp, hn, z)
     observed = (tp + tn) / n
     # One 2x2 table (people x judge) per threshold; kappa as the report computes it.
     tables = np.stack([np.stack([tp, fn], -1), np.stack([fp, tn], -1)], axis=1).astype(float)
-    kappa = _kappa_many(tables, _NOMINAL_2X2)
+    kappa = kappa_many(tables, _NOMINAL_2X2)
     table = pd.DataFrame({
         "threshold": grid, "n": n, "n_excluded": n_excluded, "human_positive": hp, "human_negative": hn,
         "true_pass": tp, "false_fail": fn, "false_pass": fp, "true_fail": tn, "judge_positive_rate": judge_pass / n,
@@ -262,10 +281,6 @@ def threshold_sweep(
     for column in ("n", "n_excluded", "human_positive", "human_negative", "true_pass", "false_fail", "false_pass",
                    "true_fail"):
         table[column] = table[column].astype(np.int64)
-    update_meta(table, _META_SECTION, {
-        "human_name": str(names[0]), "judge_name": str(names[1]), "positive": jsonable(positive),
-        "human_threshold": human_threshold, "level": level,
-    })
     return table
 
 

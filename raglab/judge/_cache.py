@@ -39,6 +39,7 @@ def _is_busy(exc: Exception) -> bool:
     text = str(exc).lower()
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
+
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _FILE_NAME = "judge-cache.sqlite3"
 _COLUMNS = ["key", "kind", "fingerprint", "reply", "prompt_tokens", "completion_tokens", "attempts", "created"]

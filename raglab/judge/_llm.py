@@ -75,7 +75,7 @@ from raglab.judge._base import (
 from raglab.judge._cache import CallCache, MemoryCache, open_cache
 from raglab.judge._metrics import JUDGE_METRICS, JudgeMetric
 from raglab.judge._prompts import PROMPT_VERSION, PROMPTS, prompt_hashes, user_message
-from raglab.judge._replies import (  # noqa: F401  (re-exported: tests and the test server use them)
+from raglab.judge._replies import (
     UNBOUND,
     _call_key,
     _clean_claims,
@@ -87,7 +87,7 @@ from raglab.judge._replies import (  # noqa: F401  (re-exported: tests and the t
     normalize_url,
 )
 from raglab.judge._schemas import BATCHED_KINDS, SCHEMAS, json_schema, schema_hash
-from raglab.judge._support import (  # noqa: F401
+from raglab.judge._support import (
     RunStats,
     Scrubber,
     _CallFailed,
@@ -226,38 +226,16 @@ class LLMJudge:
         failure_threshold: float = 0.5,
         max_claims: int = 50,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"`model` must be a non-empty string, but {model!r} was passed.")
-        for name, value, options in (
-            ("api", api, ["chat", "responses"]),
-            ("verify", verify, ["batched", "per_claim"]),
-            ("token_param", token_param, ["max_completion_tokens", "max_tokens"]),
-        ):
-            check_option(name, value, options)
-        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
-                                        or not math.isfinite(temperature) or not 0 <= temperature <= 2):
-            raise ValueError(f"`temperature` must be a number between 0 and 2 or None, but {temperature!r} was passed.")
-        for name, value, positive in (("timeout", timeout, True), ("backoff", backoff, False),
-                                      ("max_backoff", max_backoff, False), ("max_retry_after", max_retry_after, False)):
-            bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-            if bad or value < 0 or (positive and value == 0):
-                bound = "> 0" if positive else ">= 0"
-                raise ValueError(f"`{name}` must be a finite number of seconds {bound}, but {value!r} was passed.")
-        if isinstance(failure_threshold, bool) or not isinstance(failure_threshold, (int, float)) or not (
-                0 <= failure_threshold <= 1):
-            raise ValueError(f"`failure_threshold` must be a share between 0 and 1, but {failure_threshold!r} was passed.")
-        if base_url is not None and (not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))):
-            raise ValueError(f"`base_url` must be an http(s) URL such as 'http://localhost:8000/v1', but {base_url!r} was passed.")
-        for name, value, low in (("max_concurrency", max_concurrency, 1), ("max_tokens", max_tokens, 1),
-                                 ("max_tokens_limit", max_tokens_limit, 1),
-                                 ("max_retries", max_retries, 0), ("max_format_retries", max_format_retries, 0),
-                                 ("max_claims", max_claims, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"`{name}` must be an integer >= {low}, but {value!r} was passed.")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ValueError(f"`seed` must be an integer or None, but {seed!r} was passed.")
-        if client is not None and (api_key is not None or base_url is not None):
-            raise ValueError("pass either `client=` or `base_url=`/`api_key=`, not both (configure the client instead)")
+        _check_choices(model, api=api, verify=verify, token_param=token_param, temperature=temperature)
+        _check_limits(
+            seconds=(("timeout", timeout, True), ("backoff", backoff, False), ("max_backoff", max_backoff, False),
+                     ("max_retry_after", max_retry_after, False)),
+            failure_threshold=failure_threshold,
+            counts=(("max_concurrency", max_concurrency, 1), ("max_tokens", max_tokens, 1),
+                    ("max_tokens_limit", max_tokens_limit, 1), ("max_retries", max_retries, 0),
+                    ("max_format_retries", max_format_retries, 0), ("max_claims", max_claims, 1)),
+        )
+        _check_connection(base_url, client=client, api_key=api_key, seed=seed)
         self.model = model
         #: The server URL as shown (a user and password in it are ``***``); the real one is kept secret.
         self.base_url = Scrubber.redact_url(base_url)
@@ -292,7 +270,8 @@ class LLMJudge:
         self.last_run: RunStats | None = None
 
     # ---- identity -----------------------------------------------------------------------------
-    def _fingerprint_parts(self) -> dict[str, Any]:
+    def _identity(self) -> dict[str, Any]:
+        """What names this judge, in the order both the fingerprint and the record list it."""
         return {
             "judge": "LLMJudge",
             "model": self.model,
@@ -301,6 +280,11 @@ class LLMJudge:
             "api": self.api,
             "base_url": self.endpoint,
             "prompt_version": PROMPT_VERSION,
+        }
+
+    def _fingerprint_parts(self) -> dict[str, Any]:
+        return {
+            **self._identity(),
             "prompts": PROMPTS,
             "schemas": {kind: [name, json_schema(kind)] for kind, (name, _) in SCHEMAS.items()},
             "claim_splitting": "llm",
@@ -334,13 +318,7 @@ class LLMJudge:
 
         return {
             "fingerprint": self.fingerprint,
-            "judge": "LLMJudge",
-            "model": self.model,
-            "temperature": self.temperature,
-            "seed": self.seed,
-            "api": self.api,
-            "base_url": self.endpoint,
-            "prompt_version": PROMPT_VERSION,
+            **self._identity(),
             "prompt_hashes": prompt_hashes(),
             "schema_hash": schema_hash(),
             "claim_splitting": "llm",
@@ -609,6 +587,52 @@ class LLMJudge:
         return calls
 
 
+# --------------------------------------------------------------------------------------------------
+# The judge's argument checks
+# --------------------------------------------------------------------------------------------------
+
+
+def _check_choices(model: Any, *, api: str, verify: str, token_param: str, temperature: Any) -> None:
+    """The model name, the API, verification and token-parameter options, and the temperature."""
+    if not isinstance(model, str) or not model:
+        raise ValueError(f"`model` must be a non-empty string, but {model!r} was passed.")
+    for name, value, options in (
+        ("api", api, ["chat", "responses"]),
+        ("verify", verify, ["batched", "per_claim"]),
+        ("token_param", token_param, ["max_completion_tokens", "max_tokens"]),
+    ):
+        check_option(name, value, options)
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+                                    or not math.isfinite(temperature) or not 0 <= temperature <= 2):
+        raise ValueError(f"`temperature` must be a number between 0 and 2 or None, but {temperature!r} was passed.")
+
+
+def _check_limits(*, seconds: Sequence[tuple[str, Any, bool]], failure_threshold: Any,
+                  counts: Sequence[tuple[str, Any, int]]) -> None:
+    """Durations in seconds ``(name, value, must be > 0)``, the failure share, integer limits ``(name, value, least)``."""
+    for name, value, positive in seconds:
+        bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+        if bad or value < 0 or (positive and value == 0):
+            bound = "> 0" if positive else ">= 0"
+            raise ValueError(f"`{name}` must be a finite number of seconds {bound}, but {value!r} was passed.")
+    if isinstance(failure_threshold, bool) or not isinstance(failure_threshold, (int, float)) or not (
+            0 <= failure_threshold <= 1):
+        raise ValueError(f"`failure_threshold` must be a share between 0 and 1, but {failure_threshold!r} was passed.")
+    for name, value, low in counts:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"`{name}` must be an integer >= {low}, but {value!r} was passed.")
+
+
+def _check_connection(base_url: Any, *, client: Any, api_key: Any, seed: Any) -> None:
+    """An http(s) ``base_url``, an integer ``seed``, and a client or a URL and key, not both."""
+    if base_url is not None and (not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))):
+        raise ValueError(f"`base_url` must be an http(s) URL such as 'http://localhost:8000/v1', but {base_url!r} was passed.")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ValueError(f"`seed` must be an integer or None, but {seed!r} was passed.")
+    if client is not None and (api_key is not None or base_url is not None):
+        raise ValueError("pass either `client=` or `base_url=`/`api_key=`, not both (configure the client instead)")
+
+
 def _open_bar(tqdm: Any, **kwargs: Any) -> tuple[Any, Any]:
     """A tqdm bar and, for a notebook widget, the display handle :func:`_close_bar` refreshes.
 
@@ -664,10 +688,10 @@ class _Run:
     async def all(self, rows: Sequence[RowInputs], metrics: Sequence[str], repeats: int) -> list[list[dict[str, MetricOut]]]:
         self.semaphore = asyncio.Semaphore(self.judge.max_concurrency)
         results: list[list[dict[str, MetricOut]]] = [[{} for _ in range(repeats)] for _ in rows]
-        units = iter([(i, r) for r in range(repeats) for i in range(len(rows))])
+        work = iter([(i, r) for r in range(repeats) for i in range(len(rows))])  # (row, repeat), shared by the workers
 
         async def worker() -> None:
-            for i, r in units:
+            for i, r in work:
                 out = await self.row(rows[i], metrics, r)
                 results[i][r] = out
                 self.stats.rows_done += 1
@@ -767,7 +791,7 @@ class _Run:
             out.error = plan
             return
         replies = await asyncio.gather(*(self.call(spec.call, inputs, repeat, out) for inputs in plan))
-        out.claims = [inputs["passage"] for inputs in plan]  # the units judge noise compares
+        out.claims = [inputs["passage"] for inputs in plan]  # the verdicts judge noise compares
         out.verdicts = [reply["verdict"] == spec.positive for reply in replies]
         out.reasons = [str(reply.get("reason", "")) for reply in replies]
         out.score = sum(out.verdicts) / len(out.verdicts)
@@ -838,6 +862,7 @@ class _Run:
         return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
 
     async def request(self, kind: str, inputs: dict[str, Any], repeat: int) -> dict[str, Any]:
+        """One call with its retries: transport failures back off, bad replies are asked again."""
         openai = import_optional("openai", extra="judge", purpose="raglab.judge.LLMJudge")
 
         judge = self.judge
@@ -845,8 +870,7 @@ class _Run:
         system, user = PROMPTS[kind], user_message(kind, inputs)
         max_tokens = judge.max_tokens
         transport_failures = format_failures = unbound_failures = 0
-        prompt_tokens: int | None = 0  # None once any attempt's usage was unreported
-        completion_tokens: int | None = 0
+        tokens: tuple[int | None, int | None] = (0, 0)  # (prompt, completion); None once an attempt's is unreported
         attempts = 0
         while True:
             delay = self.resume_at - time.monotonic()
@@ -859,62 +883,23 @@ class _Run:
                     self.stats.requests += 1
                     reply = await self.send(name, kind, system, user, max_tokens, repeat,
                                             n_claims=len(inputs["claims"]) if kind in BATCHED_KINDS else None)
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                code = getattr(exc, "code", None)
-                if status in (401, 403) or (status == 429 and code == "insufficient_quota"):
-                    raise _Fatal(
-                        f"the judge server refused the request (HTTP {status}: {_message(exc, self.scrub)}). Check the API key, "
-                        "its permissions and quota; completed calls are cached."
-                    ) from None
-                if status == 404:
-                    raise _Fatal(
-                        f"the judge server answered HTTP 404 ({_message(exc, self.scrub)}): check model={judge.model!r} and "
-                        f"base_url={judge.base_url!r}."
-                    ) from None
-                retryable = status in (408, 409, 429) or status >= 500
-                if not retryable:
-                    raise _CallFailed(f"{kind} call rejected with HTTP {status}: {_message(exc, self.scrub)}") from None
+            except (openai.OpenAIError, _Deadline) as exc:
                 transport_failures += 1
-                if transport_failures > judge.max_retries:
-                    what = "rate limited (HTTP 429)" if status == 429 else f"HTTP {status}"
-                    raise _CallFailed(f"{kind} call failed: {what} on {attempts} attempts") from None
-                wait = _retry_after(getattr(exc.response, "headers", None))
-                if wait is not None:
-                    wait = min(wait, judge.max_retry_after)
-                    if status == 429:  # hold back every request, not just this one
-                        self.resume_at = max(self.resume_at, time.monotonic() + wait)
-                else:
-                    wait = self._wait_for(transport_failures - 1)
-                await self._pause(wait, f"{kind}: HTTP {status}")
+                wait, why = self._transport_wait(openai, exc, kind, attempts, transport_failures)
+                await self._pause(wait, why)
                 continue
-            except (openai.APITimeoutError, openai.APIConnectionError, _Deadline) as exc:
-                transport_failures += 1
-                # timed out: the SDK's per-read timeout, or the judge's wall-clock deadline (_Deadline)
-                what = "connection error" if isinstance(exc, openai.APIConnectionError) and not isinstance(
-                    exc, openai.APITimeoutError) else "timed out"
-                if transport_failures > judge.max_retries:
-                    raise _CallFailed(f"{kind} call failed: {what} on {attempts} attempts") from None
-                await self._pause(self._wait_for(transport_failures - 1), f"{kind}: {what}")
-                continue
-            except openai.OpenAIError as exc:  # anything else the SDK raises (e.g. an unparseable response)
-                raise _CallFailed(f"{kind} call failed: {type(exc).__name__}: {self.scrub.text(exc)[:300]}") from None
-            if reply.prompt_tokens is None or reply.completion_tokens is None:
-                prompt_tokens = completion_tokens = None
-            else:
-                prompt_tokens = None if prompt_tokens is None else prompt_tokens + reply.prompt_tokens
-                completion_tokens = None if completion_tokens is None else completion_tokens + reply.completion_tokens
+            tokens = _add_usage(tokens, reply)
             self.stats.prompt_tokens += reply.prompt_tokens or 0
             self.stats.completion_tokens += reply.completion_tokens or 0
             problem, parsed, unbound = self._check(kind, inputs, reply, max_tokens, self.scrub)
             if problem is None:
-                return {"reply": parsed, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                return {"reply": parsed, "prompt_tokens": tokens[0], "completion_tokens": tokens[1],
                         "attempts": attempts}
             if unbound:
                 unbound_failures += 1
                 if unbound_failures > min(1, judge.max_format_retries):
                     raise _Unbound(f"{kind} call failed: {problem} (after {attempts} attempts)",
-                                   tokens=(prompt_tokens, completion_tokens, attempts))
+                                   tokens=(*tokens, attempts))
             format_failures += 1
             if format_failures > judge.max_format_retries:
                 raise _CallFailed(f"{kind} call failed: {problem} (after {attempts} attempts)")
@@ -922,6 +907,53 @@ class _Run:
                 max_tokens = min(max_tokens * 2, judge.max_tokens_limit)
             self.stats.retries += 1
             log.info("retrying %s call: %s", kind, self.scrub.text(problem))
+
+    def _transport_wait(self, openai: Any, exc: Exception, kind: str, attempts: int,
+                        failures: int) -> tuple[float, str]:
+        """How long to wait before retrying a request that failed on the way, and why; raises when it is final.
+
+        ``failures`` counts this request's transport failures so far, this one included.
+        """
+        if isinstance(exc, openai.APIStatusError):
+            return self._status_wait(exc, kind, attempts, failures)
+        if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, _Deadline)):
+            # timed out: the SDK's per-read timeout, or the judge's wall-clock deadline (_Deadline)
+            what = "connection error" if isinstance(exc, openai.APIConnectionError) and not isinstance(
+                exc, openai.APITimeoutError) else "timed out"
+            if failures > self.judge.max_retries:
+                raise _CallFailed(f"{kind} call failed: {what} on {attempts} attempts") from None
+            return self._wait_for(failures - 1), f"{kind}: {what}"
+        # anything else the SDK raises (e.g. an unparseable response)
+        raise _CallFailed(f"{kind} call failed: {type(exc).__name__}: {self.scrub.text(exc)[:300]}") from None
+
+    def _status_wait(self, exc: Any, kind: str, attempts: int, failures: int) -> tuple[float, str]:
+        """:meth:`_transport_wait` for an HTTP error status: fatal (401, 403, quota, 404), final, or a wait."""
+        judge = self.judge
+        status = exc.status_code
+        code = getattr(exc, "code", None)
+        if status in (401, 403) or (status == 429 and code == "insufficient_quota"):
+            raise _Fatal(
+                f"the judge server refused the request (HTTP {status}: {_message(exc, self.scrub)}). Check the API key, "
+                "its permissions and quota; completed calls are cached."
+            ) from None
+        if status == 404:
+            raise _Fatal(
+                f"the judge server answered HTTP 404 ({_message(exc, self.scrub)}): check model={judge.model!r} and "
+                f"base_url={judge.base_url!r}."
+            ) from None
+        retryable = status in (408, 409, 429) or status >= 500
+        if not retryable:
+            raise _CallFailed(f"{kind} call rejected with HTTP {status}: {_message(exc, self.scrub)}") from None
+        if failures > judge.max_retries:
+            what = "rate limited (HTTP 429)" if status == 429 else f"HTTP {status}"
+            raise _CallFailed(f"{kind} call failed: {what} on {attempts} attempts") from None
+        wait = _retry_after(getattr(exc.response, "headers", None))
+        if wait is None:
+            return self._wait_for(failures - 1), f"{kind}: HTTP {status}"
+        wait = min(wait, judge.max_retry_after)
+        if status == 429:  # hold back every request, not just this one
+            self.resume_at = max(self.resume_at, time.monotonic() + wait)
+        return wait, f"{kind}: HTTP {status}"
 
     async def _pause(self, seconds: float, why: str) -> None:
         self.stats.retries += 1
@@ -1017,11 +1049,11 @@ class _Run:
         """
         judge = self.judge
         client = judge._client
-        method = client.responses.create if api == "responses" else client.chat.completions.create
+        create = client.responses.create if api == "responses" else client.chat.completions.create
         if judge._client_is_async:
-            pending = method(**body)
+            pending = create(**body)
         else:
-            pending = asyncio.get_running_loop().run_in_executor(judge._executor, lambda: method(**body))
+            pending = asyncio.get_running_loop().run_in_executor(judge._executor, lambda: create(**body))
         try:
             return await asyncio.wait_for(pending, judge.timeout)
         except asyncio.TimeoutError:
@@ -1048,6 +1080,15 @@ def _userinfo_as_header(url: str | None) -> tuple[str | None, dict[str, str] | N
     host = parts.netloc.rsplit("@", 1)[1]
     bare = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
     return bare, {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+
+
+def _add_usage(tokens: tuple[int | None, int | None], reply: _Reply) -> tuple[int | None, int | None]:
+    """The request's (prompt, completion) token sums after one more reply; None once any reply left usage out."""
+    if reply.prompt_tokens is None or reply.completion_tokens is None:
+        return None, None
+    prompt, completion = tokens
+    return (None if prompt is None else prompt + reply.prompt_tokens,
+            None if completion is None else completion + reply.completion_tokens)
 
 
 def _stored(tokens: int | None) -> int:

@@ -17,7 +17,7 @@ from scipy import stats as _sps
 
 from raglab._interval import Interval
 from raglab._meta import judge_of
-from raglab._results import ResultBase
+from raglab._results import ResultBase, jsonable
 from raglab.judge._base import MetricOut
 from raglab.judge._metrics import JUDGE_METRICS
 
@@ -80,7 +80,7 @@ class JudgeNoise(ResultBase):
         metrics = {}
         for record in self._table.to_dict("records"):
             name = record.pop("metric")
-            metrics[name] = {k: (None if isinstance(v, float) and math.isnan(v) else _plain(v)) for k, v in record.items()}
+            metrics[name] = jsonable(record)  # numpy numbers as Python ones, NaN as None
         return {"level": self.level, "metrics": metrics}
 
     @classmethod
@@ -106,10 +106,6 @@ class JudgeNoise(ResultBase):
         return f"JudgeNoise: judge standard error vs sampling interval over questions (level {self.level:g})"
 
 
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _t_interval(values: np.ndarray, level: float) -> tuple[float, float, float, float]:
     n = len(values)
     if n == 0:
@@ -122,8 +118,8 @@ def _t_interval(values: np.ndarray, level: float) -> tuple[float, float, float, 
     return mean, se, mean - half, mean + half
 
 
-def _units(outs: Sequence[MetricOut], metric: str) -> tuple[int, int, bool]:
-    """(units, flipped units, claims changed) for one row's repeats (all scored)."""
+def _flips(outs: Sequence[MetricOut], metric: str) -> tuple[int, int, bool]:
+    """(verdicts compared, verdicts flipped, claims changed) for one row's repeats (all scored)."""
     if not JUDGE_METRICS[metric].parts:  # one label per row, not per-claim or per-passage verdicts
         labels = {float(o.score) for o in outs}
         return 1, int(len(labels) > 1), False
@@ -160,14 +156,14 @@ def noise_from_results(results: list[list[dict[str, MetricOut]]], metrics: Seque
         else:
             judge_sd = judge_se = judge_se_mean = rows_changed = math.nan
         mean, se, low, high = _t_interval(scores.mean(axis=1) if n else np.empty(0), ci)
-        units = flips = changed = 0
+        compared = flips = changed = 0
         for outs in complete:
-            u, f, c = _units(outs, metric)
-            units, flips, changed = units + u, flips + f, changed + int(c)
+            v, f, c = _flips(outs, metric)
+            compared, flips, changed = compared + v, flips + f, changed + int(c)
         records.append({
             "metric": metric, "n": n, "repeats": repeats, "mean": mean, "judge_sd": judge_sd,
             "judge_se": judge_se, "judge_se_mean": judge_se_mean, "sampling_se": se, "low": low, "high": high,
-            "level": ci, "flip_share": flips / units if units else math.nan, "n_units": units,
+            "level": ci, "flip_share": flips / compared if compared else math.nan, "n_units": compared,
             "rows_changed": rows_changed,
             "claims_changed": changed / n if n and JUDGE_METRICS[metric].parts else math.nan,
         })

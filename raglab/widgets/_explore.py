@@ -1,4 +1,9 @@
-"""The single-run explorer: one question at a time, worst first."""
+"""The single-run explorer: one question at a time, worst first.
+
+The HTML pieces and controls without an underscore that are not in ``__all__`` (``esc``, ``short``,
+``format_value``, ``text_parts``, ``score_columns``, ``field_columns``, ``navigation``, ``browser``, the colours and
+``ALL_SLICES``) are shared with the pair explorer (:mod:`raglab.widgets._pair`), not public API.
+"""
 
 from __future__ import annotations
 
@@ -19,22 +24,22 @@ from raglab.metrics.spans import _covered, _gold_units, _merge, _span_tuple
 
 __all__ = ["explore", "render_row"]
 
-_ALL = "(all)"
+ALL_SLICES = "(all)"
 _ROW_ORDER = "(row order)"
 # The explorers' marks: gold found, partly, missed (one place for both explorers).
-_GOOD, _PARTIAL, _BAD = (DECISION_COLOURS[d] for d in ("pass", "review", "block"))  # as the plots colour them
-_MUTED = "#666"
+GOOD, PARTIAL, BAD = (DECISION_COLOURS[d] for d in ("pass", "review", "block"))  # as the plots colour them
+MUTED = "#666"
 _TEXT_LIMIT = 600
 _FIELD_LIMIT = 200
 # Whole words of a column name that say it holds a count or a code, not a score (judge_prompt_tokens, n_claims).
 _COUNT_WORDS = frozenset("tokens token count counts n num number len length calls index idx seed".split())
 
 
-def _esc(value: Any) -> str:
+def esc(value: Any) -> str:
     return html.escape(str(value))
 
 
-def _short(text: str, limit: int = _TEXT_LIMIT) -> str:
+def short(text: str, limit: int = _TEXT_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -72,26 +77,26 @@ def _chunk_spans(cell: Any, n: int) -> list[tuple[Any, int, int] | None]:
     return out + [None] * (n - len(out))
 
 
-def _gold_line(units: list[tuple[Any, int, int, float]], problem: str | None,
+def _gold_line(gold_spans: list[tuple[Any, int, int, float]], problem: str | None,
                spans: list[tuple[Any, int, int] | None] | None) -> str:
     if problem is not None:
-        return f"<p><b>Gold spans</b>: <i>cannot be read: {_esc(problem)}</i></p>"
-    if not units:
+        return f"<p><b>Gold spans</b>: <i>cannot be read: {esc(problem)}</i></p>"
+    if not gold_spans:
         return "<p><b>Gold spans</b>: <i>none: unanswerable</i> (no gold span, so nothing should be answered)</p>"
     by_doc: dict[Any, list[str]] = {}
-    for doc, start, end, grade in units:
+    for doc, start, end, grade in gold_spans:
         by_doc.setdefault(doc, []).append(f"[{start}, {end})" + (f" grade {grade:g}" if grade != 1 else ""))
-    where = "; ".join(f"{_esc(doc)} {' '.join(items)}" for doc, items in by_doc.items())
+    where = "; ".join(f"{esc(doc)} {' '.join(items)}" for doc, items in by_doc.items())
     total = reached = 0
     for doc in by_doc:
-        gold = _merge([(u[1], u[2]) for u in units if u[0] == doc])
+        gold = _merge([(g[1], g[2]) for g in gold_spans if g[0] == doc])
         total += sum(b - a for a, b in gold)
         if spans is not None:
             reached += _covered(gold, [(s[1], s[2]) for s in spans if s is not None and s[0] == doc])
-    text = f"<p><b>Gold spans</b>: {where} ({len(units)} span{'s' if len(units) != 1 else ''}, {total} characters)"
+    text = f"<p><b>Gold spans</b>: {where} ({len(gold_spans)} span{'s' if len(gold_spans) != 1 else ''}, {total} characters)"
     if spans is not None:
         status = "complete" if reached == total else "partial" if reached else "missed"
-        colour = {"complete": _GOOD, "partial": _PARTIAL, "missed": _BAD}[status]
+        colour = {"complete": GOOD, "partial": PARTIAL, "missed": BAD}[status]
         text += (f"; <span style='color:{colour}'>reached the model: {reached} of {total} characters "
                  f"({status})</span>")
     return text + "</p>"
@@ -107,7 +112,7 @@ def _is_numeric(series: pd.Series) -> bool:
             and not pd.api.types.is_complex_dtype(series))
 
 
-def _score_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
+def score_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
     """Numeric columns that are scores: not booleans, ids, token counts or other counts."""
     return [c for c in df.columns if c not in exclude and _is_numeric(df[c]) and not _is_count_name(c)]
 
@@ -116,7 +121,7 @@ def _is_listlike(value: Any) -> bool:
     return isinstance(value, (list, tuple, set, dict, np.ndarray))
 
 
-def _field_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
+def field_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
     """The other columns worth showing per row: text, booleans, counts (not lists such as claims)."""
     out = []
     for c in df.columns:
@@ -129,16 +134,16 @@ def _field_columns(df: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
     return out
 
 
-def _format_value(value: Any) -> str:
+def format_value(value: Any) -> str:
     if _is_listlike(value):
-        return _short(str(list(value) if isinstance(value, np.ndarray) else value), _FIELD_LIMIT)
+        return short(str(list(value) if isinstance(value, np.ndarray) else value), _FIELD_LIMIT)
     if is_missing(value):
         return "missing"
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, (float, np.floating)):
         return f"{value:.3f}"
-    return _short(str(value), _FIELD_LIMIT)
+    return short(str(value), _FIELD_LIMIT)
 
 
 def _sort_options(scores: Sequence[str]) -> tuple[list[tuple[str, str]], dict[str, str]]:
@@ -188,88 +193,119 @@ def render_row(row: pd.Series, *, columns: dict[str, str | None], scores: Sequen
     >>> "2. d#1 [100, 200) ✓ gold [150, 200)" in html, "50 of 110 characters (partial)" in html
     (True, True)
     """
-    parts = []
-    qid = row[columns["question_id"]] if columns.get("question_id") else row.name
-    parts.append(f"<h4 style='margin:4px 0'>{_esc(qid)}</h4>")
-    if columns.get("question"):
-        parts.append(f"<p><b>Question</b>: {_esc(row[columns['question']])}</p>")
-    if columns.get("answer"):
-        answer = row[columns["answer"]]
-        parts.append(f"<p><b>Answer</b>: {_esc('' if is_missing(answer) else _short(str(answer)))}</p>")
-    if columns.get("reference"):
-        reference = row[columns["reference"]]
-        shown = "<i>none</i>" if is_missing(reference) else _esc(_short(str(reference)))
-        parts.append(f"<p><b>Reference</b>: {shown}</p>")
+    parts = text_parts(row, columns)
     if scores:
-        cells = []
-        for name in scores:
-            value = row[name]
-            shown = "NaN" if is_missing(value) else (f"{value:.3f}" if isinstance(value, (float, np.floating)) else value)
-            cells.append(f"<td style='padding:0 8px'><b>{_esc(name)}</b> {_esc(shown)}</td>")
-        parts.append(f"<table><tr>{''.join(cells)}</tr></table>")
+        parts.append(_cells_table(row, scores, _score_text))
     if fields:
-        cells = [f"<td style='padding:0 8px'><b>{_esc(name)}</b> {_esc(_format_value(row[name]))}</td>"
-                 for name in fields]
-        parts.append(f"<table><tr>{''.join(cells)}</tr></table>")
+        parts.append(_cells_table(row, fields, format_value))
     span_gold, problem = (_span_gold(row[columns["gold_spans"]]) if columns.get("gold_spans") else ([], None))
-    ids_column, spans_column = columns.get("retrieved"), columns.get("retrieved_spans")
     chunk_spans = None
-    if ids_column or spans_column:
-        gold = _gold_ids(row[columns["gold"]]) if columns.get("gold") else set()
-        retrieved = row[ids_column] if ids_column else None
-        ids = [] if is_missing(retrieved) else list(retrieved)
-        if spans_column:
-            cell = row[spans_column]
-            if not ids_column:
-                ids = [] if is_missing(cell) else list(cell)
-            chunk_spans = _chunk_spans(cell, len(ids))
-        items = []
-        for rank, doc in enumerate(ids, start=1):
-            span = chunk_spans[rank - 1] if chunk_spans is not None else None
-            label = str(doc) if ids_column else (f"{span[0]}" if span else "?")
-            if span is not None:
-                label += f" [{span[1]}, {span[2]})"
-            overlap = [] if span is None else _merge([
-                (max(span[1], u[1]), min(span[2], u[2])) for u in span_gold
-                if u[0] == span[0] and max(span[1], u[1]) < min(span[2], u[2])])
-            mark = " ✓" if (ids_column and str(doc) in gold) or overlap else ""
-            if overlap:
-                mark += f" gold {_offsets(overlap)}"
-            style = f"color:{_GOOD};font-weight:bold" if mark else ""
-            items.append(f"<span style='{style}'>{rank}. {_esc(label)}{_esc(mark)}</span>")
-        missed = sorted(gold - {str(d) for d in ids}) if ids_column else []
-        line = " &nbsp; ".join(items) or "<i>nothing retrieved</i>"
-        if columns.get("gold") and ids_column:
-            line += f" &nbsp; <span style='color:{_BAD}'>gold not retrieved: {_esc(missed)}</span>" if missed else ""
-            if not gold:
-                line += " &nbsp; <i>(no gold: unanswerable)</i>"
+    if columns.get("retrieved") or columns.get("retrieved_spans"):
+        line, chunk_spans = _retrieved_line(row, columns, span_gold)
         parts.append(f"<p><b>Retrieved</b>: {line}</p>")
     if columns.get("gold_spans"):
         parts.append(_gold_line(span_gold, problem, chunk_spans))
     if columns.get("context"):
-        context = row[columns["context"]]
-        if not is_missing(context):
-            passages = [context] if isinstance(context, str) else list(context)
-            body = "".join(f"<li>{_esc(_short(str(p)))}</li>" for p in passages)
-            parts.append(f"<details><summary><b>Context</b> ({len(passages)} passages)</summary><ol>{body}</ol></details>")
+        parts += _context_block(row[columns["context"]])
+    parts += _claims_block(row)
+    return "\n".join(parts)
+
+
+def text_parts(row: pd.Series, columns: dict[str, str | None]) -> list[str]:
+    """The row's heading (its question id) and its question, answer and reference."""
+    qid = row[columns["question_id"]] if columns.get("question_id") else row.name
+    parts = [f"<h4 style='margin:4px 0'>{esc(qid)}</h4>"]
+    if columns.get("question"):
+        parts.append(f"<p><b>Question</b>: {esc(row[columns['question']])}</p>")
+    if columns.get("answer"):
+        answer = row[columns["answer"]]
+        parts.append(f"<p><b>Answer</b>: {esc('' if is_missing(answer) else short(str(answer)))}</p>")
+    if columns.get("reference"):
+        reference = row[columns["reference"]]
+        shown = "<i>none</i>" if is_missing(reference) else esc(short(str(reference)))
+        parts.append(f"<p><b>Reference</b>: {shown}</p>")
+    return parts
+
+
+def _score_text(value: Any) -> Any:
+    return "NaN" if is_missing(value) else (f"{value:.3f}" if isinstance(value, (float, np.floating)) else value)
+
+
+def _cells_table(row: pd.Series, names: Sequence[str], shown: Any) -> str:
+    """One table row of ``name value`` cells, each value as ``shown`` writes it."""
+    cells = [f"<td style='padding:0 8px'><b>{esc(name)}</b> {esc(shown(row[name]))}</td>" for name in names]
+    return f"<table><tr>{''.join(cells)}</tr></table>"
+
+
+def _retrieved_line(row: pd.Series, columns: dict[str, str | None],
+                    span_gold: list[tuple[Any, int, int, float]]) -> tuple[str, list[tuple[Any, int, int] | None] | None]:
+    """The retrieved ids (or chunk spans) with gold marked, and the chunks' spans (None without them)."""
+    ids_column, spans_column = columns.get("retrieved"), columns.get("retrieved_spans")
+    gold = _gold_ids(row[columns["gold"]]) if columns.get("gold") else set()
+    retrieved = row[ids_column] if ids_column else None
+    ids = [] if is_missing(retrieved) else list(retrieved)
+    chunk_spans = None
+    if spans_column:
+        cell = row[spans_column]
+        if not ids_column:
+            ids = [] if is_missing(cell) else list(cell)
+        chunk_spans = _chunk_spans(cell, len(ids))
+    items = []
+    for rank, doc in enumerate(ids, start=1):
+        span = chunk_spans[rank - 1] if chunk_spans is not None else None
+        label = str(doc) if ids_column else (f"{span[0]}" if span else "?")
+        if span is not None:
+            label += f" [{span[1]}, {span[2]})"
+        overlap = [] if span is None else _gold_overlap(span, span_gold)
+        mark = " ✓" if (ids_column and str(doc) in gold) or overlap else ""
+        if overlap:
+            mark += f" gold {_offsets(overlap)}"
+        style = f"color:{GOOD};font-weight:bold" if mark else ""
+        items.append(f"<span style='{style}'>{rank}. {esc(label)}{esc(mark)}</span>")
+    missed = sorted(gold - {str(d) for d in ids}) if ids_column else []
+    line = " &nbsp; ".join(items) or "<i>nothing retrieved</i>"
+    if columns.get("gold") and ids_column:
+        line += f" &nbsp; <span style='color:{BAD}'>gold not retrieved: {esc(missed)}</span>" if missed else ""
+        if not gold:
+            line += " &nbsp; <i>(no gold: unanswerable)</i>"
+    return line, chunk_spans
+
+
+def _gold_overlap(span: tuple[Any, int, int], span_gold: list[tuple[Any, int, int, float]]) -> list[tuple[int, int]]:
+    """The gold character ranges a retrieved chunk holds (merged)."""
+    return _merge([(max(span[1], g[1]), min(span[2], g[2])) for g in span_gold
+                   if g[0] == span[0] and max(span[1], g[1]) < min(span[2], g[2])])
+
+
+def _context_block(context: Any) -> list[str]:
+    """The context passages, folded (nothing for a missing context)."""
+    if is_missing(context):
+        return []
+    passages = [context] if isinstance(context, str) else list(context)
+    body = "".join(f"<li>{esc(short(str(p)))}</li>" for p in passages)
+    return [f"<details><summary><b>Context</b> ({len(passages)} passages)</summary><ol>{body}</ol></details>"]
+
+
+def _claims_block(row: pd.Series) -> list[str]:
+    """The judge's claims of the first ``*_claims`` list column, with verdicts and reasons."""
     claims_column = next((c for c in row.index if str(c).endswith("_claims")
                           and isinstance(row[c], (list, tuple, np.ndarray))), None)  # not a count of claims
-    if claims_column is not None and not is_missing(row[claims_column]):
-        stem = str(claims_column)[: -len("_claims")]
-        verdicts = row.get(f"{stem}_verdicts")
-        reasons = row.get(f"{stem}_reasons")
-        claims = list(row[claims_column])
-        verdicts = [] if is_missing(verdicts) else list(verdicts)
-        reasons = [] if is_missing(reasons) else list(reasons)
-        body = []
-        for i, claim in enumerate(claims):
-            verdict = verdicts[i] if i < len(verdicts) else None
-            mark = {True: "✓ supported", False: "✗ unsupported"}.get(verdict, "?")
-            colour = {True: _GOOD, False: _BAD}.get(verdict, _MUTED)
-            reason = f" <i>{_esc(reasons[i])}</i>" if i < len(reasons) and reasons[i] else ""
-            body.append(f"<li><span style='color:{colour}'>{mark}</span>: {_esc(claim)}{reason}</li>")
-        parts.append(f"<p><b>{_esc(stem)} claims</b></p><ul>{''.join(body)}</ul>")
-    return "\n".join(parts)
+    if claims_column is None or is_missing(row[claims_column]):
+        return []
+    stem = str(claims_column)[: -len("_claims")]
+    verdicts = row.get(f"{stem}_verdicts")
+    reasons = row.get(f"{stem}_reasons")
+    claims = list(row[claims_column])
+    verdicts = [] if is_missing(verdicts) else list(verdicts)
+    reasons = [] if is_missing(reasons) else list(reasons)
+    body = []
+    for i, claim in enumerate(claims):
+        verdict = verdicts[i] if i < len(verdicts) else None
+        mark = {True: "✓ supported", False: "✗ unsupported"}.get(verdict, "?")
+        colour = {True: GOOD, False: BAD}.get(verdict, MUTED)
+        reason = f" <i>{esc(reasons[i])}</i>" if i < len(reasons) and reasons[i] else ""
+        body.append(f"<li><span style='color:{colour}'>{mark}</span>: {esc(claim)}{reason}</li>")
+    return [f"<p><b>{esc(stem)} claims</b></p><ul>{''.join(body)}</ul>"]
 
 
 _EXPLORER_CLASS: list[type] = []
@@ -290,7 +326,7 @@ def _explorer_class(w: Any) -> type:
 
         def static_html(self: Any) -> str:
             """The row the explorer shows now (the first one until it is moved), as plain HTML."""
-            return (f"<div class='raglab-explore'><p><i>raglab explorer ({_esc(self._raglab_status.value)}); "
+            return (f"<div class='raglab-explore'><p><i>raglab explorer ({esc(self._raglab_status.value)}); "
                     "a static copy of the row shown, run the notebook to browse.</i></p>"
                     f"{self._raglab_view.value}</div>")
 
@@ -301,14 +337,14 @@ def _explorer_class(w: Any) -> type:
     return _EXPLORER_CLASS[0]
 
 
-def _navigation(w: Any, n: int, noun: str) -> tuple[Any, Any, Any, Any, Any]:
+def navigation(w: Any, n: int, noun: str) -> tuple[Any, Any, Any, Any, Any]:
     """The controls every explorer shares: a 1-based slider, previous/next, a status line and the view."""
     position = w.IntSlider(min=1, max=max(1, n), value=1, description=noun, continuous_update=False)
     previous, following = w.Button(description="◀ previous"), w.Button(description="next ▶")
     return position, previous, following, w.HTML(), w.HTML()
 
 
-def _browser(w: Any, filters: Sequence[Any], position: Any, previous: Any, following: Any, status: Any, view: Any,
+def browser(w: Any, filters: Sequence[Any], position: Any, previous: Any, following: Any, status: Any, view: Any,
              refresh: Any) -> Any:
     """Wire the shared controls (a filter change goes back to the first row) and lay the explorer out."""
     def step(delta: int) -> None:
@@ -379,62 +415,71 @@ def explore(
     """
     w = import_optional("ipywidgets", extra="widgets", purpose="raglab.widgets.explore")
 
-    method = "rag.explore"
     overrides = {
         "question_id": question_id, "question": question, "answer": answer, "reference": reference,
         "retrieved": retrieved, "gold": gold, "context": context,
         "gold_spans": gold_spans, "retrieved_spans": retrieved_spans,
     }
-    columns = {role: resolve_column(rows, role, name, method=method, required=False) for role, name in overrides.items()}
-    if by is not None and by not in rows.columns:
-        raise missing_column_error(rows, by, role=None, method=method, keyword="by")
-    used = [c for c in columns.values() if c]
-    scores = _score_columns(rows, used + ([by] if by else []))
-    options, left_out = _sort_options(scores)
-    if sort_by is not None:
-        if sort_by in left_out:
-            raise ValueError(f"{method}: {sort_by!r} has no worst first: {left_out[sort_by]} "
-                             "Sort by a score with a direction, or leave sort_by out.")
-        if sort_by not in scores:
-            raise ValueError(f"{method}: `sort_by` must be a numeric score column, one of {scores}, but {sort_by!r} was passed.")
-    fields = _field_columns(rows, used + scores)
-
-    slice_box = w.Dropdown(options=[_ALL, *sorted(map(str, rows[by].dropna().unique()))] if by else [_ALL],
+    columns, scores, fields, (options, left_out) = _explore_columns(rows, overrides, by=by, sort_by=sort_by)
+    slice_box = w.Dropdown(options=[ALL_SLICES, *sorted(map(str, rows[by].dropna().unique()))] if by else [ALL_SLICES],
                            description=by or "slice", disabled=by is None)
     sort_box = w.Dropdown(options=options, value=sort_by or _ROW_ORDER, description="worst first")
-    position, previous, following, status, view = _navigation(w, len(rows), "row")
+    position, previous, following, status, view = navigation(w, len(rows), "row")
 
     def current() -> pd.DataFrame:
         frame = rows
-        if by is not None and slice_box.value != _ALL:
+        if by is not None and slice_box.value != ALL_SLICES:
             frame = frame[frame[by].astype(str) == slice_box.value]
         if sort_box.value != _ROW_ORDER:
             ascending = bool(metric_info(str(sort_box.value)).higher_is_better)
             frame = frame.sort_values(sort_box.value, ascending=ascending, kind="stable", na_position="last")
         return frame
 
-    def note() -> str:
-        if sort_box.value == _ROW_ORDER:
-            text = "in row order"
-        else:
-            info = metric_info(str(sort_box.value))
-            worst = "lowest" if info.higher_is_better else "highest"
-            guessed = "" if info.known else ", direction guessed from the name"
-            text = f"sorted by {_esc(sort_box.value)}, worst ({worst}) first{guessed}"
-        if left_out:
-            text += "; not offered for worst first: " + "; ".join(
-                f"{_esc(name)} (no direction: {_esc(why)})" for name, why in left_out.items())
-        return f"<p style='color:{_MUTED};margin:2px 0'><i>{text}</i></p>"
-
     def refresh(*_: Any) -> None:
         frame = current()
         position.max = max(1, len(frame))
         position.disabled = len(frame) <= 1
+        note = _sort_note(sort_box.value, left_out)
         if len(frame) == 0:
-            status.value, view.value = "no rows", note()
+            status.value, view.value = "no rows", note
             return
         index = min(position.value, len(frame)) - 1
-        status.value = f"{index + 1} of {len(frame)}" + (f" ({by} = {slice_box.value})" if by and slice_box.value != _ALL else "")
-        view.value = note() + render_row(frame.iloc[index], columns=columns, scores=scores, fields=fields)
+        status.value = f"{index + 1} of {len(frame)}" + (f" ({by} = {slice_box.value})" if by and slice_box.value != ALL_SLICES else "")
+        view.value = note + render_row(frame.iloc[index], columns=columns, scores=scores, fields=fields)
 
-    return _browser(w, [slice_box, sort_box], position, previous, following, status, view, refresh)
+    return browser(w, [slice_box, sort_box], position, previous, following, status, view, refresh)
+
+
+def _explore_columns(
+    rows: pd.DataFrame, overrides: dict[str, str | None], *, by: str | None, sort_by: str | None
+) -> tuple[dict[str, str | None], list[str], list[str], tuple[list[tuple[str, str]], dict[str, str]]]:
+    """The explorer's column roles, score columns, other fields and sort options (``by``, ``sort_by`` checked)."""
+    caller = "rag.explore"
+    columns = {role: resolve_column(rows, role, name, method=caller, required=False) for role, name in overrides.items()}
+    if by is not None and by not in rows.columns:
+        raise missing_column_error(rows, by, role=None, method=caller, keyword="by")
+    used = [c for c in columns.values() if c]
+    scores = score_columns(rows, used + ([by] if by else []))
+    options, left_out = _sort_options(scores)
+    if sort_by is not None:
+        if sort_by in left_out:
+            raise ValueError(f"{caller}: {sort_by!r} has no worst first: {left_out[sort_by]} "
+                             "Sort by a score with a direction, or leave sort_by out.")
+        if sort_by not in scores:
+            raise ValueError(f"{caller}: `sort_by` must be a numeric score column, one of {scores}, but {sort_by!r} was passed.")
+    return columns, scores, field_columns(rows, used + scores), (options, left_out)
+
+
+def _sort_note(sort_value: str, left_out: dict[str, str]) -> str:
+    """The line above the row: the order shown, and the scores not offered for worst first."""
+    if sort_value == _ROW_ORDER:
+        text = "in row order"
+    else:
+        info = metric_info(str(sort_value))
+        worst = "lowest" if info.higher_is_better else "highest"
+        guessed = "" if info.known else ", direction guessed from the name"
+        text = f"sorted by {esc(sort_value)}, worst ({worst}) first{guessed}"
+    if left_out:
+        text += "; not offered for worst first: " + "; ".join(
+            f"{esc(name)} (no direction: {esc(why)})" for name, why in left_out.items())
+    return f"<p style='color:{MUTED};margin:2px 0'><i>{text}</i></p>"

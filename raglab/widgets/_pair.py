@@ -11,33 +11,33 @@ import pandas as pd
 from raglab._optional import import_optional
 from raglab._rowtable import is_missing, pair_runs, resolve_column
 from raglab.widgets._explore import (
-    _BAD,
-    _GOOD,
-    _MUTED,
-    _browser,
-    _esc,
-    _field_columns,
-    _format_value,
-    _navigation,
-    _score_columns,
-    _short,
+    ALL_SLICES,
+    BAD,
+    GOOD,
+    MUTED,
+    browser,
+    esc,
+    field_columns,
+    format_value,
+    navigation,
     render_row,
+    score_columns,
+    text_parts,
 )
 
 __all__ = ["explore_pair"]
 
-_ALL = "(all)"
 FLIP_OPTIONS = ("all", "pass->fail", "fail->pass", "unchanged")
-_FLIP_STYLE = {"pass->fail": (_BAD, "pass → fail"), "fail->pass": (_GOOD, "fail → pass"),
-               "unchanged": (_MUTED, "unchanged"), "missing": (_MUTED, "missing on one side")}
+_FLIP_STYLE = {"pass->fail": (BAD, "pass → fail"), "fail->pass": (GOOD, "fail → pass"),
+               "unchanged": (MUTED, "unchanged"), "missing": (MUTED, "missing on one side")}
 
 
 def _flip_line(metric: str, rule: str, direction: str, before: Any, after: Any) -> str:
     colour, text = _FLIP_STYLE[direction]
-    shown = ["missing" if is_missing(v) else _format_value(v) for v in (before, after)]  # as the panels show them
-    return (f"<p><b>{_esc(metric)}</b>: {_esc(shown[0])} → {_esc(shown[1])} "
-            f"<span style='color:{colour};font-weight:bold'>{_esc(text)}</span> "
-            f"<span style='color:{_MUTED}'><i>(pass: {_esc(rule)})</i></span></p>")
+    shown = ["missing" if is_missing(v) else format_value(v) for v in (before, after)]  # as the panels show them
+    return (f"<p><b>{esc(metric)}</b>: {esc(shown[0])} → {esc(shown[1])} "
+            f"<span style='color:{colour};font-weight:bold'>{esc(text)}</span> "
+            f"<span style='color:{MUTED}'><i>(pass: {esc(rule)})</i></span></p>")
 
 
 def render_pair(base_row: pd.Series, cand_row: pd.Series, *, columns: tuple[dict[str, str | None], dict[str, str | None]],
@@ -59,22 +59,53 @@ def render_pair(base_row: pd.Series, cand_row: pd.Series, *, columns: tuple[dict
     >>> "Ada" in html and "Bob" in html and "d1 ✓" in html
     True
     """
-    first = columns[0]
-    qid = base_row[first["question_id"]] if first.get("question_id") else base_row.name
-    parts = [f"<h4 style='margin:4px 0'>{_esc(qid)}</h4>"]
-    if first.get("question"):
-        parts.append(f"<p><b>Question</b>: {_esc(base_row[first['question']])}</p>")
-    if first.get("reference"):
-        reference = base_row[first["reference"]]
-        parts.append(f"<p><b>Reference</b>: {'<i>none</i>' if is_missing(reference) else _esc(_short(str(reference)))}</p>")
+    shared = ("question_id", "question", "reference")  # shown once, from the baseline row
+    parts = text_parts(base_row, {role: columns[0].get(role) for role in shared})
     parts.append(header)
     cells = []
     for row, cols, side_scores, side_fields, label in zip((base_row, cand_row), columns, scores, fields, labels):
-        side = {role: name for role, name in cols.items() if role not in ("question_id", "question", "reference")}
+        side = {role: name for role, name in cols.items() if role not in shared}
         body = render_row(row.rename(label), columns=side, scores=side_scores, fields=side_fields)
         cells.append(f"<td style='vertical-align:top;width:50%;padding:0 8px'>{body}</td>")
     parts.append(f"<table style='width:100%;table-layout:fixed'><tr>{''.join(cells)}</tr></table>")
     return "\n".join(parts)
+
+
+def _paired_directions(base: pd.DataFrame, cand: pd.DataFrame, on: str, *, metric: str | None,
+                       threshold: float | None, higher_is_better: bool | None, flip: str,
+                       how: str) -> tuple[Any, np.ndarray, dict[str, Any]]:
+    """The paired runs, each question's flip direction of ``metric`` ("unchanged" without one) and its pass rule."""
+    from raglab.runs import _paired_flips, flip_directions
+
+    caller = "rag.explore_pair"
+    if metric is not None:
+        pairs, b, c, rule = _paired_flips(base, cand, metric, threshold=threshold, higher_is_better=higher_is_better,
+                                          on=on, how=how, method_name=caller)
+        return pairs, flip_directions(b, c), rule
+    if flip != "all":
+        raise ValueError(f"{caller}: flip={flip!r} needs metric='a score column' to say what passes")
+    pairs = pair_runs(base, cand, on=on, how=how, method=caller)
+    return pairs, np.full(pairs.n, "unchanged", dtype=object), {}
+
+
+def _side_columns(frame: pd.DataFrame, on: str, overrides: dict[str, str | None], by: str | None,
+                  caller: str) -> tuple[dict[str, str | None], list[str], list[str]]:
+    """One run's column roles, score columns and other fields."""
+    cols = {"question_id": on, **{role: resolve_column(frame, role, override, method=caller, required=False)
+                                  for role, override in overrides.items()}}
+    used = [c for c in cols.values() if c] + ([by] if by else [])
+    scores = score_columns(frame, used)
+    return cols, scores, field_columns(frame, used + scores)
+
+
+def _slices(pairs: Any, by: str | None, on: str) -> np.ndarray:
+    """Each question's slice label as text (the two runs must agree), ``(all)`` without ``by``."""
+    if by is None:
+        return np.full(pairs.n, ALL_SLICES, dtype=object)
+    from raglab._columns import _paired_labels
+
+    raw = _paired_labels(pairs, [by], on, "rag.explore_pair", kind="slice")
+    return raw.astype(object).where(raw.notna(), "(missing)").astype(str).to_numpy()
 
 
 def explore_pair(
@@ -139,52 +170,34 @@ def explore_pair(
     '1 of 9 (fail->pass)'
     """
     w = import_optional("ipywidgets", extra="widgets", purpose="raglab.widgets.explore_pair")
-    from raglab._columns import _paired_labels
     from raglab._validation import check_option
-    from raglab.runs import _paired_flips, flip_directions
 
-    method = "rag.explore_pair"
+    caller = "rag.explore_pair"
     check_option("flip", flip, FLIP_OPTIONS)
     if by is not None and not isinstance(by, str):
-        raise TypeError(f"{method}: `by` must be one column name, got {by!r}")
+        raise TypeError(f"{caller}: `by` must be one column name, got {by!r}")
     if len(labels) != 2:
-        raise ValueError(f"{method}: `labels` must name the two runs, e.g. ('baseline', 'candidate'); got {labels!r}")
-    on = resolve_column(base, "question_id", question_id, method=f"{method} (baseline)")
+        raise ValueError(f"{caller}: `labels` must name the two runs, e.g. ('baseline', 'candidate'); got {labels!r}")
+    on = resolve_column(base, "question_id", question_id, method=f"{caller} (baseline)")
+    pairs, directions, rule = _paired_directions(base, cand, on, metric=metric, threshold=threshold,
+                                                 higher_is_better=higher_is_better, flip=flip, how=how)
     overrides = {"question": question, "answer": answer, "reference": reference, "retrieved": retrieved,
                  "gold": gold, "context": context}
-    if metric is not None:
-        pairs, b, c, rule = _paired_flips(base, cand, metric, threshold=threshold, higher_is_better=higher_is_better,
-                                          on=on, how=how, method_name=method)
-        directions = flip_directions(b, c)
-    else:
-        if flip != "all":
-            raise ValueError(f"{method}: flip={flip!r} needs metric='a score column' to say what passes")
-        pairs = pair_runs(base, cand, on=on, how=how, method=method)
-        directions, rule = np.full(pairs.n, "unchanged", dtype=object), {}
-    sides = []
-    for name, frame in (("baseline", pairs.base), ("candidate", pairs.cand)):
-        cols = {"question_id": on, **{role: resolve_column(frame, role, override, method=f"{method} ({name})",
-                                                           required=False) for role, override in overrides.items()}}
-        used = [c for c in cols.values() if c] + ([by] if by else [])
-        scores = _score_columns(frame, used)
-        sides.append((cols, scores, _field_columns(frame, used + scores)))
-    if by is not None:
-        raw = _paired_labels(pairs, [by], on, method, kind="slice")
-        slices = raw.astype(object).where(raw.notna(), "(missing)").astype(str).to_numpy()
-    else:
-        slices = np.full(pairs.n, _ALL, dtype=object)
+    sides = [_side_columns(frame, on, overrides, by, f"{caller} ({name})")
+             for name, frame in (("baseline", pairs.base), ("candidate", pairs.cand))]
+    slices = _slices(pairs, by, on)
 
-    slice_box = w.Dropdown(options=[_ALL, *sorted(set(slices) - {_ALL})] if by else [_ALL],
+    slice_box = w.Dropdown(options=[ALL_SLICES, *sorted(set(slices) - {ALL_SLICES})] if by else [ALL_SLICES],
                            description=by or "slice", disabled=by is None)
     flip_box = w.Dropdown(options=list(FLIP_OPTIONS), value=flip, description="flip", disabled=metric is None)
-    position, previous, following, status, view = _navigation(w, pairs.n, "question")
+    position, previous, following, status, view = navigation(w, pairs.n, "question")
     columns = (sides[0][0], sides[1][0])
     scores = (sides[0][1], sides[1][1])
     fields = (sides[0][2], sides[1][2])
 
     def current() -> np.ndarray:
         keep = np.ones(pairs.n, dtype=bool)
-        if by is not None and slice_box.value != _ALL:
+        if by is not None and slice_box.value != ALL_SLICES:
             keep &= slices == slice_box.value
         if flip_box.value != "all":
             keep &= directions == flip_box.value
@@ -194,7 +207,7 @@ def explore_pair(
         chosen = current()
         position.max = max(1, len(chosen))
         position.disabled = len(chosen) <= 1
-        filters = [f"{by} = {slice_box.value}"] if by and slice_box.value != _ALL else []
+        filters = [f"{by} = {slice_box.value}"] if by and slice_box.value != ALL_SLICES else []
         filters += [flip_box.value] if flip_box.value != "all" else []
         suffix = f" ({', '.join(filters)})" if filters else ""
         if len(chosen) == 0:
@@ -209,4 +222,4 @@ def explore_pair(
         view.value = render_pair(pairs.base.iloc[i], pairs.cand.iloc[i], columns=columns, scores=scores,
                                  fields=fields, labels=(str(labels[0]), str(labels[1])), header=header)
 
-    return _browser(w, [slice_box, flip_box], position, previous, following, status, view, refresh)
+    return browser(w, [slice_box, flip_box], position, previous, following, status, view, refresh)
