@@ -17,7 +17,7 @@ cluster a pass rate ~ Beta(3, 1.2) and a judge false-pass rate ~ Beta(1.5, 2.5),
 0.92 (the design of ``tests/test_agreement.py``). The targets are the population agreement and
 the kappa of the population's expected table (cluster parameters are independent of cluster
 size, so these are what the pooled estimates converge to). Each replicate runs raglab's own kernels
-(``raglab.agreement.clusters``): the cluster bootstrap (``_cluster_tables``, ``_table_statistics``,
+(``raglab.agreement.clusters``): the cluster bootstrap (``_cluster_tables``, ``table_statistics``,
 1,000 resamples) with its percentile interval (the old default for every statistic) and its
 expanded percentile interval (level widened so its normal quantile is ``sqrt(G / (G - 1)) t(G - 1)``;
 the new default for kappa), and for the rates the cluster-robust Wilson interval
@@ -53,9 +53,9 @@ from raglab.agreement.clusters import (
     _cluster_proportions,
     _cluster_tables,
     _cluster_wilson,
-    _table_statistics,
+    table_statistics,
 )
-from raglab.agreement.kappa import _disagreement_weights, _kappa_bounds
+from raglab.agreement.kappa import disagreement_weights, _kappa_bounds
 from raglab.stats._engine import _expanded_levels
 
 SEED = 2026
@@ -91,7 +91,7 @@ def _kappa_cell(tables, dis, truth):
 def part_a(rng, reps):
     print(f"A. Cohen's kappa, pass/fail, independent items: coverage of nominal 95% ({reps} replicates per cell)")
     print(f"{'n':>4} {'kappa':>5} {'base':>4} | {'adjusted (default)':>22} | {'analytic (plain)':>22} | undefined")
-    dis = _disagreement_weights([0, 1], None, "rank")
+    dis = disagreement_weights([0, 1], None, "rank")
     summary: dict[tuple[str, int], list[float]] = {}
     for n in NS:
         for kappa in KAPPAS:
@@ -121,7 +121,7 @@ def part_a2(rng, reps):
                 tables = _tables(rng, probs, n, reps)
                 parts = []
                 for weights in (None, "linear", "quadratic"):
-                    cell = _kappa_cell(tables, _disagreement_weights([0, 1, 2], weights, "rank"), kappa)
+                    cell = _kappa_cell(tables, disagreement_weights([0, 1, 2], weights, "rank"), kappa)
                     a, b = (float(cell[m][0].mean()) for m in ("adjusted", "analytic"))
                     lows.setdefault("adjusted", []).append(a)
                     lows.setdefault("analytic", []).append(b)
@@ -160,7 +160,7 @@ def part_b(rng, reps, resamples):
     heads = ["agreement: percentile", "expanded percentile", "cluster Wilson (dflt)", "kappa: percentile",
              "expanded (default)", "miss rate: percentile", "cluster Wilson (dflt)"]
     print(f"{'G':>3} {'items':>5} | " + " | ".join(f"{h:>21}" for h in heads))
-    dis = _disagreement_weights([0, 1], None, "rank")
+    dis = disagreement_weights([0, 1], None, "rank")
     for g in GS:
         expanded = float(_expanded_levels(np.array([g]), LEVEL)[0])
         keys = ("a_pct", "a_exp", "a_wil", "k_pct", "k_exp", "m_pct", "m_wil")
@@ -175,7 +175,7 @@ def part_b(rng, reps, resamples):
             clusters, h, j = _clustered_sample(rng, g)
             codes = h * 2 + j  # report's cell codes with labels (0, 1): human * k + judge
             boot, per = _cluster_tables(clusters, codes, 2, resamples, np.random.default_rng(r))
-            stats = _table_statistics(boot, dis, 1)
+            stats = table_statistics(boot, dis, 1)
             rates = _cluster_proportions(per.reshape(-1, 2, 2), 1)
             for key, name, truth in (("a", "agreement", truth_agree), ("k", "kappa", truth_kappa),
                                      ("m", "miss_rate", truth_miss)):
