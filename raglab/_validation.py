@@ -10,16 +10,58 @@ import inspect
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from numbers import Integral
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["check_int", "check_level", "check_option", "find_stack_level", "is_missing", "warn"]
+__all__ = [
+    "called_as", "caller", "check_int", "check_level", "check_option", "find_stack_level", "is_missing", "warn",
+]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+# The public name of the operation running now ("rag.summary"), for error messages. The accessor sets
+# it around each call, so the table-level functions need no caller-name parameter in their signatures.
+_CALLER: ContextVar[str | None] = ContextVar("raglab_caller", default=None)
+
+
+def caller(default: str) -> str:
+    """The name error messages give the running operation: the one set by :func:`called_as`, else ``default``.
+
+    Examples
+    --------
+    >>> caller("raglab.runs.summary")
+    'raglab.runs.summary'
+    >>> with called_as("rag.summary"):
+    ...     caller("raglab.runs.summary")
+    'rag.summary'
+    """
+    return _CALLER.get() or default
+
+
+@contextmanager
+def called_as(name: str) -> Iterator[None]:
+    """Name the operation for the errors and warnings raised inside the ``with`` block (see :func:`caller`).
+
+    The ``df.rag`` accessor wraps each call in ``called_as("rag.<method>")``; a table-level function
+    that calls another one wraps the call in its own name, so the inner errors name the outer call.
+
+    Examples
+    --------
+    >>> with called_as("raglab score"):
+    ...     caller("raglab.retrieval.retrieval")
+    'raglab score'
+    """
+    token = _CALLER.set(name)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
 
 
 def check_option(name: str, value: Any, options: Sequence[Any]) -> Any:

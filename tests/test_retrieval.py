@@ -13,8 +13,14 @@ import raglab
 from raglab import retrieval as rt
 from raglab._errors import RowTableError
 from raglab._meta import update_meta
+from raglab._validation import called_as
 from raglab.retrieval import retrieval
 
+
+def called(name, function, *args, **kwargs):
+    """Call ``function`` as the operation ``name`` (as the accessor does), for errors that name it."""
+    with called_as(name):
+        return function(*args, **kwargs)
 
 def span(doc, start, end, **extra):
     return {"doc_id": doc, "start": start, "end": end, **extra}
@@ -91,10 +97,10 @@ def test_errors_and_warnings_name_the_method_asked_for(rows):
     with pytest.raises(raglab.MissingColumnError, match=r"^raglab.retrieval.retrieval needs column 'ranked'"):
         rt.retrieval(rows, retrieved="ranked", gold_by="ids")
     with pytest.raises(raglab.MissingColumnError, match=r"^rag.retrieval needs column 'ranked'"):
-        rt.retrieval(rows, retrieved="ranked", gold_by="ids", method_name="rag.retrieval")
+        called("rag.retrieval", rt.retrieval, rows, retrieved="ranked", gold_by="ids")
     bad = rows.assign(retrieved=[["d1"], "d1 d2", [], [], []])
     with pytest.raises(raglab.RowTableError, match=r"^rag.retrieval: column 'retrieved'.*row 1 \(question_id 'q2'\)"):
-        rt.retrieval(bad, gold_by="ids", method_name="rag.retrieval")
+        called("rag.retrieval", rt.retrieval, bad, gold_by="ids")
     with pytest.warns(UserWarning, match=r"^raglab.retrieval.retrieval: k=\[10\] is larger") as record:
         rt.retrieval(rows, k=10, gold_by="ids")
     assert record[0].filename == __file__  # the warning points at the caller's line
@@ -103,7 +109,7 @@ def test_errors_and_warnings_name_the_method_asked_for(rows):
     # depth_gap scores through retrieval, whose errors keep their own name (rag.depth_gap -> rag.retrieval)
     bad = rows.assign(candidates=[["d1"], None, [], [], []])
     with pytest.raises(raglab.RowTableError, match=r"^rag.retrieval: column 'candidates'"):
-        rt.depth_gap(bad, gold_by="ids", method_name="rag.depth_gap")
+        called("rag.depth_gap", rt.depth_gap, bad, gold_by="ids")
     with pytest.raises(raglab.RowTableError, match=r"^rag.retrieval: column 'candidates'"):
         bad.rag.depth_gap(gold_by="ids")
 
