@@ -28,11 +28,12 @@ from raglab._errors import (  # noqa: F401  (re-exported: they were defined here
     MissingColumnError,
     RowTableError,
 )
-from raglab._meta import evalset_of, get_meta, judge_of, update_meta
+from raglab._meta import ATTRS_KEY, evalset_of, get_meta, judge_of, update_meta
 from raglab._validation import (  # noqa: F401  (check_option, is_missing re-exported)
     check_option,
     is_id_type,
     is_missing,
+    unanswerable,
     warn,
 )
 
@@ -136,7 +137,8 @@ class Roles:
     @classmethod
     def of(cls, df: pd.DataFrame) -> Roles:
         """The roles set on ``df`` by :func:`with_roles` (``attrs["raglab"]["roles"]``); defaults otherwise."""
-        recorded = get_meta(df).get("roles") if isinstance(df, pd.DataFrame) else None
+        meta = df.attrs.get(ATTRS_KEY) if isinstance(df, pd.DataFrame) else None  # read, not copied
+        recorded = meta.get("roles") if isinstance(meta, Mapping) else None
         if not isinstance(recorded, Mapping):
             return cls()
         return cls().merged({k: v for k, v in recorded.items() if k in ROLES}, method="attrs['raglab']['roles']")
@@ -243,7 +245,8 @@ def _is_list_like(value: Any) -> bool:
 def is_unanswerable(gold: Any) -> bool:
     """A question is unanswerable when its gold is missing, empty, or has no grade above 0.
 
-    The one rule; :func:`unanswerable` is it for many questions at once, from their counts of relevant units.
+    The rule is :func:`raglab._validation.unanswerable` (for many questions at once, from their counts of
+    relevant units); this applies it to one gold cell.
 
     Examples
     --------
@@ -259,17 +262,6 @@ def is_unanswerable(gold: Any) -> bool:
     else:
         return False
     return bool(unanswerable(n_relevant))
-
-
-def unanswerable(n_relevant: Any) -> Any:
-    """:func:`is_unanswerable` vectorised: no gold unit (id or span) with grade > 0, from the count per question.
-
-    Examples
-    --------
-    >>> unanswerable(np.array([2, 0, 1])).tolist()
-    [False, True, False]
-    """
-    return np.asarray(n_relevant) == 0
 
 
 def _grade_value(grade: Any) -> float:

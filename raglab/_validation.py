@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "called_as", "caller", "check_int", "check_level", "check_option", "find_stack_level", "is_missing", "warn",
+    "called_as", "caller", "check_int", "check_level", "check_option", "find_stack_level", "is_missing",
+    "unanswerable", "warn",
 ]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -126,6 +127,21 @@ def is_missing(value: Any) -> bool:
         return bool(pd.isna(value))
     except (TypeError, ValueError):
         return False
+
+
+def unanswerable(n_relevant: Any) -> np.ndarray:
+    """THE rule for an unanswerable question: no gold unit (id or span) with grade > 0, from the counts per question.
+
+    Every layer decides it from here: the metric kernels (their NaN rows), the row table
+    (:func:`raglab._rowtable.is_unanswerable`, one gold cell), abstention and boundaries. Missing or
+    empty gold counts 0 relevant units.
+
+    Examples
+    --------
+    >>> unanswerable([2, 0, 1]).tolist()
+    [False, True, False]
+    """
+    return np.asarray(n_relevant) == 0
 
 
 def find_stack_level() -> int:

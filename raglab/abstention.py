@@ -35,8 +35,8 @@ from raglab._interval import Interval
 from raglab._meta import update_meta
 from raglab._results import ResultBase, jsonable
 from raglab._rowtable import Roles, check_column, missing_column_error, resolve_column, table_roles
-from raglab._rowtable import unanswerable as _unanswerable
 from raglab._validation import caller
+from raglab._validation import unanswerable as _unanswerable
 
 __all__ = [
     "DEFAULT_REFUSAL_PATTERNS", "AbstentionResult", "abstention", "detect_declined", "refusal_regex", "score_abstention",

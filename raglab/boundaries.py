@@ -34,7 +34,7 @@ from raglab._meta import get_meta, set_meta, update_meta
 from raglab._options import RESAMPLING_SETTINGS, Resampling
 from raglab._results import ResultBase, jsonable
 from raglab._rowtable import Roles, check_unique_ids, resolve_column, row_label, split_options, table_roles
-from raglab._validation import called_as, caller, check_int, is_missing, warn
+from raglab._validation import called_as, caller, check_int, is_missing, unanswerable, warn
 from raglab.metrics.spans import _coverage, _gold_units, _merge, _span_tuple
 
 __all__ = ["BoundaryReport", "boundaries", "boundary_report", "expand_neighbors", "prompt_chars"]
@@ -290,7 +290,7 @@ def boundaries(
     lengths = np.fromiter(map(len, gold), dtype=np.int64, count=len(gold))
     row_of, doc, start, end, inside, n_over, _ = _gold_geometry(
         table, gold, method, "they count as cut (inside no chunk, gold_chunks 0)")
-    answerable = lengths > 0
+    answerable = ~unanswerable(lengths)  # lengths: the gold spans with grade > 0 per question
     cut = np.full(len(df), np.nan)
     cut[answerable] = 0.0
     np.maximum.at(cut, row_of[~inside], 1.0)
@@ -667,6 +667,18 @@ def boundary_report(
         table = table[~((table["slice"] == "overall") & (table["split"] != STATUS_COLUMN))]
     table = table[["split", *[c for c in table.columns if c != "split"]]].reset_index(drop=True)
 
+    changed = _changed_rows(frame, cand_frame, base, status, names, described, on)
+    settings = {"metrics": names, "on": on, "splits": splits, "n_questions": int(len(frame)),
+                "not_split_by": {"gold_reached": GOLD_REACHED_SPLIT},
+                "n_cut": int((labels == "cut").sum()), "n_unanswerable": int((~answerable).sum()),
+                "status_from": "baseline", **res.settings(["ci", "n_resamples", "seed"])}
+    table.attrs["raglab"] = {"boundary_report": jsonable(settings)}
+    return BoundaryReport(table=table, rows=changed, settings=settings)
+
+
+def _changed_rows(frame: pd.DataFrame, cand_frame: pd.DataFrame, base: pd.DataFrame, status: pd.DataFrame,
+                  names: list[str], described: list[str], on: str) -> pd.DataFrame:
+    """The question-metric pairs whose score changed, largest change first, with their boundary status."""
     merged = frame.merge(cand_frame, on=on, suffixes=("_base", "_cand"), how="inner", validate="one_to_one")
     merged["gold_chunks"] = status["gold_chunks"].to_numpy(dtype=float)[
         pd.Index(base[on]).get_indexer(merged[on])]
@@ -681,13 +693,7 @@ def boundary_report(
     changed = pd.concat(parts, ignore_index=True)
     order = np.lexsort((changed[on].astype(str).to_numpy(), -changed["diff"].abs().to_numpy()))
     changed = changed.iloc[order].reset_index(drop=True)
-    changed = changed[[on, "metric", *described, "gold_chunks", "base", "cand", "diff"]]
-    settings = {"metrics": names, "on": on, "splits": splits, "n_questions": int(len(frame)),
-                "not_split_by": {"gold_reached": GOLD_REACHED_SPLIT},
-                "n_cut": int((labels == "cut").sum()), "n_unanswerable": int((~answerable).sum()),
-                "status_from": "baseline", **res.settings(["ci", "n_resamples", "seed"])}
-    table.attrs["raglab"] = {"boundary_report": jsonable(settings)}
-    return BoundaryReport(table=table, rows=changed, settings=settings)
+    return changed[[on, "metric", *described, "gold_chunks", "base", "cand", "diff"]]
 
 
 def prompt_chars(

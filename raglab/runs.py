@@ -639,32 +639,11 @@ def size(
             if name not in paired.base.columns:
                 raise missing_column_error(paired.base, name, role=None, method=f"{method_name} (base)", keyword=role)
             columns[role] = paired.base[name].to_numpy(dtype=object)
-    values: dict[str, list[Any]] = {}
-    for name in metrics:
-        values[name] = []
-        for side, frame in (("base", paired.base), ("cand", paired.cand)):
-            if name not in frame.columns:
-                raise missing_column_error(frame, name, role=None, method=f"{method_name} ({side})", keyword="metric")
-            column = frame[name]
-            try:
-                numbers = pd.to_numeric(column.astype(object).where(column.notna(), None), errors="raise")
-            except (TypeError, ValueError):
-                raise RowTableError(
-                    f"{method_name}: column {name!r} ({side}) must hold numeric scores (or 0/1 pass/fail); "
-                    f"found {column.dtype} values such as {column.dropna().iloc[:3].tolist()!r}"
-                ) from None
-            values[name].append(numbers.to_numpy(dtype=float, na_value=float("nan")))
+    values = _pilot_scores(paired, metrics, method_name)
     if margin is not None:
-        unused = [name for name, value, default in (
-            ("attenuation", attenuation, None), ("sensitivity", sensitivity, None), ("specificity", specificity, None),
-            ("judge", judge, None), ("slice_fraction", slice_fraction, 1.0), ("alternative", alternative, "two-sided"),
-            ("alpha", alpha, 0.05), ("binary", binary, None)) if value != default]
-        if unused:
-            raise ValueError(f"{method_name}: {unused} size a change (mde=), not the release gate (margin=); the gate's "
-                             "level is ci=, its slices by=")
-        if design_effect is not None or icc is not None or cluster_size is not None:
-            raise ValueError(f"{method_name}: with margin= the design effect is estimated from `units=`; "
-                             "use sizing.questions_for_release(design_effect=...) to state one")
+        _check_release_sizing(method_name, attenuation=attenuation, sensitivity=sensitivity, specificity=specificity,
+                              judge=judge, slice_fraction=slice_fraction, alternative=alternative, alpha=alpha,
+                              binary=binary, design_effect=design_effect, icc=icc, cluster_size=cluster_size)
         return _sizing.release_from_pilot(
             {name: v[0] for name, v in values.items()}, {name: v[1] for name, v in values.items()}, margin,
             slices=columns.get("by"), units=columns.get("units"), power=power, ci=ci, drop=drop, bounds=bounds,
@@ -681,6 +660,41 @@ def size(
         pilot_labels=pilot_labels, slice_fraction=slice_fraction, alternative=alternative,
         units=columns.get("units"), design_effect=design_effect, icc=icc, cluster_size=cluster_size,
     )
+
+
+_CHANGE_ONLY = {"attenuation": None, "sensitivity": None, "specificity": None, "judge": None, "slice_fraction": 1.0,
+                "alternative": "two-sided", "alpha": 0.05, "binary": None}
+
+
+def _check_release_sizing(method_name: str, *, design_effect: Any, icc: Any, cluster_size: Any, **given: Any) -> None:
+    """Refuse, with margin=, the settings that size a change (mde=) only."""
+    unused = [name for name, default in _CHANGE_ONLY.items() if given[name] != default]
+    if unused:
+        raise ValueError(f"{method_name}: {unused} size a change (mde=), not the release gate (margin=); the gate's "
+                         "level is ci=, its slices by=")
+    if design_effect is not None or icc is not None or cluster_size is not None:
+        raise ValueError(f"{method_name}: with margin= the design effect is estimated from `units=`; "
+                         "use sizing.questions_for_release(design_effect=...) to state one")
+
+
+def _pilot_scores(paired: Any, metrics: list[str], method_name: str) -> dict[str, list[Any]]:
+    """Each metric's paired scores as floats, ``{metric: [base, cand]}`` (NaN for missing); clear errors otherwise."""
+    values: dict[str, list[Any]] = {}
+    for name in metrics:
+        values[name] = []
+        for side, frame in (("base", paired.base), ("cand", paired.cand)):
+            if name not in frame.columns:
+                raise missing_column_error(frame, name, role=None, method=f"{method_name} ({side})", keyword="metric")
+            column = frame[name]
+            try:
+                numbers = pd.to_numeric(column.astype(object).where(column.notna(), None), errors="raise")
+            except (TypeError, ValueError):
+                raise RowTableError(
+                    f"{method_name}: column {name!r} ({side}) must hold numeric scores (or 0/1 pass/fail); "
+                    f"found {column.dtype} values such as {column.dropna().iloc[:3].tolist()!r}"
+                ) from None
+            values[name].append(numbers.to_numpy(dtype=float, na_value=float("nan")))
+    return values
 
 
 def _pass_fail(
