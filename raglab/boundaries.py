@@ -40,7 +40,6 @@ from raglab.metrics.spans import _coverage, _gold_units, _merge, _span_tuple
 __all__ = ["BoundaryReport", "boundaries", "boundary_report", "expand_neighbors", "prompt_chars"]
 
 STATUS_COLUMN = "boundary_status"
-RoleColumns = Roles | Mapping[str, str | None] | None
 
 #: Why neither the boundary report nor its plot splits two runs by ``gold_reached``.
 GOLD_REACHED_SPLIT = (
@@ -225,7 +224,7 @@ def boundaries(
     rows: pd.DataFrame,
     chunks: pd.DataFrame,
     *,
-    roles: RoleColumns = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
     **columns: str,
 ) -> pd.DataFrame:
     """Where each question's gold spans fall relative to the chunk boundaries: a copy of the rows plus columns.
@@ -335,7 +334,7 @@ def expand_neighbors(
     chunks: pd.DataFrame,
     window: int = 1,
     *,
-    roles: RoleColumns = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
     **columns: str,
 ) -> pd.DataFrame:
     """What if each retrieved chunk brought its neighbours: rows with longer ``retrieved`` lists.
@@ -551,7 +550,7 @@ def boundary_report(
     *,
     on: str | None = None,
     how: str = "exact",
-    roles: RoleColumns = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
 ) -> BoundaryReport:
@@ -699,7 +698,7 @@ def _changed_rows(frame: pd.DataFrame, cand_frame: pd.DataFrame, base: pd.DataFr
 def prompt_chars(
     rows: pd.DataFrame,
     *,
-    roles: RoleColumns = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
     **columns: str,
 ) -> pd.Series:
     """Characters sent to the model per question: the summed lengths of its retrieved spans, as sent.

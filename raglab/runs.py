@@ -52,11 +52,10 @@ __all__ = [
 ]
 
 _INTERVAL = ("ci", "method", "n_resamples", "seed")  # the settings of an interval (no permutation test)
-RoleColumns = Roles | Mapping[str, str | None] | None
 
 
 def _options(
-    frame: pd.DataFrame, roles: RoleColumns, resampling: Resampling | None, options: Mapping[str, Any],
+    frame: pd.DataFrame, roles: Roles | Mapping[str, str | None] | None, resampling: Resampling | None, options: Mapping[str, Any],
     takes: Sequence[str], name: str,
 ) -> tuple[Roles, Resampling]:
     """One call's column roles and resampling settings, from the objects and its keywords (which win)."""
@@ -68,7 +67,7 @@ def validate(
     rows: pd.DataFrame,
     *,
     require: Sequence[str] = ("question_id",),
-    roles: RoleColumns = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
     **columns: str,
 ) -> pd.DataFrame:
     """Check a row table and return it unchanged (so it chains).
@@ -137,7 +136,7 @@ def summary(
     by: str | Sequence[str] | None = None,
     units: str | bool | None = None,
     bounds: Mapping[str, tuple[float, float]] | None = None,
-    roles: RoleColumns = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
 ) -> pd.DataFrame:
@@ -234,7 +233,7 @@ def compare(
     adjust: str | None = None,
     allow_evalset_mismatch: bool = False,
     bounds: Mapping[str, tuple[float, float]] | None = None,
-    roles: RoleColumns = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
 ) -> pd.DataFrame:
@@ -358,7 +357,7 @@ def gate(
     adjust: str | None = "holm",
     allow_evalset_mismatch: bool = False,
     bounds: Mapping[str, tuple[float, float]] | None = None,
-    roles: RoleColumns = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
 ) -> _stats.GateResult:
@@ -565,7 +564,7 @@ def size(
     by: str | None = None,
     drop: float | None = None,
     bounds: Mapping[str, tuple[float, float]] | None = None,
-    roles: RoleColumns = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
 ) -> Any:
