@@ -198,7 +198,8 @@ def with_roles(rows: pd.DataFrame, roles: Roles | Mapping[str, str | None] | Non
     Returns
     -------
     DataFrame
-        The same rows (not copied), with the roles merged into those already set.
+        A shallow copy of the rows (the input is not modified), with the roles merged into those
+        already set.
 
     Examples
     --------
@@ -438,6 +439,9 @@ def missing_column_error(
     meaning = f" ({ROLES[role].meaning})" if role in ROLES else ""
     keyword = keyword or (role if role in ROLES else None)
     fix = f"Pass {keyword}='your_column' to use another name." if keyword else "Check the column name."
+    if role in ROLES and Roles.of(df).named().get(role) == name:  # the name came from the table, not this call
+        fix = (f"The table's roles name it (set by with_roles({role}={name!r})); pass {keyword}='your_column' "
+               "to use another name.")
     return MissingColumnError(f"{method} needs column {name!r}{meaning}; found {found}. {fix}")
 
 

@@ -383,3 +383,9 @@ def test_warnings_point_at_the_users_line():
     with pytest.warns(UserWarning, match="comparing shared questions only") as caught:
         base.rag.compare(cand.iloc[5:], metrics=["hit@5"], how="inner", n_resamples=200, n_permutations=0)
     assert {w.filename for w in caught if "shared questions" in str(w.message)} == {__file__}
+
+
+def test_a_missing_column_named_by_the_tables_roles_says_so():
+    rows = _retrieval_rows().rag.with_roles(retrieved="reranked")
+    with pytest.raises(KeyError, match=r"rag\.retrieval needs column 'reranked'.*set by with_roles\(retrieved='reranked'\)"):
+        rows.rag.retrieval()

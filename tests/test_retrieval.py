@@ -254,3 +254,27 @@ def test_depth_gap_refuses_context_chunks_that_are_not_candidates():
     assert caught.value.column == "candidates" and caught.value.rows == [1]
     gap = rt.depth_gap(fine)
     assert (gap["gap"] >= 0).all() and gap["gap"].tolist() == [0.5, 0.5]
+
+
+@pytest.mark.parametrize("gold_by", ["ids", "spans"])
+def test_metrics_asks_for_a_metric_outside_the_defaults(rows, gold_by):
+    from raglab import metrics
+
+    scored = rows.rag.retrieval(k=[1, 3], metrics=["map", "rr"], gold_by=gold_by)
+    assert [c for c in scored.columns if c not in rows.columns] == ["map@1", "map@3", "rr"]
+    assert same_frame(scored, rt.retrieval(rows, k=[1, 3], metrics=["map", "rr"], gold_by=gold_by))
+    full = rows.rag.retrieval(k=[1, 3], gold_by=gold_by)
+    assert scored["rr"].equals(full["rr"])
+    # the counts do not depend on which metrics were asked for
+    assert scored.attrs["raglab"]["retrieval_counts"] == full.attrs["raglab"]["retrieval_counts"]
+    assert rows.rag.retrieval(k=3, metrics="map", gold_by=gold_by).attrs["raglab"]["retrieval_counts"] == \
+        full.attrs["raglab"]["retrieval_counts"]
+    if gold_by == "ids":  # equal to the per-question definition of MAP@k
+        expected = [metrics.METRICS["map"].score(r, g, 3) for r, g in zip(rows["retrieved"], rows["gold"])]
+        assert scored["map@3"].tolist() == pytest.approx(expected, nan_ok=True)
+
+
+def test_an_unknown_metric_is_refused_with_the_method_and_the_names():
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]], "gold": [["d1"]]})
+    with pytest.raises(ValueError, match=r"^rag\.retrieval: `metrics` must name registered metrics.*'map'.*\['mapp'\]"):
+        rows.rag.retrieval(metrics=["mapp"])
