@@ -156,27 +156,28 @@ def table_roles(
 
 
 def split_options(
-    options: Mapping[str, Any], settings: Sequence[str], *, method: str
+    options: Mapping[str, Any], settings: Sequence[str], *, method: str, roles: bool = True
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split a call's ``**options`` into column roles and the named ``settings`` (e.g. resampling ones).
 
-    Any other keyword is a TypeError naming it and the keywords the call takes.
+    Any other keyword (a role too, with ``roles=False``: the call reads no role) is a TypeError
+    naming it and the keywords the call takes.
 
     Examples
     --------
     >>> split_options({"retrieved": "r", "ci": 0.9}, ["ci", "seed"], method="rag.summary")
     ({'retrieved': 'r'}, {'ci': 0.9})
     """
-    roles = {k: v for k, v in options.items() if k in ROLES}
+    columns = {k: v for k, v in options.items() if k in ROLES} if roles else {}
     chosen = {k: v for k, v in options.items() if k in settings}
-    unknown = [k for k in options if k not in roles and k not in chosen]
+    unknown = [k for k in options if k not in columns and k not in chosen]
     if unknown:
-        takes = f" and the settings {list(settings)}" if settings else ""
+        takes = [f"the column roles {list(ROLES)}"] if roles else []
+        takes += [f"the settings {list(settings)}"] if settings else []
         raise TypeError(
-            f"{method} got an unexpected keyword argument {unknown[0]!r}; it takes the column roles {list(ROLES)}"
-            f"{takes} as keywords"
+            f"{method} got an unexpected keyword argument {unknown[0]!r}; it takes {' and '.join(takes)} as keywords"
         )
-    return roles, chosen
+    return columns, chosen
 
 
 def with_roles(rows: pd.DataFrame, roles: Roles | Mapping[str, str | None] | None = None, **columns: str) -> pd.DataFrame:

@@ -479,7 +479,8 @@ def agreement(
 
     df = rows
     method_name = caller("raglab.runs.agreement")
-    _, res = _options(df, None, resampling, options, _INTERVAL, method_name)
+    _, settings = split_options(options, _INTERVAL, method=method_name, roles=False)  # it reads no role
+    res = Resampling.resolve(resampling, settings, method=method_name)
     ci, method, n_resamples, seed = res.ci, res.method, res.n_resamples, res.seed
     raters = [human] if isinstance(human, str) else list(human)
     if not raters:

@@ -389,3 +389,10 @@ def test_a_missing_column_named_by_the_tables_roles_says_so():
     rows = _retrieval_rows().rag.with_roles(retrieved="reranked")
     with pytest.raises(KeyError, match=r"rag\.retrieval needs column 'reranked'.*set by with_roles\(retrieved='reranked'\)"):
         rows.rag.retrieval()
+
+
+def test_agreement_reads_no_column_role_and_refuses_one():
+    base, _ = _runs()
+    with pytest.raises(TypeError, match=r"rag\.agreement got an unexpected keyword argument 'question_id'; it takes "
+                                        r"the settings \['ci', 'method', 'n_resamples', 'seed'\]"):
+        base.rag.agreement("human", "judge", positive=1, question_id="qid")
