@@ -1,16 +1,18 @@
 """The row table: column roles, resolution of user overrides, validation and pairing of runs.
 
 A row table has one row per question per run. Each *role* (question id, ranked retrieved ids, gold,
-...) has a default column name; every public method takes keyword overrides, e.g.
-``rows.rag.retrieval(retrieved="reranked_ids")``. This module is the one place that knows the roles,
-checks cells and words the errors, so every method reports problems the same way.
+...) has a default column name. Another column plays a role when it is named once, in one of three
+places, the later winning: on the table (``rows = rows.rag.with_roles(retrieved="reranked_ids")``,
+kept in ``attrs["raglab"]["roles"]``), as a :class:`Roles` object (``roles=Roles(...)``), or as a
+keyword of one call (``rows.rag.retrieval(retrieved="reranked_ids")``). This module is the one place
+that knows the roles, checks cells and words the errors, so every method reports problems the same way.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from itertools import chain, compress, repeat
 from numbers import Integral, Real
 from operator import is_, itemgetter, methodcaller
@@ -26,16 +28,26 @@ from raglab._errors import (  # noqa: F401  (re-exported: they were defined here
     MissingColumnError,
     RowTableError,
 )
-from raglab._meta import EvalSetStamp, JudgeFingerprint, RetrievalConventions, record_of
+from raglab._meta import (
+    ATTRS_KEY,
+    EvalSetStamp,
+    JudgeFingerprint,
+    RetrievalConventions,
+    record_of,
+    update_meta,
+)
 from raglab._validation import (  # noqa: F401  (check_option, is_missing re-exported)
     check_option,
     is_id_type,
     is_missing,
+    unanswerable,
     warn,
 )
 
 __all__ = [
     "ROLES",
+    "Roles",
+    "with_roles",
     "RowTableError",
     "MissingColumnError",
     "check_option",
@@ -73,8 +85,152 @@ ROLES: dict[str, Role] = {
     )
 }
 
+
+
+@dataclass(frozen=True)
+class Roles:
+    """The column that plays each role of a row table; None (the default) means the role's own name.
+
+    Set once on a table with :func:`with_roles` (``rows.rag.with_roles(...)``), or pass as ``roles=``
+    to one call; keyword overrides of one call (``retrieved="reranked_ids"``) win over both.
+
+    Examples
+    --------
+    >>> roles = Roles(retrieved="reranked_ids")
+    >>> roles.column("retrieved"), roles.column("gold")
+    ('reranked_ids', 'gold')
+    >>> roles.merged({"gold": "qrels"}).named()
+    {'retrieved': 'reranked_ids', 'gold': 'qrels'}
+    """
+
+    question_id: str | None = None
+    question: str | None = None
+    retrieved: str | None = None
+    gold: str | None = None
+    gold_spans: str | None = None
+    retrieved_spans: str | None = None
+    context: str | None = None
+    answer: str | None = None
+    reference: str | None = None
+
+    def __post_init__(self) -> None:
+        for role, column in self.named().items():
+            if not isinstance(column, str):
+                raise TypeError(f"the {role!r} role must name a column (a str), got {column!r}")
+
+    def column(self, role: str) -> str:
+        """The column name that plays ``role`` (the role's own name unless another was named)."""
+        return getattr(self, role) or role
+
+    def named(self) -> dict[str, str]:
+        """The roles given another column than their default, ``{role: column}``."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    def merged(self, columns: Roles | Mapping[str, str | None] | None, *, method: str = "Roles") -> Roles:
+        """These roles with ``columns`` laid over them (None values and None keep what is here)."""
+        if columns is None:
+            return self
+        if isinstance(columns, Roles):
+            columns = columns.named()
+        elif not isinstance(columns, Mapping):
+            raise TypeError(f"{method}: `roles` must be a raglab Roles or a dict role -> column, got {columns!r}")
+        unknown = [name for name in columns if name not in ROLES]
+        if unknown:
+            raise TypeError(
+                f"{method} got an unexpected keyword argument {unknown[0]!r}; the column roles are {list(ROLES)}"
+            )
+        return replace(self, **{role: column for role, column in columns.items() if column is not None})
+
+    @classmethod
+    def of(cls, df: pd.DataFrame) -> Roles:
+        """The roles set on ``df`` by :func:`with_roles` (``attrs["raglab"]["roles"]``); defaults otherwise."""
+        meta = df.attrs.get(ATTRS_KEY) if isinstance(df, pd.DataFrame) else None  # read, not copied
+        recorded = meta.get("roles") if isinstance(meta, Mapping) else None
+        if not isinstance(recorded, Mapping):
+            return cls()
+        return cls().merged({k: v for k, v in recorded.items() if k in ROLES}, method="attrs['raglab']['roles']")
+
+
+if tuple(f.name for f in fields(Roles)) != tuple(ROLES):  # pragma: no cover - one list of roles
+    raise AssertionError("Roles and ROLES must name the same roles in the same order")
+
+
+def table_roles(
+    df: pd.DataFrame, roles: Roles | Mapping[str, str | None] | None, columns: Mapping[str, Any], *, method: str
+) -> Roles:
+    """The roles one call uses: the table's (:func:`with_roles`), then ``roles=``, then keyword overrides."""
+    return Roles.of(df).merged(roles, method=method).merged(columns, method=method)
+
+
+def split_options(
+    options: Mapping[str, Any], settings: Sequence[str], *, method: str, roles: bool = True
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split a call's ``**options`` into column roles and the named ``settings`` (e.g. resampling ones).
+
+    Any other keyword (a role too, with ``roles=False``: the call reads no role) is a TypeError
+    naming it and the keywords the call takes.
+
+    Examples
+    --------
+    >>> split_options({"retrieved": "r", "ci": 0.9}, ["ci", "seed"], method="rag.summary")
+    ({'retrieved': 'r'}, {'ci': 0.9})
+    """
+    columns = {k: v for k, v in options.items() if k in ROLES} if roles else {}
+    chosen = {k: v for k, v in options.items() if k in settings}
+    unknown = [k for k in options if k not in columns and k not in chosen]
+    if unknown:
+        takes = [f"the column roles {list(ROLES)}"] if roles else []
+        takes += [f"the settings {list(settings)}"] if settings else []
+        raise TypeError(
+            f"{method} got an unexpected keyword argument {unknown[0]!r}; it takes {' and '.join(takes)} as keywords"
+        )
+    return columns, chosen
+
+
+def with_roles(rows: pd.DataFrame, roles: Roles | Mapping[str, str | None] | None = None, **columns: str) -> pd.DataFrame:
+    """A shallow copy of ``rows`` that remembers which column plays each role, for every later call.
+
+    The roles are kept in ``attrs["raglab"]["roles"]`` (so they travel with the copies pandas makes
+    and with files written by :func:`raglab.write_rows`); a keyword of one call still wins.
+
+    Parameters
+    ----------
+    rows : DataFrame
+        The row table.
+    roles : Roles or dict, optional
+        Roles to set, as an object.
+    **columns : str
+        Roles to set as keywords, e.g. ``retrieved="reranked_ids"`` (the roles are the fields of
+        :class:`Roles`; an unknown keyword is a TypeError naming the roles).
+
+    Returns
+    -------
+    DataFrame
+        A shallow copy of the rows (the input is not modified), with the roles merged into those
+        already set.
+
+    Examples
+    --------
+    >>> import pandas as pd, raglab
+    >>> rows = pd.DataFrame({"question_id": ["q1"], "reranked_ids": [["d1", "d2"]], "gold": [["d2"]]})
+    >>> rows = rows.rag.with_roles(retrieved="reranked_ids")
+    >>> rows.rag.meta["roles"]
+    {'retrieved': 'reranked_ids'}
+    >>> float(rows.rag.retrieval(k=2)["recall@2"].iloc[0])
+    1.0
+    """
+    from raglab._validation import caller
+
+    name = caller("raglab.with_roles")
+    if not isinstance(rows, pd.DataFrame):
+        raise TypeError(f"{name} needs a pandas DataFrame, got {type(rows).__name__}")
+    chosen = Roles.of(rows).merged(roles, method=name).merged(columns, method=name)
+    out = rows.copy(deep=False)
+    update_meta(out, "roles", chosen.named())
+    return out
+
+
 SPAN_KEYS = ("doc_id", "start", "end")
-_SCORED_DEPTHS = {"k", "columns"}
 _SHOWN = 5  # offending rows listed in an error message
 
 
@@ -95,14 +251,25 @@ def _is_list_like(value: Any) -> bool:
 
 
 def is_unanswerable(gold: Any) -> bool:
-    """A question is unanswerable when its gold is missing, empty, or has no grade above 0."""
+    """A question is unanswerable when its gold is missing, empty, or has no grade above 0.
+
+    The rule is :func:`raglab._validation.unanswerable` (for many questions at once, from their counts of
+    relevant units); this applies it to one gold cell.
+
+    Examples
+    --------
+    >>> is_unanswerable(None), is_unanswerable([]), is_unanswerable({"d1": 0}), is_unanswerable(["d1"])
+    (True, True, True, False)
+    """
     if is_missing(gold):
         return True
     if isinstance(gold, Mapping):
-        return not any(_grade_value(g) > 0 for g in gold.values())
-    if _is_list_like(gold):
-        return len(gold) == 0
-    return False
+        n_relevant = sum(_grade_value(g) > 0 for g in gold.values())
+    elif _is_list_like(gold):
+        n_relevant = len(gold)  # a list of ids: each has grade 1
+    else:
+        return False
+    return bool(unanswerable(n_relevant))
 
 
 def _grade_value(grade: Any) -> float:
@@ -279,6 +446,9 @@ def missing_column_error(
     meaning = f" ({ROLES[role].meaning})" if role in ROLES else ""
     keyword = keyword or (role if role in ROLES else None)
     fix = f"Pass {keyword}='your_column' to use another name." if keyword else "Check the column name."
+    if role in ROLES and Roles.of(df).named().get(role) == name:  # the name came from the table, not this call
+        fix = (f"The table's roles name it (set by with_roles({role}={name!r})); pass {keyword}='your_column' "
+               "to use another name.")
     return MissingColumnError(f"{method} needs column {name!r}{meaning}; found {found}. {fix}")
 
 

@@ -10,16 +10,59 @@ import inspect
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from numbers import Integral
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["check_int", "check_level", "check_option", "find_stack_level", "is_missing", "warn"]
+__all__ = [
+    "called_as", "caller", "check_int", "check_level", "check_option", "find_stack_level", "is_missing",
+    "unanswerable", "warn",
+]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+# The public name of the operation running now ("rag.summary"), for error messages. The accessor sets
+# it around each call, so the table-level functions need no caller-name parameter in their signatures.
+_CALLER: ContextVar[str | None] = ContextVar("raglab_caller", default=None)
+
+
+def caller(default: str) -> str:
+    """The name error messages give the running operation: the one set by :func:`called_as`, else ``default``.
+
+    Examples
+    --------
+    >>> caller("raglab.runs.summary")
+    'raglab.runs.summary'
+    >>> with called_as("rag.summary"):
+    ...     caller("raglab.runs.summary")
+    'rag.summary'
+    """
+    return _CALLER.get() or default
+
+
+@contextmanager
+def called_as(name: str) -> Iterator[None]:
+    """Name the operation for the errors and warnings raised inside the ``with`` block (see :func:`caller`).
+
+    The ``df.rag`` accessor wraps each call in ``called_as("rag.<method>")``; a table-level function
+    that calls another one wraps the call in its own name, so the inner errors name the outer call.
+
+    Examples
+    --------
+    >>> with called_as("raglab score"):
+    ...     caller("raglab.retrieval.retrieval")
+    'raglab score'
+    """
+    token = _CALLER.set(name)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
 
 
 def check_option(name: str, value: Any, options: Sequence[Any]) -> Any:
@@ -84,6 +127,21 @@ def is_missing(value: Any) -> bool:
         return bool(pd.isna(value))
     except (TypeError, ValueError):
         return False
+
+
+def unanswerable(n_relevant: Any) -> np.ndarray:
+    """THE rule for an unanswerable question: no gold unit (id or span) with grade > 0, from the counts per question.
+
+    Every layer decides it from here: the metric kernels (their NaN rows), the row table
+    (:func:`raglab._rowtable.is_unanswerable`, one gold cell), abstention and boundaries. Missing or
+    empty gold counts 0 relevant units.
+
+    Examples
+    --------
+    >>> unanswerable([2, 0, 1]).tolist()
+    [False, True, False]
+    """
+    return np.asarray(n_relevant) == 0
 
 
 def find_stack_level() -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,9 @@ from raglab._errors import RowTableError
 from raglab._interval import Interval
 from raglab._meta import update_meta
 from raglab._results import ResultBase, jsonable
-from raglab._rowtable import check_column, missing_column_error, resolve_column
+from raglab._rowtable import Roles, check_column, missing_column_error, resolve_column, table_roles
+from raglab._validation import caller
+from raglab._validation import unanswerable as _unanswerable
 
 __all__ = [
     "DEFAULT_REFUSAL_PATTERNS", "AbstentionResult", "abstention", "detect_declined", "refusal_regex", "score_abstention",
@@ -274,14 +276,12 @@ def abstention(
     rows: pd.DataFrame,
     declined: str | None = "declined",
     *,
-    answer: str | None = None,
     patterns: Sequence[str] | None = None,
     empty_is_declined: bool = True,
-    gold: str | None = None,
-    gold_spans: str | None = None,
     ci: float = 0.95,
     method: str = "wilson",
-    method_name: str = "raglab.abstention.abstention",
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **columns: str,
 ) -> AbstentionResult:
     """Score declining: correct-decline rate on unanswerable questions, false-decline rate on answerable ones.
 
@@ -296,17 +296,18 @@ def abstention(
     declined : str or None
         Column of True/False flags. The default ``"declined"`` falls back to the detector when
         the column is absent; ``None`` always uses the detector.
-    answer : str, optional
-        Answer column for the detector (default ``"answer"``).
     patterns : sequence of str, optional
         Refusal patterns for the detector (default
         :data:`raglab.abstention.DEFAULT_REFUSAL_PATTERNS`).
     empty_is_declined : bool
         Detector only: an empty or missing answer counts as declining.
-    gold, gold_spans : str, optional
-        Gold column names.
     ci, method
         Interval level and method (:func:`raglab.stats.proportion_interval`).
+    roles : Roles or dict, optional
+        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table.
+    **columns : str
+        Column names to use instead of the defaults, by role: ``answer`` (for the detector),
+        ``gold``, ``gold_spans``, ``question_id``.
 
     Returns
     -------
@@ -345,20 +346,22 @@ def abstention(
     from raglab import metrics as _metrics
     from raglab._columns import guarded as _guarded
 
-    name = method_name
+    name = caller("raglab.abstention.abstention")
     df = rows
-    qid = resolve_column(df, "question_id", None, method=name, required=False)
+    cols = table_roles(df, roles, columns, method=name)
+    gold, gold_spans = cols.gold, cols.gold_spans
+    qid = resolve_column(df, "question_id", cols.question_id, method=name, required=False)
     if gold is not None or "gold" in df.columns or (gold_spans is None and "gold_spans" not in df.columns):
         gold_col = resolve_column(df, "gold", gold, method=name)
         table = _guarded(df, lambda: _metrics._gold_table(df[gold_col]), {"gold": gold_col}, name, qid)
-        unanswerable = table.n_relevant == 0
+        unanswerable = _unanswerable(table.n_relevant)
     else:
         from raglab._spans import _gold_span_table
 
         gold_col = resolve_column(df, "gold_spans", gold_spans, method=name)
         spans = _guarded(df, lambda: _gold_span_table(_metrics._as_cells(df[gold_col])), {"gold_spans": gold_col}, name, qid)
         relevant = spans["grade"] > 0
-        unanswerable = np.bincount(spans["row"][relevant], minlength=len(df)) == 0
+        unanswerable = _unanswerable(np.bincount(spans["row"][relevant], minlength=len(df)))
     if declined is not None and declined in df.columns:
         try:
             flags = _as_flags(df[declined], "declined")
@@ -368,7 +371,7 @@ def abstention(
     elif declined is not None and declined != "declined":
         raise missing_column_error(df, declined, role=None, method=name, keyword="declined")
     else:
-        answer_col = resolve_column(df, "answer", answer, method=name)
+        answer_col = resolve_column(df, "answer", cols.answer, method=name)
         check_column(df, answer_col, "text", method=name, id_column=qid)
         used = tuple(patterns) if patterns is not None else DEFAULT_REFUSAL_PATTERNS
         flags = detect_declined(df[answer_col], patterns=used, empty_is_declined=empty_is_declined)

@@ -2,7 +2,7 @@
 
 ``rows.rag.boundaries(chunks)`` is :func:`boundaries`, ``rows.rag.expand_neighbors(chunks)`` is
 :func:`expand_neighbors` and ``rows.rag.boundary_report(cand, ...)`` is :func:`boundary_report`
-(``method_name`` is the name errors and warnings start with; the accessor passes ``"rag.<name>"``).
+(errors and warnings name the caller: ``rag.<name>`` through the accessor, see :func:`raglab._validation.caller`).
 :func:`prompt_chars` counts the characters a run sends to the model (a cost to gate).
 ``chunks`` is a chunk table (:mod:`raglab.chunks`): ``chunk_id``, ``doc_id``, ``start``, ``end``,
 ``position``. Gold is character spans (``gold_spans``), as in :mod:`raglab.metrics.spans`: spans with
@@ -31,9 +31,10 @@ import pandas as pd
 from raglab import chunks as _chunks
 from raglab._errors import RowTableError
 from raglab._meta import get_meta, set_meta, update_meta
+from raglab._options import RESAMPLING_SETTINGS, Resampling
 from raglab._results import ResultBase, jsonable
-from raglab._rowtable import check_unique_ids, resolve_column, row_label
-from raglab._validation import check_int, is_missing, warn
+from raglab._rowtable import Roles, check_unique_ids, resolve_column, row_label, split_options, table_roles
+from raglab._validation import called_as, caller, check_int, is_missing, unanswerable, warn
 from raglab.metrics.spans import _coverage, _gold_units, _merge, _span_tuple
 
 __all__ = ["BoundaryReport", "boundaries", "boundary_report", "expand_neighbors", "prompt_chars"]
@@ -223,11 +224,8 @@ def boundaries(
     rows: pd.DataFrame,
     chunks: pd.DataFrame,
     *,
-    question_id: str | None = None,
-    gold_spans: str | None = None,
-    retrieved: str | None = None,
-    retrieved_spans: str | None = None,
-    method_name: str = "raglab.boundaries.boundaries",
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **columns: str,
 ) -> pd.DataFrame:
     """Where each question's gold spans fall relative to the chunk boundaries: a copy of the rows plus columns.
 
@@ -249,11 +247,12 @@ def boundaries(
         The row table, with ``gold_spans``.
     chunks : DataFrame
         The chunk table (:mod:`raglab.chunks`) the question is asked against.
-    question_id, gold_spans, retrieved, retrieved_spans : str, optional
-        Column names to use instead of the defaults. ``retrieved_spans`` is used when present,
-        else ``retrieved`` (ids of ``chunks``).
-    method_name : str
-        The name errors and warnings start with.
+    roles : Roles or dict, optional
+        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table.
+    **columns : str
+        Column names to use instead of the defaults, by role: ``question_id``, ``gold_spans``,
+        ``retrieved``, ``retrieved_spans``. ``retrieved_spans`` is used when present, else
+        ``retrieved`` (ids of ``chunks``).
 
     Returns
     -------
@@ -276,20 +275,21 @@ def boundaries(
     >>> out[["boundary_cut", "gold_chunks", "gold_reached"]].values.tolist()
     [[0.0, 1.0, 'complete'], [1.0, 3.0, 'partial'], [nan, nan, None]]
     """
-    method = method_name
+    method = caller("raglab.boundaries.boundaries")
     df = _rows_frame(rows, method)
+    cols = table_roles(df, roles, columns, method=method)
     table = _chunk_table(chunks, method)
-    qid = resolve_column(df, "question_id", question_id, method=method, required=False)
+    qid = resolve_column(df, "question_id", cols.question_id, method=method, required=False)
     if qid is not None:
         check_unique_ids(df, qid, method=method)
-    gold_col = resolve_column(df, "gold_spans", gold_spans, method=method)
+    gold_col = resolve_column(df, "gold_spans", cols.gold_spans, method=method)
     gold = _gold_of(df, gold_col, method, qid)
-    reached_spans, reached_col = _retrieved_spans(df, table, method, qid, retrieved, retrieved_spans)
+    reached_spans, reached_col = _retrieved_spans(df, table, method, qid, cols.retrieved, cols.retrieved_spans)
 
     lengths = np.fromiter(map(len, gold), dtype=np.int64, count=len(gold))
     row_of, doc, start, end, inside, n_over, _ = _gold_geometry(
         table, gold, method, "they count as cut (inside no chunk, gold_chunks 0)")
-    answerable = lengths > 0
+    answerable = ~unanswerable(lengths)  # lengths: the gold spans with grade > 0 per question
     cut = np.full(len(df), np.nan)
     cut[answerable] = 0.0
     np.maximum.at(cut, row_of[~inside], 1.0)
@@ -334,10 +334,8 @@ def expand_neighbors(
     chunks: pd.DataFrame,
     window: int = 1,
     *,
-    question_id: str | None = None,
-    retrieved: str | None = None,
-    retrieved_spans: str | None = None,
-    method_name: str = "raglab.boundaries.expand_neighbors",
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **columns: str,
 ) -> pd.DataFrame:
     """What if each retrieved chunk brought its neighbours: rows with longer ``retrieved`` lists.
 
@@ -362,10 +360,11 @@ def expand_neighbors(
     window : int
         Neighbours on each side (>= 0; 0 keeps the lists and adds ``retrieved_spans`` and
         ``context_chars``, the baseline's cost).
-    question_id, retrieved, retrieved_spans : str, optional
-        Column names to use instead of the defaults (the output uses the same names).
-    method_name : str
-        The name errors and warnings start with.
+    roles : Roles or dict, optional
+        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table.
+    **columns : str
+        Column names to use instead of the defaults, by role: ``question_id``, ``retrieved``,
+        ``retrieved_spans`` (the output uses the same names).
 
     Returns
     -------
@@ -383,44 +382,88 @@ def expand_neighbors(
     >>> out.loc[0, "retrieved"], int(out.loc[0, "context_chars"])
     (['a#2', 'a#1', 'a#3', 'b#0', 'b#1', 'a#4'], 600)
     """
-    method = method_name
+    method = caller("raglab.boundaries.expand_neighbors")
     df = _rows_frame(rows, method)
+    cols = table_roles(df, roles, columns, method=method)
     window = check_int(window, "window", 0)
     table = _chunk_table(chunks, method)
-    qid = resolve_column(df, "question_id", question_id, method=method, required=False)
-    id_col = resolve_column(df, "retrieved", retrieved, method=method, required=False)
-    span_col = resolve_column(df, "retrieved_spans", retrieved_spans, method=method, required=False)
-    ids_list = table["chunk_id"].tolist()
-    docs = table["doc_id"].tolist()
-    starts = table["start"].tolist()
-    ends = table["end"].tolist()
-    positions = table["position"].tolist()
-    index = {cid: i for i, cid in enumerate(ids_list)}
+    qid = resolve_column(df, "question_id", cols.question_id, method=method, required=False)
+    id_col = resolve_column(df, "retrieved", cols.retrieved, method=method, required=False)
+    span_col = resolve_column(df, "retrieved_spans", cols.retrieved_spans, method=method, required=False)
+    chunk = _ChunkLookup(table)
+    given = _given_chunks(df, chunk, id_col, span_col, method, qid)
+    expanded, spans_out, chars, before_chars = _expand(given, chunk, window)
+    out = _without_stale_columns(df, method)
+    out_id_col = id_col or "retrieved"
+    out_span_col = span_col or cols.retrieved_spans or "retrieved_spans"
+    out[out_id_col] = pd.Series(expanded, index=df.index, dtype=object)
+    out[out_span_col] = pd.Series(spans_out, index=df.index, dtype=object)
+    out["context_chars"] = np.array(chars, dtype=np.int64)
+    n_before = sum(map(len, given))
+    n_after = sum(map(len, expanded))
+    update_meta(out, "expand_neighbors", {
+        "window": window,
+        "n_chunks_in_table": int(len(table)),
+        "retrieved_column": out_id_col,
+        "retrieved_spans_column": out_span_col,
+        "order": "each chunk, then its neighbours in document order; first occurrence kept",
+        "context_chars": "characters of the union of the retrieved spans (overlaps counted once)",
+        "mean_chunks_before": n_before / len(df) if len(df) else None,
+        "mean_chunks_after": n_after / len(df) if len(df) else None,
+        "mean_context_chars_before": before_chars / len(df) if len(df) else None,
+        "mean_context_chars_after": sum(chars) / len(df) if len(df) else None,
+    })
+    return out
+
+
+class _ChunkLookup:
+    """The chunk table as plain lists, with the lookups the expansion needs (Python objects: read per id)."""
+
+    def __init__(self, table: pd.DataFrame) -> None:
+        self.ids = table["chunk_id"].tolist()
+        self.docs = table["doc_id"].tolist()
+        self.starts = table["start"].tolist()
+        self.ends = table["end"].tolist()
+        self.positions = table["position"].tolist()
+        self.index = {cid: i for i, cid in enumerate(self.ids)}
+        # (doc, position) -> row of the table; the table's positions are 0.. per document.
+        self.at = {(d, p): i for i, (d, p) in enumerate(zip(self.docs, self.positions))}
+        self.last: dict[Any, int] = {}  # each document's last position: a window stops at the document's ends
+        for d, p in zip(self.docs, self.positions):
+            self.last[d] = max(self.last.get(d, p), p)
+
+    def span(self, i: int) -> tuple[Any, int, int]:
+        return self.docs[i], self.starts[i], self.ends[i]
+
+
+def _given_chunks(df: pd.DataFrame, chunk: _ChunkLookup, id_col: str | None, span_col: str | None, method: str,
+                  qid: str | None) -> list[list[Any]]:
+    """Each row's retrieved chunk ids: from the id column, else from spans that are exactly chunks of the table."""
     if id_col is not None:
-        given = _ids_of(df, id_col, index, method, qid)
-    elif span_col is not None:
-        by_span: dict[tuple[Any, int, int], Any] = {}
-        for cid, d, s, e in zip(ids_list, docs, starts, ends):
-            by_span.setdefault((d, s, e), cid)
-        given = []
-        for pos, spans in enumerate(_spans_of(df, span_col, method, qid)):
-            unknown = [s for s in spans if s not in by_span]
-            if unknown:
-                d, s, e = unknown[0]
-                raise RowTableError(
-                    f"{method}: column {span_col!r} ({row_label(df, pos, qid)}) holds span {{'doc_id': {d!r}, 'start': {s}, "
-                    f"'end': {e}}} that is no chunk of the chunk table. Pass the table the spans come from, or the "
-                    "rows' chunk ids as retrieved=... .", column=span_col, rows=[pos], method=method)
-            given.append([by_span[s] for s in spans])
-    else:
+        return _ids_of(df, id_col, chunk.index, method, qid)
+    if span_col is None:
         raise RowTableError(
             f"{method} needs column 'retrieved' (ids of the chunk table) or 'retrieved_spans'; found "
             f"{[str(c) for c in df.columns]}. Pass retrieved='your_column' to use another name.", method=method)
-    # (doc, position) -> row of the table; the table's positions are 0.. per document.
-    at = {(d, p): i for i, (d, p) in enumerate(zip(docs, positions))}
-    last: dict[Any, int] = {}  # each document's last position: a window wider than the document stops at its ends
-    for d, p in zip(docs, positions):
-        last[d] = max(last.get(d, p), p)
+    by_span: dict[tuple[Any, int, int], Any] = {}
+    for i, cid in enumerate(chunk.ids):
+        by_span.setdefault(chunk.span(i), cid)
+    given = []
+    for pos, spans in enumerate(_spans_of(df, span_col, method, qid)):
+        unknown = [s for s in spans if s not in by_span]
+        if unknown:
+            d, s, e = unknown[0]
+            raise RowTableError(
+                f"{method}: column {span_col!r} ({row_label(df, pos, qid)}) holds span {{'doc_id': {d!r}, 'start': {s}, "
+                f"'end': {e}}} that is no chunk of the chunk table. Pass the table the spans come from, or the "
+                "rows' chunk ids as retrieved=... .", column=span_col, rows=[pos], method=method)
+        given.append([by_span[s] for s in spans])
+    return given
+
+
+def _expand(given: list[list[Any]], chunk: _ChunkLookup, window: int
+            ) -> tuple[list[list[Any]], list[list[dict[str, Any]]], list[int], int]:
+    """The expanded id lists, their spans, their union characters, and the union characters before."""
     expanded: list[list[Any]] = []
     spans_out: list[list[dict[str, Any]]] = []
     chars: list[int] = []
@@ -429,19 +472,23 @@ def expand_neighbors(
         seen: set[Any] = set()
         out_ids: list[Any] = []
         for cid in ids:
-            i = index[cid]
-            d, p = docs[i], positions[i]
-            for q in [p, *range(max(0, p - window), p), *range(p + 1, min(last[d], p + window) + 1)]:
-                j = at.get((d, q))
-                if j is not None and ids_list[j] not in seen:
-                    seen.add(ids_list[j])
-                    out_ids.append(ids_list[j])
+            i = chunk.index[cid]
+            d, p = chunk.docs[i], chunk.positions[i]
+            for q in [p, *range(max(0, p - window), p), *range(p + 1, min(chunk.last[d], p + window) + 1)]:
+                j = chunk.at.get((d, q))
+                if j is not None and chunk.ids[j] not in seen:
+                    seen.add(chunk.ids[j])
+                    out_ids.append(chunk.ids[j])
         expanded.append(out_ids)
-        rows_of = [index[c] for c in out_ids]
-        spans_out.append([{"doc_id": docs[j], "start": starts[j], "end": ends[j]} for j in rows_of])
-        chars.append(_union_chars([(docs[j], starts[j], ends[j]) for j in rows_of]))
-        before_chars += _union_chars([(docs[index[c]], starts[index[c]], ends[index[c]]) for c in ids])
+        rows_of = [chunk.index[c] for c in out_ids]
+        spans_out.append([{"doc_id": chunk.docs[j], "start": chunk.starts[j], "end": chunk.ends[j]} for j in rows_of])
+        chars.append(_union_chars([chunk.span(j) for j in rows_of]))
+        before_chars += _union_chars([chunk.span(chunk.index[c]) for c in ids])
+    return expanded, spans_out, chars, before_chars
 
+
+def _without_stale_columns(df: pd.DataFrame, method: str) -> pd.DataFrame:
+    """A copy of ``df`` without the columns and records that described the lists before expansion."""
     out = df.copy(deep=False)
     meta = get_meta(df)
     stale = [c for c in meta.get("retrieval", {}).get("columns", []) if c in out.columns]
@@ -461,25 +508,6 @@ def expand_neighbors(
     for section in ("retrieval", "retrieval_counts"):
         meta.pop(section, None)
     set_meta(out, meta)
-    out_id_col = id_col or "retrieved"
-    out_span_col = span_col or retrieved_spans or "retrieved_spans"
-    out[out_id_col] = pd.Series(expanded, index=df.index, dtype=object)
-    out[out_span_col] = pd.Series(spans_out, index=df.index, dtype=object)
-    out["context_chars"] = np.array(chars, dtype=np.int64)
-    n_before = sum(map(len, given))
-    n_after = sum(map(len, expanded))
-    update_meta(out, "expand_neighbors", {
-        "window": window,
-        "n_chunks_in_table": int(len(table)),
-        "retrieved_column": out_id_col,
-        "retrieved_spans_column": out_span_col,
-        "order": "each chunk, then its neighbours in document order; first occurrence kept",
-        "context_chars": "characters of the union of the retrieved spans (overlaps counted once)",
-        "mean_chunks_before": n_before / len(df) if len(df) else None,
-        "mean_chunks_after": n_after / len(df) if len(df) else None,
-        "mean_context_chars_before": before_chars / len(df) if len(df) else None,
-        "mean_context_chars_after": sum(chars) / len(df) if len(df) else None,
-    })
     return out
 
 
@@ -520,15 +548,11 @@ def boundary_report(
     metrics: str | Sequence[str],
     chunks: pd.DataFrame,
     *,
-    on: str = "question_id",
-    gold_spans: str | None = None,
-    retrieved: str | None = None,
-    retrieved_spans: str | None = None,
-    ci: float = 0.95,
-    n_resamples: int = 10_000,
-    seed: int | None = 0,
+    on: str | None = None,
     how: str = "exact",
-    method_name: str = "raglab.boundaries.boundary_report",
+    roles: Roles | Mapping[str, str | None] | None = None,
+    resampling: Resampling | None = None,
+    **options: Any,
 ) -> BoundaryReport:
     """Any metric split by the baseline's boundary status, for both runs, with paired intervals per status.
 
@@ -555,14 +579,17 @@ def boundary_report(
         Score columns present in both runs (retrieval or judged, e.g. ``["recall@5", "faithfulness"]``).
     chunks : DataFrame
         The baseline's chunk table (:mod:`raglab.chunks`).
-    on : str
-        The question id column.
-    gold_spans, retrieved, retrieved_spans : str, optional
-        Column names in ``base`` instead of the defaults.
-    ci, n_resamples, seed, how
+    on : str, optional
+        The question id column (default: the baseline's ``question_id`` role).
+    how : {"exact", "inner"}
         As in :func:`raglab.runs.compare`.
-    method_name : str
-        The name errors and warnings start with.
+    roles : Roles or dict, optional
+        Column roles of ``base`` (``gold_spans``, ``retrieved``, ``retrieved_spans``, ``question_id``).
+    resampling : Resampling, optional
+        The comparison's resampling settings, as in :func:`raglab.runs.compare`.
+    **options
+        The same settings as keywords (``ci``, ``n_resamples``, ``seed``, ...; they win), and column
+        roles of ``base`` as keywords (e.g. ``gold_spans="gs"``).
 
     Returns
     -------
@@ -590,9 +617,13 @@ def boundary_report(
     """
     from raglab import runs  # same floor; imported when used
 
-    method = method_name
+    method = caller("raglab.boundaries.boundary_report")
     base = _rows_frame(base, method)
     cand = _rows_frame(cand, method)
+    columns, settings = split_options(options, RESAMPLING_SETTINGS, method=method)
+    cols = table_roles(base, roles, columns, method=method)
+    res = Resampling.resolve(resampling, settings, method=method)
+    on = on if on is not None else cols.column("question_id")
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     if not names:
         raise ValueError(f"{method}: `metrics` must name at least one score column present in both runs")
@@ -605,8 +636,8 @@ def boundary_report(
     if on not in base.columns:
         raise RowTableError(f"{method} needs column {on!r} in base to pair the runs; pass on='your_id_column'.",
                             column=on, method=method)
-    status = boundaries(base, chunks, question_id=on, gold_spans=gold_spans, retrieved=retrieved,
-                        retrieved_spans=retrieved_spans, method_name=method)
+    with called_as(method):
+        status = boundaries(base, chunks, roles=cols.merged({"question_id": on}))
     cut = status["boundary_cut"].to_numpy(dtype=float)
     labels = np.where(np.isnan(cut), "unanswerable", np.where(cut == 1.0, "cut", "not cut"))
     frame = base[[on, *names]].copy()
@@ -625,8 +656,9 @@ def boundary_report(
                             "status to split by. Check the gold_spans column.", method=method)
     tables = []
     for split in splits:
-        t = runs.compare(frame.drop(columns=[c for c in described if c != split]), cand_frame, metrics=names, by=split,
-                         on=on, how=how, ci=ci, n_resamples=n_resamples, seed=seed, method_name=method)
+        with called_as(method):
+            t = runs.compare(frame.drop(columns=[c for c in described if c != split]), cand_frame, metrics=names,
+                             by=split, on=on, how=how, resampling=res)
         t = t[(t["slice"] != "unanswerable") | (t["n"] > 0)]  # kept when a metric scores them (e.g. judged)
         tables.append(t.assign(split=split))
     table = pd.concat(tables, ignore_index=True)
@@ -634,6 +666,18 @@ def boundary_report(
         table = table[~((table["slice"] == "overall") & (table["split"] != STATUS_COLUMN))]
     table = table[["split", *[c for c in table.columns if c != "split"]]].reset_index(drop=True)
 
+    changed = _changed_rows(frame, cand_frame, base, status, names, described, on)
+    settings = {"metrics": names, "on": on, "splits": splits, "n_questions": int(len(frame)),
+                "not_split_by": {"gold_reached": GOLD_REACHED_SPLIT},
+                "n_cut": int((labels == "cut").sum()), "n_unanswerable": int((~answerable).sum()),
+                "status_from": "baseline", **res.settings(["ci", "n_resamples", "seed"])}
+    table.attrs["raglab"] = {"boundary_report": jsonable(settings)}
+    return BoundaryReport(table=table, rows=changed, settings=settings)
+
+
+def _changed_rows(frame: pd.DataFrame, cand_frame: pd.DataFrame, base: pd.DataFrame, status: pd.DataFrame,
+                  names: list[str], described: list[str], on: str) -> pd.DataFrame:
+    """The question-metric pairs whose score changed, largest change first, with their boundary status."""
     merged = frame.merge(cand_frame, on=on, suffixes=("_base", "_cand"), how="inner", validate="one_to_one")
     merged["gold_chunks"] = status["gold_chunks"].to_numpy(dtype=float)[
         pd.Index(base[on]).get_indexer(merged[on])]
@@ -648,21 +692,14 @@ def boundary_report(
     changed = pd.concat(parts, ignore_index=True)
     order = np.lexsort((changed[on].astype(str).to_numpy(), -changed["diff"].abs().to_numpy()))
     changed = changed.iloc[order].reset_index(drop=True)
-    changed = changed[[on, "metric", *described, "gold_chunks", "base", "cand", "diff"]]
-    settings = {"metrics": names, "on": on, "splits": splits, "n_questions": int(len(frame)),
-                "not_split_by": {"gold_reached": GOLD_REACHED_SPLIT},
-                "n_cut": int((labels == "cut").sum()), "n_unanswerable": int((~answerable).sum()),
-                "status_from": "baseline", "ci": ci, "n_resamples": n_resamples, "seed": seed}
-    table.attrs["raglab"] = {"boundary_report": jsonable(settings)}
-    return BoundaryReport(table=table, rows=changed, settings=settings)
+    return changed[[on, "metric", *described, "gold_chunks", "base", "cand", "diff"]]
 
 
 def prompt_chars(
     rows: pd.DataFrame,
     *,
-    retrieved_spans: str | None = None,
-    question_id: str | None = None,
-    method_name: str = "raglab.boundaries.prompt_chars",
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **columns: str,
 ) -> pd.Series:
     """Characters sent to the model per question: the summed lengths of its retrieved spans, as sent.
 
@@ -674,8 +711,10 @@ def prompt_chars(
     ----------
     rows : DataFrame
         The row table with ``retrieved_spans`` (per question, a list of ``{doc_id, start, end}``).
-    retrieved_spans, question_id : str, optional
-        Other names for those columns.
+    roles : Roles or dict, optional
+        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table.
+    **columns : str
+        Other names for those columns, by role: ``retrieved_spans``, ``question_id``.
 
     Returns
     -------
@@ -690,9 +729,11 @@ def prompt_chars(
     >>> prompt_chars(rows).tolist()
     [25, 0]
     """
+    method_name = caller("raglab.boundaries.prompt_chars")
     df = _rows_frame(rows, method_name)
-    qid = resolve_column(df, "question_id", question_id, method=method_name, required=False)
-    column = resolve_column(df, "retrieved_spans", retrieved_spans, method=method_name)
+    cols = table_roles(df, roles, columns, method=method_name)
+    qid = resolve_column(df, "question_id", cols.question_id, method=method_name, required=False)
+    column = resolve_column(df, "retrieved_spans", cols.retrieved_spans, method=method_name)
     spans = _spans_of(df, column, method_name, qid)
     lengths = np.fromiter((sum(end - start for _, start, end in row) for row in spans), dtype=np.int64, count=len(spans))
     return pd.Series(lengths, index=df.index, name="prompt_chars")

@@ -3,8 +3,8 @@
 ``rows.rag.retrieval(...)`` is ``raglab.retrieval.retrieval(rows, ...)`` and ``rows.rag.depth_gap(...)``
 is ``raglab.retrieval.depth_gap(rows, ...)``. These resolve the columns, validate them, score with
 the bulk kernels of :mod:`raglab.metrics` (Arrow-backed list columns are matched natively), and
-record the conventions in ``attrs["raglab"]``. ``method_name`` is the name errors and warnings use
-(the accessor passes ``"rag.retrieval"`` / ``"rag.depth_gap"``).
+record the conventions in ``attrs["raglab"]``. Errors and warnings name the caller (``rag.retrieval``
+through the accessor, see :func:`raglab._validation.caller`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import itertools
 import operator
 import warnings
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from raglab._columns import guarded
 from raglab._errors import RowTableError
 from raglab._meta import get_meta, update_meta
 from raglab._rowtable import (
+    Roles,
     _grade_value,
     check_option,
     check_unique_ids,
@@ -30,29 +32,28 @@ from raglab._rowtable import (
     resolve_column,
     row_label,
     span_list_lengths,
+    table_roles,
 )
-from raglab._validation import warn
+from raglab._validation import called_as, caller, warn
 from raglab.metrics._kernel import _arrow_id_kind, _arrow_lists, _as_cells, list_lengths
 from raglab.metrics.spans import _span_retrieval_scores, check_span_rule, span_rule_record
+from raglab.metrics.specs import select
 
 __all__ = ["depth_gap", "retrieval"]
 
 
 def retrieval(
     rows: pd.DataFrame,
-    *,
     k: int | Iterable[int] = 5,
+    *,
+    metrics: str | Iterable[str] | None = None,
     gain: str = "exponential",
     gold_by: str = "auto",
     min_overlap: int | float | None = None,
     no_relevant: str = "exclude",
     span_rule: str = "union",
-    question_id: str | None = None,
-    retrieved: str | None = None,
-    gold: str | None = None,
-    gold_spans: str | None = None,
-    retrieved_spans: str | None = None,
-    method_name: str = "raglab.retrieval.retrieval",
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **columns: str,
 ) -> pd.DataFrame:
     """Score retrieval per question: a copy of the rows plus one column per metric and k.
 
@@ -64,7 +65,8 @@ def retrieval(
 
     Columns written, for each k: ``recall@k``, ``hit@k``, ``precision@k``, ``ndcg@k`` (and
     ``coverage@k`` with span gold); then ``rr``, ``ap``, ``r_precision`` over the whole list
-    (the default metrics of :data:`raglab.metrics.METRICS`).
+    (the default metrics of :data:`raglab.metrics.METRICS`). ``metrics=`` asks for others, such as
+    ``map`` (``map@k``, trec_eval's ``map_cut_k``), which is computed only when asked for.
 
     Conventions (also recorded in ``attrs["raglab"]["retrieval"]``, with counts in
     ``attrs["raglab"]["retrieval_counts"]``):
@@ -85,6 +87,9 @@ def retrieval(
     k : int or list of int
         Cut-off(s), e.g. ``5`` or ``[1, 3, 5, 10]``. A warning says when k exceeds the longest
         retrieved list (more than reached the model).
+    metrics : str or list of str, optional
+        Base names of the metrics to compute, without ``@k`` (e.g. ``["recall", "map"]``; the
+        names are those of :data:`raglab.metrics.METRICS`); default: its default metrics.
     gain : {"exponential", "linear"}
         nDCG gain.
     gold_by : {"auto", "ids", "spans"}
@@ -108,10 +113,11 @@ def retrieval(
         scores it 0 on every metric and keeps it in means, as trec_eval does. Missing or empty
         gold is NaN either way (trec_eval never evaluates a topic without judgements). The
         choice is recorded in ``attrs["raglab"]["retrieval"]["no_relevant"]``.
-    question_id, retrieved, gold, gold_spans, retrieved_spans : str, optional
-        Column names to use instead of the defaults.
-    method_name : str
-        The name errors and warnings start with.
+    roles : Roles or dict, optional
+        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table with ``with_roles``.
+    **columns : str
+        Column names to use instead of the defaults, by role: ``question_id``, ``retrieved``,
+        ``gold``, ``gold_spans``, ``retrieved_spans`` (e.g. ``retrieved="reranked_ids"``).
 
     Returns
     -------
@@ -140,22 +146,61 @@ def retrieval(
     ...                        "gold": [{"d2": 1}, {"d1": 0}]})
     >>> float(retrieval(judged, k=2)["ap"].mean()), float(retrieval(judged, k=2, no_relevant="zero")["ap"].mean())
     (0.5, 0.25)
+
+    A metric outside the defaults, by name:
+
+    >>> retrieval(rows, k=[1, 5], metrics=["map"]).filter(like="map@").round(3).values.tolist()
+    [[0.0, 0.333], [nan, nan], [0.0, 0.0]]
     """
-    method = method_name
+    method = caller("raglab.retrieval.retrieval")
     df = rows
+    cols = table_roles(df, roles, columns, method=method)
     ks = _metrics._check_ks(k)
     _metrics._check_gain(gain)
     _metrics._check_no_relevant(no_relevant)
     check_option("gold_by", gold_by, ["auto", "ids", "spans"])
-    qid = resolve_column(df, "question_id", question_id, method=method, required=False)
+    qid = resolve_column(df, "question_id", cols.question_id, method=method, required=False)
     if qid is not None:
         check_unique_ids(df, qid, method=method)
     use_spans = gold_by == "spans" or (
-        gold_by == "auto"
-        and (gold_spans or "gold_spans") in df.columns
-        and (retrieved_spans or "retrieved_spans") in df.columns
+        gold_by == "auto" and cols.column("gold_spans") in df.columns and cols.column("retrieved_spans") in df.columns
     )
-    conventions: dict[str, Any] = {
+    try:
+        select(metrics, "spans" if use_spans else "ids")
+    except ValueError as exc:
+        raise ValueError(f"{method}: {exc}") from None
+    conventions = _conventions(ks, gain, no_relevant)
+    score = _score_spans if use_spans else _score_ids
+    scores, judged_none_relevant, ranked_col, gold_col, lengths = score(
+        df, cols, ks, metrics=metrics, gain=gain, no_relevant=no_relevant, span_rule=span_rule,
+        min_overlap=min_overlap, conventions=conventions, method=method, qid=qid,
+    )
+    if "rr" not in scores or not np.nansum(scores["rr"]) > 0:
+        # A gold id found anywhere proves both columns share a kind of id, so every id is scanned for its
+        # type only when nothing matched (that scan cost as much as the scoring).
+        _check_id_types(df, ranked_col, gold_col, method, spans=use_spans)
+    longest = int(lengths.max()) if len(df) else 0
+    _warn_too_deep(ks, longest, ranked_col, len(df), method)
+    # Unanswerable (no gold grade > 0): NaN in every metric, or 0 under no_relevant="zero" for judged questions.
+    unanswerable = np.logical_and.reduce([np.isnan(v) for v in scores.values()]) | judged_none_relevant
+    out = _with_scores(df, scores, conventions, method)
+    update_meta(
+        out,
+        "retrieval_counts",
+        {
+            "n_questions": int(len(df)),
+            "n_unanswerable": int(unanswerable.sum()),
+            "n_judged_none_relevant": int(judged_none_relevant.sum()),
+            "n_nothing_retrieved": int(((lengths == 0) & ~unanswerable).sum()),
+            "max_retrieved": longest,
+        },
+    )
+    return out
+
+
+def _conventions(ks: list[int], gain: str, no_relevant: str) -> dict[str, Any]:
+    """The conventions every retrieval score follows, as recorded in ``attrs["raglab"]["retrieval"]``."""
+    return {
         "k": ks,
         "k_counts": "chunks that reached the model",
         "gain": gain,
@@ -170,68 +215,84 @@ def retrieval(
         "nothing_retrieved": "scores 0, kept in means",
         "precision": "divides by k",
     }
-    measured: list[np.ndarray] = []  # the kernel's list lengths (ids), saving a pass over the column
-    if use_spans:
-        span_rule, min_overlap = check_span_rule(span_rule, min_overlap)
-        gold_col = resolve_column(df, "gold_spans", gold_spans, method=method)
-        ranked_col = resolve_column(df, "retrieved_spans", retrieved_spans, method=method)
-        # The ids that go with these spans: `retrieved` when given, the default pair otherwise.
-        ids_col = retrieved if retrieved is not None else "retrieved" if retrieved_spans is None else None
-        if ids_col is not None and ids_col in df.columns and ids_col != ranked_col:
-            _check_span_lengths(df, ids_col, ranked_col, method, qid)
-        scores, judged_none_relevant = guarded(
-            df,
-            lambda: _span_retrieval_scores(
-                df[ranked_col], df[gold_col], ks, span_rule=span_rule, min_overlap=min_overlap, gain=gain,
-                no_relevant=no_relevant,
-            ),
-            {"retrieved_spans": ranked_col, "gold_spans": gold_col},
-            method,
-            qid,
-        )
-        conventions.update(
-            {
-                "gold_unit": "character spans",
-                "retrieved_column": ranked_col,
-                "span_rule": span_rule_record(span_rule, min_overlap),
-            }
-        )
-    else:
-        ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
-        gold_col = resolve_column(df, "gold", gold, method=method)
-        _check_grades(df, gold_col, gain, method, qid)
-        scores, judged_none_relevant = guarded(
-            df,
-            lambda: _metrics._retrieval_scores(
-                df[ranked_col], df[gold_col], ks, gain=gain, no_relevant=no_relevant, lengths=measured
-            ),
-            {"retrieved": ranked_col, "gold": gold_col},
-            method,
-            qid,
-        )
-        conventions.update(
-            {
-                "gold_unit": "ids",
-                "retrieved_column": ranked_col,
-                "duplicates": "an id repeated in a ranked list counts at its first rank only",
-            }
-        )
-    if not np.nansum(scores["rr"]) > 0:
-        # A gold id found anywhere proves both columns share a kind of id, so every id is scanned for its
-        # type only when nothing matched (that scan cost as much as the scoring).
-        _check_id_types(df, ranked_col, gold_col, method, spans=use_spans)
+
+
+def _score_spans(
+    df: pd.DataFrame, cols: Roles, ks: list[int], *, metrics: Any, gain: str, no_relevant: str, span_rule: str,
+    min_overlap: Any, conventions: dict[str, Any], method: str, qid: str | None,
+) -> tuple[dict[str, np.ndarray], np.ndarray, str, str, np.ndarray]:
+    """Scores against gold character spans: (scores, judged-none-relevant mask, ranked and gold columns, lengths)."""
+    span_rule, min_overlap = check_span_rule(span_rule, min_overlap)
+    gold_col = resolve_column(df, "gold_spans", cols.gold_spans, method=method)
+    ranked_col = resolve_column(df, "retrieved_spans", cols.retrieved_spans, method=method)
+    # The ids that go with these spans: `retrieved` when given, the default pair otherwise.
+    ids_col = cols.retrieved if cols.retrieved is not None else "retrieved" if cols.retrieved_spans is None else None
+    if ids_col is not None and ids_col in df.columns and ids_col != ranked_col:
+        _check_span_lengths(df, ids_col, ranked_col, method, qid)
+    scores, judged_none_relevant = guarded(
+        df,
+        lambda: _span_retrieval_scores(
+            df[ranked_col], df[gold_col], ks, span_rule=span_rule, min_overlap=min_overlap, gain=gain,
+            no_relevant=no_relevant, metrics=metrics,
+        ),
+        {"retrieved_spans": ranked_col, "gold_spans": gold_col},
+        method,
+        qid,
+    )
+    conventions.update(
+        {
+            "gold_unit": "character spans",
+            "retrieved_column": ranked_col,
+            "span_rule": span_rule_record(span_rule, min_overlap),
+        }
+    )
+    return scores, judged_none_relevant, ranked_col, gold_col, list_lengths(df[ranked_col])
+
+
+def _score_ids(
+    df: pd.DataFrame, cols: Roles, ks: list[int], *, metrics: Any, gain: str, no_relevant: str, span_rule: str,
+    min_overlap: Any, conventions: dict[str, Any], method: str, qid: str | None,
+) -> tuple[dict[str, np.ndarray], np.ndarray, str, str, np.ndarray]:
+    """Scores against gold ids: (scores, judged-none-relevant mask, ranked and gold columns, lengths)."""
+    ranked_col = resolve_column(df, "retrieved", cols.retrieved, method=method)
+    gold_col = resolve_column(df, "gold", cols.gold, method=method)
+    _check_grades(df, gold_col, gain, method, qid)
+    measured: list[np.ndarray] = []  # the kernel's list lengths, saving a pass over the column
+    scores, judged_none_relevant = guarded(
+        df,
+        lambda: _metrics._retrieval_scores(
+            df[ranked_col], df[gold_col], ks, gain=gain, no_relevant=no_relevant, lengths=measured, metrics=metrics
+        ),
+        {"retrieved": ranked_col, "gold": gold_col},
+        method,
+        qid,
+    )
+    conventions.update(
+        {
+            "gold_unit": "ids",
+            "retrieved_column": ranked_col,
+            "duplicates": "an id repeated in a ranked list counts at its first rank only",
+        }
+    )
     lengths = measured[0] if measured else list_lengths(df[ranked_col])
-    longest = int(lengths.max()) if len(df) else 0
+    return scores, judged_none_relevant, ranked_col, gold_col, lengths
+
+
+def _warn_too_deep(ks: list[int], longest: int, ranked_col: str, n: int, method: str) -> None:
     too_deep = [k_ for k_ in ks if k_ > longest]
-    if too_deep and len(df):
+    if too_deep and n:
         warn(
             f"{method}: k={too_deep} is larger than the longest list in {ranked_col!r} ({longest}): k counts "
             f"the chunks that reached the model, so nothing below rank {longest} can be found and precision "
             "still divides by k. If that column holds the retriever's raw candidates, pass the column of "
             "what reached the model instead."
         )
-    # Unanswerable: no gold grade > 0 (NaN, or 0 under no_relevant="zero" for judged questions).
-    unanswerable = np.isnan(scores["rr"]) | judged_none_relevant
+
+
+def _with_scores(
+    df: pd.DataFrame, scores: Mapping[str, np.ndarray], conventions: dict[str, Any], method: str
+) -> pd.DataFrame:
+    """A copy of ``df`` with the score columns and their conventions; earlier scores at other depths kept if alike."""
     names = list(scores)
     out = df.copy(deep=False)
     previous = get_meta(df).get("retrieval", {})
@@ -251,7 +312,7 @@ def retrieval(
 
     if stale and rules(previous) == rules(conventions):
         # Same conventions at other depths: keep those columns and record every depth.
-        ks_all = sorted(set(previous.get("k", [])) | set(ks))
+        ks_all = sorted(set(previous.get("k", [])) | set(conventions["k"]))
         conventions["k"], names = ks_all, [*stale, *names]
     elif stale:
         out = out.drop(columns=stale)
@@ -261,36 +322,21 @@ def retrieval(
         )
     conventions["columns"] = names
     update_meta(out, "retrieval", conventions)
-    update_meta(
-        out,
-        "retrieval_counts",
-        {
-            "n_questions": int(len(df)),
-            "n_unanswerable": int(unanswerable.sum()),
-            "n_judged_none_relevant": int(judged_none_relevant.sum()),
-            "n_nothing_retrieved": int(((lengths == 0) & ~unanswerable).sum()),
-            "max_retrieved": longest,
-        },
-    )
     return out
 
 
 def depth_gap(
     rows: pd.DataFrame,
-    *,
     candidates: str = "candidates",
+    *,
     candidate_spans: str | None = None,
     k: int | None = None,
     candidate_k: int | None = None,
     gold_by: str = "auto",
     min_overlap: int | float | None = None,
     span_rule: str = "union",
-    question_id: str | None = None,
-    retrieved: str | None = None,
-    gold: str | None = None,
-    gold_spans: str | None = None,
-    retrieved_spans: str | None = None,
-    method_name: str = "raglab.retrieval.depth_gap",
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **columns: str,
 ) -> pd.DataFrame:
     """Recall and hit at the candidate depth next to the context depth: what reranking/truncation lost.
 
@@ -308,11 +354,9 @@ def depth_gap(
         Columns of the retriever's raw candidates (and their spans, for span gold).
     k, candidate_k : int, optional
         Context and candidate depths (default: the longest list of each column).
-    gold_by, min_overlap, span_rule, question_id, retrieved, gold, gold_spans, retrieved_spans
-        As in :func:`retrieval`.
-    method_name : str
-        The name errors start with; the scoring itself reports as the matching ``retrieval``
-        (``"rag.depth_gap"`` -> ``"rag.retrieval"``).
+    gold_by, min_overlap, span_rule, roles, **columns
+        As in :func:`retrieval` (errors of the scoring itself name the matching ``retrieval``:
+        ``rag.depth_gap`` -> ``rag.retrieval``).
 
     Returns
     -------
@@ -332,19 +376,20 @@ def depth_gap(
     >>> gap[["metric", "context_k", "context", "candidate_k", "candidates", "n_lost"]].values.tolist()
     [['recall', 1, 0.5, 2, 1.0, 1], ['hit', 1, 0.5, 2, 1.0, 1]]
     """
-    method = method_name
+    method = caller("raglab.retrieval.depth_gap")
     df = rows
-    ranked_col = resolve_column(df, "retrieved", retrieved, method=method)
-    qid_col = resolve_column(df, "question_id", question_id, method=method, required=False)
+    cols = table_roles(df, roles, columns, method=method)
+    ranked_col = resolve_column(df, "retrieved", cols.retrieved, method=method)
+    qid_col = resolve_column(df, "question_id", cols.question_id, method=method, required=False)
     if candidates not in df.columns:
         raise missing_column_error(df, candidates, role=None, method=method, keyword="candidates")
     if candidate_spans is not None and candidate_spans not in df.columns:
         raise missing_column_error(df, candidate_spans, role=None, method=method, keyword="candidate_spans")
-    span_gold = resolve_column(df, "gold_spans", gold_spans, method=method, required=False)
-    id_gold = resolve_column(df, "gold", gold, method=method, required=False)
+    span_gold = resolve_column(df, "gold_spans", cols.gold_spans, method=method, required=False)
+    id_gold = resolve_column(df, "gold", cols.gold, method=method, required=False)
     # retrieval()'s "auto" rule (spans when span gold comes with retrieved spans), plus spans when span gold is the
     # only gold (ids could not be scored); resolved once so both depths score the same unit
-    span_ranked = resolve_column(df, "retrieved_spans", retrieved_spans, method=method, required=False)
+    span_ranked = resolve_column(df, "retrieved_spans", cols.retrieved_spans, method=method, required=False)
     uses_spans = gold_by == "spans" or (
         gold_by == "auto" and span_gold is not None and (id_gold is None or span_ranked is not None)
     )
@@ -361,16 +406,13 @@ def depth_gap(
         return max(1, int(lengths.max()) if len(lengths) else 1)
 
     depths = {"context": depth(ranked_col, k, "k"), "candidates": depth(candidates, candidate_k, "candidate_k")}
-    common = {"gold_by": "spans" if uses_spans else "ids", "min_overlap": min_overlap, "span_rule": span_rule,
-              "question_id": question_id,
-              "gold": gold, "gold_spans": gold_spans, "method_name": _scoring_name(method)}
-    with warnings.catch_warnings():
+    common = {"gold_by": "spans" if uses_spans else "ids", "min_overlap": min_overlap, "span_rule": span_rule}
+    with warnings.catch_warnings(), called_as(_scoring_name(method)):
         warnings.filterwarnings("ignore", message=".*replaces existing column")
         scored = {
-            "context": retrieval(df, k=depths["context"], retrieved=ranked_col, retrieved_spans=retrieved_spans,
-                                 **common),
-            "candidates": retrieval(df, k=depths["candidates"], retrieved=candidates,
-                                    retrieved_spans=candidate_spans, **common),
+            "context": retrieval(df, k=depths["context"], roles=replace(cols, retrieved=ranked_col), **common),
+            "candidates": retrieval(df, k=depths["candidates"], roles=replace(
+                cols, retrieved=candidates, retrieved_spans=candidate_spans), **common),
         }
     # after scoring, so that a malformed cell is reported by retrieval's own checks first
     _check_context_in_candidates(df, ranked_col, candidates, depths["context"], depths["candidates"], method, qid_col)

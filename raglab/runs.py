@@ -4,7 +4,10 @@ Each ``df.rag.<method>`` is one call to the function of the same name here (``ro
 is ``raglab.runs.summary(rows, ...)``): they resolve columns (:mod:`raglab._columns`), pair runs by
 question id (:func:`raglab._rowtable.pair_runs`), pick up the eval set's clusters, and call the
 pure functions of :mod:`raglab.stats`, :mod:`raglab.agreement` and :mod:`raglab.sizing`.
-``method_name`` is the name errors and warnings use (the accessor passes ``"rag.summary"``...).
+Column roles come as one :class:`raglab._rowtable.Roles` (``roles=``, or set on the table with
+``rows.rag.with_roles(...)``) or as keywords (``question_id="qid"``); resampling settings as one
+:class:`raglab._options.Resampling` (``resampling=``) or as keywords (``ci=0.9``). Errors and warnings
+name the caller (``rag.summary`` through the accessor, see :func:`raglab._validation.caller`).
 """
 
 from __future__ import annotations
@@ -29,8 +32,18 @@ from raglab._columns import (
 )
 from raglab._errors import RowTableError
 from raglab._meta import carry_meta, get_meta, set_meta
+from raglab._options import RESAMPLING_SETTINGS, Resampling
 from raglab._results import jsonable
-from raglab._rowtable import _row_labels, missing_column_error, pair_runs, resolve_column
+from raglab._rowtable import (
+    Roles,
+    _row_labels,
+    missing_column_error,
+    pair_runs,
+    resolve_column,
+    split_options,
+    table_roles,
+)
+from raglab._validation import called_as, caller
 from raglab.gate import gate_comparison
 from raglab.stats.tables import _check_unit_range
 
@@ -38,21 +51,24 @@ __all__ = [
     "agreement", "compare", "flip_directions", "flips", "gate", "size", "summary", "threshold_sweep", "validate",
 ]
 
+_INTERVAL = ("ci", "method", "n_resamples", "seed")  # the settings of an interval (no permutation test)
+
+
+def _options(
+    frame: pd.DataFrame, roles: Roles | Mapping[str, str | None] | None, resampling: Resampling | None, options: Mapping[str, Any],
+    takes: Sequence[str], name: str,
+) -> tuple[Roles, Resampling]:
+    """One call's column roles and resampling settings, from the objects and its keywords (which win)."""
+    columns, settings = split_options(options, takes, method=name)
+    return table_roles(frame, roles, columns, method=name), Resampling.resolve(resampling, settings, method=name)
+
 
 def validate(
     rows: pd.DataFrame,
     *,
     require: Sequence[str] = ("question_id",),
-    question_id: str | None = None,
-    question: str | None = None,
-    retrieved: str | None = None,
-    gold: str | None = None,
-    gold_spans: str | None = None,
-    retrieved_spans: str | None = None,
-    context: str | None = None,
-    answer: str | None = None,
-    reference: str | None = None,
-    method_name: str = "raglab.runs.validate",
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **columns: str,
 ) -> pd.DataFrame:
     """Check a row table and return it unchanged (so it chains).
 
@@ -67,10 +83,12 @@ def validate(
         The row table.
     require : sequence of str
         Roles that must be present (default: just ``question_id``).
-    question_id, question, retrieved, gold, gold_spans, retrieved_spans, context, answer, reference : str, optional
-        Column names to use instead of the defaults.
-    method_name : str
-        The name error messages use.
+    roles : Roles or dict, optional
+        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table.
+    **columns : str
+        Column names to use instead of the defaults, by role: ``question_id``, ``question``,
+        ``retrieved``, ``gold``, ``gold_spans``, ``retrieved_spans``, ``context``, ``answer``,
+        ``reference`` (e.g. ``retrieved="reranked_ids"``).
 
     Raises
     ------
@@ -88,22 +106,8 @@ def validate(
     """
     from raglab._rowtable import validate_rows
 
-    validate_rows(
-        rows,
-        method=method_name,
-        require=require,
-        columns={
-            "question_id": question_id,
-            "question": question,
-            "retrieved": retrieved,
-            "gold": gold,
-            "gold_spans": gold_spans,
-            "retrieved_spans": retrieved_spans,
-            "context": context,
-            "answer": answer,
-            "reference": reference,
-        },
-    )
+    name = caller("raglab.runs.validate")
+    validate_rows(rows, method=name, require=require, columns=table_roles(rows, roles, columns, method=name).named())
     return rows
 
 
@@ -130,14 +134,11 @@ def summary(
     metrics: str | Sequence[str] | None = None,
     *,
     by: str | Sequence[str] | None = None,
-    ci: float = 0.95,
-    method: str = "auto",
-    n_resamples: int = 10_000,
-    seed: int | None = 0,
     units: str | bool | None = None,
-    question_id: str = "question_id",
-    method_name: str = "raglab.runs.summary",
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
+    resampling: Resampling | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Mean and interval per metric and slice for this run; see :func:`raglab.stats.summary`.
 
@@ -151,18 +152,21 @@ def summary(
     by : str or list of str, optional
         Slice column(s): the table gets an ``overall`` row plus one row per slice value (with
         several columns, one per combination, labelled ``"col=value, col=value"``).
-    ci, method, n_resamples, seed
-        As in :func:`raglab.stats.summary`: by default Wilson for pass/fail columns, Wilson at the
-        effective n for other metrics known to lie in [0, 1], and t for the rest;
-        ``method="percentile"`` or ``"bca"`` for a bootstrap.
     units : str or False, optional
         A cluster column (e.g. the source document): resample whole clusters. By default the
         cluster column recorded by the run's eval set (``EvalSet.freeze(units=...)``), if any;
         ``False`` treats questions as independent.
-    question_id : str
-        The id column (left out of the default metrics).
     bounds : dict, optional
         ``{metric: (low, high)}``: as in :func:`raglab.stats.summary` (the betting interval on it).
+    roles : Roles or dict, optional
+        Column roles: the ``question_id`` column is left out of the default metrics.
+    resampling : Resampling, optional
+        ``ci``, ``method``, ``n_resamples``, ``seed`` as one :class:`raglab._options.Resampling`.
+    **options
+        The same settings as keywords (they win): ``ci``, ``method``, ``n_resamples``, ``seed``, as in
+        :func:`raglab.stats.summary` (by default Wilson for pass/fail columns, Wilson at the effective n
+        for other metrics known to lie in [0, 1], and t for the rest; ``method="percentile"`` or
+        ``"bca"`` for a bootstrap); and column roles, e.g. ``question_id="qid"``.
 
     Returns
     -------
@@ -183,6 +187,9 @@ def summary(
     '  slice  n  mean method\\noverall  4  0.75 wilson\\n      a  2  0.50 wilson\\n      b  2  1.00 wilson'
     """
     df = rows
+    method_name = caller("raglab.runs.summary")
+    cols, res = _options(df, roles, resampling, options, _INTERVAL, method_name)
+    question_id = cols.column("question_id")
     units = _resolve_units(df, units, method_name)
     by_columns = _by_columns(by)
     for column in [*by_columns, *([units] if units else [])]:
@@ -195,10 +202,7 @@ def summary(
     table = _stats.summary(
         scores,
         slices=_slice_labels(df, by_columns, method_name, question_id) if by_columns else None,
-        ci=ci,
-        method=method,
-        n_resamples=n_resamples,
-        seed=seed,
+        **res.settings(_INTERVAL),
         units=_unit_labels(df, units, method_name, question_id) if units else None,
         bounds=bounds,
     )
@@ -223,18 +227,15 @@ def compare(
     *,
     metrics: str | Sequence[str] | None = None,
     by: str | Sequence[str] | None = None,
-    on: str = "question_id",
+    on: str | None = None,
     how: str = "exact",
     units: str | bool | None = None,
-    ci: float = 0.95,
-    method: str = "auto",
-    n_resamples: int = 10_000,
-    seed: int | None = 0,
-    n_permutations: int = 10_000,
     adjust: str | None = None,
     allow_evalset_mismatch: bool = False,
-    method_name: str = "raglab.runs.compare",
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
+    resampling: Resampling | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Paired comparison of this run (the baseline) with ``cand``, per metric and slice.
 
@@ -259,19 +260,27 @@ def compare(
         roles, or the ``by``/``units`` columns).
     by : str or list of str, optional
         Slice column(s), from the baseline (the candidate's, if it also has them, must agree).
-    on : str
-        The question id column.
+    on : str, optional
+        The question id column (default: the baseline's ``question_id`` role, ``"question_id"``
+        unless set with ``roles=`` or ``with_roles``).
     how : {"exact", "inner"}
         Require the same questions (default) or compare the shared ones.
     units : str or False, optional
         Cluster column: resample whole clusters. By default the cluster column recorded by the
         baseline's eval set (``EvalSet.freeze(units=...)``), if any; ``False`` treats questions
         as independent.
-    ci, method, n_resamples, seed, n_permutations, adjust, bounds
+    adjust, bounds
         As in :func:`raglab.stats.compare` (``bounds={metric: (low, high)}``: the betting interval on a
         declared range).
     allow_evalset_mismatch : bool
         Compare runs stamped with different eval sets anyway (with a warning).
+    roles : Roles or dict, optional
+        Column roles of the baseline (its ``question_id`` is the default ``on``).
+    resampling : Resampling, optional
+        ``ci``, ``method``, ``n_resamples``, ``seed``, ``n_permutations`` as one
+        :class:`raglab._options.Resampling`.
+    **options
+        The same settings as keywords (they win), as in :func:`raglab.stats.compare`; and column roles.
 
     Returns
     -------
@@ -294,6 +303,9 @@ def compare(
     >>> t[["metric", "slice", "n", "base", "cand", "diff"]].to_string(index=False)
     'metric   slice   n  base  cand  diff\\n hit@5 overall 100   0.5   1.0   0.5'
     """
+    method_name = caller("raglab.runs.compare")
+    cols, res = _options(base, roles, resampling, options, RESAMPLING_SETTINGS, method_name)
+    on = on if on is not None else cols.column("question_id")
     units = _resolve_units(base, units, method_name)
     pairs = pair_runs(base, cand, on=on, how=how, method=method_name, allow_evalset_mismatch=allow_evalset_mismatch)
     by_columns = _by_columns(by)
@@ -310,11 +322,7 @@ def compare(
         cand_scores,
         slices=slices,
         units=unit_labels,
-        ci=ci,
-        method=method,
-        n_resamples=n_resamples,
-        seed=seed,
-        n_permutations=n_permutations,
+        **res.settings(),
         adjust=adjust,
         bounds=bounds,
     )
@@ -343,18 +351,15 @@ def gate(
     metrics: str | Sequence[str],
     by: str | Sequence[str] | None = None,
     higher_is_better: bool | Mapping[str, bool] | None = None,
-    on: str = "question_id",
+    on: str | None = None,
     how: str = "exact",
     units: str | bool | None = None,
-    ci: float = 0.95,
-    method: str = "auto",
-    n_resamples: int = 10_000,
-    seed: int | None = 0,
-    n_permutations: int = 10_000,
     adjust: str | None = "holm",
     allow_evalset_mismatch: bool = False,
-    method_name: str = "raglab.runs.gate",
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
+    resampling: Resampling | None = None,
+    **options: Any,
 ) -> _stats.GateResult:
     """Release gate: :meth:`compare` plus a non-inferiority decision per metric and slice.
 
@@ -371,8 +376,8 @@ def gate(
         The largest acceptable drop, for all metrics or ``{metric: margin}``.
     higher_is_better : bool or dict, optional
         Direction per metric (default from the metric name; explicit values win).
-    metrics, by, on, how, units, ci, method, n_resamples, seed, n_permutations, allow_evalset_mismatch
-        As in :meth:`compare`.
+    metrics, by, on, how, units, allow_evalset_mismatch, roles, resampling, **options
+        As in :func:`compare` (``ci=``, ``n_resamples=``, ... as keywords or one ``resampling=``).
     bounds : dict, optional
         ``{metric: (low, high)}`` for metrics with no known bounds: the betting interval on that range
         (the gate's pass promise at every n); see :func:`raglab.stats.gate`.
@@ -397,28 +402,16 @@ def gate(
     >>> runs.gate(base, cand, margin=0.02, metrics=["hit@5"]).decision
     'block'
     """
+    method_name = caller("raglab.runs.gate")
     if metrics is None or (not isinstance(metrics, str) and len(metrics) == 0):
         raise TypeError(
             f"{method_name} needs metrics=[...]: a release gate is a rule decided in advance, on named metrics "
             "(e.g. metrics=['recall@5', 'faithfulness']), never on whatever numeric columns a table happens to hold."
         )
-    table = compare(
-        base,
-        cand,
-        metrics=metrics,
-        by=by,
-        on=on,
-        how=how,
-        units=units,
-        ci=ci,
-        method=method,
-        n_resamples=n_resamples,
-        seed=seed,
-        n_permutations=n_permutations,
-        allow_evalset_mismatch=allow_evalset_mismatch,
-        method_name=method_name,
-        bounds=bounds,
-    )
+    cols, res = _options(base, roles, resampling, options, RESAMPLING_SETTINGS, method_name)
+    with called_as(method_name):  # the comparison's errors name the gate
+        table = compare(base, cand, metrics=metrics, by=by, on=on, how=how, units=units,
+                        allow_evalset_mismatch=allow_evalset_mismatch, bounds=bounds, roles=cols, resampling=res)
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
 
 
@@ -435,12 +428,9 @@ def agreement(
     judge_threshold: float | None = None,
     ties: str = "drop",
     units: str | bool | None = None,
-    ci: float = 0.95,
-    method: str = "auto",
-    n_resamples: int = 10_000,
-    seed: int | None = 0,
     warn: bool = True,
-    method_name: str = "raglab.runs.agreement",
+    resampling: Resampling | None = None,
+    **options: Any,
 ) -> Any:
     """Validate a judge column against human labels; see :func:`raglab.agreement.report`.
 
@@ -457,8 +447,12 @@ def agreement(
         the report shows the design effect. By default the cluster column recorded by the run's
         eval set, if any; ``False`` treats items as independent. See
         :func:`raglab.agreement.report`.
-    positive, labels, weights, distance, human_threshold, judge_threshold, ci, method, n_resamples, seed
+    positive, labels, weights, distance, human_threshold, judge_threshold
         As in :func:`raglab.agreement.report`.
+    resampling : Resampling, optional
+        ``ci``, ``method``, ``n_resamples``, ``seed`` as one :class:`raglab._options.Resampling`.
+    **options
+        The same settings as keywords (they win), as in :func:`raglab.agreement.report`.
     warn : bool
         Issue the report's warnings as Python warnings (e.g. :class:`raglab.agreement.LowAgreementWarning`
         when kappa < 0.4), as in :func:`raglab.agreement.report`; the report's display then only counts
@@ -484,6 +478,10 @@ def agreement(
     from raglab import agreement as _agreement
 
     df = rows
+    method_name = caller("raglab.runs.agreement")
+    _, settings = split_options(options, _INTERVAL, method=method_name, roles=False)  # it reads no role
+    res = Resampling.resolve(resampling, settings, method=method_name)
+    ci, method, n_resamples, seed = res.ci, res.method, res.n_resamples, res.seed
     raters = [human] if isinstance(human, str) else list(human)
     if not raters:
         raise ValueError(f"{method_name} needs at least one human column")
@@ -518,7 +516,6 @@ def threshold_sweep(
     human_threshold: float | None = None,
     max_thresholds: int = 200,
     ci: float = 0.95,
-    method_name: str = "raglab.runs.threshold_sweep",
 ) -> pd.DataFrame:
     """A scoring judge column against human labels at every threshold; see :func:`raglab.agreement.threshold_sweep`.
 
@@ -532,6 +529,7 @@ def threshold_sweep(
     """
     from raglab import agreement as _agreement
 
+    method_name = caller("raglab.runs.threshold_sweep")
     for column in (human, judge):
         if column not in rows.columns:
             raise missing_column_error(rows, column, role=None, method=method_name)
@@ -557,7 +555,6 @@ def size(
     slice_fraction: float = 1.0,
     alternative: str = "two-sided",
     binary: bool | None = None,
-    question_id: str | None = None,
     how: str = "exact",
     allow_evalset_mismatch: bool = False,
     units: str | None = None,
@@ -566,10 +563,11 @@ def size(
     cluster_size: float | None = None,
     margin: float | Mapping[str, float] | None = None,
     by: str | None = None,
-    ci: float = 0.95,
     drop: float | None = None,
-    method_name: str = "raglab.runs.size",
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
+    resampling: Resampling | None = None,
+    **options: Any,
 ) -> Any:
     """Questions needed to detect a change of ``mde`` in ``metric`` (or for a release to pass), sized from a pilot.
 
@@ -596,6 +594,9 @@ def size(
     Continuous metrics registered in [0, 1] are sized on the gate's betting interval; ``bounds=
     {metric: (low, high)}``, as given to the gate, sizes another metric on it too.
 
+    The question id column is the ``question_id`` role (``roles=``, ``with_roles`` or the keyword
+    ``question_id="qid"``); the gate's level is ``ci=`` (a keyword, or ``resampling=Resampling(ci=...)``).
+
     Returns
     -------
     raglab.sizing.SizingResult or raglab.sizing.ReleaseSizing
@@ -615,6 +616,9 @@ def size(
     """
     from raglab import sizing as _sizing
 
+    method_name = caller("raglab.runs.size")
+    cols, res = _options(base, roles, resampling, options, ("ci",), method_name)
+    ci = res.ci
     if (mde is None) == (margin is None):
         raise ValueError(
             f"{method_name}: pass `mde=` (questions to detect a change) or `margin=` (questions for an unchanged "
@@ -626,7 +630,7 @@ def size(
             f"{method_name}: `metric` must be one score column name (with mde=), or a list of them (with margin=), "
             f"got {metric!r}"
         )
-    on = resolve_column(base, "question_id", question_id, method=method_name)
+    on = resolve_column(base, "question_id", cols.question_id, method=method_name)
     paired = pair_runs(base, cand, on=on, how=how, method=method_name,
                        allow_evalset_mismatch=allow_evalset_mismatch)
     columns = {}
@@ -635,32 +639,11 @@ def size(
             if name not in paired.base.columns:
                 raise missing_column_error(paired.base, name, role=None, method=f"{method_name} (base)", keyword=role)
             columns[role] = paired.base[name].to_numpy(dtype=object)
-    values: dict[str, list[Any]] = {}
-    for name in metrics:
-        values[name] = []
-        for side, frame in (("base", paired.base), ("cand", paired.cand)):
-            if name not in frame.columns:
-                raise missing_column_error(frame, name, role=None, method=f"{method_name} ({side})", keyword="metric")
-            column = frame[name]
-            try:
-                numbers = pd.to_numeric(column.astype(object).where(column.notna(), None), errors="raise")
-            except (TypeError, ValueError):
-                raise RowTableError(
-                    f"{method_name}: column {name!r} ({side}) must hold numeric scores (or 0/1 pass/fail); "
-                    f"found {column.dtype} values such as {column.dropna().iloc[:3].tolist()!r}"
-                ) from None
-            values[name].append(numbers.to_numpy(dtype=float, na_value=float("nan")))
+    values = _pilot_scores(paired, metrics, method_name)
     if margin is not None:
-        unused = [name for name, value, default in (
-            ("attenuation", attenuation, None), ("sensitivity", sensitivity, None), ("specificity", specificity, None),
-            ("judge", judge, None), ("slice_fraction", slice_fraction, 1.0), ("alternative", alternative, "two-sided"),
-            ("alpha", alpha, 0.05), ("binary", binary, None)) if value != default]
-        if unused:
-            raise ValueError(f"{method_name}: {unused} size a change (mde=), not the release gate (margin=); the gate's "
-                             "level is ci=, its slices by=")
-        if design_effect is not None or icc is not None or cluster_size is not None:
-            raise ValueError(f"{method_name}: with margin= the design effect is estimated from `units=`; "
-                             "use sizing.questions_for_release(design_effect=...) to state one")
+        _check_release_sizing(method_name, attenuation=attenuation, sensitivity=sensitivity, specificity=specificity,
+                              judge=judge, slice_fraction=slice_fraction, alternative=alternative, alpha=alpha,
+                              binary=binary, design_effect=design_effect, icc=icc, cluster_size=cluster_size)
         return _sizing.release_from_pilot(
             {name: v[0] for name, v in values.items()}, {name: v[1] for name, v in values.items()}, margin,
             slices=columns.get("by"), units=columns.get("units"), power=power, ci=ci, drop=drop, bounds=bounds,
@@ -677,6 +660,41 @@ def size(
         pilot_labels=pilot_labels, slice_fraction=slice_fraction, alternative=alternative,
         units=columns.get("units"), design_effect=design_effect, icc=icc, cluster_size=cluster_size,
     )
+
+
+_CHANGE_ONLY = {"attenuation": None, "sensitivity": None, "specificity": None, "judge": None, "slice_fraction": 1.0,
+                "alternative": "two-sided", "alpha": 0.05, "binary": None}
+
+
+def _check_release_sizing(method_name: str, *, design_effect: Any, icc: Any, cluster_size: Any, **given: Any) -> None:
+    """Refuse, with margin=, the settings that size a change (mde=) only."""
+    unused = [name for name, default in _CHANGE_ONLY.items() if given[name] != default]
+    if unused:
+        raise ValueError(f"{method_name}: {unused} size a change (mde=), not the release gate (margin=); the gate's "
+                         "level is ci=, its slices by=")
+    if design_effect is not None or icc is not None or cluster_size is not None:
+        raise ValueError(f"{method_name}: with margin= the design effect is estimated from `units=`; "
+                         "use sizing.questions_for_release(design_effect=...) to state one")
+
+
+def _pilot_scores(paired: Any, metrics: list[str], method_name: str) -> dict[str, list[Any]]:
+    """Each metric's paired scores as floats, ``{metric: [base, cand]}`` (NaN for missing); clear errors otherwise."""
+    values: dict[str, list[Any]] = {}
+    for name in metrics:
+        values[name] = []
+        for side, frame in (("base", paired.base), ("cand", paired.cand)):
+            if name not in frame.columns:
+                raise missing_column_error(frame, name, role=None, method=f"{method_name} ({side})", keyword="metric")
+            column = frame[name]
+            try:
+                numbers = pd.to_numeric(column.astype(object).where(column.notna(), None), errors="raise")
+            except (TypeError, ValueError):
+                raise RowTableError(
+                    f"{method_name}: column {name!r} ({side}) must hold numeric scores (or 0/1 pass/fail); "
+                    f"found {column.dtype} values such as {column.dropna().iloc[:3].tolist()!r}"
+                ) from None
+            values[name].append(numbers.to_numpy(dtype=float, na_value=float("nan")))
+    return values
 
 
 def _pass_fail(
@@ -774,10 +792,9 @@ def flips(
     threshold: float | None = None,
     higher_is_better: bool | None = None,
     per: float | None = None,
-    on: str = "question_id",
+    on: str | None = None,
     how: str = "exact",
     allow_evalset_mismatch: bool = False,
-    method_name: str = "raglab.runs.flips",
 ) -> pd.DataFrame:
     """Questions that flipped between two runs: pass->fail (losses) and fail->pass (wins) per slice.
 
@@ -801,7 +818,7 @@ def flips(
     per : float, optional
         Also give rates per ``per`` questions (e.g. ``per=100``): ``wins_per``, ``losses_per``, ``net_per``.
     on, how, allow_evalset_mismatch
-        As in :func:`compare`.
+        As in :func:`compare` (``on`` defaults to the baseline's ``question_id`` role).
 
     Returns
     -------
@@ -827,6 +844,8 @@ def flips(
 
     from raglab.stats._engine import OVERALL, _slice_codes
 
+    method_name = caller("raglab.runs.flips")
+    on = on if on is not None else Roles.of(base).column("question_id")
     pairs, b, c, rule = _paired_flips(base, cand, metric, threshold=threshold, higher_is_better=higher_is_better,
                                       on=on, how=how, allow_evalset_mismatch=allow_evalset_mismatch,
                                       method_name=method_name)

@@ -219,3 +219,17 @@ def test_the_same_pooled_rise_is_a_regression_or_an_improvement_and_only_the_spl
     table = improvement.table.set_index("metric")
     assert table.loc["correct_decline", "diff"] == pytest.approx(0.4)  # 20/200 -> 100/200, over unanswerable questions
     assert table.loc["correct_decline", "decision"] == "pass" and improvement.decision != "block"
+
+
+def test_unanswerable_is_one_rule_for_abstention_retrieval_and_a_gold_cell():
+    from raglab._rowtable import is_unanswerable
+
+    gold = [["d1"], [], None, {"d1": 0}, {"d1": 0, "d2": 2}, {}, float("nan"), ["d3", "d4"]]
+    rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(len(gold))], "gold": gold,
+                         "retrieved": [["d1"]] * len(gold), "declined": [False] * len(gold)})
+    expected = [is_unanswerable(g) for g in gold]
+    assert expected == [False, True, True, True, False, True, True, False]
+    assert rows.rag.abstention().rows["unanswerable"].tolist() == expected
+    scored = rows.rag.retrieval(k=1)
+    assert scored["recall@1"].isna().tolist() == expected
+    assert scored.rag.meta["retrieval_counts"]["n_unanswerable"] == sum(expected)

@@ -226,7 +226,15 @@ def _check_boundary_report():
     _same_frame(a.rows, b.rows)
 
 
+def _check_with_roles():
+    from raglab._rowtable import with_roles
+
+    rows = _retrieval_rows().rename(columns={"retrieved": "reranked_ids"})
+    _same_frame(rows.rag.with_roles(retrieved="reranked_ids"), with_roles(rows, retrieved="reranked_ids"))
+
+
 PARITY = {
+    "with_roles": _check_with_roles,
     "boundaries": _check_boundaries,
     "expand_neighbors": _check_expand_neighbors,
     "boundary_report": _check_boundary_report,
@@ -264,6 +272,97 @@ def test_every_accessor_method_has_a_parity_case():
     assert public == set(PARITY), f"add a parity case for {sorted(public - set(PARITY))}"
 
 
+def test_every_accessor_method_shows_its_functions_signature_and_docstring():
+    import inspect
+
+    from raglab.accessor import METHODS, RagAccessor
+
+    rows = _retrieval_rows()
+    assert set(METHODS) | {"meta"} == set(PARITY)
+    for name, target in METHODS.items():
+        module, _, attr = target.partition(":")
+        function = getattr(__import__(module, fromlist=[attr]), attr)
+        method = getattr(rows.rag, name)
+        expected = list(inspect.signature(function).parameters.values())[1:]  # without the frame
+        assert list(inspect.signature(method).parameters.values()) == expected, name
+        assert inspect.getdoc(function) in method.__doc__, name
+        assert method.__name__ == name
+        assert list(inspect.signature(getattr(RagAccessor, name)).parameters)[1:] == [p.name for p in expected]
+
+
+def test_errors_name_the_accessor_method_and_functions_name_themselves():
+    rows = _retrieval_rows()
+    with pytest.raises(KeyError, match=r"^rag\.retrieval needs column 'ranked'"):
+        rows.rag.retrieval(retrieved="ranked")
+    with pytest.raises(KeyError, match=r"^raglab\.retrieval\.retrieval needs column 'ranked'"):
+        retrieval_module.retrieval(rows, retrieved="ranked")
+    base, cand = _runs()
+    with pytest.raises(Exception, match="rag.gate: the runs must answer the same questions"):
+        base.rag.gate(cand.iloc[1:], metrics=["hit@5"], margin=0.05)
+    with pytest.raises(Exception, match="raglab.runs.gate: the runs must answer the same questions"):
+        runs.gate(base, cand.iloc[1:], metrics=["hit@5"], margin=0.05)
+    assert "method_name" not in str(__import__("inspect").signature(runs.summary))
+
+
+def test_roles_set_once_on_the_table_are_used_by_every_method(tmp_path):
+    from raglab._rowtable import Roles
+
+    plain = _retrieval_rows()
+    rows = plain.rename(columns={"retrieved": "reranked_ids", "question_id": "qid", "gold": "qrels"})
+    tagged = rows.rag.with_roles(retrieved="reranked_ids", question_id="qid").rag.with_roles(gold="qrels")
+    assert tagged.rag.meta["roles"] == {"question_id": "qid", "retrieved": "reranked_ids", "gold": "qrels"}
+    assert "roles" not in get_meta(rows)  # the input is not modified
+    expected = plain.rag.retrieval(k=2)
+    for scored in (tagged.rag.retrieval(k=2),
+                   rows.rag.retrieval(k=2, roles=Roles(retrieved="reranked_ids", question_id="qid", gold="qrels")),
+                   rows.rag.retrieval(k=2, retrieved="reranked_ids", question_id="qid", gold="qrels")):
+        assert scored["recall@2"].tolist() == pytest.approx(expected["recall@2"].tolist(), nan_ok=True)
+    # a keyword of one call wins over the table's roles
+    both = tagged.assign(other=[["d2"], ["d4"], ["d9"], ["d5"]])
+    assert both.rag.retrieval(k=1, retrieved="other")["hit@1"].tolist()[:2] == [1.0, 0.0]
+    # the roles survive a file round trip and reach the paired methods (question_id pairs the runs)
+    path = tmp_path / "rows.parquet"
+    tagged.rag.write(path)
+    back = io.read_rows(path)
+    assert back.rag.meta["roles"] == tagged.rag.meta["roles"]
+    scores = back.rag.retrieval(k=2)
+    table = scores.rag.compare(scores, metrics=["hit@2"], n_resamples=200, n_permutations=0)
+    assert table.attrs["raglab"]["comparison"]["on"] == "qid"
+    assert scores.rag.summary(["hit@2"], n_resamples=200)["n"].tolist() == [3]
+
+
+def test_an_unknown_keyword_names_itself_and_the_valid_ones():
+    rows = _retrieval_rows()
+    with pytest.raises(TypeError, match=r"rag\.retrieval got an unexpected keyword argument 'retreived'; .*'retrieved'"):
+        rows.rag.retrieval(retreived="x")
+    with pytest.raises(TypeError, match=r"rag\.with_roles got an unexpected keyword argument 'ids'"):
+        rows.rag.with_roles(ids="x")
+    base, cand = _runs()
+    with pytest.raises(TypeError, match=r"rag\.summary got an unexpected keyword argument 'n_permutations'.*'seed'"):
+        base.rag.summary(["hit@5"], n_permutations=10)
+    with pytest.raises(TypeError, match="must name a column"):
+        rows.rag.with_roles(retrieved=3)
+
+
+def test_resampling_as_one_object_equals_the_keywords():
+    from raglab._options import Resampling
+
+    base, cand = _runs()
+    kw = {"ci": 0.9, "n_resamples": 300, "seed": 3, "n_permutations": 200}
+    fast = Resampling(**kw)
+    _same_frame(base.rag.compare(cand, metrics=["faithfulness"], resampling=fast),
+                base.rag.compare(cand, metrics=["faithfulness"], **kw))
+    _same_frame(runs.summary(base, ["faithfulness"], resampling=fast, method="percentile"),
+                runs.summary(base, ["faithfulness"], ci=0.9, n_resamples=300, seed=3, method="percentile"))
+    a = runs.gate(base, cand, metrics=["faithfulness"], margin=0.05, resampling=fast)
+    b = base.rag.gate(cand, metrics=["faithfulness"], margin=0.05, **kw)
+    pd.testing.assert_frame_equal(a.table, b.table)
+    assert runs.size(base, cand, metric="hit@5", margin=0.05, resampling=Resampling(ci=0.9)).n == \
+        base.rag.size(cand, metric="hit@5", margin=0.05, ci=0.9).n
+    # the keyword wins over the object
+    assert base.rag.summary(["faithfulness"], resampling=fast, ci=0.8)["level"].tolist() == [0.8]
+
+
 def test_the_accessor_module_stays_thin():
     # Thin means little code: docstrings (each method's Example) and blank lines do not count.
     path = os.path.join(os.path.dirname(raglab.__file__), "accessor.py")
@@ -284,3 +383,16 @@ def test_warnings_point_at_the_users_line():
     with pytest.warns(UserWarning, match="comparing shared questions only") as caught:
         base.rag.compare(cand.iloc[5:], metrics=["hit@5"], how="inner", n_resamples=200, n_permutations=0)
     assert {w.filename for w in caught if "shared questions" in str(w.message)} == {__file__}
+
+
+def test_a_missing_column_named_by_the_tables_roles_says_so():
+    rows = _retrieval_rows().rag.with_roles(retrieved="reranked")
+    with pytest.raises(KeyError, match=r"rag\.retrieval needs column 'reranked'.*set by with_roles\(retrieved='reranked'\)"):
+        rows.rag.retrieval()
+
+
+def test_agreement_reads_no_column_role_and_refuses_one():
+    base, _ = _runs()
+    with pytest.raises(TypeError, match=r"rag\.agreement got an unexpected keyword argument 'question_id'; it takes "
+                                        r"the settings \['ci', 'method', 'n_resamples', 'seed'\]"):
+        base.rag.agreement("human", "judge", positive=1, question_id="qid")

@@ -17,9 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raglab import RowTableError, chunks
+from raglab._validation import called_as
 from raglab.boundaries import BoundaryReport, boundaries, boundary_report, expand_neighbors
 from raglab.retrieval import retrieval
 
+
+def called(name, function, *args, **kwargs):
+    """Call ``function`` as the operation ``name`` (as the accessor does), for errors that name it."""
+    with called_as(name):
+        return function(*args, **kwargs)
 
 def chars(doc, start, end):
     return {(doc, c) for c in range(start, end)}
@@ -144,11 +150,11 @@ def test_boundaries_leaves_the_input_alone_and_names_columns():
     table = chunks.fixed({"d": 100}, 50)
     rows = _rows([[span(0, 10)]], [["d#0"]]).rename(columns={"gold_spans": "gs", "retrieved": "ctx"})
     before = rows.copy()
-    out = boundaries(rows, table, gold_spans="gs", retrieved="ctx", method_name="rag.boundaries")
+    out = called("rag.boundaries", boundaries, rows, table, gold_spans="gs", retrieved="ctx")
     pd.testing.assert_frame_equal(rows, before)
     assert out["gold_reached"].tolist() == ["complete"]
     with pytest.raises(RowTableError, match=r"rag.boundaries needs column 'gold_spans'.*gold_spans='your_column'"):
-        boundaries(rows, table, method_name="rag.boundaries")
+        called("rag.boundaries", boundaries, rows, table)
 
 
 def test_boundaries_errors_and_warnings():
@@ -246,7 +252,7 @@ def test_expand_from_spans_only_and_errors():
     with pytest.raises(RowTableError, match=r"question_id 'q1'\) holds span .*'start': 100, 'end': 150.*no chunk"):
         expand_neighbors(rows.assign(retrieved_spans=[[span(100, 150, doc="a")]]), table)
     with pytest.raises(RowTableError, match=r"rag.expand_neighbors needs column 'retrieved'.*or 'retrieved_spans'"):
-        expand_neighbors(rows.drop(columns="retrieved_spans"), table, method_name="rag.expand_neighbors")
+        called("rag.expand_neighbors", expand_neighbors, rows.drop(columns="retrieved_spans"), table)
     with pytest.raises(ValueError, match="`window` must be an integer >= 0"):
         expand_neighbors(rows, table, window=-1)
     with pytest.raises(RowTableError, match=r"chunk id\(s\) \['b#0'\]"):
@@ -371,11 +377,11 @@ def test_boundary_report_does_not_split_by_the_baselines_outcome():
 
 def test_boundary_report_without_retrieved_and_errors():
     table, base, cand, _ = _runs()
-    report = boundary_report(base.drop(columns="retrieved"), cand, ["faithfulness"], table, n_resamples=200,
-                             method_name="rag.boundary_report")
+    report = called("rag.boundary_report", boundary_report, base.drop(columns="retrieved"), cand, ["faithfulness"],
+                    table, n_resamples=200)
     assert set(report.table["split"]) == {"boundary_status"} and "gold_reached" not in report.rows
     with pytest.raises(RowTableError, match=r"rag.boundary_report: metric column\(s\) \['hit@5'\] are not in base"):
-        boundary_report(base, cand, ["hit@5"], table, method_name="rag.boundary_report")
+        called("rag.boundary_report", boundary_report, base, cand, ["hit@5"], table)
     with pytest.raises(ValueError, match="at least one score column"):
         boundary_report(base, cand, [], table)
     with pytest.raises(RowTableError, match="no question of base has gold spans"):

@@ -13,8 +13,14 @@ import raglab
 from raglab import retrieval as rt
 from raglab._errors import RowTableError
 from raglab._meta import update_meta
+from raglab._validation import called_as
 from raglab.retrieval import retrieval
 
+
+def called(name, function, *args, **kwargs):
+    """Call ``function`` as the operation ``name`` (as the accessor does), for errors that name it."""
+    with called_as(name):
+        return function(*args, **kwargs)
 
 def span(doc, start, end, **extra):
     return {"doc_id": doc, "start": start, "end": end, **extra}
@@ -91,10 +97,10 @@ def test_errors_and_warnings_name_the_method_asked_for(rows):
     with pytest.raises(raglab.MissingColumnError, match=r"^raglab.retrieval.retrieval needs column 'ranked'"):
         rt.retrieval(rows, retrieved="ranked", gold_by="ids")
     with pytest.raises(raglab.MissingColumnError, match=r"^rag.retrieval needs column 'ranked'"):
-        rt.retrieval(rows, retrieved="ranked", gold_by="ids", method_name="rag.retrieval")
+        called("rag.retrieval", rt.retrieval, rows, retrieved="ranked", gold_by="ids")
     bad = rows.assign(retrieved=[["d1"], "d1 d2", [], [], []])
     with pytest.raises(raglab.RowTableError, match=r"^rag.retrieval: column 'retrieved'.*row 1 \(question_id 'q2'\)"):
-        rt.retrieval(bad, gold_by="ids", method_name="rag.retrieval")
+        called("rag.retrieval", rt.retrieval, bad, gold_by="ids")
     with pytest.warns(UserWarning, match=r"^raglab.retrieval.retrieval: k=\[10\] is larger") as record:
         rt.retrieval(rows, k=10, gold_by="ids")
     assert record[0].filename == __file__  # the warning points at the caller's line
@@ -103,7 +109,7 @@ def test_errors_and_warnings_name_the_method_asked_for(rows):
     # depth_gap scores through retrieval, whose errors keep their own name (rag.depth_gap -> rag.retrieval)
     bad = rows.assign(candidates=[["d1"], None, [], [], []])
     with pytest.raises(raglab.RowTableError, match=r"^rag.retrieval: column 'candidates'"):
-        rt.depth_gap(bad, gold_by="ids", method_name="rag.depth_gap")
+        called("rag.depth_gap", rt.depth_gap, bad, gold_by="ids")
     with pytest.raises(raglab.RowTableError, match=r"^rag.retrieval: column 'candidates'"):
         bad.rag.depth_gap(gold_by="ids")
 
@@ -248,3 +254,27 @@ def test_depth_gap_refuses_context_chunks_that_are_not_candidates():
     assert caught.value.column == "candidates" and caught.value.rows == [1]
     gap = rt.depth_gap(fine)
     assert (gap["gap"] >= 0).all() and gap["gap"].tolist() == [0.5, 0.5]
+
+
+@pytest.mark.parametrize("gold_by", ["ids", "spans"])
+def test_metrics_asks_for_a_metric_outside_the_defaults(rows, gold_by):
+    from raglab import metrics
+
+    scored = rows.rag.retrieval(k=[1, 3], metrics=["map", "rr"], gold_by=gold_by)
+    assert [c for c in scored.columns if c not in rows.columns] == ["map@1", "map@3", "rr"]
+    assert same_frame(scored, rt.retrieval(rows, k=[1, 3], metrics=["map", "rr"], gold_by=gold_by))
+    full = rows.rag.retrieval(k=[1, 3], gold_by=gold_by)
+    assert scored["rr"].equals(full["rr"])
+    # the counts do not depend on which metrics were asked for
+    assert scored.attrs["raglab"]["retrieval_counts"] == full.attrs["raglab"]["retrieval_counts"]
+    assert rows.rag.retrieval(k=3, metrics="map", gold_by=gold_by).attrs["raglab"]["retrieval_counts"] == \
+        full.attrs["raglab"]["retrieval_counts"]
+    if gold_by == "ids":  # equal to the per-question definition of MAP@k
+        expected = [metrics.METRICS["map"].score(r, g, 3) for r, g in zip(rows["retrieved"], rows["gold"])]
+        assert scored["map@3"].tolist() == pytest.approx(expected, nan_ok=True)
+
+
+def test_an_unknown_metric_is_refused_with_the_method_and_the_names():
+    rows = pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]], "gold": [["d1"]]})
+    with pytest.raises(ValueError, match=r"^rag\.retrieval: `metrics` must name registered metrics.*'map'.*\['mapp'\]"):
+        rows.rag.retrieval(metrics=["mapp"])

@@ -12,8 +12,8 @@ import pandas as pd
 
 from raglab._meta import carry_meta, get_meta, set_meta
 from raglab._results import ResultBase, jsonable
-from raglab._rowtable import RowTableError, validate_rows
-from raglab._validation import warn
+from raglab._rowtable import Roles, RowTableError, table_roles, validate_rows
+from raglab._validation import caller, warn
 from raglab.judge._base import (
     METRICS,
     MetricOut,
@@ -212,12 +212,8 @@ def judge_table(
     errors: str = "warn",
     progress: bool = True,
     ci: float = 0.95,
-    question_id: str | None = None,
-    question: str | None = None,
-    answer: str | None = None,
-    context: str | None = None,
-    reference: str | None = None,
-    method_name: str = "raglab.judge.judge_table",
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **columns: str,
 ) -> pd.DataFrame:
     """Score a row table's answers with a judge; returns a NEW frame with the score columns.
 
@@ -247,10 +243,11 @@ def judge_table(
         Show a progress bar with done, cached and failed counts.
     ci : float
         Level of the sampling interval in the judge-noise report.
-    question_id, question, answer, context, reference : str, optional
-        Column names to use instead of the defaults.
-    method_name : str
-        The name error messages use (the accessor passes ``"rag.judge"``).
+    roles : Roles or dict, optional
+        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table.
+    **columns : str
+        Column names to use instead of the defaults, by role: ``question_id``, ``question``,
+        ``answer``, ``context``, ``reference``.
 
     Returns
     -------
@@ -273,11 +270,11 @@ def judge_table(
     >>> judge_table(rows, LexicalJudge(), metrics=["faithfulness"], progress=False)["faithfulness"].tolist()
     [1.0]
     """
+    method = caller("raglab.judge.judge_table")
+    cols = table_roles(rows, roles, columns, method=method)
     return judge_frame(
         rows, judge, metrics=metrics, repeats=repeats, errors=errors, progress=progress, ci=ci,
-        columns={"question_id": question_id, "question": question, "answer": answer, "context": context,
-                 "reference": reference},
-        method=method_name,
+        columns=cols.named(), method=method,
     )
 
 
