@@ -628,6 +628,7 @@ def _run_score(args: argparse.Namespace) -> int:
     import numpy as np
 
     from raglab._meta import get_meta
+    from raglab._validation import called_as
     from raglab.io import read_rows, sidecar_path, write_rows
     from raglab.retrieval import retrieval
     from raglab.trec import read_trec
@@ -661,9 +662,9 @@ def _run_score(args: argparse.Namespace) -> int:
                         raise CommandError(_no_shared_ids(f"{args.rows!r} (column {qid!r})", ids, args.qrels,
                                                           gold.index))
                     rows = rows.assign(**{args.gold or "gold": ids.map(gold)})
-            scored = retrieval(rows, k=ks, gain=args.gain, no_relevant=args.no_relevant,
-                               question_id=args.question_id, retrieved=args.retrieved, gold=args.gold,
-                               method_name="raglab score")
+            with called_as("raglab score"):  # errors name the command
+                scored = retrieval(rows, k=ks, gain=args.gain, no_relevant=args.no_relevant,
+                                   question_id=args.question_id, retrieved=args.retrieved, gold=args.gold)
             write_rows(scored, args.output)
         except Exception as exc:
             return _input_error(args, exc)

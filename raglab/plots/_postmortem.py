@@ -10,7 +10,7 @@ import pandas as pd
 
 from raglab._optional import import_optional
 from raglab._results import DECISION_COLOURS
-from raglab._validation import check_option
+from raglab._validation import called_as, check_option
 from raglab.plots._common import _signed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,8 +108,9 @@ def wins_losses(
 
     check_option("sort", sort, _SORTS)
 
-    table = flips(base, cand, metric, by=by, threshold=threshold, higher_is_better=higher_is_better, per=per,
-                  on=on, how=how, method_name="raglab.plots.wins_losses")
+    with called_as("raglab.plots.wins_losses"):  # errors name the plot
+        table = flips(base, cand, metric, by=by, threshold=threshold, higher_is_better=higher_is_better, per=per,
+                      on=on, how=how)
     rule = table.attrs["raglab"]["flips"]["pass"]
     table = table[(table["n"] > 0) | (table.index == 0)].reset_index(drop=True)
     suffix = "" if per is None else "_per"
