@@ -730,13 +730,16 @@ def _paired_flips(
     on: str = "question_id",
     how: str = "exact",
     allow_evalset_mismatch: bool = False,
-    method_name: str = "raglab.runs.flips",
 ) -> tuple[Any, Any, Any, dict[str, Any]]:
-    """Pair the runs and classify each question: the pairs, base and cand pass/fail (1/0/NaN), and the rule."""
+    """Pair the runs and classify each question: the pairs, base and cand pass/fail (1/0/NaN), and the rule.
+
+    Errors name :func:`raglab._validation.caller` (``raglab.runs.flips`` unless a caller set its name).
+    """
     import math
 
     from raglab._registry import NoDirectionError, metric_info
 
+    method_name = caller("raglab.runs.flips")
     if not isinstance(metric, str):
         raise TypeError(f"{method_name}: `metric` must be one score column name, got {metric!r}")
     if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, Real)  # numpy numbers too
@@ -847,8 +850,7 @@ def flips(
     method_name = caller("raglab.runs.flips")
     on = on if on is not None else Roles.of(base).column("question_id")
     pairs, b, c, rule = _paired_flips(base, cand, metric, threshold=threshold, higher_is_better=higher_is_better,
-                                      on=on, how=how, allow_evalset_mismatch=allow_evalset_mismatch,
-                                      method_name=method_name)
+                                      on=on, how=how, allow_evalset_mismatch=allow_evalset_mismatch)
     if per is not None and (isinstance(per, bool) or not isinstance(per, Real) or not per > 0):
         raise ValueError(f"{method_name}: `per` must be a positive number (e.g. 100) or None, got {per!r}")
     by_columns = _by_columns(by)

@@ -261,3 +261,31 @@ def test_explorer_on_clapnq_finds_the_span_columns():
     assert "✓ gold [" in widgets.render_row(partial, columns=columns)
     box = run.rag.explore(gold_spans="gold_spans", retrieved_spans="retrieved_spans")
     assert "<b>Gold spans</b>" in box.children[2].value
+
+
+# ---- column roles: set on the table, as an object, or as keywords -----------------------------------
+
+
+def test_explorers_use_the_roles_set_on_the_table():
+    from raglab._rowtable import Roles
+
+    plain = datasets.handbook()
+    renamed = plain.rename(columns={"answer": "response", "question_id": "qid", "retrieved": "ranked"})
+    tagged = renamed.rag.with_roles(answer="response", question_id="qid", retrieved="ranked")
+    expected = widgets.explore(plain).static_html()
+    for box in (widgets.explore(tagged), tagged.rag.explore(),
+                widgets.explore(renamed, roles=Roles(answer="response", question_id="qid", retrieved="ranked")),
+                widgets.explore(renamed, answer="response", question_id="qid", retrieved="ranked")):
+        html = box.static_html()
+        assert plain["answer"].iloc[0] in html and f"{plain['gold'].iloc[0][0]} ✓" in html
+        assert html.count("<b>Answer</b>") == expected.count("<b>Answer</b>") == 1
+    with pytest.raises(MissingColumnError, match=r"rag\.explore needs column 'response'.*with_roles\(answer='response'\)"):
+        plain.rag.with_roles(answer="response").rag.explore()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sortby'"):
+        widgets.explore(plain, sortby="human_faithful")
+    cand = tagged.assign(response="CANDIDATE: " + tagged["response"])
+    box = tagged.rag.explore_pair(cand, metric="human_faithful")
+    assert "CANDIDATE: " + plain["answer"].iloc[0] in box.static_html()
+    assert box.static_html() == widgets.explore_pair(renamed, cand, metric="human_faithful",
+                                                     roles={"answer": "response", "question_id": "qid",
+                                                            "retrieved": "ranked"}).static_html()

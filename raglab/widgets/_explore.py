@@ -1,7 +1,8 @@
 """The single-run explorer: one question at a time, worst first.
 
 The HTML pieces and controls without an underscore that are not in ``__all__`` (``esc``, ``short``,
-``format_value``, ``text_parts``, ``score_columns``, ``field_columns``, ``navigation``, ``browser``, the colours and
+``format_value``, ``text_parts``, ``score_columns``, ``field_columns``, ``role_overrides``, ``navigation``, ``browser``,
+the colours and
 ``ALL_SLICES``) are shared with the pair explorer (:mod:`raglab.widgets._pair`), not public API.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,16 @@ import pandas as pd
 from raglab._optional import import_optional
 from raglab._registry import is_id_name, metric_info
 from raglab._results import DECISION_COLOURS
-from raglab._rowtable import is_missing, missing_column_error, resolve_column
+from raglab._rowtable import (
+    ROLES,
+    Roles,
+    is_missing,
+    missing_column_error,
+    resolve_column,
+    split_options,
+    table_roles,
+)
+from raglab._validation import caller
 from raglab.metrics._common import _relevant
 from raglab.metrics.spans import _covered, _gold_units, _merge, _span_tuple
 
@@ -100,6 +110,15 @@ def _gold_line(gold_spans: list[tuple[Any, int, int, float]], problem: str | Non
         text += (f"; <span style='color:{colour}'>reached the model: {reached} of {total} characters "
                  f"({status})</span>")
     return text + "</p>"
+
+
+def role_overrides(frame: pd.DataFrame, roles: Roles | Mapping[str, str | None] | None, columns: Mapping[str, Any],
+                   name: str) -> dict[str, str | None]:
+    """Each role's column for an explorer (None: the role's own name, if present): the table's roles
+    (``with_roles``), then ``roles=``, then the call's keywords; any other keyword is a TypeError."""
+    chosen, _ = split_options(columns, (), method=name)
+    named = table_roles(frame, roles, chosen, method=name)
+    return {role: getattr(named, role) for role in ROLES}
 
 
 def _is_count_name(name: Any) -> bool:
@@ -371,15 +390,8 @@ def explore(
     *,
     by: str | None = None,
     sort_by: str | None = None,
-    question_id: str | None = None,
-    question: str | None = None,
-    answer: str | None = None,
-    reference: str | None = None,
-    retrieved: str | None = None,
-    gold: str | None = None,
-    context: str | None = None,
-    gold_spans: str | None = None,
-    retrieved_spans: str | None = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **columns: str,
 ) -> Any:
     """An interactive browser over the rows: filter by slice, sort worst-first, step through.
 
@@ -394,11 +406,16 @@ def explore(
         lower is better (:func:`raglab._registry.metric_info`); the widget lets the user change it.
         Scores with no direction (the pooled ``declined`` flag) have no worst and are not offered.
         Ids and counts (``judge_prompt_tokens``, ``n_claims``) are shown but are not scores.
-    question_id, question, answer, reference, retrieved, gold, context, gold_spans, retrieved_spans : str, optional
-        Column-name overrides. With ``gold_spans`` the view shows the gold offsets (or says the
-        question is unanswerable); with ``retrieved_spans`` too it marks the retrieved chunks that
-        overlap gold (see :func:`render_row`). Every other column (text, booleans, counts) is shown
-        with each row.
+    roles : Roles or dict, optional
+        Column roles (``raglab._rowtable.Roles``), over those set on the table with
+        ``rows.rag.with_roles(...)``.
+    **columns : str
+        Column names to use instead of the defaults, by role: ``question_id``, ``question``,
+        ``answer``, ``reference``, ``retrieved``, ``gold``, ``context``, ``gold_spans``,
+        ``retrieved_spans`` (they win over ``roles`` and the table's roles). With ``gold_spans``
+        the view shows the gold offsets (or says the question is unanswerable); with
+        ``retrieved_spans`` too it marks the retrieved chunks that overlap gold (see
+        :func:`render_row`). Every other column (text, booleans, counts) is shown with each row.
 
     Returns
     -------
@@ -415,12 +432,9 @@ def explore(
     """
     w = import_optional("ipywidgets", extra="widgets", purpose="raglab.widgets.explore")
 
-    overrides = {
-        "question_id": question_id, "question": question, "answer": answer, "reference": reference,
-        "retrieved": retrieved, "gold": gold, "context": context,
-        "gold_spans": gold_spans, "retrieved_spans": retrieved_spans,
-    }
-    columns, scores, fields, (options, left_out) = _explore_columns(rows, overrides, by=by, sort_by=sort_by)
+    name = caller("rag.explore")
+    overrides = role_overrides(rows, roles, columns, name)
+    columns, scores, fields, (options, left_out) = _explore_columns(rows, overrides, by=by, sort_by=sort_by, name=name)
     slice_box = w.Dropdown(options=[ALL_SLICES, *sorted(map(str, rows[by].dropna().unique()))] if by else [ALL_SLICES],
                            description=by or "slice", disabled=by is None)
     sort_box = w.Dropdown(options=options, value=sort_by or _ROW_ORDER, description="worst first")
@@ -451,22 +465,21 @@ def explore(
 
 
 def _explore_columns(
-    rows: pd.DataFrame, overrides: dict[str, str | None], *, by: str | None, sort_by: str | None
+    rows: pd.DataFrame, overrides: dict[str, str | None], *, by: str | None, sort_by: str | None, name: str
 ) -> tuple[dict[str, str | None], list[str], list[str], tuple[list[tuple[str, str]], dict[str, str]]]:
     """The explorer's column roles, score columns, other fields and sort options (``by``, ``sort_by`` checked)."""
-    caller = "rag.explore"
-    columns = {role: resolve_column(rows, role, name, method=caller, required=False) for role, name in overrides.items()}
+    columns = {role: resolve_column(rows, role, column, method=name, required=False) for role, column in overrides.items()}
     if by is not None and by not in rows.columns:
-        raise missing_column_error(rows, by, role=None, method=caller, keyword="by")
+        raise missing_column_error(rows, by, role=None, method=name, keyword="by")
     used = [c for c in columns.values() if c]
     scores = score_columns(rows, used + ([by] if by else []))
     options, left_out = _sort_options(scores)
     if sort_by is not None:
         if sort_by in left_out:
-            raise ValueError(f"{caller}: {sort_by!r} has no worst first: {left_out[sort_by]} "
+            raise ValueError(f"{name}: {sort_by!r} has no worst first: {left_out[sort_by]} "
                              "Sort by a score with a direction, or leave sort_by out.")
         if sort_by not in scores:
-            raise ValueError(f"{caller}: `sort_by` must be a numeric score column, one of {scores}, but {sort_by!r} was passed.")
+            raise ValueError(f"{name}: `sort_by` must be a numeric score column, one of {scores}, but {sort_by!r} was passed.")
     return columns, scores, field_columns(rows, used + scores), (options, left_out)
 
 

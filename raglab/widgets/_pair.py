@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from raglab._optional import import_optional
-from raglab._rowtable import is_missing, pair_runs, resolve_column
+from raglab._rowtable import Roles, is_missing, pair_runs, resolve_column
+from raglab._validation import called_as, caller
 from raglab.widgets._explore import (
     ALL_SLICES,
     BAD,
@@ -21,6 +22,7 @@ from raglab.widgets._explore import (
     format_value,
     navigation,
     render_row,
+    role_overrides,
     score_columns,
     text_parts,
 )
@@ -73,38 +75,38 @@ def render_pair(base_row: pd.Series, cand_row: pd.Series, *, columns: tuple[dict
 
 def _paired_directions(base: pd.DataFrame, cand: pd.DataFrame, on: str, *, metric: str | None,
                        threshold: float | None, higher_is_better: bool | None, flip: str,
-                       how: str) -> tuple[Any, np.ndarray, dict[str, Any]]:
+                       how: str, name: str) -> tuple[Any, np.ndarray, dict[str, Any]]:
     """The paired runs, each question's flip direction of ``metric`` ("unchanged" without one) and its pass rule."""
     from raglab.runs import _paired_flips, flip_directions
 
-    caller = "rag.explore_pair"
     if metric is not None:
-        pairs, b, c, rule = _paired_flips(base, cand, metric, threshold=threshold, higher_is_better=higher_is_better,
-                                          on=on, how=how, method_name=caller)
+        with called_as(name):  # the pairing's errors name the explorer
+            pairs, b, c, rule = _paired_flips(base, cand, metric, threshold=threshold,
+                                              higher_is_better=higher_is_better, on=on, how=how)
         return pairs, flip_directions(b, c), rule
     if flip != "all":
-        raise ValueError(f"{caller}: flip={flip!r} needs metric='a score column' to say what passes")
-    pairs = pair_runs(base, cand, on=on, how=how, method=caller)
+        raise ValueError(f"{name}: flip={flip!r} needs metric='a score column' to say what passes")
+    pairs = pair_runs(base, cand, on=on, how=how, method=name)
     return pairs, np.full(pairs.n, "unchanged", dtype=object), {}
 
 
 def _side_columns(frame: pd.DataFrame, on: str, overrides: dict[str, str | None], by: str | None,
-                  caller: str) -> tuple[dict[str, str | None], list[str], list[str]]:
+                  name: str) -> tuple[dict[str, str | None], list[str], list[str]]:
     """One run's column roles, score columns and other fields."""
-    cols = {"question_id": on, **{role: resolve_column(frame, role, override, method=caller, required=False)
-                                  for role, override in overrides.items()}}
+    cols = {"question_id": on, **{role: resolve_column(frame, role, override, method=name, required=False)
+                                  for role, override in overrides.items() if role != "question_id"}}
     used = [c for c in cols.values() if c] + ([by] if by else [])
     scores = score_columns(frame, used)
     return cols, scores, field_columns(frame, used + scores)
 
 
-def _slices(pairs: Any, by: str | None, on: str) -> np.ndarray:
+def _slices(pairs: Any, by: str | None, on: str, name: str) -> np.ndarray:
     """Each question's slice label as text (the two runs must agree), ``(all)`` without ``by``."""
     if by is None:
         return np.full(pairs.n, ALL_SLICES, dtype=object)
     from raglab._columns import _paired_labels
 
-    raw = _paired_labels(pairs, [by], on, "rag.explore_pair", kind="slice")
+    raw = _paired_labels(pairs, [by], on, name, kind="slice")
     return raw.astype(object).where(raw.notna(), "(missing)").astype(str).to_numpy()
 
 
@@ -119,13 +121,8 @@ def explore_pair(
     flip: str = "all",
     how: str = "exact",
     labels: tuple[str, str] = ("baseline", "candidate"),
-    question_id: str | None = None,
-    question: str | None = None,
-    answer: str | None = None,
-    reference: str | None = None,
-    retrieved: str | None = None,
-    gold: str | None = None,
-    context: str | None = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **columns: str,
 ) -> Any:
     """Browse two runs side by side per question, filtered by slice and by how ``metric`` flipped.
 
@@ -151,8 +148,13 @@ def explore_pair(
         Require the same questions (default) or show the shared ones.
     labels : (str, str)
         The two runs' names in the view.
-    question_id, question, answer, reference, retrieved, gold, context : str, optional
-        Column-name overrides (the same in both runs).
+    roles : Roles or dict, optional
+        Column roles (``raglab._rowtable.Roles``) of both runs, over those each run's table sets
+        with ``with_roles``; the baseline's ``question_id`` pairs the runs.
+    **columns : str
+        Column names to use instead of the defaults in both runs, by role: ``question_id``,
+        ``question``, ``answer``, ``reference``, ``retrieved``, ``gold``, ``context``, ``gold_spans``,
+        ``retrieved_spans`` (they win over ``roles`` and the tables' roles).
 
     Returns
     -------
@@ -172,20 +174,20 @@ def explore_pair(
     w = import_optional("ipywidgets", extra="widgets", purpose="raglab.widgets.explore_pair")
     from raglab._validation import check_option
 
-    caller = "rag.explore_pair"
+    name = caller("rag.explore_pair")
     check_option("flip", flip, FLIP_OPTIONS)
     if by is not None and not isinstance(by, str):
-        raise TypeError(f"{caller}: `by` must be one column name, got {by!r}")
+        raise TypeError(f"{name}: `by` must be one column name, got {by!r}")
     if len(labels) != 2:
-        raise ValueError(f"{caller}: `labels` must name the two runs, e.g. ('baseline', 'candidate'); got {labels!r}")
-    on = resolve_column(base, "question_id", question_id, method=f"{caller} (baseline)")
+        raise ValueError(f"{name}: `labels` must name the two runs, e.g. ('baseline', 'candidate'); got {labels!r}")
+    overrides = [role_overrides(frame, roles, columns, name) for frame in (base, cand)]  # each run's own roles
+    on = resolve_column(base, "question_id", overrides[0]["question_id"], method=f"{name} (baseline)")
     pairs, directions, rule = _paired_directions(base, cand, on, metric=metric, threshold=threshold,
-                                                 higher_is_better=higher_is_better, flip=flip, how=how)
-    overrides = {"question": question, "answer": answer, "reference": reference, "retrieved": retrieved,
-                 "gold": gold, "context": context}
-    sides = [_side_columns(frame, on, overrides, by, f"{caller} ({name})")
-             for name, frame in (("baseline", pairs.base), ("candidate", pairs.cand))]
-    slices = _slices(pairs, by, on)
+                                                 higher_is_better=higher_is_better, flip=flip, how=how, name=name)
+    sides = [_side_columns(frame, on, side_overrides, by, f"{name} ({side})")
+             for side, frame, side_overrides in (("baseline", pairs.base, overrides[0]),
+                                                 ("candidate", pairs.cand, overrides[1]))]
+    slices = _slices(pairs, by, on, name)
 
     slice_box = w.Dropdown(options=[ALL_SLICES, *sorted(set(slices) - {ALL_SLICES})] if by else [ALL_SLICES],
                            description=by or "slice", disabled=by is None)
