@@ -21,9 +21,9 @@ from raglab._rowtable import ROLES, _row_labels, check_column, id_repr
 __all__: list[str] = []
 
 
-def _missing(df: pd.DataFrame, column: str, method: str, what: str) -> MissingColumnError:
+def _missing(df: pd.DataFrame, column: str, caller: str, what: str) -> MissingColumnError:
     return MissingColumnError(
-        f"{method} needs column {column!r} ({what}); found {[str(c) for c in df.columns]}."
+        f"{caller} needs column {column!r} ({what}); found {[str(c) for c in df.columns]}."
     )
 
 
@@ -58,7 +58,7 @@ def _is_score_dtype(series: pd.Series, *, by_default: bool = False) -> bool:
 
 
 def _metric_names(
-    metrics: str | Sequence[str] | None, frames: list[pd.DataFrame], exclude: set[str], method: str
+    metrics: str | Sequence[str] | None, frames: list[pd.DataFrame], exclude: set[str], caller: str
 ) -> list[str]:
     """The score columns to summarise or compare: ``metrics`` as given, else the default metric columns.
 
@@ -78,9 +78,9 @@ def _metric_names(
     if metrics is not None:
         names = [metrics] if isinstance(metrics, str) else list(metrics)
         if not names or not all(isinstance(n, str) for n in names):
-            raise TypeError(f"{method}: `metrics` must be a column name or a non-empty list of names, got {metrics!r}")
+            raise TypeError(f"{caller}: `metrics` must be a column name or a non-empty list of names, got {metrics!r}")
         if len(set(names)) != len(names):
-            raise ValueError(f"{method}: `metrics` names a column twice: {names}")
+            raise ValueError(f"{caller}: `metrics` names a column twice: {names}")
         return names
     names = [
         str(c)
@@ -107,7 +107,7 @@ def _metric_names(
             if c not in exclude and c not in ROLES and _is_score_dtype(frames[0][c])
         ]
         raise RowTableError(
-            f"{method} found no metric columns{' (in both runs)' if len(frames) > 1 else ''} to use by default; "
+            f"{caller} found no metric columns{' (in both runs)' if len(frames) > 1 else ''} to use by default; "
             f"columns: {[str(c) for c in frames[0].columns]}. By default only float columns, and integer columns "
             "named as a known metric (hit@5, em, ...), are metrics; booleans and ids never are"
             + (f" (skipped: {', '.join(skipped)})" if skipped else "")
@@ -117,7 +117,7 @@ def _metric_names(
 
 
 def _score_frame(
-    df: pd.DataFrame, names: list[str], method: str, *, id_column: str | None, side: str | None = None
+    df: pd.DataFrame, names: list[str], caller: str, *, id_column: str | None, side: str | None = None
 ) -> pd.DataFrame:
     """The score columns as floats (NaN for missing); a clear error for absent or non-numeric ones."""
     where = f" in the {side} run" if side else ""
@@ -125,7 +125,7 @@ def _score_frame(
     for name in names:
         if name not in df.columns:
             raise MissingColumnError(
-                f"{method} needs score column {name!r}{where}; found {[str(c) for c in df.columns]}. "
+                f"{caller} needs score column {name!r}{where}; found {[str(c) for c in df.columns]}. "
                 "Pass metrics=[...] naming per-question score columns"
                 + (" present in both runs." if side else ".")
             )
@@ -137,7 +137,7 @@ def _score_frame(
         bad = np.flatnonzero((coerced.isna() & column.notna()).to_numpy())
         if bad.size:
             raise RowTableError(
-                f"{method}: score column {name!r}{where} must hold numbers (NaN or None for missing); "
+                f"{caller}: score column {name!r}{where} must hold numbers (NaN or None for missing); "
                 f"{_row_labels(df, bad.tolist(), id_column)} hold {column.iloc[bad[0]]!r}. "
                 f"Convert it first, e.g. pd.to_numeric(df[{name!r}])."
             )
@@ -148,7 +148,7 @@ def _score_frame(
         if len(repeated):  # one row per question: a repeat counts twice in n and narrows the interval
             from raglab._validation import warn
 
-            warn(f"{method}: question ids in {id_column!r} repeat ({len(repeated)} id(s), e.g. {repeated.index[0]!r} "
+            warn(f"{caller}: question ids in {id_column!r} repeat ({len(repeated)} id(s), e.g. {repeated.index[0]!r} "
                  f"{int(repeated.iloc[0])} times); each row counts as a question, so n and the intervals count them "
                  f"that many times. Drop the repeats (df.drop_duplicates({id_column!r})), or pass units={id_column!r} "
                  "to resample whole questions.")
@@ -156,25 +156,25 @@ def _score_frame(
         infinite = np.flatnonzero(np.isinf(values))
         if infinite.size:
             raise RowTableError(
-                f"{method}: score column {name!r}{where} holds infinite values: {_row_labels(df, infinite.tolist(), id_column)} "
+                f"{caller}: score column {name!r}{where} holds infinite values: {_row_labels(df, infinite.tolist(), id_column)} "
                 f"hold {float(values[infinite[0]])!r}; scores must be finite (NaN or None for missing)."
             )
     return pd.DataFrame(out)
 
 
-def _check_labels(df: pd.DataFrame, column: str, method: str, id_column: str | None) -> pd.Series:
+def _check_labels(df: pd.DataFrame, column: str, caller: str, id_column: str | None) -> pd.Series:
     values = df[column]
     bad = [i for i, v in enumerate(values.array) if isinstance(v, (list, dict, set, np.ndarray))]
     if bad:
         raise RowTableError(
-            f"{method}: column {column!r} must hold one label per row (str, number or missing) to slice or "
+            f"{caller}: column {column!r} must hold one label per row (str, number or missing) to slice or "
             f"cluster by; {_row_labels(df, bad, id_column)} hold a {type(values.iloc[bad[0]]).__name__}."
         )
     return values.reset_index(drop=True)
 
 
-def _slice_labels(df: pd.DataFrame, by: list[str], method: str, id_column: str | None = None) -> pd.Series:
-    columns = [_check_labels(df, c, method, id_column) for c in by]
+def _slice_labels(df: pd.DataFrame, by: list[str], caller: str, id_column: str | None = None) -> pd.Series:
+    columns = [_check_labels(df, c, caller, id_column) for c in by]
     if len(columns) == 1:
         return columns[0]
     parts = [c.astype(object).where(c.notna(), "(missing)").astype(str) for c in columns]
@@ -182,7 +182,7 @@ def _slice_labels(df: pd.DataFrame, by: list[str], method: str, id_column: str |
     return pd.Series(labels, dtype=object)
 
 
-def _resolve_units(df: pd.DataFrame, units: str | bool | None, method: str) -> str | None:
+def _resolve_units(df: pd.DataFrame, units: str | bool | None, caller: str) -> str | None:
     """The cluster column to use: the one given, else the eval set's (``units=False``: none).
 
     Questions nested in documents or conversations are not independent; an eval set frozen with
@@ -194,43 +194,43 @@ def _resolve_units(df: pd.DataFrame, units: str | bool | None, method: str) -> s
         recorded = (evalset_of(df) or {}).get("units")
         if units is True and recorded is None:
             raise ValueError(
-                f"{method}: units=True asks for the eval set's cluster column, but this run's eval set records none; "
+                f"{caller}: units=True asks for the eval set's cluster column, but this run's eval set records none; "
                 "pass units='column'"
             )
         if recorded is not None and recorded not in df.columns:
-            raise _missing(df, recorded, method, "the cluster column recorded by the eval set; pass units=False to ignore it")
+            raise _missing(df, recorded, caller, "the cluster column recorded by the eval set; pass units=False to ignore it")
         return recorded
     if not isinstance(units, str):
-        raise TypeError(f"{method}: `units` must be a column name, None (the eval set's) or False (none), got {units!r}")
+        raise TypeError(f"{caller}: `units` must be a column name, None (the eval set's) or False (none), got {units!r}")
     return units
 
 
-def _unit_labels(df: pd.DataFrame, units: str, method: str, id_column: str | None) -> pd.Series:
+def _unit_labels(df: pd.DataFrame, units: str, caller: str, id_column: str | None) -> pd.Series:
     if units not in df.columns:
-        raise _missing(df, units, method, "the cluster column given as units=")
-    labels = _check_labels(df, units, method, id_column)
+        raise _missing(df, units, caller, "the cluster column given as units=")
+    labels = _check_labels(df, units, caller, id_column)
     missing = np.flatnonzero(labels.isna().to_numpy())
     if missing.size:
         raise RowTableError(
-            f"{method}: cluster column {units!r} must name a cluster for every question; "
+            f"{caller}: cluster column {units!r} must name a cluster for every question; "
             f"{_row_labels(df, missing.tolist(), id_column)} are missing one."
         )
     return labels
 
 
-def _paired_labels(pairs: Any, columns: list[str], on: str, method: str, *, kind: str) -> pd.Series:
+def _paired_labels(pairs: Any, columns: list[str], on: str, caller: str, *, kind: str) -> pd.Series:
     """Slice or cluster labels of paired runs, from the baseline (the candidate's must agree)."""
     base, cand = pairs.base, pairs.cand
     for column in columns:
         if column not in base.columns and column not in cand.columns:
-            raise _missing(base, column, method, f"the {kind} column, in either run")
+            raise _missing(base, column, caller, f"the {kind} column, in either run")
         if column in base.columns and column in cand.columns:
             a, b = base[column], cand[column]
             same = (a.astype(object) == b.astype(object)) | (a.isna() & b.isna())
             differ = np.flatnonzero(~same.to_numpy(dtype=bool))
             if differ.size:
                 raise RowTableError(
-                    f"{method}: the runs disagree on the {kind} column {column!r} for "
+                    f"{caller}: the runs disagree on the {kind} column {column!r} for "
                     f"{len(differ)} question(s), e.g. {on} {[str(base[on].iloc[i]) for i in differ[:5]]} "
                     f"({[a.iloc[i] for i in differ[:5]]} vs {[b.iloc[i] for i in differ[:5]]}). "
                     "Use the eval set's labels in both runs, or drop the column from one of them."
@@ -238,8 +238,8 @@ def _paired_labels(pairs: Any, columns: list[str], on: str, method: str, *, kind
     merged = pd.DataFrame({c: (base[c] if c in base.columns else cand[c]) for c in columns})
     merged[on] = base[on]
     if kind == "cluster":
-        return _unit_labels(merged, columns[0], method, on)
-    return _slice_labels(merged, columns, method, on)
+        return _unit_labels(merged, columns[0], caller, on)
+    return _slice_labels(merged, columns, caller, on)
 
 
 def _run_record(df: pd.DataFrame) -> dict[str, Any]:
@@ -253,17 +253,17 @@ def _run_record(df: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def guarded(df: pd.DataFrame, compute: Any, columns: dict[str, str], method: str, qid: str | None) -> Any:
+def guarded(df: pd.DataFrame, compute: Any, columns: dict[str, str], caller: str, qid: str | None) -> Any:
     """Run a bulk computation; on a bad cell, raise the row table's standard error for that column.
 
     The kernels raise :class:`raglab._errors.BadCellError` with the input (``what``) and the row;
-    this turns it into the message a row-table user expects: the method, the column, the row's id.
+    this turns it into the message a row-table user expects: the caller, the column, the row's id.
     """
     try:
         return compute()
     except BadCellError as exc:
         column = columns.get(exc.what)
         if column is not None:
-            check_column(df, column, ROLES[exc.what].kind, method=method, id_column=qid)
+            check_column(df, column, ROLES[exc.what].kind, caller=caller, id_column=qid)
         label = f" ({qid} {id_repr(df[qid].iloc[exc.row])})" if qid is not None and 0 <= exc.row < len(df) else ""
-        raise RowTableError(f"{method}: column {column!r}: {exc}{label}", column=column, rows=[exc.row], method=method) from None
+        raise RowTableError(f"{caller}: column {column!r}: {exc}{label}", column=column, rows=[exc.row], method=caller) from None

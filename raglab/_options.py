@@ -59,7 +59,7 @@ class Resampling:
 
     @classmethod
     def resolve(
-        cls, resampling: Resampling | Mapping[str, Any] | None, keywords: Mapping[str, Any], *, method: str = "Resampling"
+        cls, resampling: Resampling | Mapping[str, Any] | None, keywords: Mapping[str, Any], *, caller: str = "Resampling"
     ) -> Resampling:
         """``resampling`` (an object, a dict or None for the defaults) with one call's keywords laid over it."""
         if resampling is None:
@@ -67,13 +67,13 @@ class Resampling:
         elif isinstance(resampling, Resampling):
             base = resampling
         elif isinstance(resampling, Mapping):
-            base = cls.resolve(None, resampling, method=method)
+            base = cls.resolve(None, resampling, caller=caller)
         else:
-            raise TypeError(f"{method}: `resampling` must be a raglab Resampling or a dict, got {resampling!r}")
+            raise TypeError(f"{caller}: `resampling` must be a raglab Resampling or a dict, got {resampling!r}")
         unknown = [name for name in keywords if name not in RESAMPLING_SETTINGS]
         if unknown:
             raise TypeError(
-                f"{method} got an unexpected resampling setting {unknown[0]!r}; the settings are {list(RESAMPLING_SETTINGS)}"
+                f"{caller} got an unexpected resampling setting {unknown[0]!r}; the settings are {list(RESAMPLING_SETTINGS)}"
             )
         return replace(base, **keywords) if keywords else base
 

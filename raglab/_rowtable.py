@@ -126,18 +126,18 @@ class Roles:
         """The roles given another column than their default, ``{role: column}``."""
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
-    def merged(self, columns: Roles | Mapping[str, str | None] | None, *, method: str = "Roles") -> Roles:
+    def merged(self, columns: Roles | Mapping[str, str | None] | None, *, caller: str = "Roles") -> Roles:
         """These roles with ``columns`` laid over them (None values and None keep what is here)."""
         if columns is None:
             return self
         if isinstance(columns, Roles):
             columns = columns.named()
         elif not isinstance(columns, Mapping):
-            raise TypeError(f"{method}: `roles` must be a raglab Roles or a dict role -> column, got {columns!r}")
+            raise TypeError(f"{caller}: `roles` must be a raglab Roles or a dict role -> column, got {columns!r}")
         unknown = [name for name in columns if name not in ROLES]
         if unknown:
             raise TypeError(
-                f"{method} got an unexpected keyword argument {unknown[0]!r}; the column roles are {list(ROLES)}"
+                f"{caller} got an unexpected keyword argument {unknown[0]!r}; the column roles are {list(ROLES)}"
             )
         return replace(self, **{role: column for role, column in columns.items() if column is not None})
 
@@ -148,7 +148,7 @@ class Roles:
         recorded = meta.get("roles") if isinstance(meta, Mapping) else None
         if not isinstance(recorded, Mapping):
             return cls()
-        return cls().merged({k: v for k, v in recorded.items() if k in ROLES}, method="attrs['raglab']['roles']")
+        return cls().merged({k: v for k, v in recorded.items() if k in ROLES}, caller="attrs['raglab']['roles']")
 
 
 if tuple(f.name for f in fields(Roles)) != tuple(ROLES):  # pragma: no cover - one list of roles
@@ -156,14 +156,14 @@ if tuple(f.name for f in fields(Roles)) != tuple(ROLES):  # pragma: no cover - o
 
 
 def table_roles(
-    df: pd.DataFrame, roles: Roles | Mapping[str, str | None] | None, columns: Mapping[str, Any], *, method: str
+    df: pd.DataFrame, roles: Roles | Mapping[str, str | None] | None, columns: Mapping[str, Any], *, caller: str
 ) -> Roles:
     """The roles one call uses: the table's (:func:`with_roles`), then ``roles=``, then keyword overrides."""
-    return Roles.of(df).merged(roles, method=method).merged(columns, method=method)
+    return Roles.of(df).merged(roles, caller=caller).merged(columns, caller=caller)
 
 
 def split_options(
-    options: Mapping[str, Any], settings: Sequence[str], *, method: str, roles: bool = True
+    options: Mapping[str, Any], settings: Sequence[str], *, caller: str, roles: bool = True
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split a call's ``**options`` into column roles and the named ``settings`` (e.g. resampling ones).
 
@@ -172,7 +172,7 @@ def split_options(
 
     Examples
     --------
-    >>> split_options({"retrieved": "r", "ci": 0.9}, ["ci", "seed"], method="rag.summary")
+    >>> split_options({"retrieved": "r", "ci": 0.9}, ["ci", "seed"], caller="rag.summary")
     ({'retrieved': 'r'}, {'ci': 0.9})
     """
     columns = {k: v for k, v in options.items() if k in ROLES} if roles else {}
@@ -182,7 +182,7 @@ def split_options(
         takes = [f"the column roles {list(ROLES)}"] if roles else []
         takes += [f"the settings {list(settings)}"] if settings else []
         raise TypeError(
-            f"{method} got an unexpected keyword argument {unknown[0]!r}; it takes {' and '.join(takes)} as keywords"
+            f"{caller} got an unexpected keyword argument {unknown[0]!r}; it takes {' and '.join(takes)} as keywords"
         )
     return columns, chosen
 
@@ -224,7 +224,7 @@ def with_roles(rows: pd.DataFrame, roles: Roles | Mapping[str, str | None] | Non
     name = caller("raglab.with_roles")
     if not isinstance(rows, pd.DataFrame):
         raise TypeError(f"{name} needs a pandas DataFrame, got {type(rows).__name__}")
-    chosen = Roles.of(rows).merged(roles, method=name).merged(columns, method=name)
+    chosen = Roles.of(rows).merged(roles, caller=name).merged(columns, caller=name)
     out = rows.copy(deep=False)
     update_meta(out, "roles", chosen.named())
     return out
@@ -420,12 +420,12 @@ def resolve_column(
     role: str,
     override: str | None = None,
     *,
-    method: str,
+    caller: str,
     required: bool = True,
 ) -> str | None:
     """Return the column that plays ``role`` in ``df`` (the override or the default name).
 
-    Raises :class:`MissingColumnError` naming the method, the columns found and the keyword to pass
+    Raises :class:`MissingColumnError` naming the caller, the columns found and the keyword to pass
     when the column is required and absent; returns None when optional and absent.
     """
     name = override if override is not None else role
@@ -433,13 +433,13 @@ def resolve_column(
         return name
     if not required:
         if override is not None:  # an explicit override that is wrong is always an error
-            raise missing_column_error(df, name, role=role, method=method)
+            raise missing_column_error(df, name, role=role, caller=caller)
         return None
-    raise missing_column_error(df, name, role=role, method=method)
+    raise missing_column_error(df, name, role=role, caller=caller)
 
 
 def missing_column_error(
-    df: pd.DataFrame, name: str, *, role: str | None, method: str, keyword: str | None = None
+    df: pd.DataFrame, name: str, *, role: str | None, caller: str, keyword: str | None = None
 ) -> MissingColumnError:
     """The error for an absent column: what was needed, what is there, and the keyword that fixes it."""
     found = [str(c) for c in df.columns]
@@ -449,7 +449,7 @@ def missing_column_error(
     if role in ROLES and Roles.of(df).named().get(role) == name:  # the name came from the table, not this call
         fix = (f"The table's roles name it (set by with_roles({role}={name!r})); pass {keyword}='your_column' "
                "to use another name.")
-    return MissingColumnError(f"{method} needs column {name!r}{meaning}; found {found}. {fix}")
+    return MissingColumnError(f"{caller} needs column {name!r}{meaning}; found {found}. {fix}")
 
 
 def id_repr(value: Any) -> str:
@@ -636,7 +636,7 @@ def check_column(
     column: str,
     kind: str,
     *,
-    method: str,
+    caller: str,
     id_column: str | None = "question_id",
 ) -> None:
     """Check every cell of ``column`` against the cell kind ``kind``; raise :class:`RowTableError`."""
@@ -648,27 +648,27 @@ def check_column(
     if problems:
         positions = [pos for pos, _ in problems]
         raise RowTableError(
-            f"{method}: column {column!r} must hold {_EXPECTED[kind]}; "
+            f"{caller}: column {column!r} must hold {_EXPECTED[kind]}; "
             f"{_row_labels(df, positions, id_column)} hold{'s' if len(positions) == 1 else ''} "
             f"{problems[0][1]}."
         )
 
 
-def check_unique_ids(df: pd.DataFrame, column: str, *, method: str) -> None:
+def check_unique_ids(df: pd.DataFrame, column: str, *, caller: str) -> None:
     """Raise when ``column`` has duplicates, listing the duplicated ids and their rows."""
     duplicated = df[column].duplicated(keep=False).to_numpy()
     if duplicated.any():
         positions = np.flatnonzero(duplicated).tolist()
         ids = pd.unique(df[column].iloc[positions])[:_SHOWN]
         raise RowTableError(
-            f"{method}: column {column!r} must be unique within a run (one row per question); "
+            f"{caller}: column {column!r} must be unique within a run (one row per question); "
             f"{len(pd.unique(df[column].iloc[positions]))} ids repeat, e.g. {[str(i) for i in ids]} "
             f"at {_row_labels(df, positions, None)}. Drop or aggregate the repeated rows "
             f"(e.g. df.drop_duplicates({column!r}))."
         )
 
 
-def check_unique_as_text(df: pd.DataFrame, column: str, *, method: str) -> None:
+def check_unique_as_text(df: pd.DataFrame, column: str, *, caller: str) -> None:
     """Raise when two ids of ``column`` are the same text (``7`` and ``"7"``): ids are stored,
     compared and paired as text, so they would stand for one question."""
     as_text = df[column].astype(str)
@@ -677,17 +677,17 @@ def check_unique_as_text(df: pd.DataFrame, column: str, *, method: str) -> None:
         clashes = sorted(set(as_text[repeated]))[:_SHOWN]
         values = df[column][repeated].tolist()[:2 * _SHOWN]
         raise RowTableError(
-            f"{method}: column {column!r} must be unique as text (question ids are stored, compared and paired "
+            f"{caller}: column {column!r} must be unique as text (question ids are stored, compared and paired "
             f"as text), and {clashes} stand for more than one id ({values}); use one type for ids "
             f"(e.g. df[{column!r}].astype(str)) and drop the repeats.",
-            column=column, rows=np.flatnonzero(repeated)[:_SHOWN].tolist(), method=method,
+            column=column, rows=np.flatnonzero(repeated)[:_SHOWN].tolist(), method=caller,
         )
 
 
 def validate_rows(
     df: pd.DataFrame,
     *,
-    method: str = "rag.validate",
+    caller: str = "rag.validate",
     require: Iterable[str] = ("question_id",),
     columns: Mapping[str, str | None] | None = None,
 ) -> dict[str, str]:
@@ -697,32 +697,32 @@ def validate_rows(
     ``columns`` maps roles to user column names (None keeps the default).
     """
     if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"{method} needs a pandas DataFrame, got {type(df).__name__}")
+        raise TypeError(f"{caller} needs a pandas DataFrame, got {type(df).__name__}")
     overrides = dict(columns or {})
     unknown = set(overrides) - set(ROLES)
     if unknown:
-        raise TypeError(f"{method}: unknown column role(s) {sorted(unknown)}; roles are {list(ROLES)}")
+        raise TypeError(f"{caller}: unknown column role(s) {sorted(unknown)}; roles are {list(ROLES)}")
     required = {require} if isinstance(require, str) else set(require)
     unknown = required - set(ROLES)
     if unknown:
         raise ValueError(
-            f"{method}: `require` names unknown role(s) {sorted(unknown)}; roles are {list(ROLES)} "
+            f"{caller}: `require` names unknown role(s) {sorted(unknown)}; roles are {list(ROLES)} "
             "(to use another column name for a role, pass e.g. retrieved='my_column')"
         )
     resolved: dict[str, str] = {}
     for role in ROLES:
-        column = resolve_column(df, role, overrides.get(role), method=method, required=role in required)
+        column = resolve_column(df, role, overrides.get(role), caller=caller, required=role in required)
         if column is not None:
             resolved[role] = column
     id_column = resolved.get("question_id")
     if id_column is not None:
-        check_column(df, id_column, "id", method=method, id_column=None)
-        check_unique_ids(df, id_column, method=method)
+        check_column(df, id_column, "id", caller=caller, id_column=None)
+        check_unique_ids(df, id_column, caller=caller)
     for role, column in resolved.items():
         if role != "question_id":
-            check_column(df, column, ROLES[role].kind, method=method, id_column=id_column)
+            check_column(df, column, ROLES[role].kind, caller=caller, id_column=id_column)
     if "retrieved" in resolved and "retrieved_spans" in resolved:
-        _check_same_lengths(df, resolved["retrieved"], resolved["retrieved_spans"], method, id_column)
+        _check_same_lengths(df, resolved["retrieved"], resolved["retrieved_spans"], caller, id_column)
     return resolved
 
 
@@ -736,7 +736,7 @@ def span_list_lengths(cells: Any) -> np.ndarray:
     return lengths
 
 
-def _check_same_lengths(df: pd.DataFrame, ids: str, spans: str, method: str, id_column: str | None) -> None:
+def _check_same_lengths(df: pd.DataFrame, ids: str, spans: str, caller: str, id_column: str | None) -> None:
     # Both columns passed check_column: ids are all list-like, and a span cell is missing exactly when
     # it is not list-like.
     id_lengths = np.fromiter(map(len, df[ids].array), dtype=np.int64, count=len(df))
@@ -744,7 +744,7 @@ def _check_same_lengths(df: pd.DataFrame, ids: str, spans: str, method: str, id_
     bad = np.flatnonzero((span_lengths >= 0) & (span_lengths != id_lengths)).tolist()
     if bad:
         raise RowTableError(
-            f"{method}: column {spans!r} must give one span per entry of {ids!r} (same order); "
+            f"{caller}: column {spans!r} must give one span per entry of {ids!r} (same order); "
             f"{_row_labels(df, bad, id_column)} differ in length."
         )
 
@@ -775,7 +775,7 @@ def pair_runs(
     *,
     on: str = "question_id",
     how: str = "exact",
-    method: str = "rag.compare",
+    caller: str = "rag.compare",
     allow_evalset_mismatch: bool = False,
 ) -> PairedRuns:
     """Align two runs by question id for a paired comparison.
@@ -788,15 +788,15 @@ def pair_runs(
     check_option("how", how, ["exact", "inner"])
     for side, frame in (("base", base), ("cand", cand)):
         if not isinstance(frame, pd.DataFrame):
-            raise TypeError(f"{method}: {side} must be a DataFrame, got {type(frame).__name__}")
+            raise TypeError(f"{caller}: {side} must be a DataFrame, got {type(frame).__name__}")
         if on not in frame.columns:
-            raise missing_column_error(frame, on, role="question_id" if on == "question_id" else None, method=method)
-        check_column(frame, on, "id", method=f"{method} ({side})", id_column=None)
-        check_unique_ids(frame, on, method=f"{method} ({side})")
-        check_unique_as_text(frame, on, method=f"{method} ({side})")
+            raise missing_column_error(frame, on, role="question_id" if on == "question_id" else None, caller=caller)
+        check_column(frame, on, "id", caller=f"{caller} ({side})", id_column=None)
+        check_unique_ids(frame, on, caller=f"{caller} ({side})")
+        check_unique_as_text(frame, on, caller=f"{caller} ({side})")
 
-    _check_evalsets(base, cand, method=method, allow=allow_evalset_mismatch)
-    _warn_on_judge_or_convention_change(base, cand, method=method)
+    _check_evalsets(base, cand, caller=caller, allow=allow_evalset_mismatch)
+    _warn_on_judge_or_convention_change(base, cand, caller=caller)
 
     # Ids are compared as text, so 7 and "7" pair; hashing through pd.Index keeps this vectorised.
     base_ids = pd.Index(base[on].astype(str).to_numpy(dtype=object))
@@ -812,12 +812,12 @@ def pair_runs(
         )
         if how == "exact":
             raise RowTableError(
-                f"{method}: the runs must answer the same questions to be paired by {on!r}; {summary}. "
+                f"{caller}: the runs must answer the same questions to be paired by {on!r}; {summary}. "
                 f"Pass how='inner' to compare the {int((order >= 0).sum())} shared questions."
             )
         if not (order >= 0).any():
-            raise RowTableError(f"{method}: the runs share no question ids ({summary}); check the `on` column.")
-        warn(f"{method}: comparing shared questions only; {summary}.", UserWarning)
+            raise RowTableError(f"{caller}: the runs share no question ids ({summary}); check the `on` column.")
+        warn(f"{caller}: comparing shared questions only; {summary}.", UserWarning)
 
     keep = order >= 0
     paired_base = base.iloc[np.flatnonzero(keep)].reset_index(drop=True)
@@ -825,11 +825,11 @@ def pair_runs(
     return PairedRuns(paired_base, paired_cand, on, base_only, cand_only)
 
 
-def _check_evalsets(base: pd.DataFrame, cand: pd.DataFrame, *, method: str, allow: bool) -> None:
+def _check_evalsets(base: pd.DataFrame, cand: pd.DataFrame, *, caller: str, allow: bool) -> None:
     a, b = record_of(base, EvalSetStamp), record_of(cand, EvalSetStamp)
     if a and b and a.differences(b):  # only the content hash decides (EvalSetStamp.NEUTRAL)
         message = (
-            f"{method}: the runs were scored against different eval sets: base "
+            f"{caller}: the runs were scored against different eval sets: base "
             f"{a.name!r} version {a.version!r} (hash {str(a.hash)[:12]}), candidate "
             f"{b.name!r} version {b.version!r} (hash {str(b.hash)[:12]}). "
             "Re-score both on one version, or pass allow_evalset_mismatch=True to compare anyway."
@@ -839,13 +839,13 @@ def _check_evalsets(base: pd.DataFrame, cand: pd.DataFrame, *, method: str, allo
         warn(message, UserWarning)
 
 
-def _warn_on_judge_or_convention_change(base: pd.DataFrame, cand: pd.DataFrame, *, method: str) -> None:
+def _warn_on_judge_or_convention_change(base: pd.DataFrame, cand: pd.DataFrame, *, caller: str) -> None:
     a, b = record_of(base, JudgeFingerprint), record_of(cand, JudgeFingerprint)
     differences = a.differences(b) if a and b else []
     if any(d.field == "fingerprint" for d in differences):
         changed = [d.field for d in differences if d.field != "fingerprint"]
         warn(
-            f"{method}: THE RUNS WERE SCORED BY DIFFERENT JUDGES (fingerprint {str(a.fingerprint)[:12]} vs "
+            f"{caller}: THE RUNS WERE SCORED BY DIFFERENT JUDGES (fingerprint {str(a.fingerprint)[:12]} vs "
             f"{str(b.fingerprint)[:12]}; differs in {changed or 'fingerprint'}). A judge change shifts "
             "scores by itself: re-score the baseline with the candidate's judge before comparing.",
             JudgeMismatchWarning,
@@ -853,7 +853,7 @@ def _warn_on_judge_or_convention_change(base: pd.DataFrame, cand: pd.DataFrame, 
     changed = retrieval_convention_changes(base, cand)
     if changed:
         warn(
-            f"{method}: the runs were scored under different retrieval conventions ({'; '.join(changed)}): their "
+            f"{caller}: the runs were scored under different retrieval conventions ({'; '.join(changed)}): their "
             "retrieval metrics do not mean the same thing, so differences between them are not changes of the system. "
             "Re-score both runs under one convention (rows.rag.retrieval(...) on each) before comparing.",
             ConventionMismatchWarning,

@@ -348,17 +348,17 @@ def abstention(
 
     name = caller("raglab.abstention.abstention")
     df = rows
-    cols = table_roles(df, roles, columns, method=name)
+    cols = table_roles(df, roles, columns, caller=name)
     gold, gold_spans = cols.gold, cols.gold_spans
-    qid = resolve_column(df, "question_id", cols.question_id, method=name, required=False)
+    qid = resolve_column(df, "question_id", cols.question_id, caller=name, required=False)
     if gold is not None or "gold" in df.columns or (gold_spans is None and "gold_spans" not in df.columns):
-        gold_col = resolve_column(df, "gold", gold, method=name)
+        gold_col = resolve_column(df, "gold", gold, caller=name)
         table = _guarded(df, lambda: _metrics._gold_table(df[gold_col]), {"gold": gold_col}, name, qid)
         unanswerable = _unanswerable(table.n_relevant)
     else:
         from raglab._spans import _gold_span_table
 
-        gold_col = resolve_column(df, "gold_spans", gold_spans, method=name)
+        gold_col = resolve_column(df, "gold_spans", gold_spans, caller=name)
         spans = _guarded(df, lambda: _gold_span_table(_metrics._as_cells(df[gold_col])), {"gold_spans": gold_col}, name, qid)
         relevant = spans["grade"] > 0
         unanswerable = _unanswerable(np.bincount(spans["row"][relevant], minlength=len(df)))
@@ -369,10 +369,10 @@ def abstention(
             raise RowTableError(f"{name}: column {declined!r} {str(exc).split('`declined` ', 1)[-1]}") from None
         detector = f"column {declined!r}"
     elif declined is not None and declined != "declined":
-        raise missing_column_error(df, declined, role=None, method=name, keyword="declined")
+        raise missing_column_error(df, declined, role=None, caller=name, keyword="declined")
     else:
-        answer_col = resolve_column(df, "answer", cols.answer, method=name)
-        check_column(df, answer_col, "text", method=name, id_column=qid)
+        answer_col = resolve_column(df, "answer", cols.answer, caller=name)
+        check_column(df, answer_col, "text", caller=name, id_column=qid)
         used = tuple(patterns) if patterns is not None else DEFAULT_REFUSAL_PATTERNS
         flags = detect_declined(df[answer_col], patterns=used, empty_is_declined=empty_is_declined)
         detector = (

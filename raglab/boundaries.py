@@ -55,74 +55,74 @@ GOLD_REACHED_SPLIT = (
 # --------------------------------------------------------------------------------------------------
 
 
-def _chunk_table(chunks: Any, method: str) -> pd.DataFrame:
+def _chunk_table(chunks: Any, caller: str) -> pd.DataFrame:
     """The chunk table, checked and sorted (ids unique, 0 <= start < end, positions per document)."""
     if isinstance(chunks, pd.DataFrame):
         missing = [c for c in ("doc_id", "start", "end") if c not in chunks.columns]
         if missing:
             raise RowTableError(
-                f"{method}: `chunks` must be a chunk table with columns {_chunks.COLUMNS}; it lacks {missing} "
+                f"{caller}: `chunks` must be a chunk table with columns {_chunks.COLUMNS}; it lacks {missing} "
                 f"(found {[str(c) for c in chunks.columns]}). Make one with raglab.chunks.fixed(...) or adopt "
                 "yours with raglab.chunks.from_spans(table, doc_id=..., start=..., end=...)."
             )
     try:
         return _chunks.from_spans(chunks, name="chunks")
     except (TypeError, ValueError) as exc:
-        raise RowTableError(f"{method}: {exc}", method=method) from None
+        raise RowTableError(f"{caller}: {exc}", method=caller) from None
 
 
-def _rows_frame(rows: Any, method: str) -> pd.DataFrame:
+def _rows_frame(rows: Any, caller: str) -> pd.DataFrame:
     if not isinstance(rows, pd.DataFrame):
-        raise TypeError(f"{method}: rows must be a DataFrame (the row table), got {type(rows).__name__}")
+        raise TypeError(f"{caller}: rows must be a DataFrame (the row table), got {type(rows).__name__}")
     return rows
 
 
-def _gold_of(df: pd.DataFrame, col: str, method: str, qid: str | None) -> list[list[tuple[Any, int, int, float]]]:
+def _gold_of(df: pd.DataFrame, col: str, caller: str, qid: str | None) -> list[list[tuple[Any, int, int, float]]]:
     out = []
     for pos, cell in enumerate(df[col].array):
         try:
             out.append(_gold_units(cell))
         except (TypeError, ValueError) as exc:
             raise RowTableError(
-                f"{method}: column {col!r} ({row_label(df, pos, qid)}): {exc}. Gold spans are lists of "
+                f"{caller}: column {col!r} ({row_label(df, pos, qid)}): {exc}. Gold spans are lists of "
                 "{'doc_id', 'start', 'end'} with 0 <= start < end ([] for an unanswerable question).",
-                column=col, rows=[pos], method=method,
+                column=col, rows=[pos], method=caller,
             ) from None
     return out
 
 
-def _spans_of(df: pd.DataFrame, col: str, method: str, qid: str | None) -> list[list[tuple[Any, int, int]]]:
+def _spans_of(df: pd.DataFrame, col: str, caller: str, qid: str | None) -> list[list[tuple[Any, int, int]]]:
     out = []
     for pos, cell in enumerate(df[col].array):
         if not isinstance(cell, (list, tuple, np.ndarray)):
             hint = " (use [] when nothing was retrieved)" if is_missing(cell) else ""
             raise RowTableError(
-                f"{method}: column {col!r} ({row_label(df, pos, qid)}) must hold a list of spans, got "
-                f"{type(cell).__name__} {cell!r}{hint}", column=col, rows=[pos], method=method)
+                f"{caller}: column {col!r} ({row_label(df, pos, qid)}) must hold a list of spans, got "
+                f"{type(cell).__name__} {cell!r}{hint}", column=col, rows=[pos], method=caller)
         try:
             out.append([_span_tuple(span, "retrieved") for span in cell])
         except (TypeError, ValueError) as exc:
-            raise RowTableError(f"{method}: column {col!r} ({row_label(df, pos, qid)}): {exc}",
-                                column=col, rows=[pos], method=method) from None
+            raise RowTableError(f"{caller}: column {col!r} ({row_label(df, pos, qid)}): {exc}",
+                                column=col, rows=[pos], method=caller) from None
     return out
 
 
-def _ids_of(df: pd.DataFrame, col: str, known: Mapping[Any, Any], method: str, qid: str | None) -> list[list[Any]]:
+def _ids_of(df: pd.DataFrame, col: str, known: Mapping[Any, Any], caller: str, qid: str | None) -> list[list[Any]]:
     """Each row's retrieved chunk ids, all of which must be in the chunk table."""
     out = []
     for pos, cell in enumerate(df[col].array):
         if not isinstance(cell, (list, tuple, np.ndarray)):
             hint = " (use [] when nothing was retrieved)" if is_missing(cell) else ""
             raise RowTableError(
-                f"{method}: column {col!r} ({row_label(df, pos, qid)}) must hold a list of chunk ids, got "
-                f"{type(cell).__name__} {cell!r}{hint}", column=col, rows=[pos], method=method)
+                f"{caller}: column {col!r} ({row_label(df, pos, qid)}) must hold a list of chunk ids, got "
+                f"{type(cell).__name__} {cell!r}{hint}", column=col, rows=[pos], method=caller)
         ids = list(cell)
         unknown = [i for i in ids if i not in known]
         if unknown:
             raise RowTableError(
-                f"{method}: column {col!r} ({row_label(df, pos, qid)}) holds chunk id(s) {unknown[:5]} that the chunk "
+                f"{caller}: column {col!r} ({row_label(df, pos, qid)}) holds chunk id(s) {unknown[:5]} that the chunk "
                 f"table does not have (e.g. it has {list(known)[:3]}). Pass the chunk table these ids come from, "
-                "or the rows' spans as retrieved_spans=... .", column=col, rows=[pos], method=method)
+                "or the rows' spans as retrieved_spans=... .", column=col, rows=[pos], method=caller)
         out.append(ids)
     return out
 
@@ -141,7 +141,7 @@ def _reached(gold: list[tuple[Any, int, int, float]], spans: Sequence[tuple[Any,
     return "complete" if share == 1 else "partial" if share > 0 else "missed"
 
 
-def _gold_geometry(table: pd.DataFrame, gold: list[list[tuple[Any, int, int, float]]], method: str, consequence: str
+def _gold_geometry(table: pd.DataFrame, gold: list[list[tuple[Any, int, int, float]]], caller: str, consequence: str
                    ) -> tuple[np.ndarray, ...]:
     """Every gold unit flattened (its row, doc, start, end) with its :func:`_geometry`; warns, saying
     ``consequence``, when gold lies in documents the chunk table does not have."""
@@ -154,7 +154,7 @@ def _gold_geometry(table: pd.DataFrame, gold: list[list[tuple[Any, int, int, flo
     inside, n_over, holder = _geometry(table, doc, start, end)
     unknown = sorted({str(d) for d in set(doc.tolist()) - set(table["doc_id"].tolist())})
     if unknown:
-        warn(f"{method}: gold spans lie in {len(unknown)} document(s) the chunk table does not have (e.g. "
+        warn(f"{caller}: gold spans lie in {len(unknown)} document(s) the chunk table does not have (e.g. "
              f"{unknown[:5]}); {consequence}. Pass the chunk table of the whole corpus.")
     return row_of, doc, start, end, inside, n_over, holder
 
@@ -193,26 +193,26 @@ def _geometry(table: pd.DataFrame, doc: np.ndarray, start: np.ndarray, end: np.n
     return inside, n_over, holder
 
 
-def _retrieved_spans(df: pd.DataFrame, table: pd.DataFrame, method: str, qid: str | None,
+def _retrieved_spans(df: pd.DataFrame, table: pd.DataFrame, caller: str, qid: str | None,
                      retrieved: str | None, retrieved_spans: str | None) -> tuple[list[list[tuple[Any, int, int]]] | None, str | None]:
     """The spans that reached the model per row: from ``retrieved_spans``, else ``retrieved`` ids via the table."""
-    span_col = resolve_column(df, "retrieved_spans", retrieved_spans, method=method, required=False)
+    span_col = resolve_column(df, "retrieved_spans", retrieved_spans, caller=caller, required=False)
     if span_col is not None:
-        return _spans_of(df, span_col, method, qid), span_col
-    id_col = resolve_column(df, "retrieved", retrieved, method=method, required=False)
+        return _spans_of(df, span_col, caller, qid), span_col
+    id_col = resolve_column(df, "retrieved", retrieved, caller=caller, required=False)
     if id_col is None:
         return None, None
     lookup = dict(zip(table["chunk_id"].tolist(),
                       zip(table["doc_id"].tolist(), table["start"].tolist(), table["end"].tolist())))
-    ids = _ids_of(df, id_col, lookup, method, qid)
+    ids = _ids_of(df, id_col, lookup, caller, qid)
     return [[lookup[i] for i in row] for row in ids], id_col
 
 
-def _warn_replaced(df: pd.DataFrame, names: Sequence[str], section: str, method: str) -> None:
+def _warn_replaced(df: pd.DataFrame, names: Sequence[str], section: str, caller: str) -> None:
     ours = get_meta(df).get(section, {}).get("columns", [])
     replaced = [n for n in names if n in df.columns and n not in ours]
     if replaced:
-        warn(f"{method}: the returned copy replaces existing column(s) {replaced} (the input frame is unchanged).")
+        warn(f"{caller}: the returned copy replaces existing column(s) {replaced} (the input frame is unchanged).")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -275,20 +275,20 @@ def boundaries(
     >>> out[["boundary_cut", "gold_chunks", "gold_reached"]].values.tolist()
     [[0.0, 1.0, 'complete'], [1.0, 3.0, 'partial'], [nan, nan, None]]
     """
-    method = caller("raglab.boundaries.boundaries")
-    df = _rows_frame(rows, method)
-    cols = table_roles(df, roles, columns, method=method)
-    table = _chunk_table(chunks, method)
-    qid = resolve_column(df, "question_id", cols.question_id, method=method, required=False)
+    caller_name = caller("raglab.boundaries.boundaries")
+    df = _rows_frame(rows, caller_name)
+    cols = table_roles(df, roles, columns, caller=caller_name)
+    table = _chunk_table(chunks, caller_name)
+    qid = resolve_column(df, "question_id", cols.question_id, caller=caller_name, required=False)
     if qid is not None:
-        check_unique_ids(df, qid, method=method)
-    gold_col = resolve_column(df, "gold_spans", cols.gold_spans, method=method)
-    gold = _gold_of(df, gold_col, method, qid)
-    reached_spans, reached_col = _retrieved_spans(df, table, method, qid, cols.retrieved, cols.retrieved_spans)
+        check_unique_ids(df, qid, caller=caller_name)
+    gold_col = resolve_column(df, "gold_spans", cols.gold_spans, caller=caller_name)
+    gold = _gold_of(df, gold_col, caller_name, qid)
+    reached_spans, reached_col = _retrieved_spans(df, table, caller_name, qid, cols.retrieved, cols.retrieved_spans)
 
     lengths = np.fromiter(map(len, gold), dtype=np.int64, count=len(gold))
     row_of, doc, start, end, inside, n_over, _ = _gold_geometry(
-        table, gold, method, "they count as cut (inside no chunk, gold_chunks 0)")
+        table, gold, caller_name, "they count as cut (inside no chunk, gold_chunks 0)")
     answerable = ~unanswerable(lengths)  # lengths: the gold spans with grade > 0 per question
     cut = np.full(len(df), np.nan)
     cut[answerable] = 0.0
@@ -298,7 +298,7 @@ def boundaries(
     np.maximum.at(most, row_of, n_over.astype(float))
 
     names = ["boundary_cut", "gold_chunks"] + (["gold_reached"] if reached_spans is not None else [])
-    _warn_replaced(df, names, "boundaries", method)
+    _warn_replaced(df, names, "boundaries", caller_name)
     out = df.copy(deep=False)
     out["boundary_cut"] = cut
     out["gold_chunks"] = most
@@ -382,18 +382,18 @@ def expand_neighbors(
     >>> out.loc[0, "retrieved"], int(out.loc[0, "context_chars"])
     (['a#2', 'a#1', 'a#3', 'b#0', 'b#1', 'a#4'], 600)
     """
-    method = caller("raglab.boundaries.expand_neighbors")
-    df = _rows_frame(rows, method)
-    cols = table_roles(df, roles, columns, method=method)
+    caller_name = caller("raglab.boundaries.expand_neighbors")
+    df = _rows_frame(rows, caller_name)
+    cols = table_roles(df, roles, columns, caller=caller_name)
     window = check_int(window, "window", 0)
-    table = _chunk_table(chunks, method)
-    qid = resolve_column(df, "question_id", cols.question_id, method=method, required=False)
-    id_col = resolve_column(df, "retrieved", cols.retrieved, method=method, required=False)
-    span_col = resolve_column(df, "retrieved_spans", cols.retrieved_spans, method=method, required=False)
+    table = _chunk_table(chunks, caller_name)
+    qid = resolve_column(df, "question_id", cols.question_id, caller=caller_name, required=False)
+    id_col = resolve_column(df, "retrieved", cols.retrieved, caller=caller_name, required=False)
+    span_col = resolve_column(df, "retrieved_spans", cols.retrieved_spans, caller=caller_name, required=False)
     chunk = _ChunkLookup(table)
-    given = _given_chunks(df, chunk, id_col, span_col, method, qid)
+    given = _given_chunks(df, chunk, id_col, span_col, caller_name, qid)
     expanded, spans_out, chars, before_chars = _expand(given, chunk, window)
-    out = _without_stale_columns(df, method)
+    out = _without_stale_columns(df, caller_name)
     out_id_col = id_col or "retrieved"
     out_span_col = span_col or cols.retrieved_spans or "retrieved_spans"
     out[out_id_col] = pd.Series(expanded, index=df.index, dtype=object)
@@ -436,27 +436,27 @@ class _ChunkLookup:
         return self.docs[i], self.starts[i], self.ends[i]
 
 
-def _given_chunks(df: pd.DataFrame, chunk: _ChunkLookup, id_col: str | None, span_col: str | None, method: str,
+def _given_chunks(df: pd.DataFrame, chunk: _ChunkLookup, id_col: str | None, span_col: str | None, caller: str,
                   qid: str | None) -> list[list[Any]]:
     """Each row's retrieved chunk ids: from the id column, else from spans that are exactly chunks of the table."""
     if id_col is not None:
-        return _ids_of(df, id_col, chunk.index, method, qid)
+        return _ids_of(df, id_col, chunk.index, caller, qid)
     if span_col is None:
         raise RowTableError(
-            f"{method} needs column 'retrieved' (ids of the chunk table) or 'retrieved_spans'; found "
-            f"{[str(c) for c in df.columns]}. Pass retrieved='your_column' to use another name.", method=method)
+            f"{caller} needs column 'retrieved' (ids of the chunk table) or 'retrieved_spans'; found "
+            f"{[str(c) for c in df.columns]}. Pass retrieved='your_column' to use another name.", method=caller)
     by_span: dict[tuple[Any, int, int], Any] = {}
     for i, cid in enumerate(chunk.ids):
         by_span.setdefault(chunk.span(i), cid)
     given = []
-    for pos, spans in enumerate(_spans_of(df, span_col, method, qid)):
+    for pos, spans in enumerate(_spans_of(df, span_col, caller, qid)):
         unknown = [s for s in spans if s not in by_span]
         if unknown:
             d, s, e = unknown[0]
             raise RowTableError(
-                f"{method}: column {span_col!r} ({row_label(df, pos, qid)}) holds span {{'doc_id': {d!r}, 'start': {s}, "
+                f"{caller}: column {span_col!r} ({row_label(df, pos, qid)}) holds span {{'doc_id': {d!r}, 'start': {s}, "
                 f"'end': {e}}} that is no chunk of the chunk table. Pass the table the spans come from, or the "
-                "rows' chunk ids as retrieved=... .", column=span_col, rows=[pos], method=method)
+                "rows' chunk ids as retrieved=... .", column=span_col, rows=[pos], method=caller)
         given.append([by_span[s] for s in spans])
     return given
 
@@ -487,20 +487,20 @@ def _expand(given: list[list[Any]], chunk: _ChunkLookup, window: int
     return expanded, spans_out, chars, before_chars
 
 
-def _without_stale_columns(df: pd.DataFrame, method: str) -> pd.DataFrame:
+def _without_stale_columns(df: pd.DataFrame, caller: str) -> pd.DataFrame:
     """A copy of ``df`` without the columns and records that described the lists before expansion."""
     out = df.copy(deep=False)
     meta = get_meta(df)
     stale = [c for c in meta.get("retrieval", {}).get("columns", []) if c in out.columns]
     if stale:
         out = out.drop(columns=stale)
-        warn(f"{method}: dropped {stale} from the returned copy: they scored the lists before expansion. Re-score "
+        warn(f"{caller}: dropped {stale} from the returned copy: they scored the lists before expansion. Re-score "
              "with rag.retrieval(k=...) (span gold needs no relabelling).")
     # gold_reached described the lists before expansion too; boundary_cut and gold_chunks do not depend on them.
     boundary_record = meta.get("boundaries", {})
     if "gold_reached" in boundary_record.get("columns", []) and "gold_reached" in out.columns:
         out = out.drop(columns="gold_reached")
-        warn(f"{method}: dropped ['gold_reached'] from the returned copy: it described the lists before expansion. "
+        warn(f"{caller}: dropped ['gold_reached'] from the returned copy: it described the lists before expansion. "
              "Re-run rag.boundaries(chunks) on the expanded rows.")
         meta["boundaries"] = {key: value for key, value in boundary_record.items()
                               if key not in ("retrieved_column", "gold_reached_counts")}
@@ -617,26 +617,26 @@ def boundary_report(
     """
     from raglab import runs  # same floor; imported when used
 
-    method = caller("raglab.boundaries.boundary_report")
-    base = _rows_frame(base, method)
-    cand = _rows_frame(cand, method)
-    columns, settings = split_options(options, RESAMPLING_SETTINGS, method=method)
-    cols = table_roles(base, roles, columns, method=method)
-    res = Resampling.resolve(resampling, settings, method=method)
+    caller_name = caller("raglab.boundaries.boundary_report")
+    base = _rows_frame(base, caller_name)
+    cand = _rows_frame(cand, caller_name)
+    columns, settings = split_options(options, RESAMPLING_SETTINGS, caller=caller_name)
+    cols = table_roles(base, roles, columns, caller=caller_name)
+    res = Resampling.resolve(resampling, settings, caller=caller_name)
     on = on if on is not None else cols.column("question_id")
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     if not names:
-        raise ValueError(f"{method}: `metrics` must name at least one score column present in both runs")
+        raise ValueError(f"{caller_name}: `metrics` must name at least one score column present in both runs")
     for side, frame in (("base", base), ("cand", cand)):
         missing = [m for m in names if m not in frame.columns]
         if missing:
             raise RowTableError(
-                f"{method}: metric column(s) {missing} are not in {side} (found {[str(c) for c in frame.columns]}). "
-                "Score both runs first (e.g. rag.retrieval(k=5)), or pass metrics that both have.", method=method)
+                f"{caller_name}: metric column(s) {missing} are not in {side} (found {[str(c) for c in frame.columns]}). "
+                "Score both runs first (e.g. rag.retrieval(k=5)), or pass metrics that both have.", method=caller_name)
     if on not in base.columns:
-        raise RowTableError(f"{method} needs column {on!r} in base to pair the runs; pass on='your_id_column'.",
-                            column=on, method=method)
-    with called_as(method):
+        raise RowTableError(f"{caller_name} needs column {on!r} in base to pair the runs; pass on='your_id_column'.",
+                            column=on, method=caller_name)
+    with called_as(caller_name):
         status = boundaries(base, chunks, roles=cols.merged({"question_id": on}))
     cut = status["boundary_cut"].to_numpy(dtype=float)
     labels = np.where(np.isnan(cut), "unanswerable", np.where(cut == 1.0, "cut", "not cut"))
@@ -652,11 +652,11 @@ def boundary_report(
     cand_frame.attrs = dict(cand.attrs)
     answerable = labels != "unanswerable"
     if not answerable.any():
-        raise RowTableError(f"{method}: no question of base has gold spans with grade > 0, so there is no boundary "
-                            "status to split by. Check the gold_spans column.", method=method)
+        raise RowTableError(f"{caller_name}: no question of base has gold spans with grade > 0, so there is no boundary "
+                            "status to split by. Check the gold_spans column.", method=caller_name)
     tables = []
     for split in splits:
-        with called_as(method):
+        with called_as(caller_name):
             t = runs.compare(frame.drop(columns=[c for c in described if c != split]), cand_frame, metrics=names,
                              by=split, on=on, how=how, resampling=res)
         t = t[(t["slice"] != "unanswerable") | (t["n"] > 0)]  # kept when a metric scores them (e.g. judged)
@@ -729,11 +729,11 @@ def prompt_chars(
     >>> prompt_chars(rows).tolist()
     [25, 0]
     """
-    method_name = caller("raglab.boundaries.prompt_chars")
-    df = _rows_frame(rows, method_name)
-    cols = table_roles(df, roles, columns, method=method_name)
-    qid = resolve_column(df, "question_id", cols.question_id, method=method_name, required=False)
-    column = resolve_column(df, "retrieved_spans", cols.retrieved_spans, method=method_name)
-    spans = _spans_of(df, column, method_name, qid)
+    caller_name = caller("raglab.boundaries.prompt_chars")
+    df = _rows_frame(rows, caller_name)
+    cols = table_roles(df, roles, columns, caller=caller_name)
+    qid = resolve_column(df, "question_id", cols.question_id, caller=caller_name, required=False)
+    column = resolve_column(df, "retrieved_spans", cols.retrieved_spans, caller=caller_name)
+    spans = _spans_of(df, column, caller_name, qid)
     lengths = np.fromiter((sum(end - start for _, start, end in row) for row in spans), dtype=np.int64, count=len(spans))
     return pd.Series(lengths, index=df.index, name="prompt_chars")

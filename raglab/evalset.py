@@ -136,15 +136,15 @@ def _manifest_hash(manifest: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _check_version(version: Any, method: str) -> str:
+def _check_version(version: Any, caller: str) -> str:
     """A version label is a plain, non-empty directory name: no separators, no '.'/'..', no absolute path."""
     if isinstance(version, bool) or not isinstance(version, (str, int, np.integer)):
-        raise TypeError(f"{method}: `version` must be a str or int such as 'v1', got {type(version).__name__}")
+        raise TypeError(f"{caller}: `version` must be a str or int such as 'v1', got {type(version).__name__}")
     text = str(version)
     if (not text.strip() or text in (".", "..") or any(sep in text for sep in ("/", "\\", "\0"))
             or text != text.strip() or Path(text).is_absolute() or text.startswith(".")):
         raise ValueError(
-            f"{method}: version {text!r} is not a plain name; use a non-empty name without path separators, "
+            f"{caller}: version {text!r} is not a plain name; use a non-empty name without path separators, "
             "leading dots or surrounding spaces, e.g. 'v1' or '2024-06'."
         )
     return text
@@ -196,28 +196,28 @@ def _next_version(version: str) -> str:
 
 
 def _frozen_columns(
-    df: pd.DataFrame, method: str, columns: Iterable[str] | None, question_id: str, units: str | None
+    df: pd.DataFrame, caller: str, columns: Iterable[str] | None, question_id: str, units: str | None
 ) -> tuple[str, list[str]]:
     """The question-id column and the columns to freeze (roles that exist, ``columns``, ``units``), checked."""
-    resolved = validate_rows(df, method=method, columns={"question_id": question_id})
+    resolved = validate_rows(df, caller=caller, columns={"question_id": question_id})
     extra = list(columns or [])
     if units is not None:
         if not isinstance(units, str):
-            raise TypeError(f"{method}: `units` must name the cluster column (a str), got {units!r}")
-        resolve_column(df, units, units, method=method)
+            raise TypeError(f"{caller}: `units` must name the cluster column (a str), got {units!r}")
+        resolve_column(df, units, units, caller=caller)
         missing = np.flatnonzero(df[units].isna().to_numpy())
         if missing.size:
             raise RowTableError(
-                f"{method}: cluster column {units!r} must name a cluster for every question; rows "
+                f"{caller}: cluster column {units!r} must name a cluster for every question; rows "
                 f"{missing[:5].tolist()} have none (use the question id for a question that is its own cluster)."
             )
         if units not in extra:
             extra.append(units)
     for column in extra:
-        resolve_column(df, column, column, method=method)
+        resolve_column(df, column, column, caller=caller)
     frozen = [resolved[r] for r in FROZEN_ROLES if r in resolved]
     frozen += [c for c in extra if c not in frozen]
-    check_unique_as_text(df, resolved["question_id"], method=method)
+    check_unique_as_text(df, resolved["question_id"], caller=caller)
     return resolved["question_id"], frozen
 
 
@@ -230,9 +230,9 @@ def _sequenced_versions(root: Path) -> list[tuple[int, str]]:
     return found
 
 
-def _exists_error(method: str, version: str, target: Path) -> FileExistsError:
+def _exists_error(caller: str, version: str, target: Path) -> FileExistsError:
     return FileExistsError(
-        f"{method}: version {version!r} already exists at {str(target)!r}; frozen versions are never "
+        f"{caller}: version {version!r} already exists at {str(target)!r}; frozen versions are never "
         "overwritten. Use EvalSet.load(...).extend(new_rows) to make the next version."
     )
 
@@ -537,7 +537,7 @@ class EvalSet:
                 f"{where}: columns are {list(self._rows.columns)}, the manifest froze {manifest['columns']}."
             )
         try:
-            check_unique_as_text(self._rows, qid, method=where)
+            check_unique_as_text(self._rows, qid, caller=where)
         except RowTableError as exc:  # frozen ids were unique: a repeat means the rows file was edited
             raise EvalSetTamperedError(f"{exc} The rows file was edited after freezing: restore it.") from None
         actual = row_hashes(self._rows, manifest["columns"], qid)
@@ -583,7 +583,7 @@ class EvalSet:
         """
         qid = self.manifest["question_id"]
         if qid not in new_rows.columns:
-            resolve_column(new_rows, "question_id", qid, method="EvalSet.extend")
+            resolve_column(new_rows, "question_id", qid, caller="EvalSet.extend")
         missing = [c for c in self.columns if c not in new_rows.columns and c != qid]
         if missing:
             raise RowTableError(
@@ -629,23 +629,23 @@ class EvalSet:
         >>> run["gold"].tolist(), run.attrs["raglab"]["evalset"]["version"]
         ([['d2'], ['d1']], 'v1')
         """
-        method = "EvalSet.stamp"
-        resolve_column(run, "question_id", question_id, method=method)
-        check_column(run, question_id, "id", method=method, id_column=None)
-        check_unique_ids(run, question_id, method=method)
+        caller_name = "EvalSet.stamp"
+        resolve_column(run, "question_id", question_id, caller=caller_name)
+        check_column(run, question_id, "id", caller=caller_name, id_column=None)
+        check_unique_ids(run, question_id, caller=caller_name)
         own = self.manifest["question_id"]
         frozen = self._rows.set_index(self._rows[own].astype(str))
         run_ids = run[question_id].astype(str)
         unknown = run_ids[~run_ids.isin(frozen.index)].tolist()
         if unknown:
             raise RowTableError(
-                f"{method}: {len(unknown)} run question(s) are not in eval set {self.name!r} "
+                f"{caller_name}: {len(unknown)} run question(s) are not in eval set {self.name!r} "
                 f"{self.version!r}: {unknown[:10]}"
             )
         absent = frozen.index[~frozen.index.isin(run_ids)].tolist()
         if absent and not allow_missing:
             raise RowTableError(
-                f"{method}: the run lacks {len(absent)} of the {len(self)} eval-set questions, e.g. {absent[:10]}. "
+                f"{caller_name}: the run lacks {len(absent)} of the {len(self)} eval-set questions, e.g. {absent[:10]}. "
                 "An incomplete run biases every mean; re-run them, or pass allow_missing=True."
             )
         out = run.copy()
@@ -661,7 +661,7 @@ class EvalSet:
                 differ = [q for q in mine if mine[q] != theirs[q]]
                 if differ:
                     raise RowTableError(
-                        f"{method}: column {column!r} of the run differs from the eval set for "
+                        f"{caller_name}: column {column!r} of the run differs from the eval set for "
                         f"{len(differ)} question(s), e.g. {differ[:10]}. Drop the column to take the eval set's."
                     )
             else:

@@ -152,38 +152,38 @@ def retrieval(
     >>> retrieval(rows, k=[1, 5], metrics=["map"]).filter(like="map@").round(3).values.tolist()
     [[0.0, 0.333], [nan, nan], [0.0, 0.0]]
     """
-    method = caller("raglab.retrieval.retrieval")
+    caller_name = caller("raglab.retrieval.retrieval")
     df = rows
-    cols = table_roles(df, roles, columns, method=method)
+    cols = table_roles(df, roles, columns, caller=caller_name)
     ks = _metrics._check_ks(k)
     _metrics._check_gain(gain)
     _metrics._check_no_relevant(no_relevant)
     check_option("gold_by", gold_by, ["auto", "ids", "spans"])
-    qid = resolve_column(df, "question_id", cols.question_id, method=method, required=False)
+    qid = resolve_column(df, "question_id", cols.question_id, caller=caller_name, required=False)
     if qid is not None:
-        check_unique_ids(df, qid, method=method)
+        check_unique_ids(df, qid, caller=caller_name)
     use_spans = gold_by == "spans" or (
         gold_by == "auto" and cols.column("gold_spans") in df.columns and cols.column("retrieved_spans") in df.columns
     )
     try:
         select(metrics, "spans" if use_spans else "ids")
     except ValueError as exc:
-        raise ValueError(f"{method}: {exc}") from None
+        raise ValueError(f"{caller_name}: {exc}") from None
     conventions = _conventions(ks, gain, no_relevant)
     score = _score_spans if use_spans else _score_ids
     scores, judged_none_relevant, ranked_col, gold_col, lengths = score(
         df, cols, ks, metrics=metrics, gain=gain, no_relevant=no_relevant, span_rule=span_rule,
-        min_overlap=min_overlap, conventions=conventions, method=method, qid=qid,
+        min_overlap=min_overlap, conventions=conventions, caller=caller_name, qid=qid,
     )
     if "rr" not in scores or not np.nansum(scores["rr"]) > 0:
         # A gold id found anywhere proves both columns share a kind of id, so every id is scanned for its
         # type only when nothing matched (that scan cost as much as the scoring).
-        _check_id_types(df, ranked_col, gold_col, method, spans=use_spans)
+        _check_id_types(df, ranked_col, gold_col, caller_name, spans=use_spans)
     longest = int(lengths.max()) if len(df) else 0
-    _warn_too_deep(ks, longest, ranked_col, len(df), method)
+    _warn_too_deep(ks, longest, ranked_col, len(df), caller_name)
     # Unanswerable (no gold grade > 0): NaN in every metric, or 0 under no_relevant="zero" for judged questions.
     unanswerable = np.logical_and.reduce([np.isnan(v) for v in scores.values()]) | judged_none_relevant
-    out = _with_scores(df, scores, conventions, method)
+    out = _with_scores(df, scores, conventions, caller_name)
     update_meta(
         out,
         "retrieval_counts",
@@ -219,16 +219,16 @@ def _conventions(ks: list[int], gain: str, no_relevant: str) -> dict[str, Any]:
 
 def _score_spans(
     df: pd.DataFrame, cols: Roles, ks: list[int], *, metrics: Any, gain: str, no_relevant: str, span_rule: str,
-    min_overlap: Any, conventions: dict[str, Any], method: str, qid: str | None,
+    min_overlap: Any, conventions: dict[str, Any], caller: str, qid: str | None,
 ) -> tuple[dict[str, np.ndarray], np.ndarray, str, str, np.ndarray]:
     """Scores against gold character spans: (scores, judged-none-relevant mask, ranked and gold columns, lengths)."""
     span_rule, min_overlap = check_span_rule(span_rule, min_overlap)
-    gold_col = resolve_column(df, "gold_spans", cols.gold_spans, method=method)
-    ranked_col = resolve_column(df, "retrieved_spans", cols.retrieved_spans, method=method)
+    gold_col = resolve_column(df, "gold_spans", cols.gold_spans, caller=caller)
+    ranked_col = resolve_column(df, "retrieved_spans", cols.retrieved_spans, caller=caller)
     # The ids that go with these spans: `retrieved` when given, the default pair otherwise.
     ids_col = cols.retrieved if cols.retrieved is not None else "retrieved" if cols.retrieved_spans is None else None
     if ids_col is not None and ids_col in df.columns and ids_col != ranked_col:
-        _check_span_lengths(df, ids_col, ranked_col, method, qid)
+        _check_span_lengths(df, ids_col, ranked_col, caller, qid)
     scores, judged_none_relevant = guarded(
         df,
         lambda: _span_retrieval_scores(
@@ -236,7 +236,7 @@ def _score_spans(
             no_relevant=no_relevant, metrics=metrics,
         ),
         {"retrieved_spans": ranked_col, "gold_spans": gold_col},
-        method,
+        caller,
         qid,
     )
     conventions.update(
@@ -251,12 +251,12 @@ def _score_spans(
 
 def _score_ids(
     df: pd.DataFrame, cols: Roles, ks: list[int], *, metrics: Any, gain: str, no_relevant: str, span_rule: str,
-    min_overlap: Any, conventions: dict[str, Any], method: str, qid: str | None,
+    min_overlap: Any, conventions: dict[str, Any], caller: str, qid: str | None,
 ) -> tuple[dict[str, np.ndarray], np.ndarray, str, str, np.ndarray]:
     """Scores against gold ids: (scores, judged-none-relevant mask, ranked and gold columns, lengths)."""
-    ranked_col = resolve_column(df, "retrieved", cols.retrieved, method=method)
-    gold_col = resolve_column(df, "gold", cols.gold, method=method)
-    _check_grades(df, gold_col, gain, method, qid)
+    ranked_col = resolve_column(df, "retrieved", cols.retrieved, caller=caller)
+    gold_col = resolve_column(df, "gold", cols.gold, caller=caller)
+    _check_grades(df, gold_col, gain, caller, qid)
     measured: list[np.ndarray] = []  # the kernel's list lengths, saving a pass over the column
     scores, judged_none_relevant = guarded(
         df,
@@ -264,7 +264,7 @@ def _score_ids(
             df[ranked_col], df[gold_col], ks, gain=gain, no_relevant=no_relevant, lengths=measured, metrics=metrics
         ),
         {"retrieved": ranked_col, "gold": gold_col},
-        method,
+        caller,
         qid,
     )
     conventions.update(
@@ -278,11 +278,11 @@ def _score_ids(
     return scores, judged_none_relevant, ranked_col, gold_col, lengths
 
 
-def _warn_too_deep(ks: list[int], longest: int, ranked_col: str, n: int, method: str) -> None:
+def _warn_too_deep(ks: list[int], longest: int, ranked_col: str, n: int, caller: str) -> None:
     too_deep = [k_ for k_ in ks if k_ > longest]
     if too_deep and n:
         warn(
-            f"{method}: k={too_deep} is larger than the longest list in {ranked_col!r} ({longest}): k counts "
+            f"{caller}: k={too_deep} is larger than the longest list in {ranked_col!r} ({longest}): k counts "
             f"the chunks that reached the model, so nothing below rank {longest} can be found and precision "
             "still divides by k. If that column holds the retriever's raw candidates, pass the column of "
             "what reached the model instead."
@@ -290,7 +290,7 @@ def _warn_too_deep(ks: list[int], longest: int, ranked_col: str, n: int, method:
 
 
 def _with_scores(
-    df: pd.DataFrame, scores: Mapping[str, np.ndarray], conventions: dict[str, Any], method: str
+    df: pd.DataFrame, scores: Mapping[str, np.ndarray], conventions: dict[str, Any], caller: str
 ) -> pd.DataFrame:
     """A copy of ``df`` with the score columns and their conventions; earlier scores at other depths kept if alike."""
     names = list(scores)
@@ -300,7 +300,7 @@ def _with_scores(
     replaced = [name for name in names if name in df.columns and name not in ours]
     if replaced:
         warn(
-            f"{method}: the returned copy replaces existing column(s) {replaced} with the new scores "
+            f"{caller}: the returned copy replaces existing column(s) {replaced} with the new scores "
             "(the input frame is unchanged)."
         )
     for name in names:
@@ -317,7 +317,7 @@ def _with_scores(
     elif stale:
         out = out.drop(columns=stale)
         warn(
-            f"{method}: dropped {stale} from the returned copy: they were scored with other conventions "
+            f"{caller}: dropped {stale} from the returned copy: they were scored with other conventions "
             "than these (attrs describe one set of conventions per table)."
         )
     conventions["columns"] = names
@@ -376,26 +376,26 @@ def depth_gap(
     >>> gap[["metric", "context_k", "context", "candidate_k", "candidates", "n_lost"]].values.tolist()
     [['recall', 1, 0.5, 2, 1.0, 1], ['hit', 1, 0.5, 2, 1.0, 1]]
     """
-    method = caller("raglab.retrieval.depth_gap")
+    caller_name = caller("raglab.retrieval.depth_gap")
     df = rows
-    cols = table_roles(df, roles, columns, method=method)
-    ranked_col = resolve_column(df, "retrieved", cols.retrieved, method=method)
-    qid_col = resolve_column(df, "question_id", cols.question_id, method=method, required=False)
+    cols = table_roles(df, roles, columns, caller=caller_name)
+    ranked_col = resolve_column(df, "retrieved", cols.retrieved, caller=caller_name)
+    qid_col = resolve_column(df, "question_id", cols.question_id, caller=caller_name, required=False)
     if candidates not in df.columns:
-        raise missing_column_error(df, candidates, role=None, method=method, keyword="candidates")
+        raise missing_column_error(df, candidates, role=None, caller=caller_name, keyword="candidates")
     if candidate_spans is not None and candidate_spans not in df.columns:
-        raise missing_column_error(df, candidate_spans, role=None, method=method, keyword="candidate_spans")
-    span_gold = resolve_column(df, "gold_spans", cols.gold_spans, method=method, required=False)
-    id_gold = resolve_column(df, "gold", cols.gold, method=method, required=False)
+        raise missing_column_error(df, candidate_spans, role=None, caller=caller_name, keyword="candidate_spans")
+    span_gold = resolve_column(df, "gold_spans", cols.gold_spans, caller=caller_name, required=False)
+    id_gold = resolve_column(df, "gold", cols.gold, caller=caller_name, required=False)
     # retrieval()'s "auto" rule (spans when span gold comes with retrieved spans), plus spans when span gold is the
     # only gold (ids could not be scored); resolved once so both depths score the same unit
-    span_ranked = resolve_column(df, "retrieved_spans", cols.retrieved_spans, method=method, required=False)
+    span_ranked = resolve_column(df, "retrieved_spans", cols.retrieved_spans, caller=caller_name, required=False)
     uses_spans = gold_by == "spans" or (
         gold_by == "auto" and span_gold is not None and (id_gold is None or span_ranked is not None)
     )
     if uses_spans and candidate_spans is None:
         raise RowTableError(
-            f"{method}: the gold is character spans, so the candidates' spans are needed too; "
+            f"{caller_name}: the gold is character spans, so the candidates' spans are needed too; "
             "pass candidate_spans='your_column' (one span per candidate id, same order)."
         )
 
@@ -407,7 +407,7 @@ def depth_gap(
 
     depths = {"context": depth(ranked_col, k, "k"), "candidates": depth(candidates, candidate_k, "candidate_k")}
     common = {"gold_by": "spans" if uses_spans else "ids", "min_overlap": min_overlap, "span_rule": span_rule}
-    with warnings.catch_warnings(), called_as(_scoring_name(method)):
+    with warnings.catch_warnings(), called_as(_scoring_name(caller_name)):
         warnings.filterwarnings("ignore", message=".*replaces existing column")
         scored = {
             "context": retrieval(df, k=depths["context"], roles=replace(cols, retrieved=ranked_col), **common),
@@ -415,7 +415,7 @@ def depth_gap(
                 cols, retrieved=candidates, retrieved_spans=candidate_spans), **common),
         }
     # after scoring, so that a malformed cell is reported by retrieval's own checks first
-    _check_context_in_candidates(df, ranked_col, candidates, depths["context"], depths["candidates"], method, qid_col)
+    _check_context_in_candidates(df, ranked_col, candidates, depths["context"], depths["candidates"], caller_name, qid_col)
     records = []
     for metric in ("recall", "hit"):
         context = scored["context"][f"{metric}@{depths['context']}"].to_numpy(dtype=float)
@@ -450,7 +450,7 @@ def depth_gap(
 
 
 def _check_context_in_candidates(
-    df: pd.DataFrame, ranked_col: str, candidates: str, k: int, candidate_k: int, method: str, qid: str | None
+    df: pd.DataFrame, ranked_col: str, candidates: str, k: int, candidate_k: int, caller: str, qid: str | None
 ) -> None:
     """Refuse context chunks (top k of ``ranked_col``) that are not among the top ``candidate_k`` candidates.
 
@@ -478,25 +478,25 @@ def _check_context_in_candidates(
         # expand_neighbors adds each chunk's neighbours to the context: they need not be candidates, and a
         # negative gap is then what the expansion gained, not a mismatch of columns
         warn(
-            f"{method}: {rows.size} question(s) have neighbour chunks in {ranked_col!r} (added by expand_neighbors) "
+            f"{caller}: {rows.size} question(s) have neighbour chunks in {ranked_col!r} (added by expand_neighbors) "
             f"that are not among the candidates in {candidates!r} (top {candidate_k}), e.g. {', '.join(shown)}: a "
             "negative gap there is recall the expansion gained beyond the candidates.",
             UserWarning,
         )
         return
     raise RowTableError(
-        f"{method}: {rows.size} question(s) have chunks in {ranked_col!r} (top {k}) that are not among the candidates "
+        f"{caller}: {rows.size} question(s) have chunks in {ranked_col!r} (top {k}) that are not among the candidates "
         f"in {candidates!r} (top {candidate_k}): {', '.join(shown)}; e.g. {ctx_ids[int(outside[0])]!r}. The context is chosen "
         "from the candidates, so the candidates' recall would be lower and the gap negative. Pass the candidates the "
         "context was chosen from (or a larger candidate_k).",
-        column=candidates, rows=[int(r) for r in rows[:5]], method=method,
+        column=candidates, rows=[int(r) for r in rows[:5]], method=caller,
     )
 
 
-def _scoring_name(method: str) -> str:
-    """The retrieval method that goes with a depth_gap method name (``rag.depth_gap`` -> ``rag.retrieval``)."""
-    head, _, last = method.rpartition(".")
-    return f"{head}.retrieval" if last == "depth_gap" else method
+def _scoring_name(caller: str) -> str:
+    """The name retrieval's errors give for a depth_gap caller name (``rag.depth_gap`` -> ``rag.retrieval``)."""
+    head, _, last = caller.rpartition(".")
+    return f"{head}.retrieval" if last == "depth_gap" else caller
 
 
 # --------------------------------------------------------------------------------------------------
@@ -528,7 +528,7 @@ def _id_types(values: Any, *, spans: bool) -> set[str]:
     return kinds
 
 
-def _check_span_lengths(df: pd.DataFrame, ids_col: str, spans_col: str, method: str, qid: str | None) -> None:
+def _check_span_lengths(df: pd.DataFrame, ids_col: str, spans_col: str, caller: str, qid: str | None) -> None:
     """``retrieved_spans`` gives the span of each entry of ``retrieved``: refuse lists of other lengths."""
     span_lengths = span_list_lengths(df[spans_col].to_numpy(dtype=object))
     id_lengths = list_lengths(df[ids_col])
@@ -537,13 +537,13 @@ def _check_span_lengths(df: pd.DataFrame, ids_col: str, spans_col: str, method: 
         shown = bad[:5].tolist()
         which = f"{qid} {[str(df[qid].iloc[p]) for p in shown]}" if qid is not None else f"rows {shown}"
         raise RowTableError(
-            f"{method}: column {spans_col!r} must give one span per entry of {ids_col!r} (same order), but "
+            f"{caller}: column {spans_col!r} must give one span per entry of {ids_col!r} (same order), but "
             f"{bad.size} question(s) differ in length ({which}; e.g. {int(id_lengths[bad[0]])} ids, "
             f"{int(span_lengths[bad[0]])} spans). Fix the spans, or drop {ids_col!r} if the spans alone are the ranking."
         )
 
 
-def _check_grades(df: pd.DataFrame, gold_col: str, gain: str, method: str, qid: str | None) -> None:
+def _check_grades(df: pd.DataFrame, gold_col: str, gain: str, caller: str, qid: str | None) -> None:
     """Refuse grades that cannot be scored: non-finite ones, and (exponential gain 2**g - 1) g >= 1024."""
     cells = df[gold_col].to_numpy(dtype=object)
     is_dict = np.fromiter(map(operator.is_, map(type, cells), itertools.repeat(dict)), dtype=bool, count=len(cells))
@@ -566,24 +566,24 @@ def _check_grades(df: pd.DataFrame, gold_col: str, gain: str, method: str, qid: 
         if bad:
             shown = repr(bad[0]) if isinstance(bad[0], (float, np.floating)) else "an integer beyond float range"
             raise RowTableError(
-                f"{method}: column {gold_col!r} ({row_label(df, pos, qid)}) has grade {shown}; grades must be finite "
+                f"{caller}: column {gold_col!r} ({row_label(df, pos, qid)}) has grade {shown}; grades must be finite "
                 "numbers (e.g. 0-3). Fix the gold."
             )
         if gain == "exponential" and grades and max(grades) >= 1024:
             raise RowTableError(
-                f"{method}: column {gold_col!r} ({row_label(df, pos, qid)}) has grade {max(grades)!r}; exponential gain "
+                f"{caller}: column {gold_col!r} ({row_label(df, pos, qid)}) has grade {max(grades)!r}; exponential gain "
                 "2**g - 1 overflows for grades of 1024 and more. Pass gain='linear', or rescale the grades."
             )
 
 
-def _check_id_types(df: pd.DataFrame, ranked_col: str, gold_col: str, method: str, *, spans: bool = False) -> None:
+def _check_id_types(df: pd.DataFrame, ranked_col: str, gold_col: str, caller: str, *, spans: bool = False) -> None:
     """Refuse ids that can never match: numbers on one side, text on the other (7 != "7" in Python)."""
     ranked = _id_types(df[ranked_col], spans=spans)
     gold = _id_types(df[gold_col], spans=spans)
     if ranked and gold and not ranked & gold:
         what = "doc_id values" if spans else "ids"
         raise RowTableError(
-            f"{method}: {ranked_col!r} holds {what} as {'/'.join(sorted(ranked))} but {gold_col!r} as "
+            f"{caller}: {ranked_col!r} holds {what} as {'/'.join(sorted(ranked))} but {gold_col!r} as "
             f"{'/'.join(sorted(gold))}, so no retrieved id can ever match a gold one and every score would be 0. "
             f"Convert one side, e.g. df[{ranked_col!r}] = df[{ranked_col!r}].map(lambda ids: [str(i) for i in ids])."
         )

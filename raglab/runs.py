@@ -59,8 +59,8 @@ def _options(
     takes: Sequence[str], name: str,
 ) -> tuple[Roles, Resampling]:
     """One call's column roles and resampling settings, from the objects and its keywords (which win)."""
-    columns, settings = split_options(options, takes, method=name)
-    return table_roles(frame, roles, columns, method=name), Resampling.resolve(resampling, settings, method=name)
+    columns, settings = split_options(options, takes, caller=name)
+    return table_roles(frame, roles, columns, caller=name), Resampling.resolve(resampling, settings, caller=name)
 
 
 def validate(
@@ -107,7 +107,7 @@ def validate(
     from raglab._rowtable import validate_rows
 
     name = caller("raglab.runs.validate")
-    validate_rows(rows, method=name, require=require, columns=table_roles(rows, roles, columns, method=name).named())
+    validate_rows(rows, caller=name, require=require, columns=table_roles(rows, roles, columns, caller=name).named())
     return rows
 
 
@@ -187,23 +187,23 @@ def summary(
     '  slice  n  mean method\\noverall  4  0.75 wilson\\n      a  2  0.50 wilson\\n      b  2  1.00 wilson'
     """
     df = rows
-    method_name = caller("raglab.runs.summary")
-    cols, res = _options(df, roles, resampling, options, _INTERVAL, method_name)
+    caller_name = caller("raglab.runs.summary")
+    cols, res = _options(df, roles, resampling, options, _INTERVAL, caller_name)
     question_id = cols.column("question_id")
-    units = _resolve_units(df, units, method_name)
+    units = _resolve_units(df, units, caller_name)
     by_columns = _by_columns(by)
     for column in [*by_columns, *([units] if units else [])]:
         if column not in df.columns:
-            raise _missing(df, column, method_name, "a slice or cluster column")
+            raise _missing(df, column, caller_name, "a slice or cluster column")
     exclude = {question_id, *by_columns, *([units] if units else [])}
-    names = _metric_names(metrics, [df], exclude, method_name)
-    scores = _score_frame(df, names, method_name, id_column=question_id)
-    _check_unit_range(names, scores.to_numpy(), "the run", method_name, _locate_rows(df, question_id))
+    names = _metric_names(metrics, [df], exclude, caller_name)
+    scores = _score_frame(df, names, caller_name, id_column=question_id)
+    _check_unit_range(names, scores.to_numpy(), "the run", caller_name, _locate_rows(df, question_id))
     table = _stats.summary(
         scores,
-        slices=_slice_labels(df, by_columns, method_name, question_id) if by_columns else None,
+        slices=_slice_labels(df, by_columns, caller_name, question_id) if by_columns else None,
         **res.settings(_INTERVAL),
-        units=_unit_labels(df, units, method_name, question_id) if units else None,
+        units=_unit_labels(df, units, caller_name, question_id) if units else None,
         bounds=bounds,
     )
     meta = get_meta(df)
@@ -303,20 +303,20 @@ def compare(
     >>> t[["metric", "slice", "n", "base", "cand", "diff"]].to_string(index=False)
     'metric   slice   n  base  cand  diff\\n hit@5 overall 100   0.5   1.0   0.5'
     """
-    method_name = caller("raglab.runs.compare")
-    cols, res = _options(base, roles, resampling, options, RESAMPLING_SETTINGS, method_name)
+    caller_name = caller("raglab.runs.compare")
+    cols, res = _options(base, roles, resampling, options, RESAMPLING_SETTINGS, caller_name)
     on = on if on is not None else cols.column("question_id")
-    units = _resolve_units(base, units, method_name)
-    pairs = pair_runs(base, cand, on=on, how=how, method=method_name, allow_evalset_mismatch=allow_evalset_mismatch)
+    units = _resolve_units(base, units, caller_name)
+    pairs = pair_runs(base, cand, on=on, how=how, caller=caller_name, allow_evalset_mismatch=allow_evalset_mismatch)
     by_columns = _by_columns(by)
     exclude = {on, *by_columns, *([units] if units else [])}
-    names = _metric_names(metrics, [pairs.base, pairs.cand], exclude, method_name)
-    base_scores = _score_frame(pairs.base, names, method_name, id_column=on, side="baseline")
-    cand_scores = _score_frame(pairs.cand, names, method_name, id_column=on, side="candidate")
+    names = _metric_names(metrics, [pairs.base, pairs.cand], exclude, caller_name)
+    base_scores = _score_frame(pairs.base, names, caller_name, id_column=on, side="baseline")
+    cand_scores = _score_frame(pairs.cand, names, caller_name, id_column=on, side="candidate")
     for side, frame, paired, scores in (("baseline", base, pairs.base, base_scores), ("candidate", cand, pairs.cand, cand_scores)):
-        _check_unit_range(names, scores.to_numpy(), f"the {side} run", method_name, _locate_rows(frame, on, paired))
-    slices = _paired_labels(pairs, by_columns, on, method_name, kind="slice") if by_columns else None
-    unit_labels = _paired_labels(pairs, [units], on, method_name, kind="cluster") if units else None
+        _check_unit_range(names, scores.to_numpy(), f"the {side} run", caller_name, _locate_rows(frame, on, paired))
+    slices = _paired_labels(pairs, by_columns, on, caller_name, kind="slice") if by_columns else None
+    unit_labels = _paired_labels(pairs, [units], on, caller_name, kind="cluster") if units else None
     table = _stats.compare(
         base_scores,
         cand_scores,
@@ -402,14 +402,14 @@ def gate(
     >>> runs.gate(base, cand, margin=0.02, metrics=["hit@5"]).decision
     'block'
     """
-    method_name = caller("raglab.runs.gate")
+    caller_name = caller("raglab.runs.gate")
     if metrics is None or (not isinstance(metrics, str) and len(metrics) == 0):
         raise TypeError(
-            f"{method_name} needs metrics=[...]: a release gate is a rule decided in advance, on named metrics "
+            f"{caller_name} needs metrics=[...]: a release gate is a rule decided in advance, on named metrics "
             "(e.g. metrics=['recall@5', 'faithfulness']), never on whatever numeric columns a table happens to hold."
         )
-    cols, res = _options(base, roles, resampling, options, RESAMPLING_SETTINGS, method_name)
-    with called_as(method_name):  # the comparison's errors name the gate
+    cols, res = _options(base, roles, resampling, options, RESAMPLING_SETTINGS, caller_name)
+    with called_as(caller_name):  # the comparison's errors name the gate
         table = compare(base, cand, metrics=metrics, by=by, on=on, how=how, units=units,
                         allow_evalset_mismatch=allow_evalset_mismatch, bounds=bounds, roles=cols, resampling=res)
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
@@ -478,18 +478,18 @@ def agreement(
     from raglab import agreement as _agreement
 
     df = rows
-    method_name = caller("raglab.runs.agreement")
-    _, settings = split_options(options, _INTERVAL, method=method_name, roles=False)  # it reads no role
-    res = Resampling.resolve(resampling, settings, method=method_name)
+    caller_name = caller("raglab.runs.agreement")
+    _, settings = split_options(options, _INTERVAL, caller=caller_name, roles=False)  # it reads no role
+    res = Resampling.resolve(resampling, settings, caller=caller_name)
     ci, method, n_resamples, seed = res.ci, res.method, res.n_resamples, res.seed
     raters = [human] if isinstance(human, str) else list(human)
     if not raters:
-        raise ValueError(f"{method_name} needs at least one human column")
+        raise ValueError(f"{caller_name} needs at least one human column")
     for column in [*raters, judge]:
         if column not in df.columns:
-            raise missing_column_error(df, column, role=None, method=method_name)
-    units = _resolve_units(df, units, method_name)
-    unit_labels = _unit_labels(df, units, method_name, None) if units is not None else None
+            raise missing_column_error(df, column, role=None, caller=caller_name)
+    units = _resolve_units(df, units, caller_name)
+    unit_labels = _unit_labels(df, units, caller_name, None) if units is not None else None
     rows = carry_meta(df, df.copy(deep=False))
     if isinstance(human, str):
         return _agreement.report(
@@ -498,7 +498,7 @@ def agreement(
             n_resamples=n_resamples, seed=seed, warn=warn, rows=rows, names=(human, judge), units=unit_labels,
         )
     if weights is not None:
-        raise ValueError(f"{method_name}: weighted kappa against a human majority is not supported; pass weights=None")
+        raise ValueError(f"{caller_name}: weighted kappa against a human majority is not supported; pass weights=None")
     return _agreement.judge_vs_majority(
         df[raters], df[judge], positive=positive, ties=ties, rating_threshold=human_threshold,
         judge_threshold=judge_threshold, labels=labels, ci=ci, method=method, n_resamples=n_resamples,
@@ -529,10 +529,10 @@ def threshold_sweep(
     """
     from raglab import agreement as _agreement
 
-    method_name = caller("raglab.runs.threshold_sweep")
+    caller_name = caller("raglab.runs.threshold_sweep")
     for column in (human, judge):
         if column not in rows.columns:
-            raise missing_column_error(rows, column, role=None, method=method_name)
+            raise missing_column_error(rows, column, role=None, caller=caller_name)
     return _agreement.threshold_sweep(
         rows[human], rows[judge], thresholds, positive=positive, human_threshold=human_threshold,
         max_thresholds=max_thresholds, ci=ci, names=(human, judge), rows=rows,
@@ -616,32 +616,32 @@ def size(
     """
     from raglab import sizing as _sizing
 
-    method_name = caller("raglab.runs.size")
-    cols, res = _options(base, roles, resampling, options, ("ci",), method_name)
+    caller_name = caller("raglab.runs.size")
+    cols, res = _options(base, roles, resampling, options, ("ci",), caller_name)
     ci = res.ci
     if (mde is None) == (margin is None):
         raise ValueError(
-            f"{method_name}: pass `mde=` (questions to detect a change) or `margin=` (questions for an unchanged "
+            f"{caller_name}: pass `mde=` (questions to detect a change) or `margin=` (questions for an unchanged "
             "release to pass the gate), exactly one"
         )
     metrics = [metric] if isinstance(metric, str) else list(metric)
     if not metrics or not all(isinstance(m, str) for m in metrics) or (mde is not None and len(metrics) != 1):
         raise TypeError(
-            f"{method_name}: `metric` must be one score column name (with mde=), or a list of them (with margin=), "
+            f"{caller_name}: `metric` must be one score column name (with mde=), or a list of them (with margin=), "
             f"got {metric!r}"
         )
-    on = resolve_column(base, "question_id", cols.question_id, method=method_name)
-    paired = pair_runs(base, cand, on=on, how=how, method=method_name,
+    on = resolve_column(base, "question_id", cols.question_id, caller=caller_name)
+    paired = pair_runs(base, cand, on=on, how=how, caller=caller_name,
                        allow_evalset_mismatch=allow_evalset_mismatch)
     columns = {}
     for name, role in ((units, "units"), (by, "by")):
         if name is not None:
             if name not in paired.base.columns:
-                raise missing_column_error(paired.base, name, role=None, method=f"{method_name} (base)", keyword=role)
+                raise missing_column_error(paired.base, name, role=None, caller=f"{caller_name} (base)", keyword=role)
             columns[role] = paired.base[name].to_numpy(dtype=object)
-    values = _pilot_scores(paired, metrics, method_name)
+    values = _pilot_scores(paired, metrics, caller_name)
     if margin is not None:
-        _check_release_sizing(method_name, attenuation=attenuation, sensitivity=sensitivity, specificity=specificity,
+        _check_release_sizing(caller_name, attenuation=attenuation, sensitivity=sensitivity, specificity=specificity,
                               judge=judge, slice_fraction=slice_fraction, alternative=alternative, alpha=alpha,
                               binary=binary, design_effect=design_effect, icc=icc, cluster_size=cluster_size)
         return _sizing.release_from_pilot(
@@ -649,9 +649,9 @@ def size(
             slices=columns.get("by"), units=columns.get("units"), power=power, ci=ci, drop=drop, bounds=bounds,
         )
     if bounds is not None:
-        raise ValueError(f"{method_name}: `bounds=` sizes the release gate's rows (margin=), not a change (mde=)")
+        raise ValueError(f"{caller_name}: `bounds=` sizes the release gate's rows (margin=), not a change (mde=)")
     if by is not None:
-        raise ValueError(f"{method_name}: `by=` sizes the release's slices: use it with margin=, or size one slice "
+        raise ValueError(f"{caller_name}: `by=` sizes the release's slices: use it with margin=, or size one slice "
                          "with slice_fraction=")
     first = values[metrics[0]]
     return _sizing.size_from_pilot(
@@ -666,31 +666,31 @@ _CHANGE_ONLY = {"attenuation": None, "sensitivity": None, "specificity": None, "
                 "alternative": "two-sided", "alpha": 0.05, "binary": None}
 
 
-def _check_release_sizing(method_name: str, *, design_effect: Any, icc: Any, cluster_size: Any, **given: Any) -> None:
+def _check_release_sizing(caller: str, *, design_effect: Any, icc: Any, cluster_size: Any, **given: Any) -> None:
     """Refuse, with margin=, the settings that size a change (mde=) only."""
     unused = [name for name, default in _CHANGE_ONLY.items() if given[name] != default]
     if unused:
-        raise ValueError(f"{method_name}: {unused} size a change (mde=), not the release gate (margin=); the gate's "
+        raise ValueError(f"{caller}: {unused} size a change (mde=), not the release gate (margin=); the gate's "
                          "level is ci=, its slices by=")
     if design_effect is not None or icc is not None or cluster_size is not None:
-        raise ValueError(f"{method_name}: with margin= the design effect is estimated from `units=`; "
+        raise ValueError(f"{caller}: with margin= the design effect is estimated from `units=`; "
                          "use sizing.questions_for_release(design_effect=...) to state one")
 
 
-def _pilot_scores(paired: Any, metrics: list[str], method_name: str) -> dict[str, list[Any]]:
+def _pilot_scores(paired: Any, metrics: list[str], caller: str) -> dict[str, list[Any]]:
     """Each metric's paired scores as floats, ``{metric: [base, cand]}`` (NaN for missing); clear errors otherwise."""
     values: dict[str, list[Any]] = {}
     for name in metrics:
         values[name] = []
         for side, frame in (("base", paired.base), ("cand", paired.cand)):
             if name not in frame.columns:
-                raise missing_column_error(frame, name, role=None, method=f"{method_name} ({side})", keyword="metric")
+                raise missing_column_error(frame, name, role=None, caller=f"{caller} ({side})", keyword="metric")
             column = frame[name]
             try:
                 numbers = pd.to_numeric(column.astype(object).where(column.notna(), None), errors="raise")
             except (TypeError, ValueError):
                 raise RowTableError(
-                    f"{method_name}: column {name!r} ({side}) must hold numeric scores (or 0/1 pass/fail); "
+                    f"{caller}: column {name!r} ({side}) must hold numeric scores (or 0/1 pass/fail); "
                     f"found {column.dtype} values such as {column.dropna().iloc[:3].tolist()!r}"
                 ) from None
             values[name].append(numbers.to_numpy(dtype=float, na_value=float("nan")))
@@ -698,7 +698,7 @@ def _pilot_scores(paired: Any, metrics: list[str], method_name: str) -> dict[str
 
 
 def _pass_fail(
-    values: Any, metric: str, *, threshold: float | None, higher: bool, side: str, method_name: str
+    values: Any, metric: str, *, threshold: float | None, higher: bool, side: str, caller: str
 ) -> Any:
     """1.0 pass, 0.0 fail, NaN missing: 0/1 values as they are (flipped when lower is better), else a threshold."""
     import numpy as np
@@ -710,7 +710,7 @@ def _pass_fail(
         if odd.size:
             rule = ">=" if higher else "<="
             raise ValueError(
-                f"{method_name}: metric {metric!r} is not pass/fail (0/1 or True/False): the {side} run holds "
+                f"{caller}: metric {metric!r} is not pass/fail (0/1 or True/False): the {side} run holds "
                 f"values such as {[float(f'{v:.3g}') for v in sorted(set(odd.tolist()))[:3]]}. Pass threshold=... to say what passes "
                 f"(a question passes when {metric} {rule} threshold, since "
                 f"{'higher' if higher else 'lower'} is better)."
@@ -739,30 +739,30 @@ def _paired_flips(
 
     from raglab._registry import NoDirectionError, metric_info
 
-    method_name = caller("raglab.runs.flips")
+    caller_name = caller("raglab.runs.flips")
     if not isinstance(metric, str):
-        raise TypeError(f"{method_name}: `metric` must be one score column name, got {metric!r}")
+        raise TypeError(f"{caller_name}: `metric` must be one score column name, got {metric!r}")
     if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, Real)  # numpy numbers too
                                   or not math.isfinite(threshold)):
-        raise ValueError(f"{method_name}: `threshold` must be a finite number or None, got {threshold!r}")
+        raise ValueError(f"{caller_name}: `threshold` must be a finite number or None, got {threshold!r}")
     threshold = None if threshold is None else float(threshold)  # a plain float in the rule and the records
     if higher_is_better is None:
         direction = metric_info(metric).higher_is_better
         try:
             higher = bool(direction)
         except NoDirectionError as exc:
-            raise NoDirectionError(f"{method_name}: {exc} Here: pass higher_is_better=True or False.") from None
+            raise NoDirectionError(f"{caller_name}: {exc} Here: pass higher_is_better=True or False.") from None
     elif isinstance(higher_is_better, bool):
         higher = higher_is_better
     else:
-        raise TypeError(f"{method_name}: `higher_is_better` must be True, False or None, got {higher_is_better!r}")
-    pairs = pair_runs(base, cand, on=on, how=how, method=method_name, allow_evalset_mismatch=allow_evalset_mismatch)
+        raise TypeError(f"{caller_name}: `higher_is_better` must be True, False or None, got {higher_is_better!r}")
+    pairs = pair_runs(base, cand, on=on, how=how, caller=caller_name, allow_evalset_mismatch=allow_evalset_mismatch)
     outcome = []
     for side, frame in (("baseline", pairs.base), ("candidate", pairs.cand)):
         if metric not in frame.columns:
-            raise missing_column_error(frame, metric, role=None, method=f"{method_name} ({side})", keyword="metric")
-        values = _score_frame(frame, [metric], method_name, id_column=on, side=side)[metric].to_numpy()
-        outcome.append(_pass_fail(values, metric, threshold=threshold, higher=higher, side=side, method_name=method_name))
+            raise missing_column_error(frame, metric, role=None, caller=f"{caller_name} ({side})", keyword="metric")
+        values = _score_frame(frame, [metric], caller_name, id_column=on, side=side)[metric].to_numpy()
+        outcome.append(_pass_fail(values, metric, threshold=threshold, higher=higher, side=side, caller=caller_name))
     if threshold is None:
         rule = f"{metric} = {1 if higher else 0}"
     else:
@@ -847,14 +847,14 @@ def flips(
 
     from raglab.stats._engine import OVERALL, _slice_codes
 
-    method_name = caller("raglab.runs.flips")
+    caller_name = caller("raglab.runs.flips")
     on = on if on is not None else Roles.of(base).column("question_id")
     pairs, b, c, rule = _paired_flips(base, cand, metric, threshold=threshold, higher_is_better=higher_is_better,
                                       on=on, how=how, allow_evalset_mismatch=allow_evalset_mismatch)
     if per is not None and (isinstance(per, bool) or not isinstance(per, Real) or not per > 0):
-        raise ValueError(f"{method_name}: `per` must be a positive number (e.g. 100) or None, got {per!r}")
+        raise ValueError(f"{caller_name}: `per` must be a positive number (e.g. 100) or None, got {per!r}")
     by_columns = _by_columns(by)
-    slices = _paired_labels(pairs, by_columns, on, method_name, kind="slice") if by_columns else None
+    slices = _paired_labels(pairs, by_columns, on, caller_name, kind="slice") if by_columns else None
     codes, labels = _slice_codes(slices, pairs.n)
     valid = ~(np.isnan(b) | np.isnan(c))
     counts = np.column_stack([valid, ~valid, valid & (b == 1) & (c == 0), valid & (b == 0) & (c == 1),

@@ -136,7 +136,7 @@ def test_one_model_name_on_two_servers_is_two_judges(tmp_path):
     from raglab._rowtable import _warn_on_judge_or_convention_change
 
     with pytest.warns(JudgeMismatchWarning, match="base_url"):
-        _warn_on_judge_or_convention_change(out_a, out_b, method="compare")
+        _warn_on_judge_or_convention_change(out_a, out_b, caller="compare")
 
 
 def test_the_api_flavour_and_url_spelling_in_the_fingerprint():

@@ -157,8 +157,8 @@ def test_judge_differences_ignore_the_scoring_run():
 
 
 def _pair(base: pd.DataFrame, cand: pd.DataFrame, *, allow: bool = False) -> None:
-    _check_evalsets(base, cand, method="rag.compare", allow=allow)
-    _warn_on_judge_or_convention_change(base, cand, method="rag.compare")
+    _check_evalsets(base, cand, caller="rag.compare", allow=allow)
+    _warn_on_judge_or_convention_change(base, cand, caller="rag.compare")
 
 
 def test_the_three_pairing_checks_share_the_rule():

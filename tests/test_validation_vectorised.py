@@ -80,7 +80,7 @@ def _per_cell_outcome(df: pd.DataFrame, column: str, kind: str, monkeypatch: pyt
 
 def _outcome(df: pd.DataFrame, column: str, kind: str) -> Any:
     try:
-        check_column(df, column, kind, method="test", id_column="question_id")
+        check_column(df, column, kind, caller="test", id_column="question_id")
     except Exception as exc:  # noqa: BLE001  (compare whatever the per-cell path does)
         return type(exc).__name__, str(exc)
     return None
@@ -169,7 +169,7 @@ def test_common_clean_columns_skip_the_per_cell_loop(kind: str, monkeypatch: pyt
 
     monkeypatch.setitem(_rowtable._CHECKS, kind, refuse)
     df = pd.DataFrame({"question_id": [f"q{i}" for i in range(len(series))], "col": series})
-    check_column(df, "col", kind, method="test")
+    check_column(df, "col", kind, caller="test")
 
 
 @pytest.mark.parametrize(
@@ -211,7 +211,7 @@ def test_error_lists_every_bad_row_and_words_the_first() -> None:
     df = pd.DataFrame({"question_id": ["q0", "q1", "q2", "q3"],
                        "retrieved": pd.Series([["a"], None, ["b"], ["c", 1.5]], dtype=object)})
     with pytest.raises(RowTableError) as info:
-        check_column(df, "retrieved", "id_list", method="rag.retrieval")
+        check_column(df, "retrieved", "id_list", caller="rag.retrieval")
     assert str(info.value) == (
         "rag.retrieval: column 'retrieved' must hold a list of str/int ids per row ([] when nothing was retrieved); "
         "rows 1, 3 (question_id 'q1', 'q3') hold NaN/None (use [] when nothing was retrieved)."
@@ -262,7 +262,7 @@ def test_same_lengths_agrees_with_per_row_version(seed: int) -> None:
         expected = str(exc)
     got = None
     try:
-        validate_rows(df, method="test")
+        validate_rows(df, caller="test")
     except RowTableError as exc:
         got = str(exc)
     assert got == expected

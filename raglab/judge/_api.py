@@ -13,7 +13,7 @@ import pandas as pd
 from raglab._meta import carry_meta, get_meta, set_meta
 from raglab._results import ResultBase, jsonable
 from raglab._rowtable import Roles, RowTableError, table_roles, validate_rows
-from raglab._validation import caller, warn
+from raglab._validation import called_as, caller, warn
 from raglab.judge._base import (
     METRICS,
     MetricOut,
@@ -37,10 +37,10 @@ DEFAULT_METRICS = ("faithfulness", "relevance")
 
 
 
-def _check_judge(judge: Any, method: str) -> None:
+def _check_judge(judge: Any, caller: str) -> None:
     if not (hasattr(judge, "_run") and hasattr(judge, "record") and hasattr(judge, "fingerprint")):
         raise TypeError(
-            f"{method} needs a judge such as raglab.judge.LLMJudge(...) or raglab.judge.LexicalJudge(), "
+            f"{caller} needs a judge such as raglab.judge.LLMJudge(...) or raglab.judge.LexicalJudge(), "
             f"got {type(judge).__name__}"
         )
 
@@ -186,12 +186,12 @@ def _output_columns(metric: str) -> list[str]:
     return JUDGE_METRICS[metric].columns + [f"{metric}_repeats", f"{metric}_mean"]
 
 
-def _row_inputs(df: pd.DataFrame, chosen: Sequence[str], columns: Mapping[str, str | None], method: str
+def _row_inputs(df: pd.DataFrame, chosen: Sequence[str], columns: Mapping[str, str | None], caller: str
                 ) -> tuple[dict[str, str], dict[str, list[Any] | None]]:
     needed: set[str] = set()
     for metric in chosen:
         needed.update(METRICS[metric])
-    resolved = validate_rows(df, method=method, require=sorted(needed | {"question_id"}),
+    resolved = validate_rows(df, caller=caller, require=sorted(needed | {"question_id"}),
                              columns={role: columns.get(role) for role in ROLE_NAMES})
     data: dict[str, list[Any] | None] = {}
     for role in ("question", "answer", "context", "reference"):
@@ -270,12 +270,13 @@ def judge_table(
     >>> judge_table(rows, LexicalJudge(), metrics=["faithfulness"], progress=False)["faithfulness"].tolist()
     [1.0]
     """
-    method = caller("raglab.judge.judge_table")
-    cols = table_roles(rows, roles, columns, method=method)
-    return judge_frame(
-        rows, judge, metrics=metrics, repeats=repeats, errors=errors, progress=progress, ci=ci,
-        columns=cols.named(), method=method,
-    )
+    caller_name = caller("raglab.judge.judge_table")
+    cols = table_roles(rows, roles, columns, caller=caller_name)
+    with called_as(caller_name):  # judge_frame's errors name this call
+        return judge_frame(
+            rows, judge, metrics=metrics, repeats=repeats, errors=errors, progress=progress, ci=ci,
+            columns=cols.named(),
+        )
 
 
 def judge_frame(
@@ -288,19 +289,22 @@ def judge_frame(
     progress: bool = True,
     ci: float = 0.95,
     columns: Mapping[str, str | None] | None = None,
-    method: str = "rag.judge",
 ) -> pd.DataFrame:
-    """The row-table layer of ``rows.rag.judge``: validate, judge, and return a NEW frame."""
-    _check_judge(judge, method)
+    """The row-table layer of ``rows.rag.judge``: validate, judge, and return a NEW frame.
+
+    Errors name :func:`raglab._validation.caller` (``rag.judge`` unless a caller set its name).
+    """
+    caller_name = caller("rag.judge")
+    _check_judge(judge, caller_name)
     chosen = check_metrics(metrics)
-    resolved, data = _row_inputs(df, chosen, dict(columns or {}), method)
+    resolved, data = _row_inputs(df, chosen, dict(columns or {}), caller_name)
     previous = get_meta(df).get("judge")
     kept_metrics: list[str] = []
     if isinstance(previous, Mapping):
         old_metrics = [m for m in previous.get("metrics", []) if m in METRICS and m not in chosen and m in df.columns]
         if old_metrics and previous.get("fingerprint") != judge.fingerprint:
             raise RowTableError(
-                f"{method}: the rows already hold {old_metrics} scored by another judge (fingerprint "
+                f"{caller_name}: the rows already hold {old_metrics} scored by another judge (fingerprint "
                 f"{str(previous.get('fingerprint'))[:12]}, model {previous.get('model')!r}); one frame must not mix "
                 f"judges. Score every metric with one judge (metrics={old_metrics + list(chosen)}), or drop the old "
                 f"columns first: rows.drop(columns={old_metrics})."
@@ -437,7 +441,6 @@ def estimate_rows(
     repeats: int = 1,
     prices: Mapping[str, Any] | None = None,
     columns: Mapping[str, str | None] | None = None,
-    method: str = "judge.estimate",
 ) -> JudgeEstimate:
     """Calls, tokens and cost of judging ``df`` (see :meth:`LLMJudge.estimate`)."""
     from raglab.judge._prompts import PROMPTS, user_message
@@ -445,7 +448,7 @@ def estimate_rows(
 
     chosen = check_metrics(metrics)
     repeats = check_repeats(repeats)
-    _, data = _row_inputs(df, chosen, dict(columns or {}), method)
+    _, data = _row_inputs(df, chosen, dict(columns or {}), caller("judge.estimate"))
     n = len(df)
     rows = _row_objects(data, n)
     table: dict[str, list[int]] = {}

@@ -116,8 +116,8 @@ def role_overrides(frame: pd.DataFrame, roles: Roles | Mapping[str, str | None] 
                    name: str) -> dict[str, str | None]:
     """Each role's column for an explorer (None: the role's own name, if present): the table's roles
     (``with_roles``), then ``roles=``, then the call's keywords; any other keyword is a TypeError."""
-    chosen, _ = split_options(columns, (), method=name)
-    named = table_roles(frame, roles, chosen, method=name)
+    chosen, _ = split_options(columns, (), caller=name)
+    named = table_roles(frame, roles, chosen, caller=name)
     return {role: getattr(named, role) for role in ROLES}
 
 
@@ -468,9 +468,9 @@ def _explore_columns(
     rows: pd.DataFrame, overrides: dict[str, str | None], *, by: str | None, sort_by: str | None, name: str
 ) -> tuple[dict[str, str | None], list[str], list[str], tuple[list[tuple[str, str]], dict[str, str]]]:
     """The explorer's column roles, score columns, other fields and sort options (``by``, ``sort_by`` checked)."""
-    columns = {role: resolve_column(rows, role, column, method=name, required=False) for role, column in overrides.items()}
+    columns = {role: resolve_column(rows, role, column, caller=name, required=False) for role, column in overrides.items()}
     if by is not None and by not in rows.columns:
-        raise missing_column_error(rows, by, role=None, method=name, keyword="by")
+        raise missing_column_error(rows, by, role=None, caller=name, keyword="by")
     used = [c for c in columns.values() if c]
     scores = score_columns(rows, used + ([by] if by else []))
     options, left_out = _sort_options(scores)

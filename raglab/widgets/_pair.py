@@ -86,14 +86,14 @@ def _paired_directions(base: pd.DataFrame, cand: pd.DataFrame, on: str, *, metri
         return pairs, flip_directions(b, c), rule
     if flip != "all":
         raise ValueError(f"{name}: flip={flip!r} needs metric='a score column' to say what passes")
-    pairs = pair_runs(base, cand, on=on, how=how, method=name)
+    pairs = pair_runs(base, cand, on=on, how=how, caller=name)
     return pairs, np.full(pairs.n, "unchanged", dtype=object), {}
 
 
 def _side_columns(frame: pd.DataFrame, on: str, overrides: dict[str, str | None], by: str | None,
                   name: str) -> tuple[dict[str, str | None], list[str], list[str]]:
     """One run's column roles, score columns and other fields."""
-    cols = {"question_id": on, **{role: resolve_column(frame, role, override, method=name, required=False)
+    cols = {"question_id": on, **{role: resolve_column(frame, role, override, caller=name, required=False)
                                   for role, override in overrides.items() if role != "question_id"}}
     used = [c for c in cols.values() if c] + ([by] if by else [])
     scores = score_columns(frame, used)
@@ -181,7 +181,7 @@ def explore_pair(
     if len(labels) != 2:
         raise ValueError(f"{name}: `labels` must name the two runs, e.g. ('baseline', 'candidate'); got {labels!r}")
     overrides = [role_overrides(frame, roles, columns, name) for frame in (base, cand)]  # each run's own roles
-    on = resolve_column(base, "question_id", overrides[0]["question_id"], method=f"{name} (baseline)")
+    on = resolve_column(base, "question_id", overrides[0]["question_id"], caller=f"{name} (baseline)")
     pairs, directions, rule = _paired_directions(base, cand, on, metric=metric, threshold=threshold,
                                                  higher_is_better=higher_is_better, flip=flip, how=how, name=name)
     sides = [_side_columns(frame, on, side_overrides, by, f"{name} ({side})")
