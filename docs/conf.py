@@ -59,26 +59,18 @@ nitpick_ignore_regex = [
 nitpick_ignore = [
     # raglab/io.py, raglab/trec.py: :mod:`raglab._files`
     ("py:mod", "raglab._files"),
-    # raglab/abstention.py: :mod:`raglab._registry`
-    ("py:mod", "raglab._registry"),
-    # raglab/runs.py: :mod:`raglab._columns`
-    ("py:mod", "raglab._columns"),
     # raglab/metrics/__init__.py: :mod:`raglab.metrics._kernel`
     ("py:mod", "raglab.metrics._kernel"),
     # raglab/judge/__init__.py, raglab/judge/_lexical.py, raglab/testing.py: :mod:`raglab.judge._metrics`
     ("py:mod", "raglab.judge._metrics"),
     # raglab/sizing/release.py: :mod:`raglab.sizing._exact`
     ("py:mod", "raglab.sizing._exact"),
-    # raglab/metrics/__init__.py, raglab/metrics/specs.py, raglab/runs.py, raglab/widgets/__init__.py
+    # raglab/metrics/__init__.py, raglab/metrics/specs.py: :func:`raglab._registry.metric_info`
     ("py:func", "raglab._registry.metric_info"),
-    # raglab/runs.py: :func:`raglab._rowtable.pair_runs`
-    ("py:func", "raglab._rowtable.pair_runs"),
     # raglab/testing.py: :func:`raglab.judge._prompts.encode`
     ("py:func", "raglab.judge._prompts.encode"),
     # raglab/judge/__init__.py: :func:`raglab.judge._base.assemble`
     ("py:func", "raglab.judge._base.assemble"),
-    # raglab/judge/_llm.py: :class:`raglab.judge._support.Scrubber`
-    ("py:class", "raglab.judge._support.Scrubber"),
     # raglab/metrics/specs.py: :class:`raglab.metrics._common.Found` and ``Matched``
     ("py:class", "raglab.metrics._common.Found"),
     ("py:class", "raglab.metrics._common.Matched"),
@@ -90,13 +82,6 @@ nitpick_ignore = [
     ("py:func", "_exit_code"),
     # raglab/plots/__init__.py: :func:`seaborn.heatmap` (seaborn has no inventory here)
     ("py:func", "seaborn.heatmap"),
-    # raglab/agreement/__init__.py, raglab/agreement/clusters.py: :data:`raglab.stats.MIN_CLUSTERS`
-    # (not in raglab.stats.__all__)
-    ("py:data", "raglab.stats.MIN_CLUSTERS"),
-    # raglab/agreement/__init__.py: :data:`SWEEP_COLUMNS` (not in raglab.agreement.__all__)
-    ("py:data", "SWEEP_COLUMNS"),
-    # raglab/agreement/result.py: :meth:`raglab.Interval.to_dict` (raglab.stats.Interval.to_dict)
-    ("py:meth", "raglab.Interval.to_dict"),
     # raglab/gate.py, raglab/stats/__init__.py: :data:`MIN_RESAMPLED`, :data:`MIN_CLUSTERS` (not in __all__)
     ("py:data", "MIN_RESAMPLED"),
     ("py:data", "MIN_CLUSTERS"),
@@ -105,9 +90,6 @@ nitpick_ignore = [
     # raglab/judge/_base.py (docstring of the METRICS view): :data:`raglab.judge._metrics.JUDGE_METRICS`
     ("py:data", "raglab.judge._metrics.JUDGE_METRICS"),
 ]
-# TEMPORARY: raglab/chunks.py's module docstring holds a Markdown table, which reStructuredText
-# reads as substitutions; shown as preformatted text until the docstring holds an RST table.
-_MARKDOWN_TABLES = {"raglab.chunks"}
 
 
 _UNCOMMENTED: set[str] = set()  # the constants _add_constants documents (none has a doc comment)
@@ -119,13 +101,19 @@ def _drop_type_docstrings(app: Any, what: str, name: str, obj: Any, options: Any
         lines[:] = []
 
 
-def _preformat_markdown_tables(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
-    if what != "module" or name not in _MARKDOWN_TABLES:
+_BARE_REFERENCE = re.compile(r"(:(?:func|class|meth|data|attr|exc|obj):`)([A-Za-z]\w*)`")
+
+
+def _qualify_accessor_references(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """``df.rag.write`` shows ``raglab.io.write_rows``' docstring on the accessor's page, where a bare
+    reference (:func:`read_rows`: a name of that function's module) would not resolve: qualify it there."""
+    from raglab.accessor import METHODS
+
+    method = name.removeprefix("raglab.accessor.RagAccessor.")
+    if method == name or method not in METHODS:
         return
-    rows = [i for i, line in enumerate(lines) if line.startswith("|")]
-    if rows:
-        first, last = rows[0], rows[-1]
-        lines[first:last + 1] = ["::", ""] + ["    " + line for line in lines[first:last + 1]]
+    module = METHODS[method].partition(":")[0]
+    lines[:] = [_BARE_REFERENCE.sub(rf"\1~{module}.\2`", line) for line in lines]
 
 
 def _module_constants(modname: str) -> list[str]:
@@ -164,5 +152,5 @@ def _add_constants(app: Any, docname: str, source: list[str]) -> None:
 
 def setup(app: Any) -> None:
     app.connect("source-read", _add_constants)
-    app.connect("autodoc-process-docstring", _preformat_markdown_tables)
     app.connect("autodoc-process-docstring", _drop_type_docstrings, priority=400)  # before numpydoc
+    app.connect("autodoc-process-docstring", _qualify_accessor_references, priority=400)

@@ -1,6 +1,6 @@
 """Which columns of a row table a method reads: score columns, slices, clusters, run records.
 
-Floor 2 (beside :mod:`raglab._rowtable`): the table-level functions in :mod:`raglab.runs` and the
+Floor 2 (beside ``raglab._rowtable``): the table-level functions in :mod:`raglab.runs` and the
 accessor resolve their columns here, so every method picks metrics, slices and clusters the same
 way and says so the same way when a column is missing or malformed.
 """
@@ -41,7 +41,7 @@ def _is_score_dtype(series: pd.Series, *, by_default: bool = False) -> bool:
 
     Any boolean or real numeric column can be read as scores when it is named in ``metrics=``
     (True/False become 1/0). Without ``metrics=`` only metric columns are picked, by dtype and
-    name (see :func:`_metric_names`): float columns always, integer columns only under a metric
+    name (see ``_metric_names``): float columns always, integer columns only under a metric
     name raglab knows (``hit@5`` stored as 0/1 integers, ``em``), booleans never.
     """
     if not by_default:
@@ -67,13 +67,13 @@ def _metric_names(
 
     - float columns are metrics (``recall@5``, ``faithfulness``, ``latency_ms``, ``correct_decline``);
     - integer columns are metrics only when their name is a registered metric
-      (:func:`raglab._registry.metric_info` ``.known``: ``hit@5`` or ``em`` stored as 0/1), so counts
+      (``raglab._registry.metric_info`` ``.known``: ``hit@5`` or ``em`` stored as 0/1), so counts
       and codes such as ``n_tokens`` or ``article_index`` are not;
     - boolean columns are never metrics by default (``answerable``, ``unanswerable``, the pooled
       ``declined`` flag); name them in ``metrics=`` to use them;
     - never the row-table roles (``question_id``, ``retrieved``, ...), the ``by``/``units``/id
       columns in ``exclude``, or a column whose name says it is an id
-      (:func:`raglab._registry.is_id_name`: ``id``, ``*_id``, ``questionId``, ``qid``, ...).
+      (``raglab._registry.is_id_name``: ``id``, ``*_id``, ``questionId``, ``qid``, ...).
     """
     if metrics is not None:
         names = [metrics] if isinstance(metrics, str) else list(metrics)
@@ -256,7 +256,7 @@ def _run_record(df: pd.DataFrame) -> dict[str, Any]:
 def guarded(df: pd.DataFrame, compute: Any, columns: dict[str, str], caller: str, qid: str | None) -> Any:
     """Run a bulk computation; on a bad cell, raise the row table's standard error for that column.
 
-    The kernels raise :class:`raglab._errors.BadCellError` with the input (``what``) and the row;
+    The kernels raise ``raglab._errors.BadCellError`` with the input (``what``) and the row;
     this turns it into the message a row-table user expects: the caller, the column, the row's id.
     """
     try:

@@ -1,6 +1,6 @@
 """Settings shared by many operations, as one object each: :class:`Resampling`.
 
-Floor 1 (beside :mod:`raglab._validation`): it imports nothing from raglab but that module, so any
+Floor 1 (beside ``raglab._validation``): it imports nothing from raglab but that module, so any
 table-level function may take the object. The array-level functions of :mod:`raglab.stats` keep
 their keyword signatures; the table-level ones unpack the object into them.
 """

@@ -191,7 +191,7 @@ def with_roles(rows: pd.DataFrame, roles: Roles | Mapping[str, str | None] | Non
     """A shallow copy of ``rows`` that remembers which column plays each role, for every later call.
 
     The roles are kept in ``attrs["raglab"]["roles"]`` (so they travel with the copies pandas makes
-    and with files written by :func:`raglab.write_rows`); a keyword of one call still wins.
+    and with files written by :func:`raglab.io.write_rows`); a keyword of one call still wins.
 
     Parameters
     ----------
@@ -201,7 +201,7 @@ def with_roles(rows: pd.DataFrame, roles: Roles | Mapping[str, str | None] | Non
         Roles to set, as an object.
     **columns : str
         Roles to set as keywords, e.g. ``retrieved="reranked_ids"`` (the roles are the fields of
-        :class:`Roles`; an unknown keyword is a TypeError naming the roles).
+        ``raglab._rowtable.Roles``; an unknown keyword is a TypeError naming the roles).
 
     Returns
     -------
@@ -253,7 +253,7 @@ def _is_list_like(value: Any) -> bool:
 def is_unanswerable(gold: Any) -> bool:
     """A question is unanswerable when its gold is missing, empty, or has no grade above 0.
 
-    The rule is :func:`raglab._validation.unanswerable` (for many questions at once, from their counts of
+    The rule is ``raglab._validation.unanswerable`` (for many questions at once, from their counts of
     relevant units); this applies it to one gold cell.
 
     Examples
@@ -863,7 +863,7 @@ def _warn_on_judge_or_convention_change(base: pd.DataFrame, cand: pd.DataFrame, 
 def retrieval_convention_changes(base: pd.DataFrame, cand: pd.DataFrame) -> list[str]:
     """The recorded retrieval conventions that differ between two runs, one ``"key: base vs cand"`` each.
 
-    The rule is :meth:`raglab._meta.RetrievalConventions.differences`: which depths were scored (k,
+    The rule is ``raglab._meta.RetrievalConventions.differences``: which depths were scored (k,
     columns) does not change what recall@5 means; the rest does. A span rule is compared by what
     decides its numbers (rule, min_overlap, unit), not by its descriptions, which may be reworded
     between releases.

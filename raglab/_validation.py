@@ -133,7 +133,7 @@ def unanswerable(n_relevant: Any) -> np.ndarray:
     """THE rule for an unanswerable question: no gold unit (id or span) with grade > 0, from the counts per question.
 
     Every layer decides it from here: the metric kernels (their NaN rows), the row table
-    (:func:`raglab._rowtable.is_unanswerable`, one gold cell), abstention and boundaries. Missing or
+    (``raglab._rowtable.is_unanswerable``, one gold cell), abstention and boundaries. Missing or
     empty gold counts 0 relevant units.
 
     Examples

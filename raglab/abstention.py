@@ -8,7 +8,7 @@ whether it wrongly declined: two rates, each over its own questions and each wit
 
 The pooled ``declined`` flag (declined or not, over all questions) is never a metric: a rise in it is
 good on unanswerable questions and bad on answerable ones, so it has no direction, and the metric
-registry gives it none (a gate on it refuses; see :mod:`raglab._registry`). Compare runs on
+registry gives it none (a gate on it refuses; see ``raglab._registry``). Compare runs on
 ``correct_decline`` and ``false_decline`` (``df.rag.abstention().rows`` writes both, NaN outside
 their questions, so a mean divides by the right number of questions).
 
@@ -304,7 +304,7 @@ def abstention(
     ci, method
         Interval level and method (:func:`raglab.stats.proportion_interval`).
     roles : Roles or dict, optional
-        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table.
+        Column roles (``raglab._rowtable.Roles``), over those set on the table.
     **columns : str
         Column names to use instead of the defaults, by role: ``answer`` (for the detector),
         ``gold``, ``gold_spans``, ``question_id``.

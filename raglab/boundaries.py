@@ -2,7 +2,7 @@
 
 ``rows.rag.boundaries(chunks)`` is :func:`boundaries`, ``rows.rag.expand_neighbors(chunks)`` is
 :func:`expand_neighbors` and ``rows.rag.boundary_report(cand, ...)`` is :func:`boundary_report`
-(errors and warnings name the caller: ``rag.<name>`` through the accessor, see :func:`raglab._validation.caller`).
+(errors and warnings name the caller: ``rag.<name>`` through the accessor, see ``raglab._validation.caller``).
 :func:`prompt_chars` counts the characters a run sends to the model (a cost to gate).
 ``chunks`` is a chunk table (:mod:`raglab.chunks`): ``chunk_id``, ``doc_id``, ``start``, ``end``,
 ``position``. Gold is character spans (``gold_spans``), as in :mod:`raglab.metrics.spans`: spans with
@@ -143,7 +143,7 @@ def _reached(gold: list[tuple[Any, int, int, float]], spans: Sequence[tuple[Any,
 
 def _gold_geometry(table: pd.DataFrame, gold: list[list[tuple[Any, int, int, float]]], caller: str, consequence: str
                    ) -> tuple[np.ndarray, ...]:
-    """Every gold unit flattened (its row, doc, start, end) with its :func:`_geometry`; warns, saying
+    """Every gold unit flattened (its row, doc, start, end) with its ``_geometry``; warns, saying
     ``consequence``, when gold lies in documents the chunk table does not have."""
     lengths = np.fromiter(map(len, gold), dtype=np.int64, count=len(gold))
     row_of = np.repeat(np.arange(len(gold)), lengths)
@@ -248,7 +248,7 @@ def boundaries(
     chunks : DataFrame
         The chunk table (:mod:`raglab.chunks`) the question is asked against.
     roles : Roles or dict, optional
-        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table.
+        Column roles (``raglab._rowtable.Roles``), over those set on the table.
     **columns : str
         Column names to use instead of the defaults, by role: ``question_id``, ``gold_spans``,
         ``retrieved``, ``retrieved_spans``. ``retrieved_spans`` is used when present, else
@@ -361,7 +361,7 @@ def expand_neighbors(
         Neighbours on each side (>= 0; 0 keeps the lists and adds ``retrieved_spans`` and
         ``context_chars``, the baseline's cost).
     roles : Roles or dict, optional
-        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table.
+        Column roles (``raglab._rowtable.Roles``), over those set on the table.
     **columns : str
         Column names to use instead of the defaults, by role: ``question_id``, ``retrieved``,
         ``retrieved_spans`` (the output uses the same names).
@@ -712,7 +712,7 @@ def prompt_chars(
     rows : DataFrame
         The row table with ``retrieved_spans`` (per question, a list of ``{doc_id, start, end}``).
     roles : Roles or dict, optional
-        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table.
+        Column roles (``raglab._rowtable.Roles``), over those set on the table.
     **columns : str
         Other names for those columns, by role: ``retrieved_spans``, ``question_id``.
 

@@ -2,12 +2,14 @@
 
 A **chunk table** is a DataFrame with one row per chunk:
 
-| column | type | meaning |
-|---|---|---|
-| ``chunk_id`` | str | the id that ``retrieved`` holds (``f"{doc_id}#{position}"`` when made here) |
-| ``doc_id`` | str or int | the document |
-| ``start``, ``end`` | int | character offsets, end exclusive (Python slicing) |
-| ``position`` | int | 0, 1, ... in document order (sorted by ``start``, then ``end``) |
+==================  ==========  ===========================================================================
+column              type        meaning
+==================  ==========  ===========================================================================
+``chunk_id``        str         the id that ``retrieved`` holds (``f"{doc_id}#{position}"`` when made here)
+``doc_id``          str or int  the document
+``start``, ``end``  int         character offsets, end exclusive (Python slicing)
+``position``        int         0, 1, ... in document order (sorted by ``start``, then ``end``)
+==================  ==========  ===========================================================================
 
 Offsets are always characters, whatever unit the window size is counted in, so a chunk table
 scores span gold (:mod:`raglab.metrics.spans`) and tells :mod:`raglab.boundaries` which chunks are

@@ -4,7 +4,7 @@
 is ``raglab.retrieval.depth_gap(rows, ...)``. These resolve the columns, validate them, score with
 the bulk kernels of :mod:`raglab.metrics` (Arrow-backed list columns are matched natively), and
 record the conventions in ``attrs["raglab"]``. Errors and warnings name the caller (``rag.retrieval``
-through the accessor, see :func:`raglab._validation.caller`).
+through the accessor, see ``raglab._validation.caller``).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def retrieval(
         gold is NaN either way (trec_eval never evaluates a topic without judgements). The
         choice is recorded in ``attrs["raglab"]["retrieval"]["no_relevant"]``.
     roles : Roles or dict, optional
-        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table with ``with_roles``.
+        Column roles (``raglab._rowtable.Roles``), over those set on the table with ``with_roles``.
     **columns : str
         Column names to use instead of the defaults, by role: ``question_id``, ``retrieved``,
         ``gold``, ``gold_spans``, ``retrieved_spans`` (e.g. ``retrieved="reranked_ids"``).

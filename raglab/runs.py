@@ -1,13 +1,13 @@
 """Functions that take row tables: summaries, paired comparisons, the gate, judge agreement, sizing.
 
 Each ``df.rag.<method>`` is one call to the function of the same name here (``rows.rag.summary(...)``
-is ``raglab.runs.summary(rows, ...)``): they resolve columns (:mod:`raglab._columns`), pair runs by
-question id (:func:`raglab._rowtable.pair_runs`), pick up the eval set's clusters, and call the
+is ``raglab.runs.summary(rows, ...)``): they resolve columns (``raglab._columns``), pair runs by
+question id (``raglab._rowtable.pair_runs``), pick up the eval set's clusters, and call the
 pure functions of :mod:`raglab.stats`, :mod:`raglab.agreement` and :mod:`raglab.sizing`.
-Column roles come as one :class:`raglab._rowtable.Roles` (``roles=``, or set on the table with
+Column roles come as one ``raglab._rowtable.Roles`` (``roles=``, or set on the table with
 ``rows.rag.with_roles(...)``) or as keywords (``question_id="qid"``); resampling settings as one
-:class:`raglab._options.Resampling` (``resampling=``) or as keywords (``ci=0.9``). Errors and warnings
-name the caller (``rag.summary`` through the accessor, see :func:`raglab._validation.caller`).
+``raglab._options.Resampling`` (``resampling=``) or as keywords (``ci=0.9``). Errors and warnings
+name the caller (``rag.summary`` through the accessor, see ``raglab._validation.caller``).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def validate(
     require : sequence of str
         Roles that must be present (default: just ``question_id``).
     roles : Roles or dict, optional
-        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table.
+        Column roles (``raglab._rowtable.Roles``), over those set on the table.
     **columns : str
         Column names to use instead of the defaults, by role: ``question_id``, ``question``,
         ``retrieved``, ``gold``, ``gold_spans``, ``retrieved_spans``, ``context``, ``answer``,
@@ -115,7 +115,7 @@ def _locate_rows(frame: pd.DataFrame, id_column: str, paired: pd.DataFrame | Non
     """For the [0, 1] range check: positions in the scores -> the user's rows, as ``(labels, positions)``.
 
     A label is ``row 34 (question_id 'q5')``: the row of ``frame`` (the table the user passed) and its id.
-    ``paired`` is that table as :func:`~raglab._rowtable.pair_runs` aligned it (re-indexed, in the
+    ``paired`` is that table as ``raglab._rowtable.pair_runs`` aligned it (re-indexed, in the
     baseline's order): its ids lead back to the user's rows.
     """
     def locate(positions: Any) -> tuple[list[str], list[int]]:
@@ -161,7 +161,7 @@ def summary(
     roles : Roles or dict, optional
         Column roles: the ``question_id`` column is left out of the default metrics.
     resampling : Resampling, optional
-        ``ci``, ``method``, ``n_resamples``, ``seed`` as one :class:`raglab._options.Resampling`.
+        ``ci``, ``method``, ``n_resamples``, ``seed`` as one ``raglab._options.Resampling``.
     **options
         The same settings as keywords (they win): ``ci``, ``method``, ``n_resamples``, ``seed``, as in
         :func:`raglab.stats.summary` (by default Wilson for pass/fail columns, Wilson at the effective n
@@ -278,7 +278,7 @@ def compare(
         Column roles of the baseline (its ``question_id`` is the default ``on``).
     resampling : Resampling, optional
         ``ci``, ``method``, ``n_resamples``, ``seed``, ``n_permutations`` as one
-        :class:`raglab._options.Resampling`.
+        ``raglab._options.Resampling``.
     **options
         The same settings as keywords (they win), as in :func:`raglab.stats.compare`; and column roles.
 
@@ -450,7 +450,7 @@ def agreement(
     positive, labels, weights, distance, human_threshold, judge_threshold
         As in :func:`raglab.agreement.report`.
     resampling : Resampling, optional
-        ``ci``, ``method``, ``n_resamples``, ``seed`` as one :class:`raglab._options.Resampling`.
+        ``ci``, ``method``, ``n_resamples``, ``seed`` as one ``raglab._options.Resampling``.
     **options
         The same settings as keywords (they win), as in :func:`raglab.agreement.report`.
     warn : bool
@@ -572,7 +572,7 @@ def size(
     """Questions needed to detect a change of ``mde`` in ``metric`` (or for a release to pass), sized from a pilot.
 
     This frame is the baseline pilot run and ``cand`` the candidate pilot run; they are paired by
-    question id (see :func:`raglab._rowtable.pair_runs`). A pass/fail metric (values 0/1) gives the
+    question id (see ``raglab._rowtable.pair_runs``). A pass/fail metric (values 0/1) gives the
     base and candidate pass rates and the discordance (share of questions whose pass/fail
     differs); another metric the standard deviation of per-question differences. See
     :func:`raglab.sizing.questions_needed` for the formulas.
@@ -733,7 +733,7 @@ def _paired_flips(
 ) -> tuple[Any, Any, Any, dict[str, Any]]:
     """Pair the runs and classify each question: the pairs, base and cand pass/fail (1/0/NaN), and the rule.
 
-    Errors name :func:`raglab._validation.caller` (``raglab.runs.flips`` unless a caller set its name).
+    Errors name ``raglab._validation.caller`` (``raglab.runs.flips`` unless a caller set its name).
     """
     import math
 
@@ -817,7 +817,7 @@ def flips(
     threshold : float, optional
         A question passes when ``metric >= threshold`` (``<=`` when lower is better).
     higher_is_better : bool, optional
-        The direction (default: from the metric's name, :func:`raglab._registry.metric_info`).
+        The direction (default: from the metric's name, ``raglab._registry.metric_info``).
     per : float, optional
         Also give rates per ``per`` questions (e.g. ``per=100``): ``wins_per``, ``losses_per``, ``net_per``.
     on, how, allow_evalset_mismatch

@@ -45,7 +45,7 @@ Conventions (stated here once and in every result):
   variance over the item-bootstrap variance. Simulated at 10, 15, 20 and 40 clusters, agreement
   covered 94.3-96.3%, the miss rate 93.3-94.9% and kappa 93.7-94.6% (the plain percentile: 88.5-93.0%
   for agreement): about a point short of 95% at up to 40 clusters when the clusters' rates are
-  skewed. Fewer than :data:`raglab.stats.MIN_CLUSTERS` clusters: no interval, with a
+  skewed. Fewer than ``raglab.stats.MIN_CLUSTERS`` clusters: no interval, with a
   :class:`FragileIntervalWarning`.
 * Rogan-Gladen outside [0, 1]: an :class:`ImpossibleRateWarning`, the estimate clipped, and the
   interval's part inside [0, 1] (none when all of it lies outside) -- never a zero-width interval.

@@ -3,10 +3,10 @@
 Items from one conversation or document are not independent. With ``units=`` every interval of
 :func:`raglab.agreement.report` treats whole clusters as the sampling unit: the rates (agreement,
 pass rates, sensitivity, specificity, miss rate) get a cluster-robust Wilson interval
-(:func:`_cluster_wilson`: effective sample size, t with G - 1 df), and kappa, the attenuation and
-the corrected pass rate the expanded percentile of a cluster bootstrap (:func:`_cluster_tables`).
+(``_cluster_wilson``: effective sample size, t with G - 1 df), and kappa, the attenuation and
+the corrected pass rate the expanded percentile of a cluster bootstrap (``_cluster_tables``).
 Each statistic gets a design effect: the cluster-bootstrap variance over the item-bootstrap
-variance. A statistic resting on fewer than :data:`raglab.stats.MIN_CLUSTERS` clusters gets no
+variance. A statistic resting on fewer than ``raglab.stats.MIN_CLUSTERS`` clusters gets no
 interval.
 """
 

@@ -3,7 +3,7 @@
 :func:`cohen_kappa` and :func:`cohen_kappa_interval` (adjusted by default, analytic, or bootstrap),
 and the count-table kernels the report and ``benchmarks/agreement_coverage.py`` reuse: the
 disagreement weights, kappa and its Fleiss-Cohen-Everitt standard error for a stack of tables, the
-interval bounds for a stack of tables (:func:`_kappa_bounds`), and the item bootstrap drawn as one
+interval bounds for a stack of tables (``_kappa_bounds``), and the item bootstrap drawn as one
 multinomial.
 """
 
@@ -225,7 +225,7 @@ def _kappa_bounds(tables: np.ndarray, dis: np.ndarray, level: float, method: str
     """Kappa, low, high for a stack of count tables (B x K x K): the "analytic" or the "adjusted" interval.
 
     "analytic": ``kappa +- z * SE`` (Fleiss-Cohen-Everitt), clipped to [-1, 1]. "adjusted": the same
-    on the table plus :func:`_pseudo_counts`, widened if needed to contain the estimate. The
+    on the table plus ``_pseudo_counts``, widened if needed to contain the estimate. The
     benchmark calls this kernel on many simulated tables at once.
     """
     kappa, se = _kappa_and_se_many(tables, dis)

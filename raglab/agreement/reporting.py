@@ -1,11 +1,11 @@
 """Validating a judge against people: :func:`report` and :func:`judge_vs_majority`.
 
 :func:`report` compares a judge's labels with human labels of the same items, in named steps:
-the checks of its options (:func:`_check_options`), how the two sides are named in messages
-(:func:`side_naming`), the label preparation (:func:`_prepare_labels`: thresholds, refusals, coding,
-the pass label), kappa, the rates and their intervals (:func:`_statistics`, with the pass/fail rates
-in :func:`_binary_statistics` and the cluster bootstrap when ``units`` is given in
-:func:`raglab.agreement.clusters.cluster_intervals`), the warnings (:func:`_report_warnings`) and the
+the checks of its options (``_check_options``), how the two sides are named in messages
+(:func:`side_naming`), the label preparation (``_prepare_labels``: thresholds, refusals, coding,
+the pass label), kappa, the rates and their intervals (``_statistics``, with the pass/fail rates
+in ``_binary_statistics`` and the cluster bootstrap when ``units`` is given in
+:func:`raglab.agreement.clusters.cluster_intervals`), the warnings (``_report_warnings``) and the
 assembled :class:`AgreementReport`.
 :func:`judge_vs_majority` forms the human majority of several raters and reports on it.
 """
@@ -116,7 +116,7 @@ def report(
         cluster bootstrap (``n_resamples``, ``seed``) -- and the report shows each statistic's
         design effect. Simulated at 10-40 clusters these cover 93-96% (kappa 93.7-94.6%; see
         ``benchmarks/agreement_coverage.py``). A statistic resting on fewer than
-        :data:`raglab.stats.MIN_CLUSTERS` clusters gets no interval, with a warning.
+        ``raglab.stats.MIN_CLUSTERS`` clusters gets no interval, with a warning.
     ci : float
         Confidence level of every interval.
     method : {"auto", "analytic", "adjusted", "bootstrap"}

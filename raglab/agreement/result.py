@@ -304,7 +304,7 @@ class AgreementReport(ResultBase):
         """The report as a JSON-ready dict.
 
         Names, counts, every statistic, the confusion table (``labels`` in its row and column order,
-        ``counts``), the intervals (as :meth:`raglab.Interval.to_dict`), the design effects and the
+        ``counts``), the intervals (as :meth:`raglab.stats.Interval.to_dict`), the design effects and the
         warnings.
 
         Examples

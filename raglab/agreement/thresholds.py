@@ -166,7 +166,7 @@ def threshold_sweep(
     Returns
     -------
     DataFrame
-        One row per threshold, ascending, with the columns of :data:`SWEEP_COLUMNS`: ``threshold``;
+        One row per threshold, ascending, with the columns of ``SWEEP_COLUMNS``: ``threshold``;
         ``n`` items compared and ``n_excluded`` (a missing label or score); the counts
         ``human_positive``, ``human_negative``, ``true_pass``, ``false_fail``, ``false_pass`` (people
         fail, judge passes) and ``true_fail``; ``judge_positive_rate``; ``sensitivity``,

@@ -117,7 +117,7 @@ def judge_rows(
     Returns
     -------
     DataFrame
-        The output columns (see :func:`raglab.judge._base.assemble`), with
+        The output columns (see ``raglab.judge._base.assemble``), with
         ``attrs["raglab"]["judge"]`` = the judge record (fingerprint, model, temperature, prompt and
         schema hashes, claim splitting, raglab version, metrics; ``noise`` with repeats > 1, ``run``
         counters for an LLM judge).
@@ -244,7 +244,7 @@ def judge_table(
     ci : float
         Level of the sampling interval in the judge-noise report.
     roles : Roles or dict, optional
-        Column roles (:class:`raglab._rowtable.Roles`), over those set on the table.
+        Column roles (``raglab._rowtable.Roles``), over those set on the table.
     **columns : str
         Column names to use instead of the defaults, by role: ``question_id``, ``question``,
         ``answer``, ``context``, ``reference``.
@@ -292,7 +292,7 @@ def judge_frame(
 ) -> pd.DataFrame:
     """The row-table layer of ``rows.rag.judge``: validate, judge, and return a NEW frame.
 
-    Errors name :func:`raglab._validation.caller` (``rag.judge`` unless a caller set its name).
+    Errors name ``raglab._validation.caller`` (``rag.judge`` unless a caller set its name).
     """
     caller_name = caller("rag.judge")
     _check_judge(judge, caller_name)

@@ -1,6 +1,6 @@
 """LLMJudge: every metric of the judge metric registry, with any OpenAI-compatible model.
 
-The metrics (:mod:`raglab.judge._metrics`, ``raglab.judge.METRICS``): claim-level ``faithfulness``
+The metrics (``raglab.judge._metrics``, ``raglab.judge.METRICS``): claim-level ``faithfulness``
 (the answer's claims against the context), ``correctness`` (against the reference answer) and
 ``context_recall`` (the reference's claims found in the context); ``context_relevance`` (one
 verdict per retrieved passage); ``relevance`` and ``declined`` (one label per answer); and any
@@ -35,7 +35,7 @@ How a run works
   unreported (-1) and counted in ``RunStats.usage_unreported``.
 * Limits: ``timeout`` is a wall-clock deadline per request (not the SDK's per-read timeout);
   ``max_claims`` bounds the verification calls of one row; every string that comes from the
-  server passes one :class:`~raglab.judge._support.Scrubber` before it is parsed, logged, cached
+  server passes one ``raglab.judge._support.Scrubber`` before it is parsed, logged, cached
   or put in an error, so no credential the request carried can come back.
 """
 
@@ -133,7 +133,7 @@ class LLMJudge:
         Defaults to ``OPENAI_API_KEY``. A server that needs none still wants a value: pass
         ``api_key="none"``. The key is never written to the cache, the results, attrs or reprs:
         every string derived from a request or a reply passes one scrubber
-        (:class:`raglab.judge._support.Scrubber`) that replaces the key, the client's credential
+        (``raglab.judge._support.Scrubber``) that replaces the key, the client's credential
         headers and the user and password of ``base_url`` with ``***`` (so a server that echoes the
         ``Authorization`` header leaks nothing into reasons, errors, logs or the cache).
     client : openai.AsyncOpenAI or openai.OpenAI, optional
@@ -634,7 +634,7 @@ def _check_connection(base_url: Any, *, client: Any, api_key: Any, seed: Any) ->
 
 
 def _open_bar(tqdm: Any, **kwargs: Any) -> tuple[Any, Any]:
-    """A tqdm bar and, for a notebook widget, the display handle :func:`_close_bar` refreshes.
+    """A tqdm bar and, for a notebook widget, the display handle ``_close_bar`` refreshes.
 
     tqdm's notebook widget is displayed once, when it is made, so the text a saved notebook keeps for
     it (what static viewers and HTML exports show) would stay "0% 0/36" for good. Displayed here
@@ -927,7 +927,7 @@ class _Run:
         raise _CallFailed(f"{kind} call failed: {type(exc).__name__}: {self.scrub.text(exc)[:300]}") from None
 
     def _status_wait(self, exc: Any, kind: str, attempts: int, failures: int) -> tuple[float, str]:
-        """:meth:`_transport_wait` for an HTTP error status: fatal (401, 403, quota, 404), final, or a wait."""
+        """``_transport_wait`` for an HTTP error status: fatal (401, 403, quota, 404), final, or a wait."""
         judge = self.judge
         status = exc.status_code
         code = getattr(exc, "code", None)

@@ -3,7 +3,7 @@
 The HTML pieces and controls without an underscore that are not in ``__all__`` (``esc``, ``short``,
 ``format_value``, ``text_parts``, ``score_columns``, ``field_columns``, ``role_overrides``, ``navigation``, ``browser``,
 the colours and
-``ALL_SLICES``) are shared with the pair explorer (:mod:`raglab.widgets._pair`), not public API.
+``ALL_SLICES``) are shared with the pair explorer (``raglab.widgets._pair``), not public API.
 """
 
 from __future__ import annotations
@@ -403,7 +403,7 @@ def explore(
         A slice column to filter on (e.g. ``"qtype"``).
     sort_by : str, optional
         A score column to sort worst first: lowest first when higher is better, highest first when
-        lower is better (:func:`raglab._registry.metric_info`); the widget lets the user change it.
+        lower is better (``raglab._registry.metric_info``); the widget lets the user change it.
         Scores with no direction (the pooled ``declined`` flag) have no worst and are not offered.
         Ids and counts (``judge_prompt_tokens``, ``n_claims``) are shown but are not scores.
     roles : Roles or dict, optional
