@@ -16,9 +16,10 @@ Examples
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Any
 
-from raglab_launcher import BROKEN_INSTALL, cannot_start  # standard library only: safe before the try
+from raglab._optional import BROKEN_INSTALL, cannot_start  # standard library only: safe before the try
 
 try:
     from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
@@ -68,13 +69,15 @@ __all__ = [
     "write_trec",
 ]
 
-# Modules with heavier imports load on first use: ``raglab.datasets`` and friends. ``import raglab``
-# never loads the optional dependencies (openai, matplotlib, ipywidgets...; see raglab._optional).
-_LAZY_MODULES = {"datasets", "judge", "plots", "testing", "tripwires", "widgets"}
+# Every other public module and subpackage (``raglab.judge``, ``raglab.plots``, ``raglab.chunks``...) loads on
+# first use: ``import raglab`` never loads the optional dependencies (openai, matplotlib, ipywidgets...; see
+# raglab._optional), and ``raglab.<name>`` works without importing it first.
+def _public_modules() -> frozenset[str]:
+    return frozenset(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY_MODULES:
+    if not name.startswith("_") and name in _public_modules():
         try:
             return importlib.import_module(f"raglab.{name}")
         except ModuleNotFoundError as exc:
@@ -88,4 +91,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _LAZY_MODULES)
+    return sorted(set(globals()) | _public_modules())

@@ -16,10 +16,9 @@ import sys
 
 def _run() -> int:
     # Importing the package already ran raglab/__init__.py, which turns a broken install into exit 4
-    # when started as `python -m raglab`; the console script does the same in raglab_launcher.
-    import raglab_launcher
-
-    if raglab_launcher.supervised():
+    # when started as `python -m raglab`; the console script does the same in raglab_launcher. On POSIX
+    # this process becomes that script (a new program, not an import: the package never imports it).
+    if os.name == "posix":
         import subprocess
 
         code = f"import sys; sys.path[:] = {sys.path!r}; import raglab_launcher; sys.exit(raglab_launcher.main())"

@@ -14,9 +14,38 @@ Examples
 from __future__ import annotations
 
 import importlib
+import sys
 from types import ModuleType
 
-__all__ = ["EXTRAS", "import_optional", "missing_extra"]
+__all__ = ["BROKEN_INSTALL", "EXTRAS", "cannot_start", "import_optional", "missing_extra"]
+
+#: What a broken installation or environment raises at import: anything. A shared library that will not load
+#: is an OSError, a memory limit a MemoryError or (inside an extension module's initialisation) a SystemError.
+#: The console script (``raglab_launcher``, which cannot import raglab before its ``try``) keeps the same
+#: tuple and line; tests/test_layering.py checks that they agree.
+BROKEN_INSTALL = (Exception,)
+
+
+def cannot_start_line(exc: BaseException) -> str:
+    """The one line that says why raglab cannot start.
+
+    Examples
+    --------
+    >>> cannot_start_line(MemoryError("no room"))[:43]
+    'raglab: cannot start: MemoryError: no room.'
+    """
+    return (f"raglab: cannot start: {type(exc).__name__}: {exc}. The installation or environment is broken "
+            "(reinstall raglab, or raise the memory limit); exit 4 is not a gate decision.")
+
+
+def cannot_start(exc: BaseException) -> int:
+    """Say on stderr (if there is one) why raglab cannot start, and return its exit code, 4 (never 1, "block")."""
+    try:
+        sys.stderr.write(cannot_start_line(exc) + "\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):
+        pass
+    return 4
 
 EXTRAS: dict[str, str] = {
     "openai": "judge",

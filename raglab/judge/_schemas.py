@@ -9,13 +9,14 @@ outputs require (``additionalProperties: false``, every property required).
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from raglab.judge._metrics import LABEL_CALLS, LabelCall
+from raglab.judge._metrics import CallTable, LabelCall
 
 __all__ = [
     "Claims",
@@ -88,18 +89,7 @@ class Declined(_Strict):
     verdict: Literal["declined", "answered"]
 
 
-#: Call kind -> (schema name sent to the server, model).
-SCHEMAS: dict[str, tuple[str, type[BaseModel]]] = {
-    "claims": ("raglab_claims", Claims),
-    "verify_context": ("raglab_verdicts", Verdicts),
-    "verify_reference": ("raglab_verdicts_reference", Verdicts),
-    "verify_context_one": ("raglab_verdict", SingleVerdict),
-    "verify_reference_one": ("raglab_verdict_reference", SingleVerdict),
-    "relevance": ("raglab_relevance", Relevance),
-    "declined": ("raglab_declined", Declined),
-}
-
-
+@functools.lru_cache(maxsize=None)
 def label_model(call: LabelCall) -> type[BaseModel]:
     """The reply model of a registered label call: ``reason`` first, then one of its two labels."""
     return create_model(
@@ -110,8 +100,21 @@ def label_model(call: LabelCall) -> type[BaseModel]:
     )
 
 
-for _call in LABEL_CALLS.values():  # the metric registry's label calls
-    SCHEMAS.setdefault(_call.kind, (_call.schema_name, label_model(_call)))
+def _label_schema(call: LabelCall) -> tuple[str, type[BaseModel]]:
+    return call.schema_name, label_model(call)
+
+
+#: Call kind -> (schema name sent to the server, model): the fixed calls, then every registered label
+#: call's (derived when read, so a call registered later has its schema).
+SCHEMAS: dict[str, tuple[str, type[BaseModel]]] = CallTable({
+    "claims": ("raglab_claims", Claims),
+    "verify_context": ("raglab_verdicts", Verdicts),
+    "verify_reference": ("raglab_verdicts_reference", Verdicts),
+    "verify_context_one": ("raglab_verdict", SingleVerdict),
+    "verify_reference_one": ("raglab_verdict_reference", SingleVerdict),
+    "relevance": ("raglab_relevance", Relevance),
+    "declined": ("raglab_declined", Declined),
+}, _label_schema)
 
 
 def _strictify(node: Any) -> Any:
@@ -127,7 +130,10 @@ def _strictify(node: Any) -> Any:
     return node
 
 
-_SCHEMA_CACHE: dict[str, dict[str, Any]] = {}
+@functools.lru_cache(maxsize=None)
+def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The strict JSON schema of a reply model (computed once per model; callers copy it)."""
+    return _strictify(model.model_json_schema())
 
 
 def claim_keys(n: int) -> list[str]:
@@ -177,13 +183,8 @@ def json_schema(kind: str, *, copy_: bool = True, n_claims: int | None = None) -
     """
     if kind in BATCHED_KINDS:
         return verdicts_schema(2 if n_claims is None else n_claims)
-    if kind == "verify_one_item":
-        if kind not in _SCHEMA_CACHE:
-            _SCHEMA_CACHE[kind] = _strictify(ClaimVerdict.model_json_schema())
-        return copy.deepcopy(_SCHEMA_CACHE[kind]) if copy_ else _SCHEMA_CACHE[kind]
-    if kind not in _SCHEMA_CACHE:
-        _SCHEMA_CACHE[kind] = _strictify(SCHEMAS[kind][1].model_json_schema())
-    return copy.deepcopy(_SCHEMA_CACHE[kind]) if copy_ else _SCHEMA_CACHE[kind]
+    schema = _strict_schema(ClaimVerdict if kind == "verify_one_item" else SCHEMAS[kind][1])
+    return copy.deepcopy(schema) if copy_ else schema
 
 
 def schema_hash() -> str:
