@@ -296,7 +296,6 @@ def test_every_public_module_is_an_attribute_of_raglab(name):
 
 def test_the_launcher_and_the_package_say_the_same_line():
     import raglab_launcher
-
     from raglab import _optional
 
     assert raglab_launcher.BROKEN_INSTALL == _optional.BROKEN_INSTALL

@@ -132,7 +132,7 @@ class CallTable(dict):  # type: ignore[type-arg]
         return [(kind, self[kind]) for kind in self]
 
     def get(self, kind: str, default: Any = None) -> Any:  # type: ignore[override]
-        return self[kind] if kind in self else default
+        return self[kind] if kind in self else default  # noqa: SIM401  (this is get itself)
 
     def copy(self) -> dict[str, Any]:  # type: ignore[override]
         return dict(self.items())

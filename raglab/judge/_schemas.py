@@ -89,7 +89,7 @@ class Declined(_Strict):
     verdict: Literal["declined", "answered"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def label_model(call: LabelCall) -> type[BaseModel]:
     """The reply model of a registered label call: ``reason`` first, then one of its two labels."""
     return create_model(
@@ -130,7 +130,7 @@ def _strictify(node: Any) -> Any:
     return node
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The strict JSON schema of a reply model (computed once per model; callers copy it)."""
     return _strictify(model.model_json_schema())
