@@ -669,16 +669,21 @@ def _found_spans(
             chunk_rank[relevant_chunks])
 
 
-def _coverage_bulk(
-    k: int, n: int, chunks: dict[str, np.ndarray], chunk_rank: np.ndarray, c_key: np.ndarray, g_key: np.ndarray,
-    n_docs: int, g_start: np.ndarray, g_end: np.ndarray,
-) -> np.ndarray:
-    """coverage@k per row: a sweep over the interval end points of each (row, document) that has gold."""
+def _coverage_groups(g_key: np.ndarray, c_key: np.ndarray, n_docs: int) -> tuple[np.ndarray, ...]:
+    """The (row, document) groups that have gold: each gold span's and chunk's group, whether the chunk's has gold."""
     groups, group_of_gold = np.unique(g_key, return_inverse=True)
-    group_row = groups // n_docs
     c_group = np.searchsorted(groups, c_key)
     c_group[c_group == groups.size] = 0
     c_has = (groups.size > 0) & (groups[c_group] == c_key) if groups.size else np.zeros(c_key.size, dtype=bool)
+    return groups // n_docs, group_of_gold, c_group, c_has
+
+
+def _coverage_bulk(
+    k: int, n: int, chunks: dict[str, np.ndarray], chunk_rank: np.ndarray, grouped: tuple[np.ndarray, ...],
+    g_start: np.ndarray, g_end: np.ndarray,
+) -> np.ndarray:
+    """coverage@k per row: a sweep over the interval end points of each (row, document) that has gold."""
+    group_row, group_of_gold, c_group, c_has = grouped
     use = c_has & (chunk_rank <= k) & (chunks["end"] > chunks["start"])
     group = np.concatenate([group_of_gold, group_of_gold, c_group[use], c_group[use]])
     position = np.concatenate([g_start, g_end, chunks["start"][use], chunks["end"][use]])
@@ -745,8 +750,10 @@ def _span_retrieval_scores(
     )
     scores = _score(found, ks, gain, specs)
     unanswerable = n_units == 0
-    for k_ in ks if any(spec.base == "coverage" for spec in specs) else []:
-        coverage = _coverage_bulk(k_, n, chunks, chunk_rank, c_key, g_key, n_docs, g_start, g_end)
+    coverage_ks = ks if any(spec.base == "coverage" for spec in specs) else []
+    grouped = _coverage_groups(g_key, c_key, n_docs) if coverage_ks else ()
+    for k_ in coverage_ks:
+        coverage = _coverage_bulk(k_, n, chunks, chunk_rank, grouped, g_start, g_end)
         coverage[unanswerable] = np.nan
         scores[f"coverage@{k_}"] = coverage
     judged_none_relevant = unanswerable & (np.bincount(gold["row"], minlength=n) > 0)
