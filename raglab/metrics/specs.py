@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from raglab._registry import register_metric, specs
+from raglab._registry import register_metric
+from raglab._registry import specs as registry_specs
 from raglab.metrics._common import Found, Matched, _check_k, _discounts, _gain_values, match_ids
 
 __all__ = ["METRICS", "MetricSpec", "register", "score_columns", "select"]
@@ -116,7 +117,7 @@ class MetricSpec:
 
 #: Every registered retrieval metric, by base name, in registration (column) order: the retrieval metrics
 #: of the one registry (:mod:`raglab._registry`), a live view (``del``/``pop`` unregister).
-METRICS: MutableMapping[str, MetricSpec] = specs("retrieval")
+METRICS: MutableMapping[str, MetricSpec] = registry_specs("retrieval")
 
 
 def register(spec: MetricSpec) -> MetricSpec:
