@@ -19,7 +19,14 @@ import importlib
 import pkgutil
 from typing import Any
 
-from raglab._optional import BROKEN_INSTALL, cannot_start  # standard library only: safe before the try
+from raglab import _optional  # standard library only: safe before the try
+
+# `python -m raglab`: become the console script before importing anything, so that raglab is imported
+# once, by its supervised child (returns when it cannot; raglab/__main__.py then runs the command here).
+if _optional.started_as_main():
+    import sys as _sys
+
+    _optional.exec_console_script(_sys.argv[1:])
 
 try:
     from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
@@ -35,11 +42,11 @@ try:
     from raglab._version import __version__
     from raglab.evalset import EvalSet, EvalSetTamperedError
     from raglab.io import read_rows, read_trec, write_rows, write_trec
-except BROKEN_INSTALL as _exc:
+except _optional.BROKEN_INSTALL as _exc:
     import sys as _sys
 
     if _sys.argv[:1] == ["-m"]:  # `python -m raglab`: a broken install is exit 4, never 1 ("block")
-        raise SystemExit(cannot_start(_exc)) from None
+        raise SystemExit(_optional.cannot_start(_exc)) from None
     raise
 
 __all__ = [

@@ -13,7 +13,9 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import sys
 from types import ModuleType
 
@@ -36,6 +38,47 @@ def cannot_start_line(exc: BaseException) -> str:
     """
     return (f"raglab: cannot start: {type(exc).__name__}: {exc}. The installation or environment is broken "
             "(reinstall raglab, or raise the memory limit); exit 4 is not a gate decision.")
+
+
+def started_as_main(orig_argv: list[str] | None = None) -> bool:
+    """Is this process ``python -m raglab`` (read from the interpreter's own arguments)?
+
+    Examples
+    --------
+    >>> started_as_main(["python", "-X", "dev", "-m", "raglab", "size"]), started_as_main(["python", "-m", "raglab.cli"])
+    (True, False)
+    """
+    args = list(getattr(sys, "orig_argv", []) if orig_argv is None else orig_argv)[1:]
+    skip = False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg == "-m":
+            return args[i + 1:i + 2] == ["raglab"]
+        elif arg.startswith("-m"):
+            return arg[2:] == "raglab"
+        elif arg in ("-X", "-W"):  # options whose value is the next argument
+            skip = True
+        elif arg == "-c" or not arg.startswith("-"):
+            return False
+    return False
+
+
+def exec_console_script(argv: list[str]) -> None:
+    """On POSIX, replace this process with the ``raglab`` console script (``raglab_launcher``) running ``argv``.
+
+    The console script runs the command in a supervised child process (so an exit a native library
+    forces is exit 4, see ``raglab_launcher``); ``python -m raglab`` does the same by becoming it. A new
+    program, not an import: the package never imports the launcher. Returns when it cannot exec (then the
+    command runs in this process).
+    """
+    if os.name != "posix":
+        return
+    import subprocess
+
+    code = f"import sys; sys.path[:] = {sys.path!r}; import raglab_launcher; sys.exit(raglab_launcher.main())"
+    with contextlib.suppress(OSError):
+        os.execv(sys.executable, [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", code, *argv])
 
 
 def cannot_start(exc: BaseException) -> int:
