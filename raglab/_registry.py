@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = [
@@ -367,6 +367,7 @@ def register_judge_metric(spec: JudgeMetric) -> JudgeMetric:
         raise ValueError(f"`shape` must be 'claims', 'label' or 'items', but {spec.shape!r} was passed.")
     if spec.shape != "claims" and (spec.call is None or spec.positive is None):
         raise ValueError(f"a {spec.shape!r} judge metric needs `call` and `positive` ({spec.name!r})")
+    spec = replace(spec, needs=tuple(spec.needs))
     register_metric(spec.name, higher_is_better=spec.higher_is_better, binary=spec.binary, bounded=True,
                     description=spec.description, kind="judge", spec=spec)
     return spec

@@ -164,3 +164,19 @@ def test_registration_errors_name_the_metric():
     with pytest.raises(TypeError, match="register retrieval metrics"):
         specs("retrieval")["x"] = object()
     assert "wrongshape" not in declarations() and "nolabel" not in declarations()
+
+
+def test_a_label_call_needs_two_labels_and_is_stored_hashable():
+    pytest.importorskip("pydantic")
+    from raglab.judge._metrics import LABEL_CALLS, LabelCall, register_label_call
+    from raglab.judge._schemas import json_schema
+
+    with pytest.raises(ValueError, match="two different labels"):
+        register_label_call(LabelCall("one", "raglab_one", "?", ("answer",), ("yes", "yes"), "Why.", _mentions_year))
+    call = register_label_call(LabelCall("listed", "raglab_listed", "?", ["answer"], ["a", "b"], "Why.", _mentions_year))
+    try:
+        assert call.sections == ("answer",) and json_schema("listed")["properties"]["verdict"]["enum"] == ["a", "b"]
+    finally:
+        del LABEL_CALLS["listed"]
+    with pytest.raises(KeyError):
+        json_schema("listed")

@@ -34,7 +34,7 @@ Adding a metric (see CONTRIBUTING.md, "Adding a judge metric"): :func:`register_
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from raglab._registry import JudgeMetric, register_judge_metric, specs
@@ -81,6 +81,10 @@ def register_label_call(call: LabelCall) -> LabelCall:
     """
     if not isinstance(call, LabelCall):
         raise TypeError(f"register_label_call takes a LabelCall, got {type(call).__name__}")
+    if len(call.labels) != 2 or len(set(call.labels)) != 2:
+        raise ValueError(f"`labels` of the {call.kind!r} call must be two different labels (positive, negative), "
+                         f"got {call.labels!r}")
+    call = replace(call, sections=tuple(call.sections), labels=tuple(call.labels))  # hashable: schemas are cached
     LABEL_CALLS[call.kind] = call
     return call
 
