@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FLOORS: dict[str, int] = {
     # 1 foundations (numpy and pandas only)
     "raglab._validation": 1, "raglab._errors": 1, "raglab._results": 1, "raglab._interval": 1,
-    "raglab._meta": 1, "raglab._version": 1, "raglab._optional": 1, "raglab._files": 1,
+    "raglab._meta": 1, "raglab._version": 1, "raglab._optional": 1, "raglab._files": 1, "raglab._options": 1,
     # 2 row table, and the one metric registry
     "raglab._rowtable": 2, "raglab._columns": 2, "raglab._registry": 2,
     # 3 kernels (pure functions on arrays and row tables)
@@ -68,11 +68,12 @@ class Edge:
 
 
 def floor_of(module: str, floors: Mapping[str, int] = FLOORS) -> int:
-    """The floor of ``module``: that of its longest declared prefix."""
+    """The floor of ``module``: that of its longest declared prefix (a top-level name counts only for itself,
+    so a new ``raglab._x`` is not silently on the package's floor)."""
     parts = module.split(".")
     for n in range(len(parts), 0, -1):
         prefix = ".".join(parts[:n])
-        if prefix in floors:
+        if prefix in floors and (n > 1 or n == len(parts)):
             return floors[prefix]
     raise KeyError(f"{module!r} has no floor: add it (or its package) to FLOORS in tests/test_layering.py")
 
@@ -236,6 +237,12 @@ def _package(tmp_path: Path, files: Mapping[str, str]) -> Path:
 
 
 TOY_FLOORS = {"toy": 3, "toy.low": 1, "toy.mid": 2, "toy.sub": 2}
+
+
+def test_a_module_without_a_floor_is_named():
+    assert floor_of("raglab.metrics.spans") == 3 and floor_of("raglab") == 7
+    with pytest.raises(KeyError, match="'raglab._new' has no floor"):
+        floor_of("raglab._new")
 
 
 def test_the_check_catches_an_upward_import(tmp_path):
