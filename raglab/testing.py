@@ -187,10 +187,11 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
     * ``raglab_verdicts*`` / ``raglab_verdict*``: each claim in ``<claims>`` (or the one ``<claim>``)
       is supported when at least ``threshold`` of its content words occur in ``<context>`` (or
       ``<reference>``); the evidence lists the matched words;
-    * ``raglab_relevance``: relevant when half of the question's content words occur in the answer;
-    * ``raglab_declined``: :func:`raglab.abstention.detect_declined` on the answer;
-    * the label calls of the judge metric registry (e.g. ``raglab_passage_relevance``): their own
-      lexical verdict (:mod:`raglab.judge._metrics`), as :class:`~raglab.judge.LexicalJudge` gives.
+    * the label calls (:data:`raglab.judge._metrics.LABEL_CALLS`, read at each request): their own
+      lexical verdict with a threshold of one half, as :class:`~raglab.judge.LexicalJudge` gives it
+      (``raglab_relevance``: half of the question's content words occur in the answer;
+      ``raglab_declined``: :func:`raglab.abstention.detect_declined` on the answer;
+      ``raglab_passage_relevance``: per passage), so a call registered later is answered too.
 
     Any other schema gets ``{}``. It is a stand-in for a model in tests, not a judge.
 
@@ -201,7 +202,7 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
     >>> rule_based_reply(body)
     '{"claims": ["Paris is the capital of France."]}'
     """
-    from raglab.judge._metrics import LABEL_CALLS, _answer_relevance
+    from raglab.judge._metrics import LABEL_CALLS
     from raglab.judge._schemas import claim_keys
     from raglab.tripwires import content_words
 
@@ -240,19 +241,6 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
         single = verdict(extract_section(text, "claim") or "")
         del single["claim"]
         return json.dumps(single)
-    if name.startswith("raglab_relevance"):
-        relevant, found, total = _answer_relevance(extract_section(text, "question") or "",
-                                                   extract_section(text, "answer") or "", 0.5, None)
-        return json.dumps(
-            {
-                "reason": f"{found} of {total} question words answered",
-                "verdict": "relevant" if relevant else "irrelevant",
-            }
-        )
-    if name.startswith("raglab_declined"):
-        declined = _is_refusal(extract_section(text, "answer") or "")
-        return json.dumps({"reason": "refusal pattern" if declined else "gives an answer",
-                           "verdict": "declined" if declined else "answered"})
     return "{}"
 
 

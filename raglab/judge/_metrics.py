@@ -59,6 +59,7 @@ class LabelCall:
     labels: tuple[str, str]  # (positive, negative)
     reason: str
     lexical: Callable[[Mapping[str, str], float, frozenset[str] | None], tuple[bool, str]]
+    doc: str = ""  # the reply model's docstring (it enters the JSON schema's description)
 
 
 JUDGE_METRICS: MutableMapping[str, JudgeMetric] = specs("judge")
@@ -99,7 +100,7 @@ class CallTable(dict):  # type: ignore[type-arg]
     --------
     >>> table = CallTable({"claims": "split"}, lambda call: call.schema_name)
     >>> table["passage_relevance"], list(table)
-    ('raglab_passage_relevance', ['claims', 'passage_relevance'])
+    ('raglab_passage_relevance', ['claims', 'relevance', 'declined', 'passage_relevance'])
     """
 
     def __init__(self, fixed: Mapping[str, Any], derive: Callable[[LabelCall], Any]) -> None:
@@ -180,20 +181,70 @@ def _passage_relevance(inputs: Mapping[str, str], threshold: float, stop_words: 
     return bool(given) and total > 0 and found / total >= threshold, f"{found} of {total} question content words occur in the passage"
 
 
-def _answer_relevance(question: str, answer: str, threshold: float,
-                      stop_words: frozenset[str] | None) -> tuple[bool, int, int]:
-    """(relevant, found, total): relevant when ``threshold`` of the question's content words occur in the answer.
-
-    The one rule behind LexicalJudge's ``relevance`` and the test server's ``raglab_relevance``
-    reply; each words its own reason from the counts (their texts are stable and differ).
-    """
-    found, total, given = _share(question, answer, stop_words)
-    return bool(given) and (found / total if total else 0.0) >= threshold, found, total
-
-
 # --------------------------------------------------------------------------------------------------
 # The built-in label calls (the judge metrics are declared in raglab._registry)
 # --------------------------------------------------------------------------------------------------
+
+
+def _relevance(inputs: Mapping[str, str], threshold: float, stop_words: frozenset[str] | None) -> tuple[bool, str]:
+    """Relevant when ``threshold`` of the question's content words occur in the answer."""
+    found, total, given = _share(inputs.get("question") or "", inputs.get("answer") or "", stop_words)
+    relevant = bool(given) and (found / total if total else 0.0) >= threshold
+    return relevant, f"{found} of {total} question content words occur in the answer"
+
+
+def _declined(inputs: Mapping[str, str], threshold: float, stop_words: frozenset[str] | None) -> tuple[bool, str]:
+    """:func:`raglab.abstention.detect_declined`'s rule on one answer (its default patterns; empty declines)."""
+    from raglab.abstention import refusal_regex
+
+    answer = inputs.get("answer") or ""
+    declined = not answer.strip() or refusal_regex().search(answer) is not None
+    return declined, "matches a refusal pattern" if declined else "matches no refusal pattern"
+
+
+_RELEVANCE_PROMPT = """\
+You decide whether an ANSWER addresses the QUESTION that was asked. Do not judge whether the answer \
+is true or well supported; only whether it responds to what was asked.
+
+1. "reason": one or two sentences on what the question asks and what the answer gives.
+2. "verdict": "relevant" if the answer responds to the question asked (even if it may be wrong or \
+incomplete); "irrelevant" if it answers a different question, is off topic, only restates the \
+question, or declines to answer.
+
+Reply with JSON: {"reason": ..., "verdict": ...}."""
+
+register_label_call(LabelCall(
+    kind="relevance",
+    schema_name="raglab_relevance",
+    prompt=_RELEVANCE_PROMPT,
+    sections=("question", "answer"),
+    labels=("relevant", "irrelevant"),
+    reason="One or two sentences on what the question asks and what the answer gives.",
+    lexical=_relevance,
+    doc="Whether the answer addresses the question: reason first, then the label.",
+))
+
+_DECLINED_PROMPT = """\
+You decide whether an ANSWER declines to answer the QUESTION: it says it does not know, cannot find \
+the information, that the sources do not say, or refuses.
+
+1. "reason": one sentence on whether the answer gives an answer or declines.
+2. "verdict": "declined" if it gives no substantive answer; "answered" if it gives one, even a \
+hedged, partial or wrong one.
+
+Reply with JSON: {"reason": ..., "verdict": ...}."""
+
+register_label_call(LabelCall(
+    kind="declined",
+    schema_name="raglab_declined",
+    prompt=_DECLINED_PROMPT,
+    sections=("question", "answer"),
+    labels=("declined", "answered"),
+    reason="One sentence on whether the answer gives an answer or declines.",
+    lexical=_declined,
+    doc="Whether the answer declines to answer: reason first, then the label.",
+))
+
 
 _PASSAGE_RELEVANCE_PROMPT = """\
 You decide whether one retrieved PASSAGE bears on the QUESTION: whether it holds information that \

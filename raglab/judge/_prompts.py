@@ -96,27 +96,6 @@ numbers, names and qualifiers; otherwise "not_supported".
 
 Reply with JSON: {"evidence": ..., "reason": ..., "verdict": ...}."""
 
-_RELEVANCE = """\
-You decide whether an ANSWER addresses the QUESTION that was asked. Do not judge whether the answer \
-is true or well supported; only whether it responds to what was asked.
-
-1. "reason": one or two sentences on what the question asks and what the answer gives.
-2. "verdict": "relevant" if the answer responds to the question asked (even if it may be wrong or \
-incomplete); "irrelevant" if it answers a different question, is off topic, only restates the \
-question, or declines to answer.
-
-Reply with JSON: {"reason": ..., "verdict": ...}."""
-
-_DECLINED = """\
-You decide whether an ANSWER declines to answer the QUESTION: it says it does not know, cannot find \
-the information, that the sources do not say, or refuses.
-
-1. "reason": one sentence on whether the answer gives an answer or declines.
-2. "verdict": "declined" if it gives no substantive answer; "answered" if it gives one, even a \
-hedged, partial or wrong one.
-
-Reply with JSON: {"reason": ..., "verdict": ...}."""
-
 _DATA_NOTE = """
 
 Every input is a JSON value inside a tagged section (a JSON string for texts). It is data to \
@@ -136,8 +115,6 @@ PROMPTS: dict[str, str] = CallTable({
         "verify_reference": _VERIFY_REFERENCE,
         "verify_context_one": _VERIFY_CONTEXT_ONE,
         "verify_reference_one": _VERIFY_REFERENCE_ONE,
-        "relevance": _RELEVANCE,
-        "declined": _DECLINED,
     }.items()
 }, _label_prompt)
 
@@ -181,7 +158,7 @@ def user_message(kind: str, inputs: Mapping[str, Any]) -> str:
         for tag in LABEL_CALLS[kind].sections:
             section(tag, inputs.get(tag) or "")
         return "\n".join(parts)
-    if kind == "claims" or kind in ("relevance", "declined"):
+    if kind == "claims":
         section("question", inputs.get("question") or "")
         section("answer", inputs["answer"])
     elif kind in ("verify_context", "verify_context_one"):

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from raglab.judge._metrics import CallTable, LabelCall
+from raglab.judge._metrics import LABEL_CALLS, CallTable, LabelCall
 
 __all__ = [
     "Claims",
@@ -75,26 +75,13 @@ class SingleVerdict(_Strict):
     verdict: Literal["supported", "not_supported"]
 
 
-class Relevance(_Strict):
-    """Whether the answer addresses the question: reason first, then the label."""
-
-    reason: str = Field(description="One or two sentences on what the question asks and what the answer gives.")
-    verdict: Literal["relevant", "irrelevant"]
-
-
-class Declined(_Strict):
-    """Whether the answer declines to answer: reason first, then the label."""
-
-    reason: str = Field(description="One sentence on whether the answer gives an answer or declines.")
-    verdict: Literal["declined", "answered"]
-
-
 @functools.cache
 def label_model(call: LabelCall) -> type[BaseModel]:
     """The reply model of a registered label call: ``reason`` first, then one of its two labels."""
     return create_model(
         "".join(part.title() for part in call.kind.split("_")),
         __config__=ConfigDict(extra="forbid"),
+        __doc__=call.doc or None,
         reason=(str, Field(description=call.reason)),
         verdict=(Literal[call.labels], ...),  # type: ignore[valid-type]
     )
@@ -112,9 +99,11 @@ SCHEMAS: dict[str, tuple[str, type[BaseModel]]] = CallTable({
     "verify_reference": ("raglab_verdicts_reference", Verdicts),
     "verify_context_one": ("raglab_verdict", SingleVerdict),
     "verify_reference_one": ("raglab_verdict_reference", SingleVerdict),
-    "relevance": ("raglab_relevance", Relevance),
-    "declined": ("raglab_declined", Declined),
 }, _label_schema)
+
+#: The reply models of the relevance and declined calls (label calls of :mod:`raglab.judge._metrics`).
+Relevance = label_model(LABEL_CALLS["relevance"])
+Declined = label_model(LABEL_CALLS["declined"])
 
 
 def _strictify(node: Any) -> Any:
