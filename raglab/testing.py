@@ -187,7 +187,7 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
     * ``raglab_verdicts*`` / ``raglab_verdict*``: each claim in ``<claims>`` (or the one ``<claim>``)
       is supported when at least ``threshold`` of its content words occur in ``<context>`` (or
       ``<reference>``); the evidence lists the matched words;
-    * the label calls (:data:`raglab.judge._metrics.LABEL_CALLS`, read at each request): their own
+    * the label calls (``raglab.judge._metrics.LABEL_CALLS``, read at each request): their own
       lexical verdict with a threshold of one half, as :class:`~raglab.judge.LexicalJudge` gives it
       (``raglab_relevance``: half of the question's content words occur in the answer;
       ``raglab_declined``: :func:`raglab.abstention.detect_declined` on the answer;

@@ -36,9 +36,9 @@ Metrics
     The share of the reference answer's claims that the retrieved context supports: did retrieval
     bring what the answer needs. Needs ``reference`` and ``context``.
 
-Every metric is one :class:`~raglab._registry.JudgeMetric` in the one metric registry
-(:mod:`raglab._registry`: inputs, shape, columns, direction) and every question put to the model
-beyond claims and verification one :class:`~raglab.judge._metrics.LabelCall` (prompt, labels,
+Every metric is one ``JudgeMetric`` in the one metric registry
+(``raglab._registry``: inputs, shape, columns, direction) and every question put to the model
+beyond claims and verification one ``LabelCall`` in ``raglab.judge._metrics`` (prompt, labels,
 lexical fallback); prompts, schemas and the test server's replies are derived from them when asked.
 :data:`METRICS` lists the metrics with the inputs each needs.
 
