@@ -32,12 +32,15 @@ try:
     from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
     from raglab import agreement, io, metrics, sizing, stats
     from raglab._interval import Interval
+    from raglab._options import Resampling
     from raglab._rowtable import (
         ConventionMismatchWarning,
         EvalSetMismatchError,
         JudgeMismatchWarning,
         MissingColumnError,
+        Roles,
         RowTableError,
+        with_roles,
     )
     from raglab._version import __version__
     from raglab.evalset import EvalSet, EvalSetTamperedError
@@ -67,12 +70,15 @@ __all__ = [
     "plots",
     "read_rows",
     "read_trec",
+    "Resampling",
+    "Roles",
     "sizing",
     "stats",
     "testing",
     "tripwires",
     "write_rows",
     "widgets",
+    "with_roles",
     "write_trec",
 ]
 
