@@ -20,6 +20,8 @@ import sys
 
 #: What a broken installation or environment raises at import: anything. A shared library that will not load
 #: is an OSError, a memory limit a MemoryError or (inside an extension module's initialisation) a SystemError.
+#: The same as ``raglab._optional.BROKEN_INSTALL`` (this script cannot import raglab before its ``try``;
+#: tests/test_layering.py checks that the two agree).
 BROKEN_INSTALL = (Exception,)
 
 #: Signals that mean "stop" from the user or a CI runner: passed on to the command, reported as 128 + signal.
@@ -35,10 +37,15 @@ def _tell(line: str) -> None:
         pass
 
 
+def cannot_start_line(exc: BaseException) -> str:
+    """The one line that says why raglab cannot start (the same as ``raglab._optional.cannot_start_line``)."""
+    return (f"raglab: cannot start: {type(exc).__name__}: {exc}. The installation or environment is broken "
+            "(reinstall raglab, or raise the memory limit); exit 4 is not a gate decision.")
+
+
 def cannot_start(exc: BaseException) -> int:
     """Say in one line why raglab cannot start, and return its exit code, 4 (never 1, a gate's "block")."""
-    _tell(f"raglab: cannot start: {type(exc).__name__}: {exc}. The installation or environment is broken "
-          "(reinstall raglab, or raise the memory limit); exit 4 is not a gate decision.")
+    _tell(cannot_start_line(exc))
     return 4
 
 

@@ -16,29 +16,40 @@ Examples
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Any
 
-from raglab_launcher import BROKEN_INSTALL, cannot_start  # standard library only: safe before the try
+from raglab import _optional  # standard library only: safe before the try
+
+# `python -m raglab`: become the console script before importing anything, so that raglab is imported
+# once, by its supervised child (returns when it cannot; raglab/__main__.py then runs the command here).
+if _optional.started_as_main():
+    import sys as _sys
+
+    _optional.exec_console_script(_sys.argv[1:])
 
 try:
     from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
     from raglab import agreement, io, metrics, sizing, stats
     from raglab._interval import Interval
+    from raglab._options import Resampling
     from raglab._rowtable import (
         ConventionMismatchWarning,
         EvalSetMismatchError,
         JudgeMismatchWarning,
         MissingColumnError,
+        Roles,
         RowTableError,
+        with_roles,
     )
     from raglab._version import __version__
     from raglab.evalset import EvalSet, EvalSetTamperedError
     from raglab.io import read_rows, read_trec, write_rows, write_trec
-except BROKEN_INSTALL as _exc:
+except _optional.BROKEN_INSTALL as _exc:
     import sys as _sys
 
     if _sys.argv[:1] == ["-m"]:  # `python -m raglab`: a broken install is exit 4, never 1 ("block")
-        raise SystemExit(cannot_start(_exc)) from None
+        raise SystemExit(_optional.cannot_start(_exc)) from None
     raise
 
 __all__ = [
@@ -59,22 +70,27 @@ __all__ = [
     "plots",
     "read_rows",
     "read_trec",
+    "Resampling",
+    "Roles",
     "sizing",
     "stats",
     "testing",
     "tripwires",
     "write_rows",
     "widgets",
+    "with_roles",
     "write_trec",
 ]
 
-# Modules with heavier imports load on first use: ``raglab.datasets`` and friends. ``import raglab``
-# never loads the optional dependencies (openai, matplotlib, ipywidgets...; see raglab._optional).
-_LAZY_MODULES = {"datasets", "judge", "plots", "testing", "tripwires", "widgets"}
+# Every other public module and subpackage (``raglab.judge``, ``raglab.plots``, ``raglab.chunks``...) loads on
+# first use: ``import raglab`` never loads the optional dependencies (openai, matplotlib, ipywidgets...; see
+# raglab._optional), and ``raglab.<name>`` works without importing it first.
+def _public_modules() -> frozenset[str]:
+    return frozenset(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY_MODULES:
+    if not name.startswith("_") and name in _public_modules():
         try:
             return importlib.import_module(f"raglab.{name}")
         except ModuleNotFoundError as exc:
@@ -88,4 +104,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _LAZY_MODULES)
+    return sorted(set(globals()) | _public_modules())

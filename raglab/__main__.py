@@ -1,31 +1,26 @@
 """``python -m raglab``: the ``raglab`` command line (see :mod:`raglab.cli`).
 
 A failure to import raglab or its dependencies (a broken environment, a memory limit) exits 4 with
-one line, never 1, which CI would read as a gate's "block". On POSIX this process then becomes the
-``raglab`` console script (``raglab_launcher``), which runs the command in a child process so that an
-exit a native library forces (OpenBLAS's ``exit(1)`` under a memory limit) is 4 as well; the memory
-of the imports made so far is given back by the exec.
+one line, never 1, which CI would read as a gate's "block". On POSIX this process becomes the
+``raglab`` console script (``raglab_launcher``) as soon as the package starts to load (in
+``raglab/__init__.py``, before any other import, so raglab is imported once, by the child): it runs the
+command in a child process so that an exit a native library forces (OpenBLAS's ``exit(1)`` under a
+memory limit) is 4 as well.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 
 
 def _run() -> int:
-    # Importing the package already ran raglab/__init__.py, which turns a broken install into exit 4
-    # when started as `python -m raglab`; the console script does the same in raglab_launcher.
-    import raglab_launcher
+    # Importing the package already ran raglab/__init__.py: as `python -m raglab` on POSIX it has become
+    # the console script before importing anything else; otherwise it turned a broken install into exit 4.
+    # Here when it could not (another platform, exec refused, or run through runpy): try once more, then
+    # run the command in this process.
+    from raglab._optional import exec_console_script
 
-    if raglab_launcher.supervised():
-        import subprocess
-
-        code = f"import sys; sys.path[:] = {sys.path!r}; import raglab_launcher; sys.exit(raglab_launcher.main())"
-        with contextlib.suppress(OSError):  # when it cannot exec, the command runs here instead
-            os.execv(sys.executable, [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", code,
-                                      *sys.argv[1:]])
+    exec_console_script(sys.argv[1:])
     from raglab.cli import entry
 
     return entry()

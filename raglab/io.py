@@ -459,9 +459,9 @@ def write_rows(df: pd.DataFrame, path: str | os.PathLike[str], *, format: str | 
     ``pd.read_parquet`` give the rows and columns written, with the values' types inferred as for
     any file (ids such as ``"007"`` can become 7; ``dtype=str, keep_default_na=False`` for CSV or
     ``dtype=False`` for JSONL keeps text). List and dict cells are JSON text in CSV, and in Parquet
-    too except lists of text or integers (ids). :func:`read_rows` restores everything. For JSONL
+    too except lists of text or integers (ids). :func:`~raglab.io.read_rows` restores everything. For JSONL
     and CSV the dtypes and ``df.attrs["raglab"]`` go into a sidecar, ``<file>.raglab.json`` (see
-    :func:`sidecar_path`), with the row count and a SHA-256 of the file; for Parquet into the
+    :func:`~raglab.io.sidecar_path`), with the row count and a SHA-256 of the file; for Parquet into the
     file's schema metadata.
 
     Parameters

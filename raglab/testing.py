@@ -187,10 +187,11 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
     * ``raglab_verdicts*`` / ``raglab_verdict*``: each claim in ``<claims>`` (or the one ``<claim>``)
       is supported when at least ``threshold`` of its content words occur in ``<context>`` (or
       ``<reference>``); the evidence lists the matched words;
-    * ``raglab_relevance``: relevant when half of the question's content words occur in the answer;
-    * ``raglab_declined``: :func:`raglab.abstention.detect_declined` on the answer;
-    * the label calls of the judge metric registry (e.g. ``raglab_passage_relevance``): their own
-      lexical verdict (:mod:`raglab.judge._metrics`), as :class:`~raglab.judge.LexicalJudge` gives.
+    * the label calls (``raglab.judge._metrics.LABEL_CALLS``, read at each request): their own
+      lexical verdict with a threshold of one half, as :class:`~raglab.judge.LexicalJudge` gives it
+      (``raglab_relevance``: half of the question's content words occur in the answer;
+      ``raglab_declined``: :func:`raglab.abstention.detect_declined` on the answer;
+      ``raglab_passage_relevance``: per passage), so a call registered later is answered too.
 
     Any other schema gets ``{}``. It is a stand-in for a model in tests, not a judge.
 
@@ -201,7 +202,7 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
     >>> rule_based_reply(body)
     '{"claims": ["Paris is the capital of France."]}'
     """
-    from raglab.judge._metrics import LABEL_CALLS, _answer_relevance
+    from raglab.judge._metrics import LABEL_CALLS
     from raglab.judge._schemas import claim_keys
     from raglab.tripwires import content_words
 
@@ -240,19 +241,6 @@ def rule_based_reply(body: dict[str, Any], *, threshold: float = 0.6) -> str:
         single = verdict(extract_section(text, "claim") or "")
         del single["claim"]
         return json.dumps(single)
-    if name.startswith("raglab_relevance"):
-        relevant, found, total = _answer_relevance(extract_section(text, "question") or "",
-                                                   extract_section(text, "answer") or "", 0.5, None)
-        return json.dumps(
-            {
-                "reason": f"{found} of {total} question words answered",
-                "verdict": "relevant" if relevant else "irrelevant",
-            }
-        )
-    if name.startswith("raglab_declined"):
-        declined = _is_refusal(extract_section(text, "answer") or "")
-        return json.dumps({"reason": "refusal pattern" if declined else "gives an answer",
-                           "verdict": "declined" if declined else "answered"})
     return "{}"
 
 
@@ -590,14 +578,9 @@ class LocalOpenAIServer:
             time.sleep(self.latency)
         name = _schema_name(body)
         fault = self._take_fault(name)
-        if fault is not None and fault.kind == "echo" and fault.status != 200:
-            quoted = "; ".join(f"{k}: {v}" for k, v in sorted(headers.items(), key=lambda kv: kv[0] != "authorization"))
-            return _error(fault.status, f"Bad request (raglab.testing); you sent headers: {quoted}",
-                          "invalid_request_error", None)
-        if fault is not None and fault.kind == "status":
-            extra = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
-            message = "Rate limit reached (raglab.testing)." if fault.status == 429 else "Injected server error (raglab.testing)."
-            return _error(fault.status, message, "requests" if fault.status == 429 else "server_error", None, extra)
+        refused = _fault_error(fault, headers)
+        if refused is not None:
+            return refused
 
         responses_api = path.rstrip("/").endswith("/responses")
         if responses_api:
@@ -607,56 +590,82 @@ class LocalOpenAIServer:
             reply = Reply(content=str(reply))
         if reply.status != 200:
             return _error(reply.status, reply.content or "scripted error", "server_error", None, reply.headers)
-        content = reply.content or ""
-        finish = reply.finish_reason
-        if fault is not None and fault.kind == "malformed":
-            content = content[: max(1, len(content) // 2)] + ' ,,} "not json'
-        elif fault is not None and fault.kind == "invalid":
-            content = json.dumps({"unexpected": True})
-        elif fault is not None and fault.kind == "truncate":
-            content, finish = content[: len(content) // 2], "length"
-        elif fault is not None and fault.kind == "echo":
-            content = _echo(content, headers)
+        content, finish = _faulted(fault, reply.content or "", reply.finish_reason, headers)
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
         if isinstance(limit, int) and _approx_tokens(content) > limit:
             content, finish = content[: max(0, limit * 4)], "length"
         prompt_tokens: Any = _approx_tokens(_user_text(body.get("messages") or []))
         completion_tokens: Any = _approx_tokens(content)
-        if responses_api:
-            payload = _responses_payload(body, content, finish, prompt_tokens, completion_tokens, self.model)
-        else:
-            payload = {
-                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model") or self.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content, "refusal": None},
-                        "finish_reason": finish,
-                        "logprobs": None,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
-            }
+        make = _responses_payload if responses_api else _chat_payload
+        payload = make(body, content, finish, prompt_tokens, completion_tokens, self.model)
         if fault is not None and fault.kind == "usage":
-            names = ({"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"} if responses_api
-                     else {"prompt_tokens": "prompt_tokens", "completion_tokens": "completion_tokens"})
-            usage = payload["usage"]
-            for field_name, value in fault.usage.items():
-                usage.pop(names[field_name], None)
-                if value is not _DROP:
-                    usage[names[field_name]] = value
-            usage.pop("total_tokens", None)
+            _replace_usage(payload["usage"], fault.usage, responses_api)
         encoded = json.dumps(payload).encode()
         if fault is not None and fault.kind == "drip":
             return 200, {}, encoded, fault.interval
         return 200, {}, encoded
+
+
+def _fault_error(fault: Any, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes] | None:
+    """The error reply of an injected error fault (``echo`` with a status, ``status``), or None."""
+    if fault is not None and fault.kind == "echo" and fault.status != 200:
+        quoted = "; ".join(f"{k}: {v}" for k, v in sorted(headers.items(), key=lambda kv: kv[0] != "authorization"))
+        return _error(fault.status, f"Bad request (raglab.testing); you sent headers: {quoted}",
+                      "invalid_request_error", None)
+    if fault is not None and fault.kind == "status":
+        extra = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
+        message = "Rate limit reached (raglab.testing)." if fault.status == 429 else "Injected server error (raglab.testing)."
+        return _error(fault.status, message, "requests" if fault.status == 429 else "server_error", None, extra)
+    return None
+
+
+def _faulted(fault: Any, content: str, finish: str, headers: dict[str, str]) -> tuple[str, str]:
+    """The reply's (content, finish reason) after a content fault (malformed, invalid, truncate, echo)."""
+    kind = None if fault is None else fault.kind
+    if kind == "malformed":
+        return content[: max(1, len(content) // 2)] + ' ,,} "not json', finish
+    if kind == "invalid":
+        return json.dumps({"unexpected": True}), finish
+    if kind == "truncate":
+        return content[: len(content) // 2], "length"
+    if kind == "echo":
+        return _echo(content, headers), finish
+    return content, finish
+
+
+def _chat_payload(body: dict[str, Any], content: str, finish: str, prompt_tokens: Any, completion_tokens: Any,
+                  model: str) -> dict[str, Any]:
+    """A chat-completions response."""
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model") or model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": None},
+                "finish_reason": finish,
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _replace_usage(usage: dict[str, Any], replaced: dict[str, Any], responses_api: bool) -> None:
+    """A ``usage`` fault: the given token counts replaced (or dropped), and no total."""
+    names = ({"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"} if responses_api
+             else {"prompt_tokens": "prompt_tokens", "completion_tokens": "completion_tokens"})
+    for field_name, value in replaced.items():
+        usage.pop(names[field_name], None)
+        if value is not _DROP:
+            usage[names[field_name]] = value
+    usage.pop("total_tokens", None)
 
 
 def _responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:

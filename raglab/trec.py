@@ -255,7 +255,7 @@ def write_trec(
     What TREC files cannot hold is refused, never changed: ids or a run name with whitespace (they
     would split into several fields), a question id starting with ``#`` (the line would be a
     comment), fractional or non-finite grades (qrels grades are integers), non-finite scores, and
-    scores that would reorder the list: trec_eval (and :func:`read_trec`) order a topic by score,
+    scores that would reorder the list: trec_eval (and :func:`~raglab.trec.read_trec`) order a topic by score,
     ties by document id descending, so each score must be below the one before it, or equal with
     a smaller document id. A question that retrieved nothing has no line in a run file: it comes
     back (as an empty list) only when read with qrels that judge it, so it is named in a warning

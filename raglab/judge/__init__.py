@@ -36,8 +36,11 @@ Metrics
     The share of the reference answer's claims that the retrieved context supports: did retrieval
     bring what the answer needs. Needs ``reference`` and ``context``.
 
-Every metric is one spec in :mod:`raglab.judge._metrics` (inputs, calls, scoring, columns,
-direction, lexical fallback); :data:`METRICS` lists them with the inputs each needs.
+Every metric is one ``JudgeMetric`` in the one metric registry
+(``raglab._registry``: inputs, shape, columns, direction) and every question put to the model
+beyond claims and verification one ``LabelCall`` in ``raglab.judge._metrics`` (prompt, labels,
+lexical fallback); prompts, schemas and the test server's replies are derived from them when asked.
+:data:`METRICS` lists the metrics with the inputs each needs.
 
 Verdicts are bound to claims: a batched verification asks for an object with one required
 property per claim (``claim_1`` ... ``claim_n``), each echoing its claim; a reply with a missing,

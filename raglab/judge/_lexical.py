@@ -23,7 +23,7 @@ from raglab.judge._base import (
     fingerprint_of,
     is_blank,
 )
-from raglab.judge._metrics import JUDGE_METRICS, LABEL_CALLS, JudgeMetric, _answer_relevance
+from raglab.judge._metrics import JUDGE_METRICS, LABEL_CALLS, JudgeMetric
 from raglab.tripwires import DEFAULT_THRESHOLD, SENTENCE_SPLIT, STOP_WORDS, lexical_support
 
 __all__ = ["LexicalJudge"]
@@ -201,25 +201,6 @@ class LexicalJudge:
                 outs.append(MetricOut(score=1.0 if verdict else 0.0, reason=reason))
         return outs
 
-    def _relevance(self, rows: Sequence[RowInputs]) -> list[MetricOut]:
-        from raglab.judge._replies import label_plan  # the LLM judge's guards: the same rows go unscored
-
-        spec = JUDGE_METRICS["relevance"]
-        outs = []
-        for row in rows:
-            plan = label_plan(spec, row)
-            if isinstance(plan, str):  # why the row is unscored
-                outs.append(MetricOut(error=plan))
-                continue
-            if isinstance(plan, tuple):  # decided without looking
-                outs.append(MetricOut(score=plan[0], reason=plan[1]))
-                continue
-            relevant, found, total = _answer_relevance(plan["question"], plan["answer"],
-                                                       self.relevance_threshold, self.stop_words)
-            outs.append(MetricOut(score=1.0 if relevant else 0.0,
-                                  reason=f"{found} of {total} question content words occur in the answer"))
-        return outs
-
     def _declined(self, rows: Sequence[RowInputs]) -> list[MetricOut]:
         flags = detect_declined(pd.Series([row.answer for row in rows], dtype=object))
         outs = []
@@ -238,9 +219,7 @@ class LexicalJudge:
                 per_metric[metric] = self._claim_metric(rows, spec)
             elif spec.shape == "items":
                 per_metric[metric] = self._items_metric(rows, spec)
-            elif metric == "relevance":
-                per_metric[metric] = self._relevance(rows)
-            elif metric == "declined":
+            elif metric == "declined":  # vectorised over the rows (the label call's rule, row by row)
                 per_metric[metric] = self._declined(rows)
             else:
                 per_metric[metric] = self._label_metric(rows, spec)

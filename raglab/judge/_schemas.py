@@ -9,13 +9,14 @@ outputs require (``additionalProperties: false``, every property required).
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from raglab.judge._metrics import LABEL_CALLS, LabelCall
+from raglab.judge._metrics import LABEL_CALLS, CallTable, LabelCall
 
 __all__ = [
     "Claims",
@@ -74,44 +75,35 @@ class SingleVerdict(_Strict):
     verdict: Literal["supported", "not_supported"]
 
 
-class Relevance(_Strict):
-    """Whether the answer addresses the question: reason first, then the label."""
-
-    reason: str = Field(description="One or two sentences on what the question asks and what the answer gives.")
-    verdict: Literal["relevant", "irrelevant"]
-
-
-class Declined(_Strict):
-    """Whether the answer declines to answer: reason first, then the label."""
-
-    reason: str = Field(description="One sentence on whether the answer gives an answer or declines.")
-    verdict: Literal["declined", "answered"]
-
-
-#: Call kind -> (schema name sent to the server, model).
-SCHEMAS: dict[str, tuple[str, type[BaseModel]]] = {
-    "claims": ("raglab_claims", Claims),
-    "verify_context": ("raglab_verdicts", Verdicts),
-    "verify_reference": ("raglab_verdicts_reference", Verdicts),
-    "verify_context_one": ("raglab_verdict", SingleVerdict),
-    "verify_reference_one": ("raglab_verdict_reference", SingleVerdict),
-    "relevance": ("raglab_relevance", Relevance),
-    "declined": ("raglab_declined", Declined),
-}
-
-
+@functools.cache
 def label_model(call: LabelCall) -> type[BaseModel]:
     """The reply model of a registered label call: ``reason`` first, then one of its two labels."""
     return create_model(
         "".join(part.title() for part in call.kind.split("_")),
         __config__=ConfigDict(extra="forbid"),
+        __doc__=call.doc or None,
         reason=(str, Field(description=call.reason)),
         verdict=(Literal[call.labels], ...),  # type: ignore[valid-type]
     )
 
 
-for _call in LABEL_CALLS.values():  # the metric registry's label calls
-    SCHEMAS.setdefault(_call.kind, (_call.schema_name, label_model(_call)))
+def _label_schema(call: LabelCall) -> tuple[str, type[BaseModel]]:
+    return call.schema_name, label_model(call)
+
+
+#: Call kind -> (schema name sent to the server, model): the fixed calls, then every registered label
+#: call's (derived when read, so a call registered later has its schema).
+SCHEMAS: dict[str, tuple[str, type[BaseModel]]] = CallTable({
+    "claims": ("raglab_claims", Claims),
+    "verify_context": ("raglab_verdicts", Verdicts),
+    "verify_reference": ("raglab_verdicts_reference", Verdicts),
+    "verify_context_one": ("raglab_verdict", SingleVerdict),
+    "verify_reference_one": ("raglab_verdict_reference", SingleVerdict),
+}, _label_schema)
+
+#: The reply models of the relevance and declined calls (label calls of :mod:`raglab.judge._metrics`).
+Relevance = label_model(LABEL_CALLS["relevance"])
+Declined = label_model(LABEL_CALLS["declined"])
 
 
 def _strictify(node: Any) -> Any:
@@ -127,7 +119,10 @@ def _strictify(node: Any) -> Any:
     return node
 
 
-_SCHEMA_CACHE: dict[str, dict[str, Any]] = {}
+@functools.cache
+def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The strict JSON schema of a reply model (computed once per model; callers copy it)."""
+    return _strictify(model.model_json_schema())
 
 
 def claim_keys(n: int) -> list[str]:
@@ -177,13 +172,8 @@ def json_schema(kind: str, *, copy_: bool = True, n_claims: int | None = None) -
     """
     if kind in BATCHED_KINDS:
         return verdicts_schema(2 if n_claims is None else n_claims)
-    if kind == "verify_one_item":
-        if kind not in _SCHEMA_CACHE:
-            _SCHEMA_CACHE[kind] = _strictify(ClaimVerdict.model_json_schema())
-        return copy.deepcopy(_SCHEMA_CACHE[kind]) if copy_ else _SCHEMA_CACHE[kind]
-    if kind not in _SCHEMA_CACHE:
-        _SCHEMA_CACHE[kind] = _strictify(SCHEMAS[kind][1].model_json_schema())
-    return copy.deepcopy(_SCHEMA_CACHE[kind]) if copy_ else _SCHEMA_CACHE[kind]
+    schema = _strict_schema(ClaimVerdict if kind == "verify_one_item" else SCHEMAS[kind][1])
+    return copy.deepcopy(schema) if copy_ else schema
 
 
 def schema_hash() -> str:

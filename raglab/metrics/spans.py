@@ -610,6 +610,100 @@ def span_retrieval_scores(
     )[0]
 
 
+def _distinct_gold(gold: dict[str, np.ndarray], g_doc: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(row, doc code, start, end, grade) of the distinct gold spans with grade > 0, per row, in label order."""
+    keep = gold["grade"] > 0
+    g_row, g_doc, g_start, g_end, g_grade = (
+        gold["row"][keep], g_doc[keep], gold["start"][keep], gold["end"][keep], gold["grade"][keep]
+    )
+    if g_row.size:
+        ident = np.lexsort((np.arange(g_row.size), g_end, g_start, g_doc, g_row))
+        same = np.zeros(g_row.size, dtype=bool)
+        a, b = ident[1:], ident[:-1]
+        same[a] = (g_row[a] == g_row[b]) & (g_doc[a] == g_doc[b]) & (g_start[a] == g_start[b]) & (g_end[a] == g_end[b])
+        first = ~same
+        g_row, g_doc, g_start, g_end, g_grade = g_row[first], g_doc[first], g_start[first], g_end[first], g_grade[first]
+    return g_row, g_doc, g_start, g_end, g_grade
+
+
+def _candidate_pairs(g_key: np.ndarray, c_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(chunk, gold span) index pairs with the same (row, document) key, in chunk order."""
+    g_order = np.argsort(g_key, kind="stable")
+    g_sorted = g_key[g_order]
+    lo = np.searchsorted(g_sorted, c_key, side="left")
+    hi = np.searchsorted(g_sorted, c_key, side="right")
+    counts = hi - lo
+    pair_chunk = np.repeat(np.arange(c_key.size), counts)
+    pair_start = np.repeat(np.cumsum(counts) - counts, counts)
+    pair_gold = g_order[np.repeat(lo, counts) + np.arange(pair_chunk.size) - pair_start]
+    return pair_chunk, pair_gold
+
+
+def _found_spans(
+    span_rule: str, rule: Any, chunks: dict[str, np.ndarray], chunk_rank: np.ndarray, pair_chunk: np.ndarray,
+    pair_gold: np.ndarray, g_row: np.ndarray, g_start: np.ndarray, g_end: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """(found spans, their row, the rank they are found at, the relevant chunks' row and rank) under ``span_rule``."""
+    overlap = np.minimum(chunks["end"][pair_chunk], g_end[pair_gold]) - np.maximum(
+        chunks["start"][pair_chunk], g_start[pair_gold]
+    )
+    if span_rule == "union":
+        hit = overlap > 0
+        spans_found, f_rank = _found_by_union(
+            pair_gold[hit], chunk_rank[pair_chunk[hit]],
+            np.maximum(chunks["start"][pair_chunk], g_start[pair_gold])[hit],
+            np.minimum(chunks["end"][pair_chunk], g_end[pair_gold])[hit],
+            g_start, g_end - g_start, rule,
+        )
+        f_row = g_row[spans_found]
+        # The relevant chunks: those at whose rank a span is found (a chunk completing two spans counts once).
+        width = int(chunk_rank.max(initial=0)) + 1
+        relevant_keys = np.unique(f_row.astype(np.int64) * width + f_rank)
+        return spans_found, f_row, f_rank, relevant_keys // width, relevant_keys % width
+    match = _relevant_overlaps(overlap, g_end[pair_gold] - g_start[pair_gold], rule)
+    m_chunk, m_gold = pair_chunk[match], pair_gold[match]
+    # Each span is found at its first relevant chunk (pairs come in chunk order, so first = best rank).
+    spans_found, at = np.unique(m_gold, return_index=True)
+    relevant_chunks = np.unique(m_chunk)
+    return (spans_found, g_row[spans_found], chunk_rank[m_chunk[at]], chunks["row"][relevant_chunks],
+            chunk_rank[relevant_chunks])
+
+
+def _coverage_groups(g_key: np.ndarray, c_key: np.ndarray, n_docs: int) -> tuple[np.ndarray, ...]:
+    """The (row, document) groups that have gold: each gold span's and chunk's group, whether the chunk's has gold."""
+    groups, group_of_gold = np.unique(g_key, return_inverse=True)
+    c_group = np.searchsorted(groups, c_key)
+    c_group[c_group == groups.size] = 0
+    c_has = (groups.size > 0) & (groups[c_group] == c_key) if groups.size else np.zeros(c_key.size, dtype=bool)
+    return groups // n_docs, group_of_gold, c_group, c_has
+
+
+def _coverage_bulk(
+    k: int, n: int, chunks: dict[str, np.ndarray], chunk_rank: np.ndarray, grouped: tuple[np.ndarray, ...],
+    g_start: np.ndarray, g_end: np.ndarray,
+) -> np.ndarray:
+    """coverage@k per row: a sweep over the interval end points of each (row, document) that has gold."""
+    group_row, group_of_gold, c_group, c_has = grouped
+    use = c_has & (chunk_rank <= k) & (chunks["end"] > chunks["start"])
+    group = np.concatenate([group_of_gold, group_of_gold, c_group[use], c_group[use]])
+    position = np.concatenate([g_start, g_end, chunks["start"][use], chunks["end"][use]])
+    gold_step = np.concatenate([np.ones(g_start.size), -np.ones(g_end.size), np.zeros(2 * int(use.sum()))])
+    chunk_step = np.concatenate([np.zeros(2 * g_start.size), np.ones(int(use.sum())), -np.ones(int(use.sum()))])
+    sweep = np.lexsort((position, group))
+    group, position = group[sweep], position[sweep]
+    gold_open = np.cumsum(gold_step[sweep].astype(np.int64)) > 0
+    chunk_open = np.cumsum(chunk_step[sweep].astype(np.int64)) > 0
+    length = np.zeros(position.size, dtype=np.int64)
+    if position.size > 1:
+        same_group = group[1:] == group[:-1]
+        length[:-1] = np.where(same_group, position[1:] - position[:-1], 0)
+    rows_of = group_row[group] if group.size else group
+    gold_chars = np.bincount(rows_of[gold_open], weights=length[gold_open], minlength=n)
+    covered = np.bincount(rows_of[gold_open & chunk_open], weights=length[gold_open & chunk_open], minlength=n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return covered / gold_chars
+
+
 def _span_retrieval_scores(
     retrieved_spans: Any, gold_spans: Any, k: int | Iterable[int], *, min_overlap: Any = None, gain: str,
     no_relevant: str, metrics: str | Iterable[str] | None = None, span_rule: str = "union",
@@ -631,58 +725,16 @@ def _span_retrieval_scores(
     offsets = np.concatenate([[0], np.cumsum(np.bincount(chunks["row"], minlength=n))])
     chunk_rank = np.arange(chunks["row"].size) - offsets[chunks["row"]] + 1
 
-    # Distinct gold spans with grade > 0, per row, in label order.
     doc_codes, _ = pd.factorize(np.concatenate([gold["doc"], chunks["doc"]]), use_na_sentinel=False)
-    g_doc, c_doc = doc_codes[: gold["doc"].size], doc_codes[gold["doc"].size :]
-    keep = gold["grade"] > 0
-    g_row, g_doc, g_start, g_end, g_grade = (
-        gold["row"][keep], g_doc[keep], gold["start"][keep], gold["end"][keep], gold["grade"][keep]
-    )
-    if g_row.size:
-        ident = np.lexsort((np.arange(g_row.size), g_end, g_start, g_doc, g_row))
-        same = np.zeros(g_row.size, dtype=bool)
-        a, b = ident[1:], ident[:-1]
-        same[a] = (g_row[a] == g_row[b]) & (g_doc[a] == g_doc[b]) & (g_start[a] == g_start[b]) & (g_end[a] == g_end[b])
-        first = ~same
-        g_row, g_doc, g_start, g_end, g_grade = g_row[first], g_doc[first], g_start[first], g_end[first], g_grade[first]
+    g_row, g_doc, g_start, g_end, g_grade = _distinct_gold(gold, doc_codes[: gold["doc"].size])
     n_units = np.bincount(g_row, minlength=n).astype(np.int64)
-
     # Candidate (chunk, gold span) pairs: same row and document.
     n_docs = int(doc_codes.max()) + 1 if doc_codes.size else 1
     g_key = g_row * n_docs + g_doc
-    g_order = np.argsort(g_key, kind="stable")
-    g_sorted = g_key[g_order]
-    c_key = chunks["row"] * n_docs + c_doc
-    lo = np.searchsorted(g_sorted, c_key, side="left")
-    hi = np.searchsorted(g_sorted, c_key, side="right")
-    counts = hi - lo
-    pair_chunk = np.repeat(np.arange(c_key.size), counts)
-    pair_start = np.repeat(np.cumsum(counts) - counts, counts)
-    pair_gold = g_order[np.repeat(lo, counts) + np.arange(pair_chunk.size) - pair_start]
-    overlap = np.minimum(chunks["end"][pair_chunk], g_end[pair_gold]) - np.maximum(
-        chunks["start"][pair_chunk], g_start[pair_gold]
-    )
-    if span_rule == "union":
-        spans_found, f_rank = _found_by_union(
-            pair_gold[overlap > 0], chunk_rank[pair_chunk[overlap > 0]],
-            np.maximum(chunks["start"][pair_chunk], g_start[pair_gold])[overlap > 0],
-            np.minimum(chunks["end"][pair_chunk], g_end[pair_gold])[overlap > 0],
-            g_start, g_end - g_start, rule,
-        )
-        f_row = g_row[spans_found]
-        # The relevant chunks: those at whose rank a span is found (a chunk completing two spans counts once).
-        width = int(chunk_rank.max(initial=0)) + 1
-        relevant_keys = np.unique(f_row.astype(np.int64) * width + f_rank)
-        prec_row, prec_rank = relevant_keys // width, relevant_keys % width
-    else:
-        match = _relevant_overlaps(overlap, g_end[pair_gold] - g_start[pair_gold], rule)
-        m_chunk, m_gold = pair_chunk[match], pair_gold[match]
-        # Each span is found at its first relevant chunk (pairs come in chunk order, so first = best rank).
-        spans_found, at = np.unique(m_gold, return_index=True)
-        f_row = g_row[spans_found]
-        f_rank = chunk_rank[m_chunk[at]]
-        relevant_chunks = np.unique(m_chunk)
-        prec_row, prec_rank = chunks["row"][relevant_chunks], chunk_rank[relevant_chunks]
+    c_key = chunks["row"] * n_docs + doc_codes[gold["doc"].size :]
+    pair_chunk, pair_gold = _candidate_pairs(g_key, c_key)
+    spans_found, f_row, f_rank, prec_row, prec_rank = _found_spans(
+        span_rule, rule, chunks, chunk_rank, pair_chunk, pair_gold, g_row, g_start, g_end)
     order = np.lexsort((spans_found, f_rank, f_row))
     ideal = np.lexsort((-g_grade, g_row))
     found = Found(
@@ -697,33 +749,11 @@ def _span_retrieval_scores(
         ideal_grade=g_grade[ideal],
     )
     scores = _score(found, ks, gain, specs)
-
-    # Coverage: sweep over the interval end points of each (row, document) that has gold.
-    groups, group_of_gold = np.unique(g_key, return_inverse=True)
-    group_row = groups // n_docs
-    c_group = np.searchsorted(groups, c_key)
-    c_group[c_group == groups.size] = 0
-    c_has = (groups.size > 0) & (groups[c_group] == c_key) if groups.size else np.zeros(c_key.size, dtype=bool)
     unanswerable = n_units == 0
-    for k_ in ks if any(spec.base == "coverage" for spec in specs) else []:
-        use = c_has & (chunk_rank <= k_) & (chunks["end"] > chunks["start"])
-        group = np.concatenate([group_of_gold, group_of_gold, c_group[use], c_group[use]])
-        position = np.concatenate([g_start, g_end, chunks["start"][use], chunks["end"][use]])
-        gold_step = np.concatenate([np.ones(g_start.size), -np.ones(g_end.size), np.zeros(2 * int(use.sum()))])
-        chunk_step = np.concatenate([np.zeros(2 * g_start.size), np.ones(int(use.sum())), -np.ones(int(use.sum()))])
-        sweep = np.lexsort((position, group))
-        group, position = group[sweep], position[sweep]
-        gold_open = np.cumsum(gold_step[sweep].astype(np.int64)) > 0
-        chunk_open = np.cumsum(chunk_step[sweep].astype(np.int64)) > 0
-        length = np.zeros(position.size, dtype=np.int64)
-        if position.size > 1:
-            same_group = group[1:] == group[:-1]
-            length[:-1] = np.where(same_group, position[1:] - position[:-1], 0)
-        rows_of = group_row[group] if group.size else group
-        gold_chars = np.bincount(rows_of[gold_open], weights=length[gold_open], minlength=n)
-        covered = np.bincount(rows_of[gold_open & chunk_open], weights=length[gold_open & chunk_open], minlength=n)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            coverage = covered / gold_chars
+    coverage_ks = ks if any(spec.base == "coverage" for spec in specs) else []
+    grouped = _coverage_groups(g_key, c_key, n_docs) if coverage_ks else ()
+    for k_ in coverage_ks:
+        coverage = _coverage_bulk(k_, n, chunks, chunk_rank, grouped, g_start, g_end)
         coverage[unanswerable] = np.nan
         scores[f"coverage@{k_}"] = coverage
     judged_none_relevant = unanswerable & (np.bincount(gold["row"], minlength=n) > 0)

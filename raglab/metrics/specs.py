@@ -24,13 +24,14 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from raglab._registry import register_metric
+from raglab._registry import specs as registry_specs
 from raglab.metrics._common import Found, Matched, _check_k, _discounts, _gain_values, match_ids
 
 __all__ = ["METRICS", "MetricSpec", "register", "score_columns", "select"]
@@ -114,12 +115,13 @@ class MetricSpec:
         return math.nan if matched is None else self.definition(matched, k, gain)
 
 
-#: Every registered retrieval metric, by base name, in registration (column) order.
-METRICS: dict[str, MetricSpec] = {}
+#: Every registered retrieval metric, by base name, in registration (column) order: the retrieval metrics
+#: of the one registry (:mod:`raglab._registry`), a live view (``del``/``pop`` unregister).
+METRICS: MutableMapping[str, MetricSpec] = registry_specs("retrieval")
 
 
 def register(spec: MetricSpec) -> MetricSpec:
-    """Add a metric to the registry (and tell :func:`raglab._registry.metric_info` its direction and range).
+    """Add a retrieval metric to the one registry (:func:`raglab._registry.metric_info` reads its direction and range).
 
     Examples
     --------
@@ -137,10 +139,9 @@ def register(spec: MetricSpec) -> MetricSpec:
     unknown = set(spec.units) - set(UNITS)
     if unknown or not spec.units:
         raise ValueError(f"`units` of {spec.base!r} must be a non-empty subset of {list(UNITS)}, got {spec.units!r}")
-    METRICS[spec.base] = spec
     register_metric(
         spec.base, higher_is_better=spec.higher_is_better, binary=spec.binary, bounded=spec.bounded,
-        description=spec.description,
+        description=spec.description, kind="retrieval", spec=spec,
     )
     return spec
 
