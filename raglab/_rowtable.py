@@ -201,7 +201,7 @@ def with_roles(rows: pd.DataFrame, roles: Roles | Mapping[str, str | None] | Non
         Roles to set, as an object.
     **columns : str
         Roles to set as keywords, e.g. ``retrieved="reranked_ids"`` (the roles are the fields of
-        ``raglab._rowtable.Roles``; an unknown keyword is a TypeError naming the roles).
+        :class:`raglab.Roles`; an unknown keyword is a TypeError naming the roles).
 
     Returns
     -------

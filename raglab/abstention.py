@@ -304,7 +304,7 @@ def abstention(
     ci, method
         Interval level and method (:func:`raglab.stats.proportion_interval`).
     roles : Roles or dict, optional
-        Column roles (``raglab._rowtable.Roles``), over those set on the table.
+        Column roles (:class:`raglab.Roles`), over those set on the table.
     **columns : str
         Column names to use instead of the defaults, by role: ``answer`` (for the detector),
         ``gold``, ``gold_spans``, ``question_id``.

@@ -29,7 +29,7 @@ __all__ = ["METHODS", "RagAccessor"]
 METHODS: dict[str, str] = {
     # the table itself
     "validate": "raglab.runs:validate",
-    "with_roles": "raglab._rowtable:with_roles",
+    "with_roles": "raglab:with_roles",
     # judging, files
     "judge": "raglab.judge:judge_table",
     "write": "raglab.io:write_rows",

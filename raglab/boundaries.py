@@ -248,7 +248,7 @@ def boundaries(
     chunks : DataFrame
         The chunk table (:mod:`raglab.chunks`) the question is asked against.
     roles : Roles or dict, optional
-        Column roles (``raglab._rowtable.Roles``), over those set on the table.
+        Column roles (:class:`raglab.Roles`), over those set on the table.
     **columns : str
         Column names to use instead of the defaults, by role: ``question_id``, ``gold_spans``,
         ``retrieved``, ``retrieved_spans``. ``retrieved_spans`` is used when present, else
@@ -361,7 +361,7 @@ def expand_neighbors(
         Neighbours on each side (>= 0; 0 keeps the lists and adds ``retrieved_spans`` and
         ``context_chars``, the baseline's cost).
     roles : Roles or dict, optional
-        Column roles (``raglab._rowtable.Roles``), over those set on the table.
+        Column roles (:class:`raglab.Roles`), over those set on the table.
     **columns : str
         Column names to use instead of the defaults, by role: ``question_id``, ``retrieved``,
         ``retrieved_spans`` (the output uses the same names).
@@ -712,7 +712,7 @@ def prompt_chars(
     rows : DataFrame
         The row table with ``retrieved_spans`` (per question, a list of ``{doc_id, start, end}``).
     roles : Roles or dict, optional
-        Column roles (``raglab._rowtable.Roles``), over those set on the table.
+        Column roles (:class:`raglab.Roles`), over those set on the table.
     **columns : str
         Other names for those columns, by role: ``retrieved_spans``, ``question_id``.
 

@@ -114,7 +114,7 @@ def retrieval(
         gold is NaN either way (trec_eval never evaluates a topic without judgements). The
         choice is recorded in ``attrs["raglab"]["retrieval"]["no_relevant"]``.
     roles : Roles or dict, optional
-        Column roles (``raglab._rowtable.Roles``), over those set on the table with ``with_roles``.
+        Column roles (:class:`raglab.Roles`), over those set on the table with :func:`raglab.with_roles`.
     **columns : str
         Column names to use instead of the defaults, by role: ``question_id``, ``retrieved``,
         ``gold``, ``gold_spans``, ``retrieved_spans`` (e.g. ``retrieved="reranked_ids"``).

@@ -4,9 +4,9 @@ Each ``df.rag.<method>`` is one call to the function of the same name here (``ro
 is ``raglab.runs.summary(rows, ...)``): they resolve columns (``raglab._columns``), pair runs by
 question id (``raglab._rowtable.pair_runs``), pick up the eval set's clusters, and call the
 pure functions of :mod:`raglab.stats`, :mod:`raglab.agreement` and :mod:`raglab.sizing`.
-Column roles come as one ``raglab._rowtable.Roles`` (``roles=``, or set on the table with
+Column roles come as one :class:`raglab.Roles` (``roles=``, or set on the table with
 ``rows.rag.with_roles(...)``) or as keywords (``question_id="qid"``); resampling settings as one
-``raglab._options.Resampling`` (``resampling=``) or as keywords (``ci=0.9``). Errors and warnings
+:class:`raglab.Resampling` (``resampling=``) or as keywords (``ci=0.9``). Errors and warnings
 name the caller (``rag.summary`` through the accessor, see ``raglab._validation.caller``).
 """
 
@@ -84,7 +84,7 @@ def validate(
     require : sequence of str
         Roles that must be present (default: just ``question_id``).
     roles : Roles or dict, optional
-        Column roles (``raglab._rowtable.Roles``), over those set on the table.
+        Column roles (:class:`raglab.Roles`), over those set on the table.
     **columns : str
         Column names to use instead of the defaults, by role: ``question_id``, ``question``,
         ``retrieved``, ``gold``, ``gold_spans``, ``retrieved_spans``, ``context``, ``answer``,
@@ -161,7 +161,7 @@ def summary(
     roles : Roles or dict, optional
         Column roles: the ``question_id`` column is left out of the default metrics.
     resampling : Resampling, optional
-        ``ci``, ``method``, ``n_resamples``, ``seed`` as one ``raglab._options.Resampling``.
+        ``ci``, ``method``, ``n_resamples``, ``seed`` as one :class:`raglab.Resampling`.
     **options
         The same settings as keywords (they win): ``ci``, ``method``, ``n_resamples``, ``seed``, as in
         :func:`raglab.stats.summary` (by default Wilson for pass/fail columns, Wilson at the effective n
@@ -278,7 +278,7 @@ def compare(
         Column roles of the baseline (its ``question_id`` is the default ``on``).
     resampling : Resampling, optional
         ``ci``, ``method``, ``n_resamples``, ``seed``, ``n_permutations`` as one
-        ``raglab._options.Resampling``.
+        :class:`raglab.Resampling`.
     **options
         The same settings as keywords (they win), as in :func:`raglab.stats.compare`; and column roles.
 
@@ -450,7 +450,7 @@ def agreement(
     positive, labels, weights, distance, human_threshold, judge_threshold
         As in :func:`raglab.agreement.report`.
     resampling : Resampling, optional
-        ``ci``, ``method``, ``n_resamples``, ``seed`` as one ``raglab._options.Resampling``.
+        ``ci``, ``method``, ``n_resamples``, ``seed`` as one :class:`raglab.Resampling`.
     **options
         The same settings as keywords (they win), as in :func:`raglab.agreement.report`.
     warn : bool

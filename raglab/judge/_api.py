@@ -244,7 +244,7 @@ def judge_table(
     ci : float
         Level of the sampling interval in the judge-noise report.
     roles : Roles or dict, optional
-        Column roles (``raglab._rowtable.Roles``), over those set on the table.
+        Column roles (:class:`raglab.Roles`), over those set on the table.
     **columns : str
         Column names to use instead of the defaults, by role: ``question_id``, ``question``,
         ``answer``, ``context``, ``reference``.

@@ -407,7 +407,7 @@ def explore(
         Scores with no direction (the pooled ``declined`` flag) have no worst and are not offered.
         Ids and counts (``judge_prompt_tokens``, ``n_claims``) are shown but are not scores.
     roles : Roles or dict, optional
-        Column roles (``raglab._rowtable.Roles``), over those set on the table with
+        Column roles (:class:`raglab.Roles`), over those set on the table with
         ``rows.rag.with_roles(...)``.
     **columns : str
         Column names to use instead of the defaults, by role: ``question_id``, ``question``,

@@ -149,7 +149,7 @@ def explore_pair(
     labels : (str, str)
         The two runs' names in the view.
     roles : Roles or dict, optional
-        Column roles (``raglab._rowtable.Roles``) of both runs, over those each run's table sets
+        Column roles (:class:`raglab.Roles`) of both runs, over those each run's table sets
         with ``with_roles``; the baseline's ``question_id`` pairs the runs.
     **columns : str
         Column names to use instead of the defaults in both runs, by role: ``question_id``,
