@@ -101,21 +101,6 @@ def _drop_type_docstrings(app: Any, what: str, name: str, obj: Any, options: Any
         lines[:] = []
 
 
-_BARE_REFERENCE = re.compile(r"(:(?:func|class|meth|data|attr|exc|obj):`)([A-Za-z]\w*)`")
-
-
-def _qualify_accessor_references(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
-    """``df.rag.write`` shows ``raglab.io.write_rows``' docstring on the accessor's page, where a bare
-    reference (:func:`read_rows`: a name of that function's module) would not resolve: qualify it there."""
-    from raglab.accessor import METHODS
-
-    method = name.removeprefix("raglab.accessor.RagAccessor.")
-    if method == name or method not in METHODS:
-        return
-    module = METHODS[method].partition(":")[0]
-    lines[:] = [_BARE_REFERENCE.sub(rf"\1~{module}.\2`", line) for line in lines]
-
-
 def _module_constants(modname: str) -> list[str]:
     """Data in a module's ``__all__`` that autodoc skips: it documents data only with a ``#:`` comment."""
     from sphinx.pycode import ModuleAnalyzer
@@ -153,4 +138,3 @@ def _add_constants(app: Any, docname: str, source: list[str]) -> None:
 def setup(app: Any) -> None:
     app.connect("source-read", _add_constants)
     app.connect("autodoc-process-docstring", _drop_type_docstrings, priority=400)  # before numpydoc
-    app.connect("autodoc-process-docstring", _qualify_accessor_references, priority=400)

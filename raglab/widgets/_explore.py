@@ -415,7 +415,7 @@ def explore(
         ``retrieved_spans`` (they win over ``roles`` and the table's roles). With ``gold_spans``
         the view shows the gold offsets (or says the question is unanswerable); with
         ``retrieved_spans`` too it marks the retrieved chunks that overlap gold (see
-        :func:`render_row`). Every other column (text, booleans, counts) is shown with each row.
+        :func:`raglab.widgets.render_row`). Every other column (text, booleans, counts) is shown with each row.
 
     Returns
     -------
