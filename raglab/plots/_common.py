@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._registry import metric_info
-from raglab.gate import _check_margin
+from raglab.stats._gate import _check_margin
 
 _PLAIN = "#1f4e79"
 _NEEDED = ("metric", "slice", "diff", "low", "high")

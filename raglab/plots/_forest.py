@@ -12,7 +12,6 @@ from scipy.stats import norm
 from raglab._optional import import_optional
 from raglab._results import DECISION_COLOURS
 from raglab._validation import check_option
-from raglab.gate import DECISIONS, _worst
 from raglab.plots._common import (
     _NEEDED,
     _SHARED_UNITS,
@@ -26,11 +25,12 @@ from raglab.plots._common import (
     _undirected,
     _unit_groups,
 )
+from raglab.stats._gate import DECISIONS, _worst
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-    from raglab.gate import GateResult
+    from raglab.stats import GateResult
 
 _SCALES = ["raw", "margin", "auto"]  # "auto" is "raw", kept for older calls
 _SORTS = [None, "diff", "low", "decision"]

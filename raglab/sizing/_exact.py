@@ -27,7 +27,7 @@ import numpy as np
 from scipy import special as _special
 from scipy import stats as _sps
 
-from raglab.gate import GATE_TOLERANCE, MIN_QUESTIONS
+from raglab.stats._gate import GATE_TOLERANCE, MIN_QUESTIONS
 from raglab.stats.intervals import _tango_statistic
 
 __all__ = ["mcnemar_power", "tango_block_probability", "tango_pass_probability"]

@@ -12,9 +12,9 @@ from typing import Any
 
 from scipy import stats as _sps
 
-from raglab.gate import MIN_RESAMPLED
 from raglab.sizing._checks import _N_MAX, _check_sd_diff, _is_number, _judge_rates, _rate
 from raglab.sizing.outcomes import PairedOutcomes, paired_outcomes
+from raglab.stats._gate import MIN_RESAMPLED
 
 __all__ = ["questions_for_gate"]
 

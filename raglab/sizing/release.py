@@ -50,11 +50,11 @@ import numpy as np
 import pandas as pd
 
 from raglab._results import ResultBase
-from raglab.gate import MIN_QUESTIONS, MIN_RESAMPLED
 from raglab.sizing import _exact
 from raglab.sizing._checks import _N_MAX, _design_effect, _is_number, _judge_rates, _rate
 from raglab.sizing.outcomes import paired_outcomes
 from raglab.stats._engine import MIN_CLUSTERS
+from raglab.stats._gate import MIN_QUESTIONS, MIN_RESAMPLED
 from raglab.stats.tables import _bounds_pair as _declared_bounds
 
 __all__ = ["ReleaseSizing", "questions_for_release", "release_from_pilot", "release_pass_probability"]

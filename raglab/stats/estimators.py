@@ -88,6 +88,8 @@ __all__ = [
     "TangoScore",
     "choose_one_sample",
     "choose_paired",
+    "compare_methods",
+    "register_paired",
     "interval_kind",
     "test_kind",
 ]
@@ -301,18 +303,16 @@ class _Shared:
     estimate), and the bootstrap distribution over *all* metrics, drawn at most once, so that every
     bootstrap row of a call describes the same resampled question sets."""
 
-    def __init__(self, sample: PairedSample, settings: Settings, needs_bootstrap: bool) -> None:
+    def __init__(self, sample: PairedSample, settings: Settings, bootstrap: _PairedBootstrap | None) -> None:
         self.sample, self.settings = sample, settings
         layout = sample.layout
-        if needs_bootstrap:
-            expand = settings.method == "auto"
-            method = "percentile" if settings.method in ("auto", "score", "betting") else settings.method
+        if bootstrap is not None:
             self.engine, self.boot, self.low, self.high = _bootstrap_cells(
                 sample.diffs, layout.codes, layout.n_groups, grouped=layout.grouped, units=layout.units,
-                level=settings.level, method=method, n_resamples=settings.n_resamples, seed=settings.seed,
-                expand=expand,
+                level=settings.level, method=bootstrap.boot_method, n_resamples=settings.n_resamples,
+                seed=settings.seed, expand=bootstrap.expand,
             )
-        else:  # every interval is Tango's or a betting bound and no test reads a resample
+        else:  # no interval and no test reads a resample (Tango's, betting bounds)
             self.engine = _Resampler(sample.diffs, layout.codes, layout.n_groups, units=None, grouped=layout.grouped)
             self.boot = None
 
@@ -334,8 +334,10 @@ class PairedEstimator:
     kind: ClassVar[IntervalKind]
     label: ClassVar[str]
     resampled: ClassVar[bool] = False
-    #: what method="auto" needs of a metric before it takes this estimator (see choose_paired)
-    requirement: ClassVar[str] = ""
+    #: whether method="auto" tries it (in the order of PAIRED) before the expanded percentile bootstrap
+    in_auto: ClassVar[bool] = False
+    #: what it needs of a metric, for the error when a named method does not fit every metric
+    requirement: ClassVar[str] = "metrics it can estimate"
 
     def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -347,6 +349,10 @@ class PairedEstimator:
     def labels(self) -> tuple[str, ...]:
         """Every ``method`` label this estimator writes (the gate maps labels back to its ``kind``)."""
         return (self.label,)
+
+    def refusal(self, others: Sequence[str]) -> str:
+        """Why ``compare(method=self.method)`` refuses the metrics ``others``."""
+        return f"needs {self.requirement}; {list(others)} are not"
 
 
 def _mcnemar(sample: PairedSample, columns: Sequence[int], settings: Settings) -> tuple[np.ndarray, ...]:
@@ -366,7 +372,11 @@ class TangoScore(PairedEstimator):
     method = "score"
     kind = IntervalKind.SCORE
     label = _SCORE_LABEL
-    requirement = "pass/fail metrics without clusters"
+    in_auto = True
+
+    def refusal(self, others: Sequence[str]) -> str:
+        return (f"is Tango's interval for pass/fail metrics without clusters; {list(others)} are not pass/fail "
+                "(or units= was given)")
 
     def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:
         return not sample.layout.clustered and sample.binary[j]
@@ -395,7 +405,11 @@ class Betting(PairedEstimator):
     method = "betting"
     kind = IntervalKind.BETTING
     label = _BETTING_LABEL
-    requirement = "scores known to lie in [0, 1] (or declared bounds=) without units="
+    in_auto = True
+
+    def refusal(self, others: Sequence[str]) -> str:
+        return ("needs scores known to lie in [0, 1] (or declared bounds=) without units=; "
+                f"{list(others)} have values outside [0, 1] (or units= was given)")
 
     def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:
         if sample.layout.clustered:
@@ -430,6 +444,8 @@ class _PairedBootstrap(PairedEstimator):
     kind = IntervalKind.BOOTSTRAP
     resampled = True
     shown: ClassVar[str]  # the method's name inside the label
+    boot_method: ClassVar[str] = "percentile"  # the bounds read off the shared bootstrap distribution
+    expand: ClassVar[bool] = False  # the expanded percentile level (Hesterberg 2015)
 
     def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:
         return True
@@ -499,6 +515,7 @@ class ExpandedPercentileBootstrap(_PairedBootstrap):
 
     method = "auto"  # not a method= value of its own: the automatic choice's bootstrap
     shown = "expanded percentile"
+    expand = True
     label = _boot_label("expanded percentile", paired=True, clustered=False)
 
 
@@ -507,6 +524,7 @@ class BCaBootstrap(_PairedBootstrap):
 
     method = "bca"
     shown = "bca"
+    boot_method = "bca"
     label = _boot_label("bca", paired=True, clustered=False)
 
 
@@ -518,7 +536,25 @@ PAIRED: dict[str, PairedEstimator] = {
     "bca": BCaBootstrap(),
 }
 _AUTO_BOOTSTRAP = ExpandedPercentileBootstrap()
-COMPARE_METHODS = ("auto", *PAIRED)
+
+
+def compare_methods() -> tuple[str, ...]:
+    """The values ``compare(method=...)`` takes: ``"auto"`` and every registered paired estimator's."""
+    return ("auto", *PAIRED)
+
+
+def register_paired(estimator: PairedEstimator) -> None:
+    """Make ``estimator`` available as ``compare(method=estimator.method)`` (and to the gate's kinds).
+
+    Examples
+    --------
+    >>> register_paired(PAIRED["score"])   # registering again replaces the entry
+    >>> "score" in compare_methods()
+    True
+    """
+    if not isinstance(estimator, PairedEstimator) or estimator.method in ("auto", ""):
+        raise TypeError(f"register_paired needs a PairedEstimator with a method name other than 'auto', got {estimator!r}")
+    PAIRED[estimator.method] = estimator
 
 
 def choose_paired(sample: PairedSample, method: str) -> list[PairedEstimator]:
@@ -536,30 +572,22 @@ def choose_paired(sample: PairedSample, method: str) -> list[PairedEstimator]:
     >>> [type(e).__name__ for e in choose_paired(sample, "auto")]
     ['TangoScore', 'Betting', 'ExpandedPercentileBootstrap']
     """
-    auto = method == "auto"
-    if not auto and method not in ("score", "betting"):
-        return [PAIRED[method]] * len(sample.names)
-    chosen: list[PairedEstimator] = []
-    for j in range(len(sample.names)):
-        candidates = [PAIRED["score"], PAIRED["betting"]] if auto else [PAIRED[method]]
-        pick = next((e for e in candidates if e.eligible(sample, j, auto=auto)), None)
-        chosen.append(pick if pick is not None else _AUTO_BOOTSTRAP if auto else PAIRED["percentile"])
-    if not auto and any(e.method != method for e in chosen):
-        others = [n for n, e in zip(sample.names, chosen) if e.method != method]
-        if method == "score":
-            problem = ("is Tango's interval for pass/fail metrics without clusters; "
-                       f"{others} are not pass/fail (or units= was given)")
-        else:
-            problem = ("needs scores known to lie in [0, 1] (or declared bounds=) without units=; "
-                       f"{others} have values outside [0, 1] (or units= was given)")
-        raise ValueError(f"compare: method={method!r} {problem}. Use method='auto' to take the bootstrap for those.")
-    return chosen
+    if method != "auto":
+        wanted = PAIRED[method]
+        others = [name for j, name in enumerate(sample.names) if not wanted.eligible(sample, j, auto=False)]
+        if others:
+            raise ValueError(f"compare: method={method!r} {wanted.refusal(others)}. "
+                             "Use method='auto' to take the bootstrap for those.")
+        return [wanted] * len(sample.names)
+    tried = [e for e in PAIRED.values() if e.in_auto]
+    return [next((e for e in tried if e.eligible(sample, j, auto=True)), _AUTO_BOOTSTRAP)
+            for j in range(len(sample.names))]
 
 
 def run_paired(sample: PairedSample, settings: Settings) -> tuple[list[PairedBlock], _Shared]:
     """Choose each metric's estimator and run each estimator once over its metrics."""
     chosen = choose_paired(sample, settings.method)
-    shared = _Shared(sample, settings, needs_bootstrap=any(e.resampled for e in chosen))
+    shared = _Shared(sample, settings, next((e for e in chosen if isinstance(e, _PairedBootstrap)), None))
     groups: dict[int, tuple[PairedEstimator, list[int]]] = {}
     for j, estimator in enumerate(chosen):
         groups.setdefault(id(estimator), (estimator, []))[1].append(j)
@@ -751,14 +779,10 @@ def run_one_sample(sample: OneSample, chosen: Sequence[str], settings: Settings)
 
 
 def _label_kinds() -> dict[str, IntervalKind]:
-    kinds = {}
-    for estimator in (*PAIRED.values(), _AUTO_BOOTSTRAP):
-        for label in estimator.labels():
-            kinds[label] = estimator.kind
-    return kinds
+    """Every registered paired estimator's labels and its interval family."""
+    return {label: e.kind for e in (*PAIRED.values(), _AUTO_BOOTSTRAP) for label in e.labels()}
 
 
-_KINDS = _label_kinds()
 _TEST_KINDS = {
     _MCNEMAR_TEST: TestKind.EXACT,
     _SIGN_FLIP_TEST: TestKind.SIGN_FLIP,
@@ -777,7 +801,7 @@ def interval_kind(label: Any) -> IntervalKind:
     >>> interval_kind("paired score (Tango)"), interval_kind("paired bootstrap (bca)"), interval_kind(None)
     (<IntervalKind.SCORE: 'score'>, <IntervalKind.BOOTSTRAP: 'bootstrap'>, <IntervalKind.BOOTSTRAP: 'bootstrap'>)
     """
-    return _KINDS.get(label, IntervalKind.BOOTSTRAP) if isinstance(label, str) else IntervalKind.BOOTSTRAP
+    return _label_kinds().get(label, IntervalKind.BOOTSTRAP) if isinstance(label, str) else IntervalKind.BOOTSTRAP
 
 
 def test_kind(label: Any) -> TestKind:

@@ -28,7 +28,6 @@ from raglab.stats._engine import (  # noqa: F401  (_row_counts, _row_sums: their
     _row_sums,
 )
 from raglab.stats.estimators import (
-    COMPARE_METHODS,
     SUMMARY_METHODS,
     Layout,
     OneSample,
@@ -37,6 +36,7 @@ from raglab.stats.estimators import (
     Settings,
     SummaryBlock,
     choose_one_sample,
+    compare_methods,
     run_one_sample,
     run_paired,
 )
@@ -343,7 +343,7 @@ def compare(
     >>> t["method"].tolist()
     ['paired score (Tango)', 'paired betting (Waudby-Smith-Ramdas)']
     """
-    check_option("method", method, COMPARE_METHODS)
+    check_option("method", method, compare_methods())
     check_option("adjust", adjust, _ADJUST)
     settings = _settings(method, ci, n_resamples, seed, n_permutations)
     sample, resolved = _paired_sample(base, cand, slices, units, bounds, seed)
