@@ -25,6 +25,8 @@ import typing
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from raglab.stats.estimators import compare_methods  # the gate's --method choices: every registered estimator
+
 __all__ = ["main", "build_parser"]
 
 
@@ -380,7 +382,7 @@ def _add_gate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--units", default=None, metavar="COL", help="cluster column: resample whole clusters")
     p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument(
-        "--method", choices=["auto", "score", "betting", "percentile", "bca"], default="auto",
+        "--method", choices=list(compare_methods()), default="auto",
         help="interval: auto = Tango's score interval for pass/fail metrics, the betting interval for other metrics "
              "known to lie in [0, 1], expanded percentile bootstrap otherwise",
     )

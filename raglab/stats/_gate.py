@@ -30,13 +30,21 @@ import numpy as np
 import pandas as pd
 
 from raglab._registry import metric_info
-from raglab._results import ResultBase, at_floor, decision_colour, floor_resolution, p_text
+from raglab._results import ResultBase, decision_colour, p_text
 from raglab._results import jsonable as _jsonable
 from raglab._validation import check_option, warn
 from raglab._version import __version__
 from raglab.stats._engine import MIN_CLUSTERS
 from raglab.stats.estimators import interval_kind, test_kind
-from raglab.stats.results import GATE, IntervalKind, TestKind
+from raglab.stats.results import (
+    GATE,
+    GATE_NEEDS,
+    GATE_SHOWN,
+    IntervalKind,
+    TestKind,
+    at_floor,
+    floor_resolution,
+)
 from raglab.stats.results import names as _names
 from raglab.stats.tables import _ADJUST, compare
 from raglab.stats.tests import holm
@@ -160,7 +168,7 @@ def _decide(
     shape: a screen on skewness would keep exactly the samples that missed the tail.
 
     ``floor`` is ``(draws, "sign flips", "n_permutations")`` (or the bootstrap's) when the row's raw
-    p-value sits at its resampling floor ``1 / (draws + 1)`` (:func:`raglab._results.floor_resolution`):
+    p-value sits at its resampling floor ``1 / (draws + 1)`` (:func:`raglab.stats.results.floor_resolution`):
     no draw was as extreme as the data, so ``p_worse`` is an upper bound. A bound at or above
     ``alpha / 2`` cannot show the drop is not significant; the reason then names the resolution and
     the setting to raise, never "not significant".
@@ -319,7 +327,6 @@ def _worst(decisions: Sequence[str]) -> str:
     return max(decisions, key=DECISIONS.index) if len(decisions) else "review"
 
 
-_SHOWN_COLUMNS = ["metric", "slice", "n", "base", "cand", "diff", "low", "high", "margin", "decision", "reason"]
 
 
 @dataclass(repr=False)
@@ -430,13 +437,12 @@ class GateResult(ResultBase):
 
     def _shown(self) -> pd.DataFrame:
         """The columns both displays show (``to_frame()`` keeps them all)."""
-        return self.table.assign(**self._bounded_reasons())[[c for c in _SHOWN_COLUMNS if c in self.table.columns]]
+        return self.table.assign(**self._bounded_reasons())[[c for c in GATE_SHOWN if c in self.table.columns]]
 
     def _footer_html(self) -> str:
         return f"<p><small>{html.escape(GATE_RULE)}</small></p>"
 
 
-_REQUIRED_COLUMNS = ("metric", "n", "low", "high")
 
 
 def gate_comparison(
@@ -493,7 +499,7 @@ def gate_comparison(
             f"gate_comparison needs a comparison table (a DataFrame from raglab.stats.compare or df.rag.compare), "
             f"got {type(table).__name__}"
         )
-    missing = [column for column in _REQUIRED_COLUMNS if column not in table.columns]
+    missing = [column for column in GATE_NEEDS if column not in table.columns]
     if missing:
         raise ValueError(
             f"gate_comparison needs the comparison table's columns {missing}; found {list(table.columns)}. "

@@ -64,7 +64,17 @@ from raglab.stats.intervals import (
     _tango_bounds,
     proportion_interval,
 )
-from raglab.stats.results import IntervalKind, TestKind
+from raglab.stats.results import (
+    CLUSTER_SIGN_FLIP_TEST,
+    MCNEMAR_TEST,
+    NO_TEST,
+    SIGN_FLIP_TEST,
+    IntervalKind,
+    TestKind,
+)
+from raglab.stats.results import (
+    test_kind as test_kind,  # re-exported: the test labels are declared in results
+)
 from raglab.stats.tests import _mcnemar_p, _one_sided_mcnemar
 
 __all__ = [
@@ -95,9 +105,6 @@ __all__ = [
 ]
 
 _FEW_DISCORDANT = 10  # below this many changed pass/fail questions a bootstrap interval under-covers
-_MCNEMAR_TEST = "exact McNemar"
-_SIGN_FLIP_TEST = "sign-flip permutation"
-_NO_TEST = "none"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -389,7 +396,7 @@ class TangoScore(PairedEstimator):
         no_pairs = n < 2  # one pair says nothing about sampling error, as for the bootstrap
         low, high = np.where(no_pairs, np.nan, low), np.where(no_pairs, np.nan, high)
         p_value, p_decrease, p_increase = _mcnemar(sample, cols, settings)
-        test, kind = (_MCNEMAR_TEST, TestKind.EXACT) if settings.n_permutations else (_NO_TEST, TestKind.NONE)
+        test, kind = (MCNEMAR_TEST, TestKind.EXACT) if settings.n_permutations else (NO_TEST, TestKind.NONE)
         k = len(cols)
         return PairedBlock(tuple(cols), low, high, p_value, p_decrease, p_increase, self.label, self.kind,
                            (test,) * k, (kind,) * k, (None,) * k, (None,) * k)
@@ -460,7 +467,7 @@ class _PairedBootstrap(PairedEstimator):
             self._warn_if_few_discordant(sample, cols)
         low, high = shared.low[:, cols], shared.high[:, cols]
         p_value, p_decrease, p_increase = (_cells(sample, cols) for _ in range(3))
-        tests, kinds = [_NO_TEST] * len(cols), [TestKind.NONE] * len(cols)
+        tests, kinds = [NO_TEST] * len(cols), [TestKind.NONE] * len(cols)
         permutations: list[int | None] = [None] * len(cols)
         exact = [c for c, j in enumerate(cols) if sample.binary[j] and not sample.layout.clustered]
         flipped = [c for c in range(len(cols)) if c not in exact]
@@ -469,13 +476,13 @@ class _PairedBootstrap(PairedEstimator):
                 sample, [cols[c] for c in exact], settings)
             if settings.n_permutations:
                 for c in exact:
-                    tests[c], kinds[c] = _MCNEMAR_TEST, TestKind.EXACT
+                    tests[c], kinds[c] = MCNEMAR_TEST, TestKind.EXACT
         if flipped and settings.n_permutations:
             rng = np.random.default_rng([settings.seed, 1])  # a stream apart from the bootstrap's
             sided = shared.engine.sign_flip([cols[c] for c in flipped], settings.n_permutations, rng)
             p_value[:, flipped], p_decrease[:, flipped], p_increase[:, flipped] = sided
             for c in flipped:
-                tests[c] = _SIGN_FLIP_TEST + (" (clusters)" if sample.layout.clustered else "")
+                tests[c] = CLUSTER_SIGN_FLIP_TEST if sample.layout.clustered else SIGN_FLIP_TEST
                 kinds[c], permutations[c] = TestKind.SIGN_FLIP, settings.n_permutations
         elif flipped:  # no permutations: one-sided p-values from the bootstrap distribution
             boot = shared.boot[:, :, [cols[c] for c in flipped]]
@@ -783,15 +790,6 @@ def _label_kinds() -> dict[str, IntervalKind]:
     return {label: e.kind for e in (*PAIRED.values(), _AUTO_BOOTSTRAP) for label in e.labels()}
 
 
-_TEST_KINDS = {
-    _MCNEMAR_TEST: TestKind.EXACT,
-    _SIGN_FLIP_TEST: TestKind.SIGN_FLIP,
-    _SIGN_FLIP_TEST + " (clusters)": TestKind.SIGN_FLIP,
-    _CAPITAL_TEST: TestKind.CAPITAL,
-    _NO_TEST: TestKind.NONE,
-}
-
-
 def interval_kind(label: Any) -> IntervalKind:
     """The interval family of a comparison row's ``method`` label; a label no estimator writes (or
     none) is taken for a bootstrap, so that the checks a bootstrap needs still apply.
@@ -802,17 +800,3 @@ def interval_kind(label: Any) -> IntervalKind:
     (<IntervalKind.SCORE: 'score'>, <IntervalKind.BOOTSTRAP: 'bootstrap'>, <IntervalKind.BOOTSTRAP: 'bootstrap'>)
     """
     return _label_kinds().get(label, IntervalKind.BOOTSTRAP) if isinstance(label, str) else IntervalKind.BOOTSTRAP
-
-
-def test_kind(label: Any) -> TestKind:
-    """The family of a comparison row's ``test`` label (unknown or missing: :attr:`TestKind.NONE`).
-
-    Examples
-    --------
-    >>> test_kind("exact McNemar"), test_kind("betting capital")
-    (<TestKind.EXACT: 'exact'>, <TestKind.CAPITAL: 'capital'>)
-    """
-    return _TEST_KINDS.get(label, TestKind.NONE) if isinstance(label, str) else TestKind.NONE
-
-
-test_kind.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

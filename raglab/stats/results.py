@@ -24,8 +24,12 @@ import pandas as pd
 
 __all__ = [
     "COMPARISON",
+    "ESTIMATE",
     "GATE",
     "GATE_ADDED",
+    "GATE_NEEDS",
+    "GATE_SHOWN",
+    "ROW_KEY",
     "SUMMARY",
     "Column",
     "ComparisonRow",
@@ -59,8 +63,15 @@ class IntervalKind(enum.Enum):
         return self in (IntervalKind.SCORE, IntervalKind.BETTING)
 
 
+MCNEMAR_TEST = "exact McNemar"
+SIGN_FLIP_TEST = "sign-flip permutation"
+CLUSTER_SIGN_FLIP_TEST = "sign-flip permutation (clusters)"
+CAPITAL_TEST = "betting capital"  # p = min(1, 1 / capital at 0)
+NO_TEST = "none"
+
+
 class TestKind(enum.Enum):
-    """Where a row's p-values come from (the ``test`` column's families)."""
+    """Where a row's p-values come from (the ``test`` column's families; :func:`test_kind` maps a label)."""
 
     __test__ = False  # not a pytest test class
 
@@ -68,6 +79,29 @@ class TestKind(enum.Enum):
     SIGN_FLIP = "sign-flip"  # random sign flips: a floor at 1 / (n_permutations + 1)
     CAPITAL = "capital"  # the betting capital at 0: p = min(1, 1 / K), no draws
     NONE = "none"  # no test run: one-sided p-values read off the bootstrap distribution (or McNemar's)
+
+
+_TEST_KINDS = {
+    MCNEMAR_TEST: TestKind.EXACT,
+    SIGN_FLIP_TEST: TestKind.SIGN_FLIP,
+    CLUSTER_SIGN_FLIP_TEST: TestKind.SIGN_FLIP,
+    CAPITAL_TEST: TestKind.CAPITAL,
+    NO_TEST: TestKind.NONE,
+}
+
+
+def test_kind(label: Any, default: TestKind | None = TestKind.NONE) -> TestKind | None:
+    """The family of a comparison row's ``test`` label (unknown or missing: ``default``).
+
+    Examples
+    --------
+    >>> test_kind("exact McNemar"), test_kind("betting capital")
+    (<TestKind.EXACT: 'exact'>, <TestKind.CAPITAL: 'capital'>)
+    """
+    return _TEST_KINDS.get(label, default) if isinstance(label, str) else default
+
+
+test_kind.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 
 
 @dataclass(frozen=True)
@@ -148,6 +182,13 @@ GATE_ADDED = _columns(
 )
 
 _ESTIMATE_LAST = ("diff", "low", "high")
+#: what identifies a row of a comparison or gate table, and its estimate with the interval
+ROW_KEY = ("metric", "slice")
+ESTIMATE = _ESTIMATE_LAST
+#: the columns a gate's displays (text and HTML) show, in that order; ``to_frame()`` keeps them all
+GATE_SHOWN = ("metric", "slice", "n", "base", "cand", "diff", "low", "high", "margin", "decision", "reason")
+#: what gate_comparison needs of a hand-made comparison table
+GATE_NEEDS = ("metric", "n", "low", "high")
 # The gate table: the comparison's columns, the gate's, then the estimate, its interval and the decision last.
 GATE = _columns(
     *(c for c in COMPARISON if c.name not in _ESTIMATE_LAST),
@@ -233,6 +274,66 @@ class ComparisonRow:
         """Whether ``p_decrease`` sits at its resampling floor ``1 / (draws + 1)`` (a bound, not a measurement)."""
         draws = self.draws
         return draws is not None and bool(np.isfinite(self.p_decrease)) and self.p_decrease * (draws + 1.0) < 1.5
+
+
+# ---- p-values at their resampling floor, read off a table (hand-made or older tables included) ------
+
+
+def _draws(table: pd.DataFrame) -> np.ndarray:
+    """Per row of a compare or gate table: how many random draws its one-sided p-values came from
+    (sign flips, or bootstrap resamples when no permutations were run); NaN for exact McNemar tests and
+    betting rows (their p-value is 1 / capital, no count of draws)."""
+    def column(name: str) -> pd.Series:
+        if name in table.columns:
+            return pd.to_numeric(table[name], errors="coerce").astype(float)
+        return pd.Series(np.nan, index=table.index)
+
+    flips, resamples = column("n_permutations"), column("n_resamples")
+    tests = table["test"] if "test" in table.columns else pd.Series(None, index=table.index, dtype=object)
+    # exactly the label "none" (an unknown or missing label is not taken for it)
+    unflipped = pd.Series([test_kind(t, default=None) is TestKind.NONE for t in tests], index=table.index, dtype=bool)
+    # no permutations: a resampled row's one-sided p-values are read off its bootstrap distribution
+    return flips.where(flips.notna(), resamples.where(unflipped)).to_numpy(dtype=float)
+
+
+def at_floor(table: pd.DataFrame, column: str = "p_worse") -> np.ndarray:
+    """Which rows' p-values in ``column`` sit at their resampling floor: no flip (or resample) was as
+    extreme as the data, so the p-value ``1 / (draws + 1)`` is a bound, not a measurement.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"p_worse": [1 / 1001, 3 / 1001, 1e-6], "n_permutations": [1000, 1000, None],
+    ...                   "test": ["sign-flip permutation"] * 2 + ["exact McNemar"]})
+    >>> at_floor(t).tolist()
+    [True, False, False]
+    """
+    p = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
+    draws = _draws(table)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(p) & np.isfinite(draws) & (p * (draws + 1.0) < 1.5)  # (1 + 0 exceedances) / (draws + 1)
+
+
+def floor_resolution(table: pd.DataFrame, column: str = "p_worse") -> list[tuple[int, str, str] | None]:
+    """Per row: ``(draws, "sign flips", "n_permutations")`` (``"bootstrap resamples", "n_resamples"``
+    when no permutations were run) when its p-value in ``column`` sits at its resampling floor
+    (:func:`at_floor`), else None: what limits that p-value, and the setting that raises the limit.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"p_worse": [1 / 100, 3 / 100, 1 / 301], "n_permutations": [99, 99, None],
+    ...                   "n_resamples": [300, 300, 300], "test": ["sign-flip permutation"] * 2 + ["none"]})
+    >>> floor_resolution(t)
+    [(99, 'sign flips', 'n_permutations'), None, (300, 'bootstrap resamples', 'n_resamples')]
+    """
+    floor, draws = at_floor(table, column), _draws(table)
+    if "n_permutations" in table.columns:
+        flipped = pd.to_numeric(table["n_permutations"], errors="coerce").notna().to_numpy()
+    else:
+        flipped = np.zeros(len(table), dtype=bool)
+    return [
+        ((int(d), "sign flips", "n_permutations") if f else (int(d), "bootstrap resamples", "n_resamples")) if low else None
+        for low, d, f in zip(floor, draws, flipped)
+    ]
 
 
 def frame_of(rows: Sequence[Any], columns: Sequence[Column]) -> pd.DataFrame:
