@@ -616,6 +616,9 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", "-o", required=True, metavar="OUTPUT", help="row file to write (suffix picks the format)")
     p.add_argument("--k", "-k", action="append", type=_k_values, metavar="K",
                    help="cut-off(s), e.g. --k 5 or --k 1,5,10 (repeatable; default 5)")
+    p.add_argument("--metric", "-m", action="append", default=None, metavar="M",
+                   help="a metric to compute instead of the defaults, by its registered name, e.g. --metric map "
+                        "--metric ndcg (repeatable; metrics registered with default=False, such as map, only this way)")
     p.add_argument("--gain", choices=["exponential", "linear"], default="exponential",
                    help="nDCG gain: exponential 2^g - 1 (default) or linear g (trec_eval's ndcg_cut)")
     p.add_argument("--no-relevant", choices=["exclude", "zero"], default="exclude",
@@ -663,9 +666,10 @@ def _run_score(args: argparse.Namespace) -> int:
                         raise CommandError(_no_shared_ids(f"{args.rows!r} (column {qid!r})", ids, args.qrels,
                                                           gold.index))
                     rows = rows.assign(**{args.gold or "gold": ids.map(gold)})
+            chosen = {"metrics": list(dict.fromkeys(args.metric))} if args.metric else {}  # none: the defaults
             scored = retrieval(rows, k=ks, gain=args.gain, no_relevant=args.no_relevant,
                                question_id=args.question_id, retrieved=args.retrieved, gold=args.gold,
-                               method_name="raglab score")
+                               method_name="raglab score", **chosen)
             write_rows(scored, args.output)
         except Exception as exc:
             return _input_error(args, exc)
