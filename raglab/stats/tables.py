@@ -49,7 +49,7 @@ _ADJUST = (None, "holm")
 
 
 def _check_unit_range(
-    names: list[str], values: np.ndarray, what: str, method: str,
+    names: list[str], values: np.ndarray, what: str, caller: str,
     locate: Callable[[np.ndarray], tuple[list[str], list[int]]] | None = None,
 ) -> None:
     """Refuse scores of a metric registered in [0, 1] (recall, hit, ndcg, faithfulness...) that lie outside it.
@@ -58,7 +58,7 @@ def _check_unit_range(
     error upstream), and a mean and interval over it would look like evidence: refused, naming the
     metric, the rows and their values. Rounding slack of 1e-9 is allowed.
 
-    ``what`` names the input in the message (``"`cand`"``). ``locate`` maps positions in ``values``
+    ``what`` names the input in the message (``"`cand`"``), ``caller`` the function the user called. ``locate`` maps positions in ``values``
     to the user's rows, as ``(labels, positions)``: the row-table functions (:mod:`raglab.runs`) pass
     one that names the row of the user's table and its question id (the scores they pass are paired
     and re-indexed); without it the rows are the positions in ``values`` (``"row 5"``), which is
@@ -79,10 +79,10 @@ def _check_unit_range(
             percent = scored.min() >= 0 and scored.max() <= 100 and (scored > 1).mean() >= 0.5
             hint = " (percentages? divide by 100)" if percent else ""
             raise RowTableError(
-                f"{method}: {name!r} is a score in [0, 1] ({info.description or 'registered as bounded'}), but "
+                f"{caller}: {name!r} is a score in [0, 1] ({info.description or 'registered as bounded'}), but "
                 f"{bad.size} value{'s lie' if bad.size > 1 else ' lies'} in {what} outside it: {shown}{hint}. Fix the "
                 f"scores, or give the column another name if it is not {info.base}.",
-                column=name, rows=rows, method=method,
+                column=name, rows=rows, method=caller,
             )
 
 
@@ -97,21 +97,21 @@ def _bounds_pair(name: str, value: Any) -> tuple[float, float]:
     return low, high
 
 
-def _declared(bounds: Any, names: Sequence[str], method: str) -> dict[str, tuple[float, float]]:
+def _declared(bounds: Any, names: Sequence[str], caller: str) -> dict[str, tuple[float, float]]:
     """``{metric: (low, high)}`` from ``bounds=``: the ranges the user declares for metrics with no known bounds."""
     if bounds is None:
         return {}
     if not isinstance(bounds, Mapping):
-        raise TypeError(f"{method}: `bounds` must be {{metric: (low, high)}}, e.g. {{'latency_s': (0, 30)}}, "
+        raise TypeError(f"{caller}: `bounds` must be {{metric: (low, high)}}, e.g. {{'latency_s': (0, 30)}}, "
                         f"got {bounds!r}")
     unknown = sorted(set(map(str, bounds)) - set(names))
     if unknown:
-        raise ValueError(f"{method}: `bounds` names metrics that are not scored here: {unknown}; scored: {list(names)}")
+        raise ValueError(f"{caller}: `bounds` names metrics that are not scored here: {unknown}; scored: {list(names)}")
     return {name: _bounds_pair(name, bounds[name]) for name in names if name in bounds}
 
 
 def _check_declared_range(declared: Mapping[str, tuple[float, float]], names: list[str], values: np.ndarray,
-                          what: str, method: str) -> None:
+                          what: str, caller: str) -> None:
     """Refuse values outside a declared range (rounding slack of 1e-9 of the range): the promise would not hold."""
     for name, (low, high) in declared.items():
         column = values[:, names.index(name)]
@@ -121,10 +121,10 @@ def _check_declared_range(declared: Mapping[str, tuple[float, float]], names: li
         if bad.size:
             shown = ", ".join(f"{column[i]:g} at row {i}" for i in bad[:5]) + (", ..." if bad.size > 5 else "")
             raise RowTableError(
-                f"{method}: {name!r} was declared to lie in [{low:g}, {high:g}] (bounds=), but {bad.size} "
+                f"{caller}: {name!r} was declared to lie in [{low:g}, {high:g}] (bounds=), but {bad.size} "
                 f"value{'s lie' if bad.size > 1 else ' lies'} in `{what}` outside it: {shown}. Widen the declared "
                 "bounds to what the metric can take (a timeout, a length cap), or fix the scores.",
-                column=name, rows=bad[:50].tolist(), method=method,
+                column=name, rows=bad[:50].tolist(), method=caller,
             )
 
 
