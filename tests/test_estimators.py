@@ -98,7 +98,8 @@ def test_gate_comparison_takes_the_minimal_table():
 
 
 class _Shifted(est.PairedEstimator):
-    """A toy estimator for the test: the mean difference +- 0.05, valid at every n, p-values 0.5."""
+    """A toy estimator for the test: its own estimate (the mean difference + 0.01) +- 0.05, valid at every
+    n, p-values 0.5; it reads the sample's weights when given (as prediction-powered inference would)."""
 
     method = "shifted"
     kind = IntervalKind.BETTING
@@ -109,11 +110,12 @@ class _Shifted(est.PairedEstimator):
 
     def estimate(self, sample, columns, settings, shared):
         cols = list(columns)
-        theta = shared.engine.theta[:, cols]
+        assert sample.weights is None or sample.weights.shape == (sample.base.shape[0],)
+        theta = shared.engine.theta[:, cols] + 0.01
         half = np.full(theta.shape, 0.5)
         k = len(cols)
         return est.PairedBlock(tuple(cols), theta - 0.05, theta + 0.05, half, half, half, self.label, self.kind,
-                               ("none",) * k, (TestKind.NONE,) * k, (None,) * k, (None,) * k)
+                               ("none",) * k, (TestKind.NONE,) * k, (None,) * k, (None,) * k, estimate=theta)
 
 
 def test_a_new_estimator_is_one_class(monkeypatch):
@@ -122,8 +124,19 @@ def test_a_new_estimator_is_one_class(monkeypatch):
     check_declared(table, COMPARISON)
     assert set(table["method"]) == {"paired shifted (toy)"}
     np.testing.assert_allclose(table["high"] - table["low"], 0.1)
+    np.testing.assert_allclose(table["diff"], compare(BASE, CAND, n_resamples=100)["diff"] + 0.01)  # its estimate
     gated = gate_comparison(table, {"hit@5": 0.2, "rr": 0.2, "latency_s": 1.0},
                             higher_is_better={"hit@5": True, "rr": True, "latency_s": False})
     assert not gated.table["reason"].str.contains("bootstrap").any()  # valid at every n: no bootstrap checks
     with pytest.raises(ValueError, match="method"):
         compare(BASE, CAND, method="nothing")
+
+
+def test_the_sample_can_carry_labels_weights_and_strata():
+    b, c = np.column_stack(list(BASE.values())), np.column_stack(list(CAND.values()))
+    labelled = np.where(RNG.random((N, 1)) < 0.2, b, np.nan)
+    sample = est.PairedSample(tuple(BASE), b, c, est.Layout.of(N, SLICES, None), labels=(labelled, labelled),
+                              weights=np.full(N, 5.0), strata=(SLICES == "a").astype(int))
+    blocks, shared = est.run_paired(sample, est.Settings("auto", 0.95, 100, 0, 0))
+    assert sorted(j for block in blocks for j in block.columns) == [0, 1, 2]
+    assert shared.engine.theta.shape == (3, 3)  # overall and two slices, three metrics

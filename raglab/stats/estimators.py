@@ -24,13 +24,16 @@ lie in [0, 1]), :class:`OneSampleBetting` (``"betting"``) and :class:`OneSampleB
 The ``"auto"`` choice is one function per table: :func:`choose_paired` and :func:`choose_one_sample`.
 
 Adding an estimator (prediction-powered inference, say): subclass :class:`PairedEstimator`, set
-``method``, ``kind`` and ``label``, implement ``eligible`` and ``estimate``, add an instance to
-:data:`PAIRED`; the sample can carry what it needs (``weights``, ``labelled``) without changing the
-other estimators. The tables, the gate, the forest and the CLI need no edit.
+``method``, ``kind`` and ``label``, implement ``eligible`` and ``estimate`` (return a
+:class:`PairedBlock`, with its own ``estimate`` when it is not the mean difference), and
+:func:`register_paired` an instance; the sample carries what it needs (``labels``, ``weights``,
+``strata``) without changing the other estimators. The tables, the gate, the forest and the CLI
+need no edit.
 """
 
 from __future__ import annotations
 
+import abc
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -90,6 +93,7 @@ __all__ = [
     "PairedBlock",
     "PairedEstimator",
     "PairedSample",
+    "Shared",
     "PercentileBootstrap",
     "Proportion",
     "Settings",
@@ -166,10 +170,13 @@ class Settings:
 class PairedSample:
     """Two paired runs' scores: what a paired estimator receives.
 
-    ``base`` and ``cand`` are (questions, metrics) with NaN for a missing score; ``bounds`` the
-    declared ranges of metrics with no known bounds. ``weights`` (one per question, e.g. 1 /
-    inclusion probability) and ``labelled`` (which questions carry a reference label) are for
-    estimators that need them (prediction-powered inference); the estimators here take neither.
+    ``base`` and ``cand`` are (questions, metrics) with NaN for a missing score (for a judge metric:
+    the judge's scores, on every question); ``bounds`` the declared ranges of metrics with no known
+    bounds; ``layout`` the slices and clusters. For estimators that need more (prediction-powered
+    inference: judge scores on every question, human labels on a random subset), the sample also
+    carries ``labels`` (the reference scores ``(base, cand)``, each (questions, metrics), NaN where a
+    question was not labelled), ``weights`` (one per question: 1 / its inclusion probability) and
+    ``strata`` (one stratum code per question). The estimators here read none of the three.
     Derived arrays (``diffs``, ``complete``, the discordant counts) are computed once, on first use.
     """
 
@@ -178,8 +185,9 @@ class PairedSample:
     cand: np.ndarray
     layout: Layout
     bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    labels: tuple[np.ndarray, np.ndarray] | None = None
     weights: np.ndarray | None = None
-    labelled: np.ndarray | None = None
+    strata: np.ndarray | None = None
 
     @cached_property
     def complete(self) -> np.ndarray:
@@ -268,6 +276,8 @@ class PairedBlock:
 
     ``label`` is the interval's display label, ``kind`` its family; per column: ``tests`` (the test's
     label), ``test_kinds``, ``seeds`` and ``n_permutations``; ``n_resamples`` for resampled blocks.
+    ``estimate``: the point estimate per cell when it is not the mean paired difference over the
+    complete pairs (a prediction-powered estimate is not); None takes that mean (``shared.engine.theta``).
     """
 
     columns: tuple[int, ...]
@@ -283,6 +293,7 @@ class PairedBlock:
     seeds: tuple[int | None, ...]
     n_permutations: tuple[int | None, ...]
     n_resamples: int | None = None
+    estimate: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -305,10 +316,12 @@ def _cells(sample: PairedSample | OneSample, columns: Sequence[int]) -> np.ndarr
     return np.full((len(sample.layout.rows), len(columns)), np.nan)
 
 
-class _Shared:
-    """What the estimators of one paired call share: the resampler (its ``theta`` is every row's
-    estimate), and the bootstrap distribution over *all* metrics, drawn at most once, so that every
-    bootstrap row of a call describes the same resampled question sets."""
+class Shared:
+    """What the estimators of one paired call share: the resampler ``engine`` (its ``theta`` is each
+    cell's mean difference, the ``diff`` of every row whose block gives no ``estimate`` of its own; its
+    ``sign_flip`` runs the permutation tests) and, when a bootstrap estimator was chosen, the bootstrap
+    distribution ``boot`` over *all* metrics with its bounds ``low`` and ``high``, drawn once, so that
+    every bootstrap row of a call describes the same resampled question sets."""
 
     def __init__(self, sample: PairedSample, settings: Settings, bootstrap: _PairedBootstrap | None) -> None:
         self.sample, self.settings = sample, settings
@@ -329,12 +342,13 @@ class _Shared:
 # --------------------------------------------------------------------------------------------------
 
 
-class PairedEstimator:
-    """An interval (and its tests) on ``mean(cand - base)``, per metric and slice.
+class PairedEstimator(abc.ABC):
+    """An interval (and its tests) on the paired difference ``cand - base``, per metric and slice.
 
-    Subclasses set ``method`` (the ``compare(method=...)`` value), ``kind`` and ``label``, and
-    implement :meth:`eligible` (may it run on metric ``j``?) and :meth:`estimate`.
-    ``resampled`` estimators share the call's bootstrap distribution (``shared.boot``).
+    Subclasses set ``method`` (the ``compare(method=...)`` value), ``kind`` (what the gate may assume)
+    and ``label`` (the ``method`` column's text), and implement :meth:`eligible` (may it run on metric
+    ``j``?) and :meth:`estimate` (a :class:`PairedBlock` for the metrics it was chosen for).
+    ``resampled`` estimators read the call's shared bootstrap distribution (``shared.boot``).
     """
 
     method: ClassVar[str]
@@ -346,12 +360,14 @@ class PairedEstimator:
     #: what it needs of a metric, for the error when a named method does not fit every metric
     requirement: ClassVar[str] = "metrics it can estimate"
 
-    def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:
+        """Whether metric ``j`` of ``sample`` fits this estimator (``auto``: for the automatic choice)."""
 
+    @abc.abstractmethod
     def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
-                 shared: _Shared) -> PairedBlock:  # pragma: no cover - abstract
-        raise NotImplementedError
+                 shared: Shared) -> PairedBlock:
+        """The block of results for the metrics ``columns`` of ``sample``, every row (overall, slices)."""
 
     def labels(self) -> tuple[str, ...]:
         """Every ``method`` label this estimator writes (the gate maps labels back to its ``kind``)."""
@@ -389,7 +405,7 @@ class TangoScore(PairedEstimator):
         return not sample.layout.clustered and sample.binary[j]
 
     def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
-                 shared: _Shared) -> PairedBlock:
+                 shared: Shared) -> PairedBlock:
         cols = list(columns)
         n = sample.n_pairs[:, cols]
         low, high = _tango_bounds(sample.down[:, cols], sample.up[:, cols], n, settings.level)
@@ -427,7 +443,7 @@ class Betting(PairedEstimator):
         return sample.in_unit[j] and (not auto or metric_info(name).bounded)
 
     def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
-                 shared: _Shared) -> PairedBlock:
+                 shared: Shared) -> PairedBlock:
         cols = list(columns)
         low, high, p_decrease, p_increase = (_cells(sample, cols) for _ in range(4))
         stream = [settings.seed, 2]  # the betting orders' own stream
@@ -461,7 +477,7 @@ class _PairedBootstrap(PairedEstimator):
         return tuple(_boot_label(self.shown, paired=True, clustered=c) for c in (False, True))
 
     def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
-                 shared: _Shared) -> PairedBlock:
+                 shared: Shared) -> PairedBlock:
         cols = list(columns)
         if self.method in ("percentile", "bca"):
             self._warn_if_few_discordant(sample, cols)
@@ -591,10 +607,10 @@ def choose_paired(sample: PairedSample, method: str) -> list[PairedEstimator]:
             for j in range(len(sample.names))]
 
 
-def run_paired(sample: PairedSample, settings: Settings) -> tuple[list[PairedBlock], _Shared]:
+def run_paired(sample: PairedSample, settings: Settings) -> tuple[list[PairedBlock], Shared]:
     """Choose each metric's estimator and run each estimator once over its metrics."""
     chosen = choose_paired(sample, settings.method)
-    shared = _Shared(sample, settings, next((e for e in chosen if isinstance(e, _PairedBootstrap)), None))
+    shared = Shared(sample, settings, next((e for e in chosen if isinstance(e, _PairedBootstrap)), None))
     groups: dict[int, tuple[PairedEstimator, list[int]]] = {}
     for j, estimator in enumerate(chosen):
         groups.setdefault(id(estimator), (estimator, []))[1].append(j)
@@ -608,14 +624,15 @@ def run_paired(sample: PairedSample, settings: Settings) -> tuple[list[PairedBlo
 # --------------------------------------------------------------------------------------------------
 
 
-class OneSampleEstimator:
+class OneSampleEstimator(abc.ABC):
     """An interval on the mean of one run's scores, per metric and slice (``summary(method=...)``)."""
 
     methods: ClassVar[tuple[str, ...]]
     kind: ClassVar[IntervalKind]
 
+    @abc.abstractmethod
     def estimate(self, sample: OneSample, columns: Sequence[int], settings: Settings) -> SummaryBlock:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """The block of results for the metrics ``columns`` of ``sample``, every row (overall, slices)."""
 
 
 class Proportion(OneSampleEstimator):

@@ -407,8 +407,13 @@ def _comparison_rows(sample: PairedSample, blocks: Sequence[PairedBlock], shared
     cand_sum = layout.sums(np.where(complete, sample.cand, np.nan))
     n_changed = layout.counts(complete & (sample.diffs != 0))
     skew = _row_skewness(sample.diffs, layout.codes, layout.n_groups, layout.grouped, n_pairs)
-    theta, clusters = shared.engine.theta, shared.engine.units_per_cell
+    clusters = shared.engine.units_per_cell
     where = {j: (block, c) for block in blocks for c, j in enumerate(block.columns)}
+    # each cell's estimate: the block's own, else the mean difference over the complete pairs
+    theta = shared.engine.theta.copy()
+    for block in blocks:
+        if block.estimate is not None:
+            theta[:, list(block.columns)] = block.estimate
     rows = []
     for j, name in enumerate(sample.names):
         block, c = where[j]
