@@ -649,12 +649,12 @@ class Proportion(OneSampleEstimator):
         mean, se, low, high = (_cells(sample, cols) for _ in range(4))
         for c, j in enumerate(cols):
             for r in range(len(sample.layout.rows)):
-                x = sample.cell(r, j)
-                if x.size:
+                n = int(sample.n_valid[r, j])
+                if n:
                     successes = int(round(sample.sums[r, j]))
-                    iv = proportion_interval(successes, x.size, ci=settings.level, method=self.method)
+                    iv = proportion_interval(successes, n, ci=settings.level, method=self.method)
                     mean[r, c], low[r, c], high[r, c] = iv
-                    se[r, c] = math.sqrt(iv.estimate * (1 - iv.estimate) / x.size)
+                    se[r, c] = math.sqrt(iv.estimate * (1 - iv.estimate) / n)
         labels = np.full(mean.shape, self.method, dtype=object)
         return SummaryBlock(tuple(cols), mean, se, low, high, labels, self.kind, None, None)
 
