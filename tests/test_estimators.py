@@ -140,3 +140,22 @@ def test_the_sample_can_carry_labels_weights_and_strata():
     blocks, shared = est.run_paired(sample, est.Settings("auto", 0.95, 100, 0, 0))
     assert sorted(j for block in blocks for j in block.columns) == [0, 1, 2]
     assert shared.engine.theta.shape == (3, 3)  # overall and two slices, three metrics
+
+
+def test_the_statistics_never_import_the_gate_module():
+    """raglab.gate re-exports raglab.stats._gate; nothing in raglab.stats imports raglab.gate (no cycle), and no
+    module of raglab.stats imports another inside a function."""
+    import ast
+    import pathlib
+
+    import raglab.stats
+
+    for path in pathlib.Path(raglab.stats.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = set(tree.body)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                assert not any(n == "raglab.gate" or n.startswith("raglab.gate.") for n in names), path.name
+                if any(n.startswith("raglab") for n in names):
+                    assert node in top, f"{path.name}:{node.lineno} imports raglab inside a function"

@@ -739,7 +739,7 @@ ONE_SAMPLE: dict[str, type[OneSampleEstimator]] = {
     "betting": OneSampleBetting,
     **{m: OneSampleBootstrap for m in OneSampleBootstrap.methods},
 }
-SUMMARY_METHODS = ("auto", "wilson", "exact", "normal", "t", "betting", "percentile", "bca")
+SUMMARY_METHODS = ("auto", *ONE_SAMPLE)  # the values summary(method=...) takes
 
 
 def choose_one_sample(sample: OneSample, method: str) -> list[str]:
