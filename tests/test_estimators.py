@@ -159,3 +159,13 @@ def test_the_statistics_never_import_the_gate_module():
                 assert not any(n == "raglab.gate" or n.startswith("raglab.gate.") for n in names), path.name
                 if any(n.startswith("raglab") for n in names):
                     assert node in top, f"{path.name}:{node.lineno} imports raglab inside a function"
+
+
+def test_betting_p_values_on_declared_bounds_agree_with_the_interval():
+    # mean-0 differences in [-30, 30], skewed: before, the p-values were read on [-1, 1] (clipped) and said 1e-19
+    rng = np.random.default_rng(0)
+    b = rng.uniform(5, 10, 400)
+    c = b + np.where(rng.random(400) < 0.9, -0.5, 4.5)
+    row = compare({"score_s": b}, {"score_s": c}, bounds={"score_s": (0, 30)}).iloc[0]
+    assert row["low"] < 0 < row["high"] and row["test"] == "betting capital"
+    assert min(row["p_decrease"], row["p_increase"]) >= 0.025  # 0 is inside the 95% interval: no one-sided evidence

@@ -452,7 +452,8 @@ class Betting(PairedEstimator):
             for r in range(len(sample.layout.rows)):
                 x = sample.cell(r, j)
                 low[r, c], high[r, c] = _betting_bounds(x, lo - hi, hi - lo, settings.level, stream)
-                p_decrease[r, c], p_increase[r, c] = _betting_p_values(x, -1.0, 1.0, settings.level, stream)
+                # the capital the bounds are read from: on the same range (declared bounds included)
+                p_decrease[r, c], p_increase[r, c] = _betting_p_values(x, lo - hi, hi - lo, settings.level, stream)
         p_value = np.minimum(1.0, 2.0 * np.minimum(p_decrease, p_increase))
         k = len(cols)
         return PairedBlock(tuple(cols), low, high, p_value, p_decrease, p_increase, self.label, self.kind,
