@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "DECISION_COLOURS", "NEUTRAL_COLOUR", "ResultBase", "at_floor", "decision_colour", "floor_resolution", "jsonable",
-    "p_text",
+    "DECISION_COLOURS", "NEUTRAL_COLOUR", "ResultBase", "decision_colour", "jsonable", "p_text",
 ]
 
 # The gate's decisions in every table and plot (colour-blind-safe green / orange / red).
@@ -34,61 +33,6 @@ def decision_colour(decision: Any) -> str:
     '#cf222e'
     """
     return DECISION_COLOURS.get(str(decision), NEUTRAL_COLOUR)
-
-
-def _draws(table: pd.DataFrame) -> np.ndarray:
-    """Per row of a compare or gate table: how many random draws its one-sided p-values came from
-    (sign flips, or bootstrap resamples when no permutations were run); NaN for exact McNemar tests and
-    betting rows (their p-value is 1 / capital, no count of draws)."""
-    def column(name: str) -> pd.Series:
-        if name in table.columns:
-            return pd.to_numeric(table[name], errors="coerce").astype(float)
-        return pd.Series(np.nan, index=table.index)
-
-    flips, resamples = column("n_permutations"), column("n_resamples")
-    test = table["test"].astype(str) if "test" in table.columns else pd.Series("", index=table.index)
-    # no permutations: a resampled row's one-sided p-values are read off its bootstrap distribution
-    return flips.where(flips.notna(), resamples.where(test == "none")).to_numpy(dtype=float)
-
-
-def at_floor(table: pd.DataFrame, column: str = "p_worse") -> np.ndarray:
-    """Which rows' p-values in ``column`` sit at their resampling floor: no flip (or resample) was as
-    extreme as the data, so the p-value ``1 / (draws + 1)`` is a bound, not a measurement.
-
-    Examples
-    --------
-    >>> t = pd.DataFrame({"p_worse": [1 / 1001, 3 / 1001, 1e-6], "n_permutations": [1000, 1000, None],
-    ...                   "test": ["sign-flip permutation"] * 2 + ["exact McNemar"]})
-    >>> at_floor(t).tolist()
-    [True, False, False]
-    """
-    p = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
-    draws = _draws(table)
-    with np.errstate(invalid="ignore"):
-        return np.isfinite(p) & np.isfinite(draws) & (p * (draws + 1.0) < 1.5)  # (1 + 0 exceedances) / (draws + 1)
-
-
-def floor_resolution(table: pd.DataFrame, column: str = "p_worse") -> list[tuple[int, str, str] | None]:
-    """Per row: ``(draws, "sign flips", "n_permutations")`` (``"bootstrap resamples", "n_resamples"``
-    when no permutations were run) when its p-value in ``column`` sits at its resampling floor
-    (:func:`at_floor`), else None: what limits that p-value, and the setting that raises the limit.
-
-    Examples
-    --------
-    >>> t = pd.DataFrame({"p_worse": [1 / 100, 3 / 100, 1 / 301], "n_permutations": [99, 99, None],
-    ...                   "n_resamples": [300, 300, 300], "test": ["sign-flip permutation"] * 2 + ["none"]})
-    >>> floor_resolution(t)
-    [(99, 'sign flips', 'n_permutations'), None, (300, 'bootstrap resamples', 'n_resamples')]
-    """
-    floor, draws = at_floor(table, column), _draws(table)
-    if "n_permutations" in table.columns:
-        flipped = pd.to_numeric(table["n_permutations"], errors="coerce").notna().to_numpy()
-    else:
-        flipped = np.zeros(len(table), dtype=bool)
-    return [
-        ((int(d), "sign flips", "n_permutations") if f else (int(d), "bootstrap resamples", "n_resamples")) if low else None
-        for low, d, f in zip(floor, draws, flipped)
-    ]
 
 
 def p_text(p: float, *, bound: bool = False) -> str:

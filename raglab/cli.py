@@ -25,6 +25,8 @@ import typing
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from raglab.stats.estimators import compare_methods  # the gate's --method choices: every registered estimator
+
 __all__ = ["main", "build_parser"]
 
 
@@ -380,7 +382,7 @@ def _add_gate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--units", default=None, metavar="COL", help="cluster column: resample whole clusters")
     p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument(
-        "--method", choices=["auto", "score", "betting", "percentile", "bca"], default="auto",
+        "--method", choices=list(compare_methods()), default="auto",
         help="interval: auto = Tango's score interval for pass/fail metrics, the betting interval for other metrics "
              "known to lie in [0, 1], expanded percentile bootstrap otherwise",
     )
@@ -614,6 +616,9 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", "-o", required=True, metavar="OUTPUT", help="row file to write (suffix picks the format)")
     p.add_argument("--k", "-k", action="append", type=_k_values, metavar="K",
                    help="cut-off(s), e.g. --k 5 or --k 1,5,10 (repeatable; default 5)")
+    p.add_argument("--metric", "-m", action="append", default=None, metavar="M",
+                   help="a metric to compute instead of the defaults, by its registered name, e.g. --metric map "
+                        "--metric ndcg (repeatable; metrics registered with default=False, such as map, only this way)")
     p.add_argument("--gain", choices=["exponential", "linear"], default="exponential",
                    help="nDCG gain: exponential 2^g - 1 (default) or linear g (trec_eval's ndcg_cut)")
     p.add_argument("--no-relevant", choices=["exclude", "zero"], default="exclude",
@@ -662,9 +667,10 @@ def _run_score(args: argparse.Namespace) -> int:
                         raise CommandError(_no_shared_ids(f"{args.rows!r} (column {qid!r})", ids, args.qrels,
                                                           gold.index))
                     rows = rows.assign(**{args.gold or "gold": ids.map(gold)})
+            chosen = {"metrics": list(dict.fromkeys(args.metric))} if args.metric else {}  # none: the defaults
             with called_as("raglab score"):  # errors name the command
                 scored = retrieval(rows, k=ks, gain=args.gain, no_relevant=args.no_relevant,
-                                   question_id=args.question_id, retrieved=args.retrieved, gold=args.gold)
+                                   question_id=args.question_id, retrieved=args.retrieved, gold=args.gold, **chosen)
             write_rows(scored, args.output)
         except Exception as exc:
             return _input_error(args, exc)

@@ -294,7 +294,7 @@ def write_trec(
             f"{method}: run= and qrels= are the same file {str(run)!r}; the qrels would overwrite the run. Give "
             "two paths, e.g. run='run.txt', qrels='qrels.txt'."
         )
-    qid_col = resolve_column(df, "question_id", question_id, method=method)
+    qid_col = resolve_column(df, "question_id", question_id, caller=method)
     repeated = df[qid_col][df[qid_col].duplicated()].astype(str).unique().tolist()
     if repeated:  # a topic's lines would appear twice: read back as one topic listing each document twice
         raise RowTableError(
@@ -302,13 +302,13 @@ def write_trec(
             "(and one set of judgments) per topic. Keep one row per question first, e.g. "
             f"df.drop_duplicates({qid_col!r}).", column=qid_col, method=method)
     if run is not None:
-        ret_col = resolve_column(df, "retrieved", retrieved, method=method)
+        ret_col = resolve_column(df, "retrieved", retrieved, caller=method)
         score_col = scores if scores is not None and scores in df.columns else None
         name = run_name or (get_meta(df).get("run") or {}).get("name") or "raglab"
         _check_field(name, "the run name", method)
         run_lines = list(_run_lines(df, qid_col, ret_col, score_col, name))
     if qrels is not None:
-        gold_col = resolve_column(df, "gold", gold, method=method)
+        gold_col = resolve_column(df, "gold", gold, caller=method)
         qrels_lines = list(_qrels_lines(df, qid_col, gold_col))
     if run is not None:
         _warn_empty_rankings(df, qid_col, ret_col, gold_col if qrels is not None else None, method)

@@ -204,3 +204,19 @@ def test_gate_warnings_speak_flags_and_print_once(monkeypatch, capsys):
     main(["gate", "a.jsonl", "b.jsonl", "--metric", "hit", "--margin", "0.1", "--n-resamples", "200"])
     lines = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert lines == ["raglab gate: warning: in BASE: some ids differ. Pass --how inner to compare the shared ones."]
+
+
+def test_score_asks_for_a_metric_that_is_not_a_default(tmp_path, capsys):
+    base = raglab.write_rows(_rows(), tmp_path / "base.parquet")
+    out = tmp_path / "scored.jsonl"
+    assert main(["score", str(base), "-o", str(out), "-k", "3", "--metric", "map", "--metric", "ndcg"]) == 0
+    back = raglab.read_rows(out)
+    assert {"map@3", "ndcg@3"} <= set(back.columns) and "recall@3" not in back.columns
+    assert "map@3" in capsys.readouterr().out
+    assert main(["score", str(base), "-o", str(tmp_path / "x.jsonl"), "--metric", "no_such_metric"]) == 2
+
+
+def test_score_help_offers_the_metric_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["score", "--help"])
+    assert "--metric M" in capsys.readouterr().out

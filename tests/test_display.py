@@ -85,7 +85,8 @@ def test_p_values_at_the_resampling_floor_print_as_bounds():
 
 
 def test_p_text_bounds():
-    from raglab._results import at_floor, p_text
+    from raglab._results import p_text
+    from raglab.stats.results import at_floor
 
     assert p_text(0.012345) == "0.0123"
     assert p_text(1 / 10_001, bound=True) == "< 0.0001"  # 9.999e-05

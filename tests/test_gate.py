@@ -13,8 +13,8 @@ import raglab
 from raglab import stats
 from raglab._meta import update_meta
 from raglab._results import ResultBase
-from raglab.gate import _decide, _worst
 from raglab.stats import GateResult, compare, gate, gate_comparison
+from raglab.stats._gate import _decide, _worst
 
 
 def _seed_example():

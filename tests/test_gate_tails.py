@@ -17,8 +17,8 @@ import pytest
 from scipy import stats as sps
 
 from raglab import stats
-from raglab._results import at_floor, floor_resolution
 from raglab.stats.intervals import _BETTING_LABEL, _betting_bounds, _betting_p_values
+from raglab.stats.results import at_floor, floor_resolution
 from raglab.stats.tests import holm
 
 MARGIN = 0.02

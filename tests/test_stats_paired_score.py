@@ -13,8 +13,8 @@ from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
 import raglab  # noqa: F401  (registers df.rag)
 from raglab import stats
-from raglab.gate import _decide
 from raglab.stats import gate, paired_proportion_interval
+from raglab.stats._gate import _decide
 from raglab.stats.intervals import _tango_bounds
 from raglab.stats.tests import _one_sided_mcnemar
 

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from raglab import boundaries as _b
 from raglab._optional import import_optional
 from raglab._results import DECISION_COLOURS, NEUTRAL_COLOUR
+from raglab._rowtable import resolve_column
 from raglab._validation import check_option
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,12 +24,9 @@ _CUT = DECISION_COLOURS["block"]
 
 def _gold_in_chunks(rows: pd.DataFrame, chunks: pd.DataFrame, gold_spans: str | None, method: str) -> pd.DataFrame:
     """One row per gold span (grade > 0): its offsets relative to the chunk holding its first character."""
-    from raglab import boundaries as _b
-    from raglab._rowtable import resolve_column
-
     df = _b._rows_frame(rows, method)
     table = _b._chunk_table(chunks, method)
-    col = resolve_column(df, "gold_spans", gold_spans, method=method)
+    col = resolve_column(df, "gold_spans", gold_spans, caller=method)
     gold = _b._gold_of(df, col, method, None)
     row_of, doc, start, end, inside, _, holder = _b._gold_geometry(table, gold, method, "they count as cut and are not drawn")
     spans = pd.DataFrame({"row": row_of, "doc_id": doc, "start": start, "end": end})
@@ -202,9 +201,7 @@ def boundary_metric(
         metric = metrics[0]
     check_option("metric", metric, metrics)
     if split == "gold_reached":
-        from raglab.boundaries import GOLD_REACHED_SPLIT  # the row-table floor, imported when used (as above)
-
-        raise ValueError(f"boundary_metric refuses split='gold_reached': {GOLD_REACHED_SPLIT}")
+        raise ValueError(f"boundary_metric refuses split='gold_reached': {_b.GOLD_REACHED_SPLIT}")
     check_option("split", split, [s for s in dict.fromkeys(table["split"].astype(str)) if s != "gold_reached"])
     if len(labels) != 2:
         raise ValueError(f"`labels` must name the two runs, e.g. ('256 chars', '512 chars'); got {labels!r}")

@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 
 from raglab._registry import metric_info
-from raglab.gate import _check_margin
+from raglab.stats._gate import _check_margin
+from raglab.stats.results import ESTIMATE, ROW_KEY
 
 _PLAIN = "#1f4e79"
-_NEEDED = ("metric", "slice", "diff", "low", "high")
+_NEEDED = (*ROW_KEY, *ESTIMATE)  # as raglab.stats.results declares the comparison and gate tables
 _SHARED_UNITS = "scores in [0, 1]"  # the panel of the bounded metrics (rates, recall, ndcg...)
 _MINUS = "\N{MINUS SIGN}"  # as wide as "+" in matplotlib's default font, so the numbers line up
 

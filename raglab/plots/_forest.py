@@ -12,7 +12,6 @@ from scipy.stats import norm
 from raglab._optional import import_optional
 from raglab._results import DECISION_COLOURS
 from raglab._validation import check_option
-from raglab.gate import DECISIONS, _worst
 from raglab.plots._common import (
     _NEEDED,
     _SHARED_UNITS,
@@ -26,11 +25,12 @@ from raglab.plots._common import (
     _undirected,
     _unit_groups,
 )
+from raglab.stats._gate import DECISIONS, _worst
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-    from raglab.gate import GateResult
+    from raglab.stats import GateResult
 
 _SCALES = ["raw", "margin", "auto"]  # "auto" is "raw", kept for older calls
 _SORTS = [None, "diff", "low", "decision"]
@@ -142,23 +142,10 @@ def forest(
     'Release gate: REVIEW (2 pass, 1 review, 0 block)'
     """
     plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.forest")
-    overall_decision, adjust, records = None, "unknown", None
-    if hasattr(table, "table") and hasattr(table, "decision") and not isinstance(table, pd.DataFrame):
-        overall_decision, adjust = str(table.decision), getattr(table, "settings", {}).get("adjust", "unknown")
-        records = getattr(table, "runs", None)
-        table = table.table
-    if not isinstance(table, pd.DataFrame):
-        raise TypeError(f"forest needs a compare or gate table (a DataFrame) or a GateResult, got {type(table).__name__}")
-    missing = [c for c in _NEEDED if c not in table.columns]
-    if missing:
-        raise ValueError(
-            f"forest needs a compare or gate table with columns {list(_NEEDED)}; missing {missing} "
-            f"(found {[str(c) for c in table.columns]}). Make one with rows.rag.compare(cand, ...)."
-        )
+    table, overall_decision, adjust, records = _unwrap(table)
     check_option("scale", scale, _SCALES)
     check_option("sort", sort, _SORTS)
-    gated = "decision" in table.columns
-    if sort == "decision" and not gated:
+    if sort == "decision" and "decision" not in table.columns:
         raise ValueError("sort='decision' needs a gate table (with a `decision` column); use sort='low' or 'diff'")
 
     table = table.reset_index(drop=True)
@@ -180,58 +167,100 @@ def forest(
         return ax
     margins, directions = _margins(table, margin), _directions(table)
     undirected = _undirected(table)
-    names = [str(m) for m in dict.fromkeys(table["metric"])]
-    if scale == "margin":
-        bad = [n for n in names if not (np.isfinite(margins.get(n, np.nan)) and margins.get(n, 0) > 0)]
-        if bad:
-            raise ValueError(f"scale='margin' needs a positive margin for every metric; none for {bad}")
-        shapeless = [n for n in names if n in undirected]
-        if shapeless:  # "right is better" cannot hold for them
-            raise ValueError(f"scale='margin' needs a better direction for every metric; {shapeless} have none "
-                             "(pass a table with a higher_is_better column, or scale='raw')")
-        groups = dict.fromkeys(names, ("improvement / margin", ""))
-    else:
-        groups = _sides(_unit_groups(table, panels), directions, undirected, panels)
-    order = list(dict.fromkeys(groups[n] for n in names))
+    metrics = [str(m) for m in dict.fromkeys(table["metric"])]
+    groups = _panel_groups(table, metrics, margins, directions, undirected, scale, panels)
+    order = list(dict.fromkeys(groups[n] for n in metrics))
     if ax is not None and len(order) > 1:
-        units = list(dict.fromkeys(unit for unit, _ in order))
-        what = (f"in {len(units)} different units ({', '.join(units)})" if len(units) > 1 else
-                "of opposite directions (higher is better and lower is better), which one axis would draw reading "
-                "opposite ways")
-        raise ValueError(
-            f"forest: the table's metrics are {what}, drawn as one panel each, which one Axes cannot hold. "
-            "Pass ax=None (forest makes a figure with a panel per unit group and direction), scale='margin' (one "
-            "axis in units of the margin, right is better), or one group's rows."
-        )
-    layouts = [_layout(table, [n for n in names if groups[n] == g], directions, sort) for g in order]
+        _refuse_one_axes(order)
+    layouts = [_layout(table, [n for n in metrics if groups[n] == g], directions, sort) for g in order]
     # once for the whole table, so a metric's numbers read the same in every panel
     decimals = {m: _decimals(g["high"].astype(float) - g["low"].astype(float)) for m, g in table.groupby("metric")}
-
-    own = ax is None
-    if own:
-        slots = [len(lay) for lay in layouts]
-        height = 0.9 + 0.2 * 3 + sum(_PANEL_INCHES + _ROW_INCHES * s for s in slots)
-        fig = plt.figure(figsize=(10.0, max(3.0, height)), layout="constrained")
-        grid = fig.add_gridspec(len(order), 1, height_ratios=[s + _PANEL_INCHES / _ROW_INCHES for s in slots])
-        axes = [fig.add_subplot(grid[i, 0]) for i in range(len(order))]
-    else:
-        axes = [ax]
+    axes = _panel_axes(plt, [len(lay) for lay in layouts]) if ax is None else [ax]
     drawn: set[str] = set()
     columns = []
     for panel, (group, _side), layout in zip(axes, order, layouts):
-        xlabel = "difference (candidate - baseline)"
-        if scale == "margin":
-            xlabel = "improvement / margin (0 = no change, -1 = the margin; right is better)"
-        else:
-            if len(order) > 1:
-                xlabel += f": {group}" if group == _SHARED_UNITS else f" in {group}"
-            xlabel += "   " + _better([directions.get(s, True) for s in layout
-                                          if isinstance(s, str) and s not in undirected])
+        xlabel = _xlabel(scale, group, len(order), [directions.get(s, True) for s in layout
+                                                     if isinstance(s, str) and s not in undirected])
         seen, texts = _draw(panel, table, layout, marks, margins, directions, undirected, scale, level, decimals,
                             xlabel, kwargs)
         drawn |= seen
         columns.append(texts)
     _place_columns(axes, columns)
+    footnote = _footnote(axes[-1], drawn, holm_note, dropped)
+    main = axes[0]
+    ours = not main.get_title()  # a caller's ax.set_title(...) wins
+    if ours:
+        main.set_title(title, fontsize="medium", pad=20)
+    _fit_inside(main, footnote, wrap_title=ours)
+    return main
+
+
+def _unwrap(table: Any) -> tuple[pd.DataFrame, str | None, str, Any]:
+    """The table to draw, and from a GateResult its overall decision, Holm setting and runs' records."""
+    overall_decision, adjust, records = None, "unknown", None
+    if hasattr(table, "table") and hasattr(table, "decision") and not isinstance(table, pd.DataFrame):
+        overall_decision, adjust = str(table.decision), getattr(table, "settings", {}).get("adjust", "unknown")
+        records = getattr(table, "runs", None)
+        table = table.table
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"forest needs a compare or gate table (a DataFrame) or a GateResult, got {type(table).__name__}")
+    missing = [c for c in _NEEDED if c not in table.columns]
+    if missing:
+        raise ValueError(
+            f"forest needs a compare or gate table with columns {list(_NEEDED)}; missing {missing} "
+            f"(found {[str(c) for c in table.columns]}). Make one with rows.rag.compare(cand, ...)."
+        )
+    return table, overall_decision, adjust, records
+
+
+def _panel_groups(table: pd.DataFrame, metrics: list[str], margins: dict[str, float], directions: dict[str, bool],
+                  undirected: set[str], scale: str, panels: Mapping[str, str] | None) -> dict[str, tuple[str, str]]:
+    """Each metric's panel ``(unit group, side)``: one panel for ``scale="margin"``, else by units and direction."""
+    if scale != "margin":
+        return _sides(_unit_groups(table, panels), directions, undirected, panels)
+    bad = [n for n in metrics if not (np.isfinite(margins.get(n, np.nan)) and margins.get(n, 0) > 0)]
+    if bad:
+        raise ValueError(f"scale='margin' needs a positive margin for every metric; none for {bad}")
+    shapeless = [n for n in metrics if n in undirected]
+    if shapeless:  # "right is better" cannot hold for them
+        raise ValueError(f"scale='margin' needs a better direction for every metric; {shapeless} have none "
+                         "(pass a table with a higher_is_better column, or scale='raw')")
+    return dict.fromkeys(metrics, ("improvement / margin", ""))
+
+
+def _refuse_one_axes(order: list[tuple[str, str]]) -> None:
+    """A caller's one Axes cannot hold panels of different units or directions: say which, and what to do."""
+    units = list(dict.fromkeys(unit for unit, _ in order))
+    what = (f"in {len(units)} different units ({', '.join(units)})" if len(units) > 1 else
+            "of opposite directions (higher is better and lower is better), which one axis would draw reading "
+            "opposite ways")
+    raise ValueError(
+        f"forest: the table's metrics are {what}, drawn as one panel each, which one Axes cannot hold. "
+        "Pass ax=None (forest makes a figure with a panel per unit group and direction), scale='margin' (one "
+        "axis in units of the margin, right is better), or one group's rows."
+    )
+
+
+def _panel_axes(plt: Any, slots: list[int]) -> list[Axes]:
+    """A figure sized to the rows, with one panel per unit group (``slots`` rows each)."""
+    height = 0.9 + 0.2 * 3 + sum(_PANEL_INCHES + _ROW_INCHES * s for s in slots)
+    fig = plt.figure(figsize=(10.0, max(3.0, height)), layout="constrained")
+    grid = fig.add_gridspec(len(slots), 1, height_ratios=[s + _PANEL_INCHES / _ROW_INCHES for s in slots])
+    return [fig.add_subplot(grid[i, 0]) for i in range(len(slots))]
+
+
+def _xlabel(scale: str, group: str, n_panels: int, higher: list[bool]) -> str:
+    """A panel's x label: what is drawn, in which units, and which way is better."""
+    if scale == "margin":
+        return "improvement / margin (0 = no change, -1 = the margin; right is better)"
+    xlabel = "difference (candidate - baseline)"
+    if n_panels > 1:
+        xlabel += f": {group}" if group == _SHARED_UNITS else f" in {group}"
+    return xlabel + "   " + _better(higher)
+
+
+def _footnote(last: Axes, drawn: set[str], holm_note: str | None, dropped: list[str]) -> Any:
+    """The footnote under the last panel: the legend of what was drawn, Holm's note, the rows left out."""
     legend = {"overall": "\N{BLACK DIAMOND} overall (every slice)", "hollow": "hollow: no interval",
               "margin": "dashed: the margin, on the bad side"}
     notes = ["; ".join(text for key, text in legend.items() if key in drawn) + "."] if drawn else []
@@ -240,16 +269,9 @@ def forest(
     if dropped:
         shown = ", ".join(dropped[:4]) + (", ..." if len(dropped) > 4 else "")
         notes.append(f"{len(dropped)} row{'s' if len(dropped) > 1 else ''} with n = 0 not shown: {shown}.")
-    last = axes[-1]
-    footnote = last.annotate("\n".join(notes), xy=(0, 0), xycoords=("axes fraction", last.xaxis.label),
-                             xytext=(0, -4), textcoords="offset points", ha="left", va="top", fontsize="small",
-                             gid="raglab-footnote", annotation_clip=False)
-    main = axes[0]
-    ours = not main.get_title()  # a caller's ax.set_title(...) wins
-    if ours:
-        main.set_title(title, fontsize="medium", pad=20)
-    _fit_inside(main, footnote, wrap_title=ours)
-    return main
+    return last.annotate("\n".join(notes), xy=(0, 0), xycoords=("axes fraction", last.xaxis.label),
+                         xytext=(0, -4), textcoords="offset points", ha="left", va="top", fontsize="small",
+                         gid="raglab-footnote", annotation_clip=False)
 
 
 def _sides(groups: dict[str, str], directions: dict[str, bool], undirected: set[str],
@@ -484,8 +506,6 @@ def _draw(
     columns, as ``(header, cells, alignment)``, for :func:`_place_columns` to position.
     """
     mpl = import_optional("matplotlib", extra="plots", purpose="raglab.plots.forest")
-    from matplotlib.markers import MarkerStyle
-
     rc = mpl.rcParams
     ink, paper = rc["text.color"], rc["axes.facecolor"]
     muted = mpl.colors.to_rgba(ink, 0.55)
@@ -509,6 +529,24 @@ def _draw(
     finite = np.isfinite(low) & np.isfinite(high)
 
     ax.axvline(0.0, color=rc["axes.edgecolor"], linewidth=1.0, zorder=1, gid="raglab-zero")
+    margin_x = _draw_margins(ax, metrics, y, margins, directions, undirected, scale, muted)
+    picked = [c for c, f in zip(colours, finite) if f]
+    ax.hlines(y[finite], low[finite], high[finite], colors=picked, linewidth=1.3, zorder=2, gid="raglab-intervals")
+    if np.isfinite(level):  # the thick central half is scaled by the level: none without one
+        inner = norm.ppf(0.75) / norm.ppf((1.0 + level) / 2.0)
+        ax.hlines(y[finite], (diff - (diff - low) * inner)[finite], (diff + (high - diff) * inner)[finite],
+                  colors=picked, linewidth=3.6, zorder=2, gid="raglab-intervals-inner")
+    _draw_points(ax, np.where(np.isfinite(diff), diff, 0.0), y, colours, finite, overall, paper, kwargs)
+    _label_rows(ax, table, layout, y_of, directions, undirected, xlabel, rc)
+    # The right-hand columns, placed in points right of the axes so that they keep their place.
+    made = _text_columns(ax, table.loc[rows], y, level, decimals, decisions, marks[rows], overall, words, ink)
+    seen = {key for key, seen in [("overall", overall.any()), ("hollow", not finite.all()), ("margin", margin_x)] if seen}
+    return seen, made
+
+
+def _draw_margins(ax: Axes, metrics: np.ndarray, y: np.ndarray, margins: dict[str, float], directions: dict[str, bool],
+                  undirected: set[str], scale: str, muted: Any) -> list[float]:
+    """A dashed line per metric at its margin, on the bad side, spanning the metric's rows; their x."""
     margin_x, margin_lo, margin_hi = [], [], []
     for name in dict.fromkeys(metrics):
         value = margins.get(name)
@@ -521,13 +559,14 @@ def _draw(
     if margin_x:
         ax.vlines(margin_x, margin_lo, margin_hi, colors=[muted], linestyles="dashed", linewidth=1.0,
                   zorder=1, gid="raglab-margins", label="margin")
-    picked = [c for c, f in zip(colours, finite) if f]
-    ax.hlines(y[finite], low[finite], high[finite], colors=picked, linewidth=1.3, zorder=2, gid="raglab-intervals")
-    if np.isfinite(level):  # the thick central half is scaled by the level: none without one
-        inner = norm.ppf(0.75) / norm.ppf((1.0 + level) / 2.0)
-        ax.hlines(y[finite], (diff - (diff - low) * inner)[finite], (diff + (high - diff) * inner)[finite],
-                  colors=picked, linewidth=3.6, zorder=2, gid="raglab-intervals-inner")
-    x = np.where(np.isfinite(diff), diff, 0.0)
+    return margin_x
+
+
+def _draw_points(ax: Axes, x: np.ndarray, y: np.ndarray, colours: list[Any], finite: np.ndarray, overall: np.ndarray,
+                 paper: Any, kwargs: dict[str, Any]) -> None:
+    """The estimates: diamonds for the overall rows, circles for slices, hollow without an interval."""
+    from matplotlib.markers import MarkerStyle  # matplotlib is optional: imported when a plot is drawn
+
     style = {"s": 42, "zorder": 3, "linewidths": 1.2, **kwargs}
     if not {"c", "color", "facecolors", "facecolor"} & set(kwargs):
         style["facecolors"] = [c if f else "none" for c, f in zip(colours, finite)]
@@ -539,6 +578,10 @@ def _draw(
         if "s" not in kwargs:
             points.set_sizes(np.where(overall, 58.0, 42.0))
 
+
+def _label_rows(ax: Axes, table: pd.DataFrame, layout: list[Any], y_of: dict[Any, float],
+                directions: dict[str, bool], undirected: set[str], xlabel: str, rc: Any) -> None:
+    """The y labels (metric headings in bold, then their slices), separators, limits, x label and grid."""
     ticks = [y_of[s] for s in layout]
     labels = [(f"{s} (no direction)" if s in undirected else s if directions.get(s, True) else f"{s} (lower is better)")
               if isinstance(s, str) else str(table.at[s, "slice"]) for s in layout]
@@ -559,17 +602,20 @@ def _draw(
     ax.grid(axis="y", visible=False)
     ax.set_axisbelow(True)
 
-    # The right-hand columns, placed in points right of the axes so that they keep their place.
-    raw = table.loc[rows]
+
+def _text_columns(ax: Axes, raw: pd.DataFrame, y: np.ndarray, level: float, decimals: dict[Any, int],
+                  decisions: list[Any], marks: np.ndarray, overall: np.ndarray, words: dict[str, Any],
+                  ink: Any) -> list[Any]:
+    """The right-hand text columns (``n``, ``diff [interval]``, the decision), as ``(header, cells, alignment)``."""
     columns = [("n", [f"{int(v):,}" for v in raw["n"]] if "n" in raw.columns else [""] * len(raw), "right")]
     columns.append((f"diff [{level:.0%} interval]" if np.isfinite(level) else "diff [interval]", [
         _interval_text(d, lo, hi, decimals[m])
         for m, d, lo, hi in zip(raw["metric"], raw["diff"].astype(float), raw["low"].astype(float), raw["high"].astype(float))
     ], "left"))
     if "decision" in raw.columns:
-        columns.append(("decision", [d + ("\N{DAGGER}" if k else "") for d, k in zip(decisions, marks[rows])], "left"))
-    elif marks[rows].any():
-        columns.append(("", ["\N{DAGGER}" if k else "" for k in marks[rows]], "left"))
+        columns.append(("decision", [d + ("\N{DAGGER}" if k else "") for d, k in zip(decisions, marks)], "left"))
+    elif marks.any():
+        columns.append(("", ["\N{DAGGER}" if k else "" for k in marks], "left"))
     made = []  # placed by _place_columns, once every panel's columns are known
     for c, (header, texts, align) in enumerate(columns):
         cells = [ax.text(1.0, yy, t, ha=align, va="center", fontsize="small", clip_on=False, gid=f"raglab-column-{c}",
@@ -578,5 +624,4 @@ def _draw(
         head = ax.text(1.0, 1.0, header, ha=align, va="bottom", fontsize="small", fontweight="bold",
                        transform=ax.transAxes, clip_on=False, gid=f"raglab-column-{c}-header", color=ink)
         made.append((head, cells, align))
-    seen = {key for key, seen in [("overall", overall.any()), ("hollow", not finite.all()), ("margin", margin_x)] if seen}
-    return seen, made
+    return made

@@ -12,6 +12,7 @@ from raglab._optional import import_optional
 from raglab._results import DECISION_COLOURS
 from raglab._validation import called_as, check_option
 from raglab.plots._common import _signed
+from raglab.runs import flips
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -104,7 +105,6 @@ def wins_losses(
     ['overall  n=11,873', 'how  n=1,266']
     """
     plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.wins_losses")
-    from raglab.runs import flips
 
     check_option("sort", sort, _SORTS)
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from raglab import sizing
 from raglab._optional import import_optional
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,8 +78,6 @@ def power_curve(
     >>> ax.get_legend().get_title().get_text().splitlines()[0]
     'paired, discordance 0.1'
     """
-    from raglab import sizing
-
     plt = import_optional("matplotlib.pyplot", extra="plots", purpose="raglab.plots.power_curve")
     from matplotlib.ticker import FixedLocator, NullFormatter, StrMethodFormatter
 

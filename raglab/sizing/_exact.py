@@ -27,8 +27,8 @@ import numpy as np
 from scipy import special as _special
 from scipy import stats as _sps
 
-from raglab.gate import GATE_TOLERANCE, MIN_QUESTIONS
-from raglab.stats.intervals import _tango_statistic
+from raglab.stats._gate import GATE_TOLERANCE, MIN_QUESTIONS
+from raglab.stats.intervals import _BETTING_TRUNCATION, _tango_statistic
 
 __all__ = ["mcnemar_power", "tango_block_probability", "tango_pass_probability"]
 
@@ -247,8 +247,6 @@ def _betting_capital_rates(n: int, s2: float, m0: float, level: float) -> tuple[
     variance replaced by its expectation (prior 1/4 with weight 1, then ``s2``) and the truncation of
     the bet at the candidate mean ``m0`` (``_BETTING_TRUNCATION / m0``), all on the [0, 1] scale.
     """
-    from raglab.stats.intervals import _BETTING_TRUNCATION
-
     log_inv = math.log(2.0 / (1.0 - level))
     t = np.arange(1, n, dtype=float)
     previous = np.concatenate([[0.25], (0.25 + t * s2) / (t + 1)])

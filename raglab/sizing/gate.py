@@ -12,9 +12,10 @@ from typing import Any
 
 from scipy import stats as _sps
 
-from raglab.gate import MIN_RESAMPLED
 from raglab.sizing._checks import _N_MAX, _check_sd_diff, _is_number, _judge_rates, _rate
 from raglab.sizing.outcomes import PairedOutcomes, paired_outcomes
+from raglab.sizing.release import _check_spread, _declared_bounds, _Row, _search
+from raglab.stats._gate import MIN_RESAMPLED
 
 __all__ = ["questions_for_gate"]
 
@@ -156,15 +157,11 @@ def questions_for_gate(
         raise ValueError("`interval` and `bounds` choose the gate's interval for a continuous metric (sd_diff=); "
                          "pass/fail rows always use Tango's interval")
     if sd_diff is not None and (interval == "betting" or (bounds is not None and interval != "bootstrap")):
-        from raglab.sizing.release import _check_spread, _declared_bounds, _Row, _search
-
         lo, hi = (0.0, 1.0) if bounds is None else _declared_bounds("the metric", bounds)
         _check_spread("the metric", float(sd_diff), 2 * (hi - lo))
         row = _Row("metric", "overall", 1.0, "continuous", float(sd_diff), float(margin), span=2 * (hi - lo))
         return math.ceil(_search([row], power, ci) / slice_fraction - 1e-9)
     if sd_diff is None:  # pass/fail: the gate's own rule (Tango's interval), summed exactly over the counts
-        from raglab.sizing.release import _Row, _search
-
         n_row = _search([_Row("metric", "overall", 1.0, "pass/fail", v, float(margin))], power, ci)
         return math.ceil(n_row / slice_fraction - 1e-9)
     z = float(_sps.norm.isf((1 - ci) / 2))

@@ -20,6 +20,7 @@ from raglab._results import ResultBase
 from raglab._validation import check_option
 from raglab.sizing._checks import _ATTENUATION_TOL, _check_mde, _design_effect, _judge_rates
 from raglab.sizing.formulas import _design, _scenarios, _worst, questions_needed
+from raglab.sizing.release import _cluster_design_effect
 
 __all__ = ["SizingResult", "size_from_pilot"]
 
@@ -269,8 +270,6 @@ def size_from_pilot(
 def _pilot_design_effect(base: Any, cand: Any, units: Any, design_effect: Any, icc: Any,
                          cluster_size: Any) -> tuple[float, str]:
     """The design effect to size with, and where it came from."""
-    from raglab.sizing.release import _cluster_design_effect
-
     if units is None:
         deff, _ = _design_effect(design_effect, icc, cluster_size)
         if design_effect is not None:

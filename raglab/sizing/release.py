@@ -49,12 +49,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from raglab._registry import metric_info
 from raglab._results import ResultBase
-from raglab.gate import MIN_QUESTIONS, MIN_RESAMPLED
 from raglab.sizing import _exact
 from raglab.sizing._checks import _N_MAX, _design_effect, _is_number, _judge_rates, _rate
 from raglab.sizing.outcomes import paired_outcomes
 from raglab.stats._engine import MIN_CLUSTERS
+from raglab.stats._gate import MIN_QUESTIONS, MIN_RESAMPLED
 from raglab.stats.tables import _bounds_pair as _declared_bounds
 
 __all__ = ["ReleaseSizing", "questions_for_release", "release_from_pilot", "release_pass_probability"]
@@ -293,8 +294,6 @@ def _intervals(kinds: Mapping[str, str], interval: Any, bounds: Any) -> dict[str
     (``interval="betting"``: a score in [0, 1]) or registered (``metric_info(name).bounded``); with
     the bootstrap otherwise, or when ``interval="bootstrap"``.
     """
-    from raglab._registry import metric_info
-
     continuous = [m for m, kind in kinds.items() if kind == "continuous"]
     for what, given in (("interval", interval), ("bounds", bounds)):
         if isinstance(given, Mapping):

@@ -16,10 +16,13 @@ The pieces
 
 Where the code lives
 --------------------
-``raglab.stats._engine`` (the resampling engine and the input checks), ``raglab.stats.intervals``,
-``raglab.stats.tests`` (paired tests), ``raglab.stats.tables`` (summary, compare) and
-:mod:`raglab.gate` (the gate, which sits above the statistics); every public name is importable
-from here.
+``raglab.stats._engine`` (the resampling engine and the input checks), ``raglab.stats.intervals``
+(the interval formulas), ``raglab.stats.tests`` (paired tests), :mod:`raglab.stats.estimators` (one
+class per interval method, and the ``"auto"`` choice), :mod:`raglab.stats.results` (the typed rows
+and the tables' columns, declared once), ``raglab.stats.tables`` (summary, compare) and
+``raglab.stats._gate`` (the gate, on top of compare; also importable as :mod:`raglab.gate`). Nothing
+here imports upward: the gate imports the tables, never the reverse. Every public name is
+importable from here.
 
 How the bootstrap is computed
 -----------------------------
@@ -39,9 +42,6 @@ With ``units=`` whole clusters (all questions of a document or conversation) are
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from raglab._interval import Interval
 from raglab._results import DECISION_COLOURS as _COLOURS  # noqa: F401  (the one palette; kept for old imports)
 from raglab.stats._engine import (  # noqa: F401  (private names other modules and tests import from here)
@@ -50,6 +50,19 @@ from raglab.stats._engine import (  # noqa: F401  (private names other modules a
     _is_binary,
     _Resampler,
     _unit_codes,
+)
+from raglab.stats._gate import (  # noqa: F401  (private names that tests use through raglab.stats)
+    DECISIONS,
+    GATE_RULE,
+    GATE_TOLERANCE,
+    MIN_CHANGED,
+    MIN_QUESTIONS,
+    GateResult,
+    _decide,
+    _gate_table,
+    _worst,
+    gate,
+    gate_comparison,
 )
 from raglab.stats.intervals import (  # noqa: F401
     _SCORE_LABEL,
@@ -88,30 +101,3 @@ __all__ = [
     "sign_flip_test",
     "summary",
 ]
-
-# The gate sits above the statistics (raglab.gate imports this package), so its names load on first
-# use: importing them here eagerly would make the two modules import each other.
-_FROM_GATE = {
-    "DECISIONS",
-    "GATE_RULE",
-    "GATE_TOLERANCE",
-    "MIN_CHANGED",
-    "MIN_QUESTIONS",
-    "GateResult",
-    "gate",
-    "gate_comparison",
-    # private names that tests use through raglab.stats
-    "_decide",
-    "_gate_table",
-    "_worst",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FROM_GATE:
-        return getattr(importlib.import_module("raglab.gate"), name)
-    raise AttributeError(f"module 'raglab.stats' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | _FROM_GATE)

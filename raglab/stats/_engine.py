@@ -146,6 +146,53 @@ def _is_binary(values: np.ndarray) -> bool:
     return bool(present.size) and bool(np.isin(present, (0.0, 1.0)).all())
 
 
+# ---- per-row counts and sums (row order cannot change a bit of them) ----------------------------
+
+
+def _row_counts(codes: np.ndarray, n_groups: int, grouped: bool, mask: np.ndarray) -> np.ndarray:
+    """Per (row, metric): how many questions have ``mask`` true, or the exact sum of integer values."""
+    m = mask.shape[1]
+    per_group = np.empty((n_groups, m))
+    for j in range(m):
+        column = mask[:, j]
+        if column.dtype == bool:
+            per_group[:, j] = np.bincount(codes[column], minlength=n_groups)
+        else:
+            per_group[:, j] = np.bincount(codes, weights=column, minlength=n_groups)
+    overall = per_group.sum(axis=0, keepdims=True)
+    return np.vstack([overall, per_group]) if grouped else overall
+
+
+def _row_sums(codes: np.ndarray, n_groups: int, grouped: bool, values: np.ndarray) -> np.ndarray:
+    """Per (row, metric) sums of the non-missing values; row order cannot change a bit of them."""
+    filled = np.nan_to_num(values, nan=0.0)
+    if np.array_equal(filled, np.round(filled)) and np.abs(filled).sum() < 2**52:
+        return _row_counts(codes, n_groups, grouped, filled)  # integers add exactly in any order
+    per_group = np.empty((n_groups, values.shape[1]))
+    overall = np.empty((1, values.shape[1]))
+    for j in range(values.shape[1]):
+        order = np.argsort(filled[:, j])  # added in sorted order; equal values are interchangeable
+        ordered = filled[order, j]
+        per_group[:, j] = np.bincount(codes[order], weights=ordered, minlength=n_groups)
+        overall[0, j] = ordered.sum()
+    return np.vstack([overall, per_group]) if grouped else overall
+
+
+def _row_skewness(diffs: np.ndarray, codes: np.ndarray, n_groups: int, grouped: bool, n: np.ndarray) -> np.ndarray:
+    """Per (row, metric) sample skewness ``m3 / m2^1.5`` of the non-missing values (NaN below 3 or at zero spread)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        centre = np.nanmean(np.sort(diffs, axis=0), axis=0) if diffs.size else np.zeros(diffs.shape[1])  # sorted: row order cannot change a bit
+    shifted = diffs - np.nan_to_num(centre)[None, :]  # shift for accuracy; skewness does not move
+    s1, s2, s3 = (_row_sums(codes, n_groups, grouped, shifted**k) for k in (1, 2, 3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = s1 / n
+        m2 = s2 / n - mean**2
+        m3 = s3 / n - 3 * mean * s2 / n + 2 * mean**3
+        out = m3 / m2**1.5
+    return np.where((n >= 3) & (m2 > 1e-24), out, np.nan)
+
+
 # --------------------------------------------------------------------------------------------------
 # The resampling engine
 # --------------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from raglab.stats._engine import (
     _resolve_seed,
     _unit_codes,
 )
+from raglab.stats.results import CAPITAL_TEST
 
 __all__ = ["mean_interval", "paired_bootstrap", "paired_proportion_interval", "proportion_interval"]
 
@@ -375,7 +376,7 @@ def paired_proportion_interval(base: Any, cand: Any, *, ci: float = 0.95) -> Int
 # --------------------------------------------------------------------------------------------------
 
 _BETTING_LABEL = "paired betting (Waudby-Smith-Ramdas)"
-_CAPITAL_TEST = "betting capital"  # the `test` of betting rows: p = min(1, 1 / capital at 0)
+_CAPITAL_TEST = CAPITAL_TEST  # the `test` of betting rows: p = min(1, 1 / capital at 0)
 _BETTING_ORDERS = 8  # random orders of the sample whose capitals are averaged (order-free, steadier)
 _BETTING_TRUNCATION = 0.75  # a bet never stakes more than this share of the capital (WSR's c)
 _BETTING_GRID = 24  # candidate means per refinement round

@@ -10,8 +10,8 @@ The row helpers count and sum per slice so that row order cannot change a bit of
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -19,87 +19,37 @@ import pandas as pd
 
 from raglab._errors import RowTableError
 from raglab._registry import metric_info
-from raglab._validation import check_int, check_level, check_option, warn
-from raglab.stats._engine import (
-    _BOOT_METHODS,
-    OVERALL,
+from raglab._validation import check_int, check_level, check_option
+from raglab.stats._engine import (  # noqa: F401  (_row_counts, _row_sums: their old home was here)
     _as_scores,
-    _boot_label,
-    _bootstrap_cells,
-    _is_binary,
-    _Resampler,
     _resolve_seed,
-    _slice_codes,
-    _unit_codes,
+    _row_counts,
+    _row_skewness,
+    _row_sums,
 )
-from raglab.stats.intervals import (
-    _BETTING_LABEL,
-    _CAPITAL_TEST,
-    _PROPORTION_METHODS,
-    _SCORE_LABEL,
-    _betting_bounds,
-    _betting_p_values,
-    _bounded_t,
-    _t_bounds,
-    _tango_bounds,
-    proportion_interval,
+from raglab.stats.estimators import (
+    SUMMARY_METHODS,
+    Layout,
+    OneSample,
+    PairedBlock,
+    PairedSample,
+    Settings,
+    SummaryBlock,
+    choose_one_sample,
+    compare_methods,
+    run_one_sample,
+    run_paired,
 )
-from raglab.stats.tests import _mcnemar_p, _one_sided_mcnemar, holm
+from raglab.stats.results import COMPARISON, SUMMARY, ComparisonRow, SummaryRow, frame_of
+from raglab.stats.tests import holm
 
 __all__ = ["compare", "summary"]
 
-_SUMMARY_METHODS = ("auto", "wilson", "exact", "normal", "t", "betting", "percentile", "bca")
 _ADJUST = (None, "holm")
-_COMPARE_METHODS = ("auto", "score", "betting", "percentile", "bca")
-_FEW_DISCORDANT = 10  # below this many changed pass/fail questions a bootstrap interval under-covers
-
-
-def _row_counts(codes: np.ndarray, n_groups: int, grouped: bool, mask: np.ndarray) -> np.ndarray:
-    """Per (row, metric): how many questions have ``mask`` true, or the exact sum of integer values."""
-    m = mask.shape[1]
-    per_group = np.empty((n_groups, m))
-    for j in range(m):
-        column = mask[:, j]
-        if column.dtype == bool:
-            per_group[:, j] = np.bincount(codes[column], minlength=n_groups)
-        else:
-            per_group[:, j] = np.bincount(codes, weights=column, minlength=n_groups)
-    overall = per_group.sum(axis=0, keepdims=True)
-    return np.vstack([overall, per_group]) if grouped else overall
-
-
-def _row_sums(codes: np.ndarray, n_groups: int, grouped: bool, values: np.ndarray) -> np.ndarray:
-    """Per (row, metric) sums of the non-missing values; row order cannot change a bit of them."""
-    filled = np.nan_to_num(values, nan=0.0)
-    if np.array_equal(filled, np.round(filled)) and np.abs(filled).sum() < 2**52:
-        return _row_counts(codes, n_groups, grouped, filled)  # integers add exactly in any order
-    per_group = np.empty((n_groups, values.shape[1]))
-    overall = np.empty((1, values.shape[1]))
-    for j in range(values.shape[1]):
-        order = np.argsort(filled[:, j])  # added in sorted order; equal values are interchangeable
-        ordered = filled[order, j]
-        per_group[:, j] = np.bincount(codes[order], weights=ordered, minlength=n_groups)
-        overall[0, j] = ordered.sum()
-    return np.vstack([overall, per_group]) if grouped else overall
-
-
-def _row_skewness(diffs: np.ndarray, codes: np.ndarray, n_groups: int, grouped: bool, n: np.ndarray) -> np.ndarray:
-    """Per (row, metric) sample skewness ``m3 / m2^1.5`` of the non-missing values (NaN below 3 or at zero spread)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
-        centre = np.nanmean(np.sort(diffs, axis=0), axis=0) if diffs.size else np.zeros(diffs.shape[1])  # sorted: row order cannot change a bit
-    shifted = diffs - np.nan_to_num(centre)[None, :]  # shift for accuracy; skewness does not move
-    s1, s2, s3 = (_row_sums(codes, n_groups, grouped, shifted**k) for k in (1, 2, 3))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = s1 / n
-        m2 = s2 / n - mean**2
-        m3 = s3 / n - 3 * mean * s2 / n + 2 * mean**3
-        out = m3 / m2**1.5
-    return np.where((n >= 3) & (m2 > 1e-24), out, np.nan)
 
 
 def _check_unit_range(
-    names: list[str], values: np.ndarray, what: str, method: str,
+    names: list[str], values: np.ndarray, what: str, caller: str,
     locate: Callable[[np.ndarray], tuple[list[str], list[int]]] | None = None,
 ) -> None:
     """Refuse scores of a metric registered in [0, 1] (recall, hit, ndcg, faithfulness...) that lie outside it.
@@ -108,7 +58,7 @@ def _check_unit_range(
     error upstream), and a mean and interval over it would look like evidence: refused, naming the
     metric, the rows and their values. Rounding slack of 1e-9 is allowed.
 
-    ``what`` names the input in the message (``"`cand`"``). ``locate`` maps positions in ``values``
+    ``what`` names the input in the message (``"`cand`"``), ``caller`` the function the user called. ``locate`` maps positions in ``values``
     to the user's rows, as ``(labels, positions)``: the row-table functions (:mod:`raglab.runs`) pass
     one that names the row of the user's table and its question id (the scores they pass are paired
     and re-indexed); without it the rows are the positions in ``values`` (``"row 5"``), which is
@@ -129,10 +79,10 @@ def _check_unit_range(
             percent = scored.min() >= 0 and scored.max() <= 100 and (scored > 1).mean() >= 0.5
             hint = " (percentages? divide by 100)" if percent else ""
             raise RowTableError(
-                f"{method}: {name!r} is a score in [0, 1] ({info.description or 'registered as bounded'}), but "
+                f"{caller}: {name!r} is a score in [0, 1] ({info.description or 'registered as bounded'}), but "
                 f"{bad.size} value{'s lie' if bad.size > 1 else ' lies'} in {what} outside it: {shown}{hint}. Fix the "
                 f"scores, or give the column another name if it is not {info.base}.",
-                column=name, rows=rows, method=method,
+                column=name, rows=rows, method=caller,
             )
 
 
@@ -147,21 +97,21 @@ def _bounds_pair(name: str, value: Any) -> tuple[float, float]:
     return low, high
 
 
-def _declared(bounds: Any, names: Sequence[str], method: str) -> dict[str, tuple[float, float]]:
+def _declared(bounds: Any, names: Sequence[str], caller: str) -> dict[str, tuple[float, float]]:
     """``{metric: (low, high)}`` from ``bounds=``: the ranges the user declares for metrics with no known bounds."""
     if bounds is None:
         return {}
     if not isinstance(bounds, Mapping):
-        raise TypeError(f"{method}: `bounds` must be {{metric: (low, high)}}, e.g. {{'latency_s': (0, 30)}}, "
+        raise TypeError(f"{caller}: `bounds` must be {{metric: (low, high)}}, e.g. {{'latency_s': (0, 30)}}, "
                         f"got {bounds!r}")
     unknown = sorted(set(map(str, bounds)) - set(names))
     if unknown:
-        raise ValueError(f"{method}: `bounds` names metrics that are not scored here: {unknown}; scored: {list(names)}")
+        raise ValueError(f"{caller}: `bounds` names metrics that are not scored here: {unknown}; scored: {list(names)}")
     return {name: _bounds_pair(name, bounds[name]) for name in names if name in bounds}
 
 
 def _check_declared_range(declared: Mapping[str, tuple[float, float]], names: list[str], values: np.ndarray,
-                          what: str, method: str) -> None:
+                          what: str, caller: str) -> None:
     """Refuse values outside a declared range (rounding slack of 1e-9 of the range): the promise would not hold."""
     for name, (low, high) in declared.items():
         column = values[:, names.index(name)]
@@ -171,10 +121,10 @@ def _check_declared_range(declared: Mapping[str, tuple[float, float]], names: li
         if bad.size:
             shown = ", ".join(f"{column[i]:g} at row {i}" for i in bad[:5]) + (", ..." if bad.size > 5 else "")
             raise RowTableError(
-                f"{method}: {name!r} was declared to lie in [{low:g}, {high:g}] (bounds=), but {bad.size} "
+                f"{caller}: {name!r} was declared to lie in [{low:g}, {high:g}] (bounds=), but {bad.size} "
                 f"value{'s lie' if bad.size > 1 else ' lies'} in `{what}` outside it: {shown}. Widen the declared "
                 "bounds to what the metric can take (a timeout, a length cap), or fix the scores.",
-                column=name, rows=bad[:50].tolist(), method=method,
+                column=name, rows=bad[:50].tolist(), method=caller,
             )
 
 
@@ -194,12 +144,9 @@ def _nullable_int(values: Sequence[Any]) -> pd.Series:
     return pd.Series(pd.array([None if pd.isna(v) else int(v) for v in values], dtype="Int64"))
 
 
-def _layout(scores_len: int, slices: Any, units: Any) -> tuple[np.ndarray, list[str], bool, int, list[str], np.ndarray | None]:
-    codes, labels = _slice_codes(slices, scores_len)
-    grouped = slices is not None
-    n_groups = max(len(labels), 1)
-    rows = [OVERALL, *labels] if grouped else [OVERALL]
-    return codes, labels, grouped, n_groups, rows, _unit_codes(units, scores_len)
+def _settings(method: str, ci: float, n_resamples: int, seed: int | None, n_permutations: int = 0) -> Settings:
+    return Settings(method=method, level=check_level(ci), n_resamples=check_int(n_resamples, "n_resamples", 1),
+                    seed=seed, n_permutations=check_int(n_permutations, "n_permutations", 0))
 
 
 def summary(
@@ -259,117 +206,48 @@ def summary(
     >>> t[["metric", "slice", "n", "n_excluded", "mean", "method"]].to_string(index=False)
     'metric   slice  n  n_excluded  mean                              method\\n hit@5 overall  4           1  0.75                              wilson\\nndcg@5 overall  5           0  0.50 wilson (bounded score, effective n)'
     """
-    check_option("method", method, _SUMMARY_METHODS)
-    level = check_level(ci)
-    n_resamples = check_int(n_resamples, "n_resamples", 1)
+    check_option("method", method, SUMMARY_METHODS)
+    settings = _settings(method, ci, n_resamples, seed)
+    sample = _one_sample(scores, slices, units, bounds)
+    chosen = choose_one_sample(sample, method)
+    if any(m in ("percentile", "bca", "betting") for m in chosen):
+        settings = replace(settings, seed=_resolve_seed(seed))
+    else:
+        settings = replace(settings, seed=None)
+    blocks = run_one_sample(sample, chosen, settings)
+    table = frame_of(_summary_rows(sample, blocks, settings), SUMMARY)
+    if sample.bounds:  # the range behind a betting interval is stated, never silent
+        table.attrs["raglab"] = {"summary": {"bounds": {name: list(pair) for name, pair in sample.bounds.items()}}}
+    return table
+
+
+def _one_sample(scores: Any, slices: Any, units: Any, bounds: Any) -> OneSample:
+    """The checked scores of one run, as the one-sample estimators receive them."""
     names, values = _as_scores(scores, "scores")
     if values.shape[0] == 0:
         raise ValueError("summary needs at least one question (the scores are empty)")
     _check_unit_range(names, values, "`scores`", "summary")
     declared = _declared(bounds, names, "summary")
     _check_declared_range(declared, names, values, "scores", "summary")
-    codes, _, grouped, n_groups, rows, unit_codes = _layout(values.shape[0], slices, units)
-    present = ~np.isnan(values)
-    n_valid = _row_counts(codes, n_groups, grouped, present)
-    n_rows = np.repeat(_row_counts(codes, n_groups, grouped, np.ones((len(codes), 1), dtype=bool)), len(names), axis=1)
-    sums = _row_sums(codes, n_groups, grouped, values)
+    return OneSample(tuple(names), values, Layout.of(values.shape[0], slices, units), declared)
 
-    chosen = []
-    for j, name in enumerate(names):
-        binary = _is_binary(values[:, j])
-        chosen_method = method
-        if method == "auto":
-            chosen_method = "percentile" if unit_codes is not None else ("wilson" if binary else "t")
-            if name in declared and unit_codes is None and not binary:
-                chosen_method = "betting"
-        elif method in _PROPORTION_METHODS and not binary:
-            raise ValueError(
-                f"summary: method={method!r} is an interval for pass/fail scores, but {name!r} has values other "
-                "than 0 and 1; use method='t' or a bootstrap method for it."
-            )
-        if chosen_method == "betting" and name not in declared and not (
-                np.nanmin(values[:, j], initial=0.0) >= 0 and np.nanmax(values[:, j], initial=1.0) <= 1):
-            raise ValueError(f"summary: method='betting' needs scores in [0, 1]; {name!r} has values outside it")
-        if unit_codes is not None and chosen_method not in _BOOT_METHODS:
-            raise ValueError(f"summary: units= needs a bootstrap method ('percentile' or 'bca'), not {chosen_method!r}")
-        chosen.append(chosen_method)
 
-    # Metrics known to lie in [0, 1] (recall, nDCG, faithfulness...) get intervals inside [0, 1].
-    bounded = [
-        metric_info(name).bounded and bool(np.nanmin(values[:, j], initial=0.0) >= 0 and np.nanmax(values[:, j], initial=1.0) <= 1)
-        for j, name in enumerate(names)
-    ]
-    boot_columns = [j for j, m in enumerate(chosen) if m in _BOOT_METHODS]
-    expand = method == "auto"  # the automatic cluster bootstrap is the expanded percentile (better at 20 clusters)
-    seed_used = _resolve_seed(seed) if boot_columns or "betting" in chosen else None
-    boot_low = boot_high = boot_se = None
-    if boot_columns:
-        boot_method = chosen[boot_columns[0]]
-        engine, boot, boot_low, boot_high = _bootstrap_cells(
-            values[:, boot_columns], codes, n_groups, grouped=grouped, units=unit_codes, level=level,
-            method=boot_method, n_resamples=n_resamples, seed=seed_used, expand=expand,
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells
-            boot_se = np.nanstd(boot, axis=0, ddof=1)
-
-    records = []
-    for j, name in enumerate(names):
-        m = chosen[j]
-        for r, label in enumerate(rows):
-            n = int(n_valid[r, j])
-            mean = sums[r, j] / n if n else np.nan
-            se = low = high = np.nan
-            if m in _BOOT_METHODS:
-                b = boot_columns.index(j)
-                low, high = boot_low[r, b], boot_high[r, b]
-                se = boot_se[r, b] if n else np.nan
-                label_method = _boot_label("expanded percentile" if expand else m, paired=False,
-                                           clustered=unit_codes is not None)
-            elif m == "betting":
-                selected = values[(codes == r - 1) if (grouped and r) else slice(None), j]
-                selected = selected[~np.isnan(selected)]
-                mean, se, _, _ = _t_bounds(selected, level)
-                low, high = _betting_bounds(selected, *declared.get(name, (0.0, 1.0)), level, [seed_used, 3])
-                label_method = _BETTING_LABEL.replace("paired ", "")
-            elif m == "t":
-                selected = values[(codes == r - 1) if (grouped and r) else slice(None), j]
-                selected = selected[~np.isnan(selected)]
-                mean, se, low, high = _t_bounds(selected, level)
-                label_method = "t"
-                if bounded[j] and selected.size:
-                    mean, low, high, label_method = _bounded_t(selected, mean, low, high, level)
-            else:
-                label_method = m
-                if n:
-                    successes = int(round(sums[r, j]))
-                    iv = proportion_interval(successes, n, ci=level, method=m)
-                    mean, low, high = iv
-                    se = math.sqrt(mean * (1 - mean) / n)
-            resampled = m in _BOOT_METHODS
-            records.append(
-                {
-                    "metric": name,
-                    "slice": label,
-                    "n": n,
-                    "n_excluded": int(n_rows[r, j]) - n,
-                    "mean": mean,
-                    "se": se,
-                    "low": low,
-                    "high": high,
-                    "method": label_method,
-                    "level": level,
-                    "n_resamples": n_resamples if resampled else None,
-                    "seed": seed_used if resampled or m == "betting" else None,
-                }
-            )
-    table = pd.DataFrame.from_records(records)
-    table["n_resamples"] = _nullable_int(table["n_resamples"].tolist())
-    table["seed"] = _nullable_int(table["seed"].tolist())
-    table = _estimate_last(table, "mean")
-    if declared:  # the range behind a betting interval is stated, never silent
-        table.attrs["raglab"] = {"summary": {"bounds": {name: list(pair) for name, pair in declared.items()}}}
-    return table
+def _summary_rows(sample: OneSample, blocks: Sequence[SummaryBlock], settings: Settings) -> list[SummaryRow]:
+    """One typed row per metric and slice, metrics in the order given."""
+    layout = sample.layout
+    n_rows = layout.counts(np.ones((len(layout.codes), 1), dtype=bool))[:, 0]
+    where = {j: (block, c) for block in blocks for c, j in enumerate(block.columns)}
+    rows = []
+    for j, name in enumerate(sample.names):
+        block, c = where[j]
+        for r, label in enumerate(layout.rows):
+            n = int(sample.n_valid[r, j])
+            rows.append(SummaryRow(
+                metric=name, slice=label, n=n, n_excluded=int(n_rows[r]) - n, mean=block.mean[r, c],
+                se=block.se[r, c], low=block.low[r, c], high=block.high[r, c], method=block.labels[r, c],
+                level=settings.level, n_resamples=block.n_resamples, seed=block.seed, kind=block.kind,
+            ))
+    return rows
 
 
 def compare(
@@ -465,11 +343,36 @@ def compare(
     >>> t["method"].tolist()
     ['paired score (Tango)', 'paired betting (Waudby-Smith-Ramdas)']
     """
-    check_option("method", method, _COMPARE_METHODS)
+    check_option("method", method, compare_methods())
     check_option("adjust", adjust, _ADJUST)
-    level = check_level(ci)
-    n_resamples = check_int(n_resamples, "n_resamples", 1)
-    n_permutations = check_int(n_permutations, "n_permutations", 0)
+    settings = _settings(method, ci, n_resamples, seed, n_permutations)
+    sample, resolved = _paired_sample(base, cand, slices, units, bounds, seed)
+    settings = replace(settings, seed=resolved)
+    blocks, shared = run_paired(sample, settings)
+    rows = _comparison_rows(sample, blocks, shared, settings)
+    if adjust == "holm":
+        adjusted = holm(np.array([row.p_value for row in rows], dtype=float))
+        rows = [replace(row, p_adjusted=float(p)) for row, p in zip(rows, adjusted)]
+    table = frame_of(rows, COMPARISON)
+    table.attrs["raglab"] = {
+        "comparison": {
+            "ci": settings.level,
+            "method": method,
+            "n_resamples": settings.n_resamples,
+            "seed": settings.seed,
+            "n_permutations": settings.n_permutations,
+            "adjust": adjust,
+            "units": units is not None,
+            **({"bounds": {name: list(pair) for name, pair in sample.bounds.items()}} if sample.bounds else {}),
+        }
+    }
+    return table
+
+
+def _paired_sample(base: Any, cand: Any, slices: Any, units: Any, bounds: Any,
+                   seed: int | None) -> tuple[PairedSample, int]:
+    """The checked, aligned scores of two paired runs, as the paired estimators receive them, and the seed
+    (resolved after the scores are checked, before the slices and clusters)."""
     names, b = _as_scores(base, "base")
     cand_names, c = _as_scores(cand, "cand")
     if set(names) != set(cand_names):
@@ -491,161 +394,41 @@ def compare(
     _check_declared_range(declared, names, b, "base", "compare")
     _check_declared_range(declared, names, c, "cand", "compare")
     seed = _resolve_seed(seed)
-    codes, _, grouped, n_groups, rows, unit_codes = _layout(b.shape[0], slices, units)
-    complete = ~(np.isnan(b) | np.isnan(c))
-    diffs = np.where(complete, c - b, np.nan)
-    n_pairs = _row_counts(codes, n_groups, grouped, complete)
-    n_rows = np.repeat(_row_counts(codes, n_groups, grouped, np.ones((len(codes), 1), dtype=bool)), len(names), axis=1)
-    base_sum = _row_sums(codes, n_groups, grouped, np.where(complete, b, np.nan))
-    cand_sum = _row_sums(codes, n_groups, grouped, np.where(complete, c, np.nan))
-    binary = [
-        _is_binary(np.where(complete[:, j], b[:, j], np.nan)) and _is_binary(np.where(complete[:, j], c[:, j], np.nan))
-        for j in range(len(names))
-    ]
-    score = [unit_codes is None and binary[j] and method in ("auto", "score") for j in range(len(names))]
-    if method == "score" and not all(score):
-        raise ValueError(
-            "compare: method='score' is Tango's interval for pass/fail metrics without clusters; "
-            f"{[n for n, s in zip(names, score) if not s]} are not pass/fail (or units= was given). "
-            "Use method='auto' to take the bootstrap for those."
-        )
-    # Bounded continuous metrics (known to lie in [0, 1], so differences in [-1, 1]) get the betting
-    # interval: valid at every n whatever the shape of the differences (a few questions breaking badly).
-    in_unit = [bool(np.nanmin(np.r_[b[:, j], c[:, j]], initial=0.0) >= 0
-                    and np.nanmax(np.r_[b[:, j], c[:, j]], initial=1.0) <= 1) for j in range(len(names))]
-    betting = [not score[j] and unit_codes is None and (
-                   (names[j] in declared and method in ("auto", "betting")) or (in_unit[j] and (
-                       method == "betting" or (method == "auto" and metric_info(names[j]).bounded))))
-               for j in range(len(names))]
-    if method == "betting" and not all(betting):
-        raise ValueError(
-            "compare: method='betting' needs scores known to lie in [0, 1] (or declared bounds=) without units=; "
-            f"{[n for n, s in zip(names, betting) if not s]} have values outside [0, 1] (or units= was given). "
-            "Use method='auto' to take the bootstrap for those."
-        )
-    boot_method = "percentile" if method in ("auto", "score", "betting") else method
-    needs_boot = any(not (s or w) for s, w in zip(score, betting))
-    if not needs_boot:  # every interval is Tango's or a betting bound and no test reads a resample
-        engine, boot = _Resampler(diffs, codes, n_groups, units=None, grouped=grouped), None
-        low, high = np.full(engine.theta.shape, np.nan), np.full(engine.theta.shape, np.nan)
-    else:
-        engine, boot, low, high = _bootstrap_cells(
-            diffs, codes, n_groups, grouped=grouped, units=unit_codes, level=level, method=boot_method,
-            n_resamples=n_resamples, seed=seed, expand=method == "auto",
-        )
-    down = _row_counts(codes, n_groups, grouped, diffs == -1)
-    up = _row_counts(codes, n_groups, grouped, diffs == 1)
-    n_changed = _row_counts(codes, n_groups, grouped, complete & (diffs != 0))
-    skew = _row_skewness(diffs, codes, n_groups, grouped, n_pairs)
-    if method in ("percentile", "bca"):
-        rare = [names[j] for j in range(len(names)) if binary[j] and ((down[:, j] + up[:, j]) < _FEW_DISCORDANT).any()]
-        if rare:
-            warn(
-                f"compare: method={method!r} on pass/fail metrics {rare} with fewer than {_FEW_DISCORDANT} "
-                "discordant pairs in some rows: bootstrap intervals under-cover there (they collapse towards the "
-                "few changed questions). method='auto' uses Tango's score interval, which does not.",
-                UserWarning,
-            )
-    scored = [j for j in range(len(names)) if score[j]]
-    if scored:
-        score_low, score_high = _tango_bounds(down[:, scored], up[:, scored], n_pairs[:, scored], level)
-        low[:, scored], high[:, scored] = score_low, score_high
-        no_pairs = n_pairs[:, scored] < 2  # one pair says nothing about sampling error, as for the bootstrap
-        low[:, scored] = np.where(no_pairs, np.nan, low[:, scored])
-        high[:, scored] = np.where(no_pairs, np.nan, high[:, scored])
-    for j in (j for j in range(len(names)) if betting[j]):
-        for r in range(len(rows)):
-            mask = complete[:, j] & ((codes == r - 1) if (grouped and r) else True)
-            lo, hi = declared.get(names[j], (0.0, 1.0))
-            low[r, j], high[r, j] = _betting_bounds(diffs[mask, j], lo - hi, hi - lo, level, [seed, 2])
+    return PairedSample(tuple(names), b, c, Layout.of(b.shape[0], slices, units), declared), seed
 
-    # Paired tests: exact McNemar for pass/fail metrics, sign flips (shared across metrics) otherwise.
-    p_values = np.full(engine.theta.shape, np.nan)
-    p_decrease = np.full(engine.theta.shape, np.nan)
-    p_increase = np.full(engine.theta.shape, np.nan)
-    tests = ["none"] * len(names)
-    permutations: list[int | None] = [None] * len(names)
-    exact = [j for j in range(len(names)) if binary[j] and unit_codes is None]
-    flipped = [j for j in range(len(names)) if j not in exact and not betting[j]]
-    if exact:
-        p_decrease[:, exact], p_increase[:, exact] = _one_sided_mcnemar(down[:, exact], up[:, exact])
-        if n_permutations:
-            p_values[:, exact] = _mcnemar_p(down[:, exact], up[:, exact])
-            for j in exact:
-                tests[j] = "exact McNemar"
-    if flipped and n_permutations:
-        rng = np.random.default_rng([seed, 1])  # a stream apart from the bootstrap's
-        sided = engine.sign_flip(flipped, n_permutations, rng)
-        p_values[:, flipped], p_decrease[:, flipped], p_increase[:, flipped] = sided
-        for j in flipped:
-            tests[j] = "sign-flip permutation" + (" (clusters)" if unit_codes is not None else "")
-            permutations[j] = n_permutations
-    elif flipped:  # no permutations: one-sided p-values from the bootstrap distribution
-        with np.errstate(invalid="ignore"):
-            drawn = (~np.isnan(boot[:, :, flipped])).sum(axis=0)
-            p_decrease[:, flipped] = (1.0 + (boot[:, :, flipped] >= 0).sum(axis=0)) / (drawn + 1.0)
-            p_increase[:, flipped] = (1.0 + (boot[:, :, flipped] <= 0).sum(axis=0)) / (drawn + 1.0)
-    # Betting rows: one-sided p-values from the betting capital at 0 (min(1, 1 / K(0)), the capital the
-    # interval is read from): valid for any distribution on [-1, 1], where sign flips assume symmetry.
-    for j in (j for j in range(len(names)) if betting[j]):
-        for r in range(len(rows)):
-            mask = complete[:, j] & ((codes == r - 1) if (grouped and r) else True)
-            p_decrease[r, j], p_increase[r, j] = _betting_p_values(diffs[mask, j], -1.0, 1.0, level, [seed, 2])
-        p_values[:, j] = np.minimum(1.0, 2.0 * np.minimum(p_decrease[:, j], p_increase[:, j]))
-        tests[j] = _CAPITAL_TEST
-    for p in (p_values, p_decrease, p_increase):
-        p[n_pairs == 0] = np.nan
 
-    boot_label = _boot_label("expanded percentile" if method == "auto" else boot_method, paired=True,
-                             clustered=unit_codes is not None)
-    records = []
-    for j, name in enumerate(names):
-        label = _SCORE_LABEL if score[j] else _BETTING_LABEL if betting[j] else boot_label
-        for r, row in enumerate(rows):
+def _comparison_rows(sample: PairedSample, blocks: Sequence[PairedBlock], shared: Any,
+                     settings: Settings) -> list[ComparisonRow]:
+    """One typed row per metric and slice, metrics in the order given."""
+    layout, complete = sample.layout, sample.complete
+    n_pairs = sample.n_pairs
+    n_rows = layout.counts(np.ones((len(layout.codes), 1), dtype=bool))[:, 0]
+    base_sum = layout.sums(np.where(complete, sample.base, np.nan))
+    cand_sum = layout.sums(np.where(complete, sample.cand, np.nan))
+    n_changed = layout.counts(complete & (sample.diffs != 0))
+    skew = _row_skewness(sample.diffs, layout.codes, layout.n_groups, layout.grouped, n_pairs)
+    clusters = shared.engine.units_per_cell
+    where = {j: (block, c) for block in blocks for c, j in enumerate(block.columns)}
+    # each cell's estimate: the block's own, else the mean difference over the complete pairs
+    theta = shared.engine.theta.copy()
+    for block in blocks:
+        if block.estimate is not None:
+            theta[:, list(block.columns)] = block.estimate
+    rows = []
+    for j, name in enumerate(sample.names):
+        block, c = where[j]
+        for r, label in enumerate(layout.rows):
             n = int(n_pairs[r, j])
-            records.append(
-                {
-                    "metric": name,
-                    "slice": row,
-                    "n": n,
-                    "n_dropped": int(n_rows[r, j]) - n,
-                    "n_changed": int(n_changed[r, j]),
-                    "base": base_sum[r, j] / n if n else np.nan,
-                    "cand": cand_sum[r, j] / n if n else np.nan,
-                    "diff": engine.theta[r, j] if n else np.nan,
-                    "low": low[r, j],
-                    "high": high[r, j],
-                    "p_value": p_values[r, j],
-                    "p_decrease": p_decrease[r, j],
-                    "p_increase": p_increase[r, j],
-                    "skew": skew[r, j],
-                    "method": label,
-                    "level": level,
-                    "n_resamples": None if score[j] or betting[j] else n_resamples,
-                    "seed": None if score[j] and not permutations[j] else seed,
-                    "test": tests[j],
-                    "n_permutations": permutations[j],
-                    "n_clusters": int(engine.units_per_cell[r, j]) if unit_codes is not None else None,
-                }
-            )
-    table = pd.DataFrame.from_records(records)
-    for column in ("n_resamples", "seed", "n_permutations", "n_clusters"):
-        table[column] = _nullable_int(table[column].tolist())
-    if unit_codes is None:
-        table = table.drop(columns="n_clusters")
-    if adjust == "holm":
-        table.insert(table.columns.get_loc("p_value") + 1, "p_adjusted", holm(table["p_value"].to_numpy()))
-    table = _estimate_last(table, "diff")
-    table.attrs["raglab"] = {
-        "comparison": {
-            "ci": level,
-            "method": method,
-            "n_resamples": n_resamples,
-            "seed": seed,
-            "n_permutations": n_permutations,
-            "adjust": adjust,
-            "units": units is not None,
-            **({"bounds": {name: list(pair) for name, pair in declared.items()}} if declared else {}),
-        }
-    }
-    return table
+            p_value, p_decrease, p_increase = (
+                float(p[r, c]) if n else np.nan for p in (block.p_value, block.p_decrease, block.p_increase))
+            rows.append(ComparisonRow(
+                metric=name, slice=label, n=n, n_dropped=int(n_rows[r]) - n, n_changed=int(n_changed[r, j]),
+                base=base_sum[r, j] / n if n else np.nan, cand=cand_sum[r, j] / n if n else np.nan,
+                diff=theta[r, j] if n else np.nan, low=block.low[r, c], high=block.high[r, c],
+                p_value=p_value, p_decrease=p_decrease, p_increase=p_increase, skew=skew[r, j],
+                method=block.label, level=settings.level, n_resamples=block.n_resamples, seed=block.seeds[c],
+                test=block.tests[c], n_permutations=block.n_permutations[c],
+                n_clusters=int(clusters[r, j]) if layout.clustered else None,
+                kind=block.kind, test_kind=block.test_kinds[c],
+            ))
+    return rows

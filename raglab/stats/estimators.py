@@ -1,0 +1,820 @@
+"""Estimators: one class per interval method behind :func:`~raglab.stats.summary`, :func:`~raglab.stats.compare` and the gate.
+
+An estimator receives a *sample* (:class:`PairedSample` for two paired runs, :class:`OneSample` for
+one run) and the settings (:class:`Settings`), and returns a typed block of results for the metric
+columns it was chosen for, one value per (row, column) cell, rows being ``overall`` then the
+slices. The tables (:mod:`raglab.stats.tables`) turn those blocks into typed rows
+(:mod:`raglab.stats.results`), and the gate decides from the rows' :class:`IntervalKind`.
+
+Paired estimators (``compare(method=...)``):
+
+* :class:`TangoScore` (``"score"``): Tango's score interval for paired pass rates, exact McNemar tests;
+* :class:`Betting` (``"betting"``): the Waudby-Smith-Ramdas betting interval on bounded differences,
+  one-sided p-values from the betting capital;
+* :class:`PercentileBootstrap` (``"percentile"``), :class:`ExpandedPercentileBootstrap` (what
+  ``"auto"`` takes for the rest) and :class:`BCaBootstrap` (``"bca"``): resampled intervals, with
+  sign-flip tests (exact McNemar for pass/fail columns). Given clusters (``units=``) each resamples
+  whole clusters: that is the cluster bootstrap.
+
+One-sample estimators (``summary(method=...)``): :class:`Proportion` (``"wilson"``, ``"exact"``,
+``"normal"``), :class:`StudentT` (``"t"``, Wilson's interval at the effective n for scores known to
+lie in [0, 1]), :class:`OneSampleBetting` (``"betting"``) and :class:`OneSampleBootstrap`
+(``"percentile"``, ``"bca"``; expanded under ``"auto"``).
+
+The ``"auto"`` choice is one function per table: :func:`choose_paired` and :func:`choose_one_sample`.
+
+Adding an estimator (prediction-powered inference, say): subclass :class:`PairedEstimator`, set
+``method``, ``kind`` and ``label``, implement ``eligible`` and ``estimate`` (return a
+:class:`PairedBlock`, with its own ``estimate`` when it is not the mean difference), and
+:func:`register_paired` an instance; the sample carries what it needs (``labels``, ``weights``,
+``strata``) without changing the other estimators. The tables, the gate, the forest and the CLI
+need no edit.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+
+from raglab._registry import metric_info
+from raglab._validation import warn
+from raglab.stats._engine import (
+    OVERALL,
+    _boot_label,
+    _bootstrap_cells,
+    _is_binary,
+    _Resampler,
+    _row_counts,
+    _row_sums,
+    _slice_codes,
+    _unit_codes,
+)
+from raglab.stats.intervals import (
+    _BETTING_LABEL,
+    _CAPITAL_TEST,
+    _SCORE_LABEL,
+    _betting_bounds,
+    _betting_p_values,
+    _bounded_t,
+    _t_bounds,
+    _tango_bounds,
+    proportion_interval,
+)
+from raglab.stats.results import (
+    CLUSTER_SIGN_FLIP_TEST,
+    MCNEMAR_TEST,
+    NO_TEST,
+    SIGN_FLIP_TEST,
+    IntervalKind,
+    TestKind,
+)
+from raglab.stats.results import (
+    test_kind as test_kind,  # re-exported: the test labels are declared in results
+)
+from raglab.stats.tests import _mcnemar_p, _one_sided_mcnemar
+
+__all__ = [
+    "PAIRED",
+    "ONE_SAMPLE",
+    "Betting",
+    "BCaBootstrap",
+    "ExpandedPercentileBootstrap",
+    "Layout",
+    "OneSample",
+    "OneSampleBetting",
+    "OneSampleBootstrap",
+    "PairedBlock",
+    "PairedEstimator",
+    "PairedSample",
+    "Shared",
+    "PercentileBootstrap",
+    "Proportion",
+    "Settings",
+    "StudentT",
+    "SummaryBlock",
+    "TangoScore",
+    "choose_one_sample",
+    "choose_paired",
+    "compare_methods",
+    "register_paired",
+    "interval_kind",
+    "test_kind",
+]
+
+_FEW_DISCORDANT = 10  # below this many changed pass/fail questions a bootstrap interval under-covers
+
+
+# --------------------------------------------------------------------------------------------------
+# The input: where the questions sit (rows of the table) and what was scored
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The rows of a table: ``overall``, then one per slice; and the clusters, if any.
+
+    ``codes`` gives each question's slice (0..G-1); ``units`` each question's cluster code (None:
+    every question is its own unit).
+    """
+
+    codes: np.ndarray
+    n_groups: int
+    grouped: bool
+    rows: tuple[str, ...]
+    units: np.ndarray | None
+
+    @classmethod
+    def of(cls, n: int, slices: Any, units: Any) -> Layout:
+        codes, labels = _slice_codes(slices, n)
+        grouped = slices is not None
+        rows = (OVERALL, *labels) if grouped else (OVERALL,)
+        return cls(codes, max(len(labels), 1), grouped, rows, _unit_codes(units, n))
+
+    @property
+    def clustered(self) -> bool:
+        return self.units is not None
+
+    def sums(self, values: np.ndarray) -> np.ndarray:
+        """Per (row, column) sums of the non-missing values; row order cannot change a bit of them."""
+        return _row_sums(self.codes, self.n_groups, self.grouped, values)
+
+    def select(self, r: int) -> np.ndarray | slice:
+        """The questions of row ``r`` (a boolean mask, or every question for ``overall``)."""
+        return (self.codes == r - 1) if (self.grouped and r) else slice(None)
+
+    def counts(self, mask: np.ndarray) -> np.ndarray:
+        """Per (row, column): how many questions have ``mask`` true, or the exact sum of integer values."""
+        return _row_counts(self.codes, self.n_groups, self.grouped, mask)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings every estimator of one call shares: the requested ``method``, ``level``,
+    ``n_resamples``, ``seed`` (resolved) and ``n_permutations``."""
+
+    method: str
+    level: float
+    n_resamples: int
+    seed: int | None
+    n_permutations: int = 0
+
+
+@dataclass(frozen=True)
+class PairedSample:
+    """Two paired runs' scores: what a paired estimator receives.
+
+    ``base`` and ``cand`` are (questions, metrics) with NaN for a missing score (for a judge metric:
+    the judge's scores, on every question); ``bounds`` the declared ranges of metrics with no known
+    bounds; ``layout`` the slices and clusters. For estimators that need more (prediction-powered
+    inference: judge scores on every question, human labels on a random subset), the sample also
+    carries ``labels`` (the reference scores ``(base, cand)``, each (questions, metrics), NaN where a
+    question was not labelled), ``weights`` (one per question: 1 / its inclusion probability) and
+    ``strata`` (one stratum code per question). The estimators here read none of the three.
+    Derived arrays (``diffs``, ``complete``, the discordant counts) are computed once, on first use.
+    """
+
+    names: tuple[str, ...]
+    base: np.ndarray
+    cand: np.ndarray
+    layout: Layout
+    bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    labels: tuple[np.ndarray, np.ndarray] | None = None
+    weights: np.ndarray | None = None
+    strata: np.ndarray | None = None
+
+    @cached_property
+    def complete(self) -> np.ndarray:
+        return ~(np.isnan(self.base) | np.isnan(self.cand))
+
+    @cached_property
+    def diffs(self) -> np.ndarray:
+        return np.where(self.complete, self.cand - self.base, np.nan)
+
+    @cached_property
+    def binary(self) -> list[bool]:
+        """Per metric: every complete pair is pass/fail (0 or 1) on both sides."""
+        b, c, ok = self.base, self.cand, self.complete
+        return [_is_binary(np.where(ok[:, j], b[:, j], np.nan)) and _is_binary(np.where(ok[:, j], c[:, j], np.nan))
+                for j in range(len(self.names))]
+
+    @cached_property
+    def in_unit(self) -> list[bool]:
+        """Per metric: every score on both sides lies in [0, 1]."""
+        b, c = self.base, self.cand
+        return [bool(np.nanmin(np.r_[b[:, j], c[:, j]], initial=0.0) >= 0
+                     and np.nanmax(np.r_[b[:, j], c[:, j]], initial=1.0) <= 1) for j in range(len(self.names))]
+
+    @cached_property
+    def n_pairs(self) -> np.ndarray:
+        return self.layout.counts(self.complete)
+
+    @cached_property
+    def down(self) -> np.ndarray:
+        return self.layout.counts(self.diffs == -1)
+
+    @cached_property
+    def up(self) -> np.ndarray:
+        return self.layout.counts(self.diffs == 1)
+
+    def cell(self, r: int, j: int) -> np.ndarray:
+        """The complete paired differences of metric ``j`` in row ``r``."""
+        layout = self.layout
+        mask = self.complete[:, j] & ((layout.codes == r - 1) if (layout.grouped and r) else True)
+        return self.diffs[mask, j]
+
+
+@dataclass(frozen=True)
+class OneSample:
+    """One run's scores: what a one-sample estimator receives (``values`` is (questions, metrics))."""
+
+    names: tuple[str, ...]
+    values: np.ndarray
+    layout: Layout
+    bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    weights: np.ndarray | None = None
+
+    @cached_property
+    def binary(self) -> list[bool]:
+        return [_is_binary(self.values[:, j]) for j in range(len(self.names))]
+
+    @cached_property
+    def in_unit(self) -> list[bool]:
+        v = self.values
+        return [bool(np.nanmin(v[:, j], initial=0.0) >= 0 and np.nanmax(v[:, j], initial=1.0) <= 1)
+                for j in range(len(self.names))]
+
+    @cached_property
+    def n_valid(self) -> np.ndarray:
+        """Per (row, metric): the questions with a score."""
+        return self.layout.counts(~np.isnan(self.values))
+
+    @cached_property
+    def sums(self) -> np.ndarray:
+        return self.layout.sums(self.values)
+
+    def cell(self, r: int, j: int) -> np.ndarray:
+        """The scores of metric ``j`` in row ``r``, without missing ones."""
+        selected = self.values[self.layout.select(r), j]
+        return selected[~np.isnan(selected)]
+
+
+# --------------------------------------------------------------------------------------------------
+# The typed results of an estimator: one block of cells per estimator and call
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairedBlock:
+    """What a paired estimator returns for its ``columns``: arrays of shape (rows, len(columns)).
+
+    ``label`` is the interval's display label, ``kind`` its family; per column: ``tests`` (the test's
+    label), ``test_kinds``, ``seeds`` and ``n_permutations``; ``n_resamples`` for resampled blocks.
+    ``estimate``: the point estimate per cell when it is not the mean paired difference over the
+    complete pairs (a prediction-powered estimate is not); None takes that mean (``shared.engine.theta``).
+    """
+
+    columns: tuple[int, ...]
+    low: np.ndarray
+    high: np.ndarray
+    p_value: np.ndarray
+    p_decrease: np.ndarray
+    p_increase: np.ndarray
+    label: str
+    kind: IntervalKind
+    tests: tuple[str, ...]
+    test_kinds: tuple[TestKind, ...]
+    seeds: tuple[int | None, ...]
+    n_permutations: tuple[int | None, ...]
+    n_resamples: int | None = None
+    estimate: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class SummaryBlock:
+    """What a one-sample estimator returns for its ``columns``: arrays of shape (rows, len(columns));
+    ``labels`` per cell (the t interval's label depends on the cell)."""
+
+    columns: tuple[int, ...]
+    mean: np.ndarray
+    se: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    labels: np.ndarray
+    kind: IntervalKind
+    n_resamples: int | None
+    seed: int | None
+
+
+def _cells(sample: PairedSample | OneSample, columns: Sequence[int]) -> np.ndarray:
+    return np.full((len(sample.layout.rows), len(columns)), np.nan)
+
+
+class Shared:
+    """What the estimators of one paired call share: the resampler ``engine`` (its ``theta`` is each
+    cell's mean difference, the ``diff`` of every row whose block gives no ``estimate`` of its own; its
+    ``sign_flip`` runs the permutation tests) and, when a bootstrap estimator was chosen, the bootstrap
+    distribution ``boot`` over *all* metrics with its bounds ``low`` and ``high``, drawn once, so that
+    every bootstrap row of a call describes the same resampled question sets."""
+
+    def __init__(self, sample: PairedSample, settings: Settings, bootstrap: _PairedBootstrap | None) -> None:
+        self.sample, self.settings = sample, settings
+        layout = sample.layout
+        if bootstrap is not None:
+            self.engine, self.boot, self.low, self.high = _bootstrap_cells(
+                sample.diffs, layout.codes, layout.n_groups, grouped=layout.grouped, units=layout.units,
+                level=settings.level, method=bootstrap.boot_method, n_resamples=settings.n_resamples,
+                seed=settings.seed, expand=bootstrap.expand,
+            )
+        else:  # no interval and no test reads a resample (Tango's, betting bounds)
+            self.engine = _Resampler(sample.diffs, layout.codes, layout.n_groups, units=None, grouped=layout.grouped)
+            self.boot = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Paired estimators
+# --------------------------------------------------------------------------------------------------
+
+
+class PairedEstimator(abc.ABC):
+    """An interval (and its tests) on the paired difference ``cand - base``, per metric and slice.
+
+    Subclasses set ``method`` (the ``compare(method=...)`` value), ``kind`` (what the gate may assume)
+    and ``label`` (the ``method`` column's text), and implement :meth:`eligible` (may it run on metric
+    ``j``?) and :meth:`estimate` (a :class:`PairedBlock` for the metrics it was chosen for).
+    ``resampled`` estimators read the call's shared bootstrap distribution (``shared.boot``).
+    """
+
+    method: ClassVar[str]
+    kind: ClassVar[IntervalKind]
+    label: ClassVar[str]
+    resampled: ClassVar[bool] = False
+    #: whether method="auto" tries it (in the order of PAIRED) before the expanded percentile bootstrap
+    in_auto: ClassVar[bool] = False
+    #: what it needs of a metric, for the error when a named method does not fit every metric
+    requirement: ClassVar[str] = "metrics it can estimate"
+
+    @abc.abstractmethod
+    def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:
+        """Whether metric ``j`` of ``sample`` fits this estimator (``auto``: for the automatic choice)."""
+
+    @abc.abstractmethod
+    def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
+                 shared: Shared) -> PairedBlock:
+        """The block of results for the metrics ``columns`` of ``sample``, every row (overall, slices)."""
+
+    def labels(self) -> tuple[str, ...]:
+        """Every ``method`` label this estimator writes (the gate maps labels back to its ``kind``)."""
+        return (self.label,)
+
+    def refusal(self, others: Sequence[str]) -> str:
+        """Why ``compare(method=self.method)`` refuses the metrics ``others``."""
+        return f"needs {self.requirement}; {list(others)} are not"
+
+
+def _mcnemar(sample: PairedSample, columns: Sequence[int], settings: Settings) -> tuple[np.ndarray, ...]:
+    """Exact McNemar p-values (two-sided only when tests were asked for) for pass/fail columns."""
+    down, up = sample.down[:, columns], sample.up[:, columns]
+    p_decrease, p_increase = _one_sided_mcnemar(down, up)
+    p_value = _mcnemar_p(down, up) if settings.n_permutations else np.full(down.shape, np.nan)
+    return p_value, p_decrease, p_increase
+
+
+class TangoScore(PairedEstimator):
+    """Tango's score interval for two paired pass rates, with the exact McNemar test.
+
+    Never zero-width however few pairs differ; valid at small n (Tango 1998).
+    """
+
+    method = "score"
+    kind = IntervalKind.SCORE
+    label = _SCORE_LABEL
+    in_auto = True
+
+    def refusal(self, others: Sequence[str]) -> str:
+        return (f"is Tango's interval for pass/fail metrics without clusters; {list(others)} are not pass/fail "
+                "(or units= was given)")
+
+    def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:
+        return not sample.layout.clustered and sample.binary[j]
+
+    def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
+                 shared: Shared) -> PairedBlock:
+        cols = list(columns)
+        n = sample.n_pairs[:, cols]
+        low, high = _tango_bounds(sample.down[:, cols], sample.up[:, cols], n, settings.level)
+        no_pairs = n < 2  # one pair says nothing about sampling error, as for the bootstrap
+        low, high = np.where(no_pairs, np.nan, low), np.where(no_pairs, np.nan, high)
+        p_value, p_decrease, p_increase = _mcnemar(sample, cols, settings)
+        test, kind = (MCNEMAR_TEST, TestKind.EXACT) if settings.n_permutations else (NO_TEST, TestKind.NONE)
+        k = len(cols)
+        return PairedBlock(tuple(cols), low, high, p_value, p_decrease, p_increase, self.label, self.kind,
+                           (test,) * k, (kind,) * k, (None,) * k, (None,) * k)
+
+
+class Betting(PairedEstimator):
+    """The betting interval of Waudby-Smith and Ramdas (2023) on differences of bounded scores.
+
+    Each side holds at ``(1 - level) / 2`` for any distribution on the bounds and any n; the
+    one-sided p-values are ``min(1, 1 / K)``, ``K`` the betting capital at 0 the bound is read from.
+    """
+
+    method = "betting"
+    kind = IntervalKind.BETTING
+    label = _BETTING_LABEL
+    in_auto = True
+
+    def refusal(self, others: Sequence[str]) -> str:
+        return ("needs scores known to lie in [0, 1] (or declared bounds=) without units=; "
+                f"{list(others)} have values outside [0, 1] (or units= was given)")
+
+    def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:
+        if sample.layout.clustered:
+            return False
+        name = sample.names[j]
+        if name in sample.bounds:
+            return True
+        return sample.in_unit[j] and (not auto or metric_info(name).bounded)
+
+    def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
+                 shared: Shared) -> PairedBlock:
+        cols = list(columns)
+        low, high, p_decrease, p_increase = (_cells(sample, cols) for _ in range(4))
+        stream = [settings.seed, 2]  # the betting orders' own stream
+        for c, j in enumerate(cols):
+            lo, hi = sample.bounds.get(sample.names[j], (0.0, 1.0))
+            for r in range(len(sample.layout.rows)):
+                x = sample.cell(r, j)
+                low[r, c], high[r, c] = _betting_bounds(x, lo - hi, hi - lo, settings.level, stream)
+                # the capital the bounds are read from: on the same range (declared bounds included)
+                p_decrease[r, c], p_increase[r, c] = _betting_p_values(x, lo - hi, hi - lo, settings.level, stream)
+        p_value = np.minimum(1.0, 2.0 * np.minimum(p_decrease, p_increase))
+        k = len(cols)
+        return PairedBlock(tuple(cols), low, high, p_value, p_decrease, p_increase, self.label, self.kind,
+                           (_CAPITAL_TEST,) * k, (TestKind.CAPITAL,) * k, (settings.seed,) * k, (None,) * k)
+
+
+class _PairedBootstrap(PairedEstimator):
+    """A bootstrap interval on the mean difference (questions, or whole clusters, resampled), with
+    exact McNemar tests for pass/fail columns (no clusters) and sign flips for the others (one-sided
+    p-values from the bootstrap distribution when ``n_permutations=0``)."""
+
+    kind = IntervalKind.BOOTSTRAP
+    resampled = True
+    shown: ClassVar[str]  # the method's name inside the label
+    boot_method: ClassVar[str] = "percentile"  # the bounds read off the shared bootstrap distribution
+    expand: ClassVar[bool] = False  # the expanded percentile level (Hesterberg 2015)
+
+    def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:
+        return True
+
+    def labels(self) -> tuple[str, ...]:
+        return tuple(_boot_label(self.shown, paired=True, clustered=c) for c in (False, True))
+
+    def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
+                 shared: Shared) -> PairedBlock:
+        cols = list(columns)
+        if self.method in ("percentile", "bca"):
+            self._warn_if_few_discordant(sample, cols)
+        low, high = shared.low[:, cols], shared.high[:, cols]
+        p_value, p_decrease, p_increase = (_cells(sample, cols) for _ in range(3))
+        tests, kinds = [NO_TEST] * len(cols), [TestKind.NONE] * len(cols)
+        permutations: list[int | None] = [None] * len(cols)
+        exact = [c for c, j in enumerate(cols) if sample.binary[j] and not sample.layout.clustered]
+        flipped = [c for c in range(len(cols)) if c not in exact]
+        if exact:
+            p_value[:, exact], p_decrease[:, exact], p_increase[:, exact] = _mcnemar(
+                sample, [cols[c] for c in exact], settings)
+            if settings.n_permutations:
+                for c in exact:
+                    tests[c], kinds[c] = MCNEMAR_TEST, TestKind.EXACT
+        if flipped and settings.n_permutations:
+            rng = np.random.default_rng([settings.seed, 1])  # a stream apart from the bootstrap's
+            sided = shared.engine.sign_flip([cols[c] for c in flipped], settings.n_permutations, rng)
+            p_value[:, flipped], p_decrease[:, flipped], p_increase[:, flipped] = sided
+            for c in flipped:
+                tests[c] = CLUSTER_SIGN_FLIP_TEST if sample.layout.clustered else SIGN_FLIP_TEST
+                kinds[c], permutations[c] = TestKind.SIGN_FLIP, settings.n_permutations
+        elif flipped:  # no permutations: one-sided p-values from the bootstrap distribution
+            boot = shared.boot[:, :, [cols[c] for c in flipped]]
+            with np.errstate(invalid="ignore"):
+                drawn = (~np.isnan(boot)).sum(axis=0)
+                p_decrease[:, flipped] = (1.0 + (boot >= 0).sum(axis=0)) / (drawn + 1.0)
+                p_increase[:, flipped] = (1.0 + (boot <= 0).sum(axis=0)) / (drawn + 1.0)
+        label = _boot_label(self.shown, paired=True, clustered=sample.layout.clustered)
+        return PairedBlock(tuple(cols), low, high, p_value, p_decrease, p_increase, label, self.kind,
+                           tuple(tests), tuple(kinds), (settings.seed,) * len(cols), tuple(permutations),
+                           n_resamples=settings.n_resamples)
+
+    def _warn_if_few_discordant(self, sample: PairedSample, cols: Sequence[int]) -> None:
+        rare = [sample.names[j] for j in cols
+                if sample.binary[j] and ((sample.down[:, j] + sample.up[:, j]) < _FEW_DISCORDANT).any()]
+        if rare:
+            warn(
+                f"compare: method={self.method!r} on pass/fail metrics {rare} with fewer than {_FEW_DISCORDANT} "
+                "discordant pairs in some rows: bootstrap intervals under-cover there (they collapse towards the "
+                "few changed questions). method='auto' uses Tango's score interval, which does not.",
+                UserWarning,
+            )
+
+
+class PercentileBootstrap(_PairedBootstrap):
+    """The plain percentile bootstrap (as ``scipy.stats.bootstrap(method="percentile")``)."""
+
+    method = "percentile"
+    shown = "percentile"
+    label = _boot_label("percentile", paired=True, clustered=False)
+
+
+class ExpandedPercentileBootstrap(_PairedBootstrap):
+    """The expanded percentile bootstrap (Hesterberg 2015): the percentile interval at the level whose
+    normal quantile is ``sqrt(n / (n - 1)) * t(n - 1)``; what ``"auto"`` takes for unbounded metrics
+    and for clusters."""
+
+    method = "auto"  # not a method= value of its own: the automatic choice's bootstrap
+    shown = "expanded percentile"
+    expand = True
+    label = _boot_label("expanded percentile", paired=True, clustered=False)
+
+
+class BCaBootstrap(_PairedBootstrap):
+    """The bias-corrected and accelerated bootstrap (jackknife acceleration, as scipy's ``"BCa"``)."""
+
+    method = "bca"
+    shown = "bca"
+    boot_method = "bca"
+    label = _boot_label("bca", paired=True, clustered=False)
+
+
+#: the paired estimators by their ``compare(method=...)`` value, in the order the auto choice tries them
+PAIRED: dict[str, PairedEstimator] = {
+    "score": TangoScore(),
+    "betting": Betting(),
+    "percentile": PercentileBootstrap(),
+    "bca": BCaBootstrap(),
+}
+_AUTO_BOOTSTRAP = ExpandedPercentileBootstrap()
+
+
+def compare_methods() -> tuple[str, ...]:
+    """The values ``compare(method=...)`` takes: ``"auto"`` and every registered paired estimator's."""
+    return ("auto", *PAIRED)
+
+
+def register_paired(estimator: PairedEstimator) -> None:
+    """Make ``estimator`` available as ``compare(method=estimator.method)`` (and to the gate's kinds).
+
+    Examples
+    --------
+    >>> register_paired(PAIRED["score"])   # registering again replaces the entry
+    >>> "score" in compare_methods()
+    True
+    """
+    if not isinstance(estimator, PairedEstimator) or estimator.method in ("auto", ""):
+        raise TypeError(f"register_paired needs a PairedEstimator with a method name other than 'auto', got {estimator!r}")
+    PAIRED[estimator.method] = estimator
+
+
+def choose_paired(sample: PairedSample, method: str) -> list[PairedEstimator]:
+    """The estimator of each metric of ``sample`` for ``compare(method=method)``.
+
+    ``"auto"``: Tango's score interval for pass/fail metrics, the betting interval for metrics known to
+    lie in [0, 1] (or with declared bounds), the expanded percentile bootstrap for the rest and with
+    clusters. A named interval method must fit every metric (else ValueError naming the ones it does not).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> base = np.array([[1, 0.2, 3.0], [0, 0.5, 2.0], [1, 0.9, 4.0]])
+    >>> sample = PairedSample(("hit@5", "recall@5", "latency_s"), base, base[::-1].copy(), Layout.of(3, None, None))
+    >>> [type(e).__name__ for e in choose_paired(sample, "auto")]
+    ['TangoScore', 'Betting', 'ExpandedPercentileBootstrap']
+    """
+    if method != "auto":
+        wanted = PAIRED[method]
+        others = [name for j, name in enumerate(sample.names) if not wanted.eligible(sample, j, auto=False)]
+        if others:
+            raise ValueError(f"compare: method={method!r} {wanted.refusal(others)}. "
+                             "Use method='auto' to take the bootstrap for those.")
+        return [wanted] * len(sample.names)
+    tried = [e for e in PAIRED.values() if e.in_auto]
+    return [next((e for e in tried if e.eligible(sample, j, auto=True)), _AUTO_BOOTSTRAP)
+            for j in range(len(sample.names))]
+
+
+def run_paired(sample: PairedSample, settings: Settings) -> tuple[list[PairedBlock], Shared]:
+    """Choose each metric's estimator and run each estimator once over its metrics."""
+    chosen = choose_paired(sample, settings.method)
+    shared = Shared(sample, settings, next((e for e in chosen if isinstance(e, _PairedBootstrap)), None))
+    groups: dict[int, tuple[PairedEstimator, list[int]]] = {}
+    for j, estimator in enumerate(chosen):
+        groups.setdefault(id(estimator), (estimator, []))[1].append(j)
+    # resampled estimators first: the cluster-bootstrap warning comes before the few-discordant one
+    ordered = sorted(groups.values(), key=lambda item: not item[0].resampled)
+    return [estimator.estimate(sample, cols, settings, shared) for estimator, cols in ordered], shared
+
+
+# --------------------------------------------------------------------------------------------------
+# One-sample estimators (summary)
+# --------------------------------------------------------------------------------------------------
+
+
+class OneSampleEstimator(abc.ABC):
+    """An interval on the mean of one run's scores, per metric and slice (``summary(method=...)``)."""
+
+    methods: ClassVar[tuple[str, ...]]
+    kind: ClassVar[IntervalKind]
+
+    @abc.abstractmethod
+    def estimate(self, sample: OneSample, columns: Sequence[int], settings: Settings) -> SummaryBlock:
+        """The block of results for the metrics ``columns`` of ``sample``, every row (overall, slices)."""
+
+
+class Proportion(OneSampleEstimator):
+    """A pass rate's interval: Wilson (score), exact (Clopper-Pearson) or normal (Wald); pass/fail data."""
+
+    methods = ("wilson", "exact", "normal")
+    kind = IntervalKind.PROPORTION
+
+    def __init__(self, method: str = "wilson") -> None:
+        self.method = method
+
+    def estimate(self, sample: OneSample, columns: Sequence[int], settings: Settings) -> SummaryBlock:
+        cols = list(columns)
+        mean, se, low, high = (_cells(sample, cols) for _ in range(4))
+        for c, j in enumerate(cols):
+            for r in range(len(sample.layout.rows)):
+                n = int(sample.n_valid[r, j])
+                if n:
+                    successes = int(round(sample.sums[r, j]))
+                    iv = proportion_interval(successes, n, ci=settings.level, method=self.method)
+                    mean[r, c], low[r, c], high[r, c] = iv
+                    se[r, c] = math.sqrt(iv.estimate * (1 - iv.estimate) / n)
+        labels = np.full(mean.shape, self.method, dtype=object)
+        return SummaryBlock(tuple(cols), mean, se, low, high, labels, self.kind, None, None)
+
+
+class StudentT(OneSampleEstimator):
+    """The t interval; for scores known to lie in [0, 1], Wilson's interval at the effective n
+    ``n mean (1 - mean) / s^2`` (inside [0, 1], keeps its coverage near the bounds)."""
+
+    methods = ("t",)
+    kind = IntervalKind.T
+
+    def estimate(self, sample: OneSample, columns: Sequence[int], settings: Settings) -> SummaryBlock:
+        cols = list(columns)
+        mean, se, low, high = (_cells(sample, cols) for _ in range(4))
+        labels = np.full(mean.shape, "t", dtype=object)
+        for c, j in enumerate(cols):
+            bounded = metric_info(sample.names[j]).bounded and sample.in_unit[j]
+            for r in range(len(sample.layout.rows)):
+                x = sample.cell(r, j)
+                m, s, lo, hi = _t_bounds(x, settings.level)
+                if bounded and x.size:
+                    m, lo, hi, labels[r, c] = _bounded_t(x, m, lo, hi, settings.level)
+                mean[r, c], se[r, c], low[r, c], high[r, c] = m, s, lo, hi
+        return SummaryBlock(tuple(cols), mean, se, low, high, labels, self.kind, None, None)
+
+
+class OneSampleBetting(OneSampleEstimator):
+    """The betting interval on the mean of scores in [0, 1] (or a declared range), valid at every n."""
+
+    methods = ("betting",)
+    kind = IntervalKind.BETTING
+    label = _BETTING_LABEL.replace("paired ", "")
+
+    def estimate(self, sample: OneSample, columns: Sequence[int], settings: Settings) -> SummaryBlock:
+        cols = list(columns)
+        mean, se, low, high = (_cells(sample, cols) for _ in range(4))
+        for c, j in enumerate(cols):
+            lo, hi = sample.bounds.get(sample.names[j], (0.0, 1.0))
+            for r in range(len(sample.layout.rows)):
+                x = sample.cell(r, j)
+                mean[r, c], se[r, c], _, _ = _t_bounds(x, settings.level)
+                low[r, c], high[r, c] = _betting_bounds(x, lo, hi, settings.level, [settings.seed, 3])
+        labels = np.full(mean.shape, self.label, dtype=object)
+        return SummaryBlock(tuple(cols), mean, se, low, high, labels, self.kind, None, settings.seed)
+
+
+class OneSampleBootstrap(OneSampleEstimator):
+    """Percentile or BCa bootstrap of the mean (the expanded percentile under ``"auto"``), for every
+    chosen metric and slice from the same resamples; whole clusters with ``units=``."""
+
+    methods = ("percentile", "bca")
+    kind = IntervalKind.BOOTSTRAP
+
+    def __init__(self, method: str = "percentile", expand: bool = False) -> None:
+        self.method, self.expand = method, expand
+
+    def estimate(self, sample: OneSample, columns: Sequence[int], settings: Settings) -> SummaryBlock:
+        cols = list(columns)
+        layout = sample.layout
+        _, boot, low, high = _bootstrap_cells(
+            sample.values[:, cols], layout.codes, layout.n_groups, grouped=layout.grouped, units=layout.units,
+            level=settings.level, method=self.method, n_resamples=settings.n_resamples, seed=settings.seed,
+            expand=self.expand,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells
+            se = np.nanstd(boot, axis=0, ddof=1)
+        label = _boot_label("expanded percentile" if self.expand else self.method, paired=False,
+                            clustered=layout.clustered)
+        labels = np.full(low.shape, label, dtype=object)
+        n, sums = sample.n_valid[:, cols], sample.sums[:, cols]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(n > 0, sums / np.where(n > 0, n, 1), np.nan)
+        se = np.where(n > 0, se, np.nan)
+        return SummaryBlock(tuple(cols), mean, se, low, high, labels, self.kind,
+                            settings.n_resamples, settings.seed)
+
+
+ONE_SAMPLE: dict[str, type[OneSampleEstimator]] = {
+    **{m: Proportion for m in Proportion.methods},
+    "t": StudentT,
+    "betting": OneSampleBetting,
+    **{m: OneSampleBootstrap for m in OneSampleBootstrap.methods},
+}
+SUMMARY_METHODS = ("auto", *ONE_SAMPLE)  # the values summary(method=...) takes
+
+
+def choose_one_sample(sample: OneSample, method: str) -> list[str]:
+    """The interval method of each metric for ``summary(method=method)``.
+
+    ``"auto"``: Wilson for pass/fail data, the betting interval for metrics with declared bounds,
+    the t interval (Wilson at the effective n for [0, 1] scores) otherwise; with clusters the
+    (expanded) percentile cluster bootstrap. A named method must fit every metric.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> values = np.array([[1, 0.2, 3.0], [0, 0.5, 2.0], [1, 0.9, 4.0]])
+    >>> choose_one_sample(OneSample(("hit@5", "recall@5", "latency_s"), values, Layout.of(3, None, None)), "auto")
+    ['wilson', 't', 't']
+    """
+    clustered = sample.layout.clustered
+    chosen = []
+    for j, name in enumerate(sample.names):
+        binary = sample.binary[j]
+        pick = method
+        if method == "auto":
+            pick = "percentile" if clustered else ("wilson" if binary else "t")
+            if name in sample.bounds and not clustered and not binary:
+                pick = "betting"
+        elif method in Proportion.methods and not binary:
+            raise ValueError(
+                f"summary: method={method!r} is an interval for pass/fail scores, but {name!r} has values other "
+                "than 0 and 1; use method='t' or a bootstrap method for it."
+            )
+        if pick == "betting" and name not in sample.bounds and not sample.in_unit[j]:
+            raise ValueError(f"summary: method='betting' needs scores in [0, 1]; {name!r} has values outside it")
+        if clustered and pick not in OneSampleBootstrap.methods:
+            raise ValueError(f"summary: units= needs a bootstrap method ('percentile' or 'bca'), not {pick!r}")
+        chosen.append(pick)
+    return chosen
+
+
+def run_one_sample(sample: OneSample, chosen: Sequence[str], settings: Settings) -> list[SummaryBlock]:
+    """Run each chosen one-sample method once over its metrics (the bootstrap ones share resamples)."""
+    groups: dict[str, list[int]] = {}
+    boot = [j for j, m in enumerate(chosen) if m in OneSampleBootstrap.methods]
+    for j, m in enumerate(chosen):
+        key = "bootstrap" if m in OneSampleBootstrap.methods else m
+        groups.setdefault(key, []).append(j)
+    blocks = []
+    for key, cols in groups.items():
+        if key == "bootstrap":
+            estimator: OneSampleEstimator = OneSampleBootstrap(chosen[boot[0]], expand=settings.method == "auto")
+        elif key in Proportion.methods:
+            estimator = Proportion(key)
+        else:
+            estimator = ONE_SAMPLE[key]()
+        blocks.append(estimator.estimate(sample, cols, settings))
+    return blocks
+
+
+# --------------------------------------------------------------------------------------------------
+# From a table's labels back to the typed kinds (for tables made elsewhere: a file, an older raglab)
+# --------------------------------------------------------------------------------------------------
+
+
+def _label_kinds() -> dict[str, IntervalKind]:
+    """Every registered paired estimator's labels and its interval family."""
+    return {label: e.kind for e in (*PAIRED.values(), _AUTO_BOOTSTRAP) for label in e.labels()}
+
+
+def interval_kind(label: Any) -> IntervalKind:
+    """The interval family of a comparison row's ``method`` label; a label no estimator writes (or
+    none) is taken for a bootstrap, so that the checks a bootstrap needs still apply.
+
+    Examples
+    --------
+    >>> interval_kind("paired score (Tango)"), interval_kind("paired bootstrap (bca)"), interval_kind(None)
+    (<IntervalKind.SCORE: 'score'>, <IntervalKind.BOOTSTRAP: 'bootstrap'>, <IntervalKind.BOOTSTRAP: 'bootstrap'>)
+    """
+    return _label_kinds().get(label, IntervalKind.BOOTSTRAP) if isinstance(label, str) else IntervalKind.BOOTSTRAP
