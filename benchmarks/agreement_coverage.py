@@ -55,7 +55,7 @@ from raglab.agreement.clusters import (
     _cluster_wilson,
     table_statistics,
 )
-from raglab.agreement.kappa import disagreement_weights, _kappa_bounds
+from raglab.agreement.kappa import _kappa_bounds, disagreement_weights
 from raglab.stats._engine import _expanded_levels
 
 SEED = 2026
