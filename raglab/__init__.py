@@ -31,17 +31,16 @@ if _optional.started_as_main():
 try:
     from raglab import accessor as _accessor  # noqa: F401  (registers df.rag)
     from raglab import agreement, io, metrics, sizing, stats
-    from raglab._interval import Interval
-    from raglab._options import Resampling
-    from raglab._rowtable import (
+    from raglab._errors import (
         ConventionMismatchWarning,
         EvalSetMismatchError,
         JudgeMismatchWarning,
         MissingColumnError,
-        Roles,
         RowTableError,
-        with_roles,
     )
+    from raglab._interval import Interval
+    from raglab._options import Resampling
+    from raglab._rowtable import Roles, with_roles
     from raglab._version import __version__
     from raglab.evalset import EvalSet, EvalSetTamperedError
     from raglab.io import read_rows, read_trec, write_rows, write_trec

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from raglab._errors import (  # noqa: F401  (re-exported: they were defined here)
+from raglab._errors import (
     ConventionMismatchWarning,
     EvalSetMismatchError,
     JudgeMismatchWarning,
@@ -36,7 +36,7 @@ from raglab._meta import (
     record_of,
     update_meta,
 )
-from raglab._validation import (  # noqa: F401  (check_option, is_missing re-exported)
+from raglab._validation import (
     check_option,
     is_id_type,
     is_missing,
@@ -48,12 +48,6 @@ __all__ = [
     "ROLES",
     "Roles",
     "with_roles",
-    "RowTableError",
-    "MissingColumnError",
-    "check_option",
-    "EvalSetMismatchError",
-    "JudgeMismatchWarning",
-    "ConventionMismatchWarning",
     "resolve_column",
     "validate_rows",
     "pair_runs",

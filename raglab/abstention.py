@@ -356,7 +356,7 @@ def abstention(
         table = _guarded(df, lambda: _metrics._gold_table(df[gold_col]), {"gold": gold_col}, name, qid)
         unanswerable = _unanswerable(table.n_relevant)
     else:
-        from raglab._spans import _gold_span_table
+        from raglab.metrics.spans import _gold_span_table
 
         gold_col = resolve_column(df, "gold_spans", gold_spans, caller=name)
         spans = _guarded(df, lambda: _gold_span_table(_metrics._as_cells(df[gold_col])), {"gold_spans": gold_col}, name, qid)

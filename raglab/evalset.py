@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from raglab._errors import RowTableError
 from raglab._files import user_path, write_file
 from raglab._meta import get_meta, set_meta
 from raglab._rowtable import (
-    RowTableError,
     check_column,
     check_unique_as_text,
     check_unique_ids,

@@ -26,7 +26,6 @@ from raglab._meta import get_meta, update_meta
 from raglab._rowtable import (
     Roles,
     _grade_value,
-    check_option,
     check_unique_ids,
     missing_column_error,
     resolve_column,
@@ -34,7 +33,7 @@ from raglab._rowtable import (
     span_list_lengths,
     table_roles,
 )
-from raglab._validation import called_as, caller, warn
+from raglab._validation import called_as, caller, check_option, warn
 from raglab.metrics._kernel import _arrow_id_kind, _arrow_lists, _as_cells, list_lengths
 from raglab.metrics.spans import _span_retrieval_scores, check_span_rule, span_rule_record
 from raglab.metrics.specs import select

@@ -10,8 +10,9 @@ import pytest
 
 import raglab
 from raglab import EvalSet, EvalSetTamperedError
+from raglab._errors import EvalSetMismatchError, RowTableError
 from raglab._meta import get_meta
-from raglab._rowtable import EvalSetMismatchError, RowTableError, pair_runs
+from raglab._rowtable import pair_runs
 
 
 def questions() -> pd.DataFrame:

@@ -268,7 +268,7 @@ def test_clear_errors(rows):
     with pytest.raises(ValueError, match=r"The value for `metrics` must be among \['faithfulness', 'relevance', "
                                          r"'correctness', 'declined', 'context_relevance', 'context_recall'\], but 'faithful' was passed."):
         rows.rag.judge(judge, metrics=["faithful"])
-    with pytest.raises(ValueError, match=r"The value for `errors` must be one of \['warn', 'raise', 'ignore', 'record'\]"):
+    with pytest.raises(ValueError, match=r"The value for `errors` must be one of \['warn', 'raise', 'ignore'\]"):
         rows.rag.judge(judge, errors="silent")
     with pytest.raises(ValueError, match="`repeats` must be a positive integer"):
         rows.rag.judge(judge, repeats=0)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from raglab._rowtable import RowTableError
+from raglab._errors import RowTableError
 from raglab.judge import CacheBusyError, CallCache, JudgeError, LexicalJudge, LLMJudge
 from raglab.testing import LocalOpenAIServer, rule_based_reply
 

@@ -15,10 +15,9 @@ import pytest
 
 import raglab  # noqa: F401  (registers df.rag)
 from raglab import datasets, plots, runs, widgets
-from raglab._errors import RowTableError
+from raglab._errors import MissingColumnError, RowTableError
 from raglab._registry import NoDirectionError
 from raglab._results import DECISION_COLOURS
-from raglab._rowtable import MissingColumnError
 
 _KEEP = ["question_id", "qtype", "article", "answerable", "em", "f1", "declined"]
 

@@ -10,15 +10,9 @@ import pandas as pd
 import pytest
 
 import raglab
+from raglab._errors import EvalSetMismatchError, JudgeMismatchWarning, MissingColumnError, RowTableError
 from raglab._meta import set_meta, update_meta
-from raglab._rowtable import (
-    EvalSetMismatchError,
-    JudgeMismatchWarning,
-    MissingColumnError,
-    RowTableError,
-    is_unanswerable,
-    pair_runs,
-)
+from raglab._rowtable import is_unanswerable, pair_runs
 
 
 def good_rows() -> pd.DataFrame:

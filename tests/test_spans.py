@@ -344,10 +344,8 @@ def test_accessor_span_errors_name_the_column_and_row():
         rows.rag.retrieval(k=3)  # no warning at a depth that reached the model
 
 
-def test_span_metrics_are_public_take_plain_lists_and_the_old_home_still_works():
-    from raglab import _spans
-
-    assert metrics.span_metrics is span_metrics is _spans.span_metrics
+def test_span_metrics_are_public_and_take_plain_lists():
+    assert metrics.span_metrics is span_metrics
     assert {"map", "coverage", "recall"} <= set(SPAN_METRICS)
     out = span_metrics(CHUNKS_100, GOLD, k=[2], metrics=["map", "coverage"])
     assert out == {"map@2": 0.5, "coverage@2": 1.0}  # the span is found at rank 2: AP@2 = (1/2) / 1

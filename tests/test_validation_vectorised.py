@@ -17,8 +17,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from raglab import _rowtable
-from raglab._rowtable import RowTableError, _column_is_clean, check_column, validate_rows
+from raglab import _rowtable, _validation
+from raglab._errors import RowTableError
+from raglab._rowtable import _column_is_clean, check_column, validate_rows
 
 KINDS = ["id", "text", "text_or_list", "id_list", "gold", "span_list", "gold_span_list"]
 
@@ -229,7 +230,7 @@ def _old_same_lengths(df: pd.DataFrame, ids: str, spans: str, method: str, id_co
     """The per-row version of _check_same_lengths, kept as the reference."""
     id_lengths = np.fromiter((len(v) for v in df[ids].array), dtype=np.int64, count=len(df))
     span_lengths = np.fromiter(
-        (-1 if _rowtable.is_missing(v) else len(v) for v in df[spans].array), dtype=np.int64, count=len(df)
+        (-1 if _validation.is_missing(v) else len(v) for v in df[spans].array), dtype=np.int64, count=len(df)
     )
     bad = np.flatnonzero((span_lengths >= 0) & (span_lengths != id_lengths)).tolist()
     if bad:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from raglab import datasets, widgets
-from raglab._rowtable import MissingColumnError
+from raglab._errors import MissingColumnError
 
 
 def parts(box):

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from raglab._errors import RowTableError
 from raglab._meta import carry_meta, get_meta, set_meta
 from raglab._results import ResultBase, jsonable
-from raglab._rowtable import Roles, RowTableError, table_roles, validate_rows
+from raglab._rowtable import Roles, table_roles, validate_rows
 from raglab._validation import called_as, caller, warn
 from raglab.judge._base import (
     METRICS,
@@ -98,7 +99,7 @@ def judge_rows(
     repeats : int
         Judge each row this many times (> 1 measures judge noise, see :class:`JudgeNoise`).
     errors : {"warn", "raise", "ignore"}
-        What failed calls do. ``"warn"`` (default; ``"record"`` is its old name): the row records
+        What failed calls do. ``"warn"`` (default): the row records
         why in ``judge_error`` and the run goes on; at the end a warning gives the counts, or a
         :class:`JudgeError` when more than the judge's ``failure_threshold`` share of the rows (or
         every row) failed. ``"raise"``: :class:`JudgeError` at the first failed row. ``"ignore"``:
@@ -234,7 +235,7 @@ def judge_table(
         Judge each row this many times to measure judge noise (see
         :func:`raglab.judge.judge_noise`); the main columns hold repeat 0.
     errors : {"warn", "raise", "ignore"}
-        ``"warn"`` (default; ``"record"`` is its old name): record why a row is unscored in
+        ``"warn"`` (default): record why a row is unscored in
         ``judge_error`` and go on, then warn with the counts, or raise
         :class:`raglab.judge.JudgeError` when more than the judge's ``failure_threshold`` share
         of the rows (or every row) failed. ``"raise"``: raise at the first failed row.

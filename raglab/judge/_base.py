@@ -143,9 +143,8 @@ def check_metrics(metrics: Sequence[str] | str) -> list[str]:
 
 
 def check_errors_option(errors: str) -> str:
-    """``errors``: "warn" (default; "record" is its old name), "raise" or "ignore"."""
-    value = check_option("errors", errors, ["warn", "raise", "ignore", "record"])
-    return "warn" if value == "record" else value
+    """``errors``: "warn" (default), "raise" or "ignore"."""
+    return check_option("errors", errors, ["warn", "raise", "ignore"])
 
 
 def check_progress(progress: Any) -> bool:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from raglab.stats import GateResult
 
-_SCALES = ["raw", "margin", "auto"]  # "auto" is "raw", kept for older calls
+_SCALES = ["raw", "margin"]
 _SORTS = [None, "diff", "low", "decision"]
 _RANK = {d: i for i, d in enumerate(reversed(DECISIONS))}  # worst first: block 0, review 1, pass 2
 _ROW_INCHES, _PANEL_INCHES = 0.24, 0.95  # figure height: per row (and heading), per panel (axis, header)
@@ -104,10 +104,10 @@ def forest(
     margin : float or dict, optional
         Margins to mark (one for all metrics or ``{metric: margin}``), each a finite number >= 0 as
         in the gate; default: the table's ``margin`` column, if any.
-    scale : {"raw", "margin", "auto"}
+    scale : {"raw", "margin"}
         ``"raw"``: each metric's units, one panel per unit group. ``"margin"``: improvement /
-        margin on one axis (needs a positive margin and a direction for every metric). ``"auto"`` is ``"raw"``
-        (kept for older calls). The text columns are always in the metric's units.
+        margin on one axis (needs a positive margin and a direction for every metric). The text
+        columns are always in the metric's units.
     sort : {None, "diff", "low", "decision"}
         Order of the slices under each metric (the ``overall`` row stays first). ``None``: the
         table's order. ``"diff"``: largest drop first (by improvement, so the direction counts).

@@ -43,7 +43,6 @@ With ``units=`` whole clusters (all questions of a document or conversation) are
 from __future__ import annotations
 
 from raglab._interval import Interval
-from raglab._results import DECISION_COLOURS as _COLOURS  # noqa: F401  (the one palette; kept for old imports)
 from raglab.stats._engine import (  # noqa: F401  (private names other modules and tests import from here)
     MIN_CLUSTERS,
     OVERALL,

@@ -19,16 +19,8 @@ import pandas as pd
 from raglab._optional import import_optional
 from raglab._registry import is_id_name, metric_info
 from raglab._results import DECISION_COLOURS
-from raglab._rowtable import (
-    ROLES,
-    Roles,
-    is_missing,
-    missing_column_error,
-    resolve_column,
-    split_options,
-    table_roles,
-)
-from raglab._validation import caller
+from raglab._rowtable import ROLES, Roles, missing_column_error, resolve_column, split_options, table_roles
+from raglab._validation import caller, is_missing
 from raglab.metrics._common import _relevant
 from raglab.metrics.spans import _covered, _gold_units, _merge, _span_tuple
 

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from raglab._optional import import_optional
-from raglab._rowtable import Roles, is_missing, pair_runs, resolve_column
-from raglab._validation import called_as, caller
+from raglab._rowtable import Roles, pair_runs, resolve_column
+from raglab._validation import called_as, caller, is_missing
 from raglab.widgets._explore import (
     ALL_SLICES,
     BAD,
