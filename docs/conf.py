@@ -53,44 +53,6 @@ nitpick_ignore_regex = [
     ("py:class", r"(DataFrame|Series|Index|Figure|Axes|ndarray|Path|datetime|Timestamp)"),
 ]
 
-# TEMPORARY: cross-references in docstrings that point at private or undocumented names, each to be
-# fixed in the file named (make the reference public, qualify it, or write it as ``code``); the
-# build is otherwise -W clean. Empty this list, do not grow it.
-nitpick_ignore = [
-    # raglab/io.py, raglab/trec.py: :mod:`raglab._files`
-    ("py:mod", "raglab._files"),
-    # raglab/metrics/__init__.py: :mod:`raglab.metrics._kernel`
-    ("py:mod", "raglab.metrics._kernel"),
-    # raglab/judge/__init__.py, raglab/judge/_lexical.py, raglab/testing.py: :mod:`raglab.judge._metrics`
-    ("py:mod", "raglab.judge._metrics"),
-    # raglab/sizing/release.py: :mod:`raglab.sizing._exact`
-    ("py:mod", "raglab.sizing._exact"),
-    # raglab/metrics/__init__.py, raglab/metrics/specs.py: :func:`raglab._registry.metric_info`
-    ("py:func", "raglab._registry.metric_info"),
-    # raglab/testing.py: :func:`raglab.judge._prompts.encode`
-    ("py:func", "raglab.judge._prompts.encode"),
-    # raglab/judge/__init__.py: :func:`raglab.judge._base.assemble`
-    ("py:func", "raglab.judge._base.assemble"),
-    # raglab/metrics/specs.py: :class:`raglab.metrics._common.Found` and ``Matched``
-    ("py:class", "raglab.metrics._common.Found"),
-    ("py:class", "raglab.metrics._common.Matched"),
-    # raglab/sizing/release.py: :func:`raglab.sizing._exact.betting_pass_probability`
-    ("py:func", "raglab.sizing._exact.betting_pass_probability"),
-    # raglab/gate.py: :func:`compare` (raglab.stats.compare)
-    ("py:func", "compare"),
-    # raglab/cli.py: :func:`_exit_code`
-    ("py:func", "_exit_code"),
-    # raglab/plots/__init__.py: :func:`seaborn.heatmap` (seaborn has no inventory here)
-    ("py:func", "seaborn.heatmap"),
-    # raglab/gate.py, raglab/stats/__init__.py: :data:`MIN_RESAMPLED`, :data:`MIN_CLUSTERS` (not in __all__)
-    ("py:data", "MIN_RESAMPLED"),
-    ("py:data", "MIN_CLUSTERS"),
-    # raglab/stats/__init__.py: :data:`MIN_CHANGED` (in raglab.gate.__all__, not raglab.stats.__all__)
-    ("py:data", "MIN_CHANGED"),
-    # raglab/judge/_base.py (docstring of the METRICS view): :data:`raglab.judge._metrics.JUDGE_METRICS`
-    ("py:data", "raglab.judge._metrics.JUDGE_METRICS"),
-]
-
 
 _UNCOMMENTED: set[str] = set()  # the constants _add_constants documents (none has a doc comment)
 
