@@ -54,13 +54,34 @@ nitpick_ignore_regex = [
 ]
 
 
-_UNCOMMENTED: set[str] = set()  # the constants _add_constants documents (none has a doc comment)
+_UNCOMMENTED: set[str] = set()  # the constants _add_constants documents (none has a doc comment here)
+_REEXPORTED: dict[str, list[str]] = {}  # full name -> the doc comment where a re-exported constant is assigned
 
 
 def _drop_type_docstrings(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
-    """A constant without a doc comment would show its type's docstring (a tuple's): show none instead."""
+    """A constant without a doc comment would show its type's docstring (a tuple's): show the doc comment
+    of the module that assigns it (``raglab.stats.MIN_CHANGED`` is assigned in ``raglab.stats._gate``), or
+    none."""
     if what == "data" and name in _UNCOMMENTED and type(obj).__module__ == "builtins":
-        lines[:] = []
+        lines[:] = _REEXPORTED.get(name, [])
+
+
+def _assigned_comment(modname: str, name: str) -> list[str]:
+    """The ``#:`` comment above ``name = ...`` in the raglab module that a re-export comes from."""
+    from sphinx.pycode import ModuleAnalyzer
+
+    value = getattr(importlib.import_module(modname), name)
+    for other in sorted(sys.modules):
+        # the same object under the same name: small ints are shared, so the name must match too
+        if other == modname or other.split(".")[0] != "raglab" or getattr(sys.modules[other], name, None) is not value:
+            continue
+        try:
+            comment = ModuleAnalyzer.for_module(other).find_attr_docs().get(("", name))
+        except Exception:  # a module without source
+            continue
+        if comment:
+            return list(comment)
+    return []
 
 
 def _module_constants(modname: str) -> list[str]:
@@ -90,6 +111,7 @@ def _add_constants(app: Any, docname: str, source: list[str]) -> None:
         directives = []
         for name in _module_constants(modname):
             _UNCOMMENTED.add(f"{modname}.{name}")
+            _REEXPORTED[f"{modname}.{name}"] = _assigned_comment(modname, name)
             short = len(repr(getattr(module, name))) <= 80  # a long value (a registry) is not shown
             directives.append(f"\n.. autodata:: {modname}.{name}\n" + ("" if short else "   :no-value:\n"))
         return match.group(0) + "".join(directives)

@@ -60,13 +60,18 @@ __all__ = [
     "gate_comparison",
 ]
 
-DECISIONS = ("pass", "review", "block")  # gate decisions, from best to worst
-MIN_QUESTIONS = 10  # below this many paired questions a gate row is review, whatever its interval says
-MIN_CHANGED = 5  # a bootstrap row resting on fewer changed questions is review (benchmarks/gate_errors.py)
-# Below this many questions (or clusters) a bootstrap row is review: with no known bounds nothing guarantees its
-# low end when a few questions change a lot (benchmarks/gate_errors.py, part 4; benchmarks/coverage.py).
+#: The gate's decisions, from best to worst.
+DECISIONS = ("pass", "review", "block")
+#: Below this many paired questions a gate row is review, whatever its interval says.
+MIN_QUESTIONS = 10
+#: A bootstrap row resting on fewer questions whose score changed is review (``benchmarks/gate_errors.py``).
+MIN_CHANGED = 5
+#: Below this many questions (or clusters) a bootstrap row is review: with no known bounds nothing
+#: guarantees its low end when a few questions change a lot (``benchmarks/gate_errors.py``, part 4;
+#: ``benchmarks/coverage.py``).
 MIN_RESAMPLED = 30
-GATE_TOLERANCE = 1e-9  # bounds within this (times max(1, margin)) of a threshold count as on it
+#: Interval bounds within this (times ``max(1, margin)``) of a threshold count as on it.
+GATE_TOLERANCE = 1e-9
 
 GATE_RULE = (
     "Per metric and slice, on the row's interval for mean(cand - base): PASS if low >= -margin (any drop is "
