@@ -53,52 +53,35 @@ nitpick_ignore_regex = [
     ("py:class", r"(DataFrame|Series|Index|Figure|Axes|ndarray|Path|datetime|Timestamp)"),
 ]
 
-# TEMPORARY: cross-references in docstrings that point at private or undocumented names, each to be
-# fixed in the file named (make the reference public, qualify it, or write it as ``code``); the
-# build is otherwise -W clean. Empty this list, do not grow it.
-nitpick_ignore = [
-    # raglab/io.py, raglab/trec.py: :mod:`raglab._files`
-    ("py:mod", "raglab._files"),
-    # raglab/metrics/__init__.py: :mod:`raglab.metrics._kernel`
-    ("py:mod", "raglab.metrics._kernel"),
-    # raglab/judge/__init__.py, raglab/judge/_lexical.py, raglab/testing.py: :mod:`raglab.judge._metrics`
-    ("py:mod", "raglab.judge._metrics"),
-    # raglab/sizing/release.py: :mod:`raglab.sizing._exact`
-    ("py:mod", "raglab.sizing._exact"),
-    # raglab/metrics/__init__.py, raglab/metrics/specs.py: :func:`raglab._registry.metric_info`
-    ("py:func", "raglab._registry.metric_info"),
-    # raglab/testing.py: :func:`raglab.judge._prompts.encode`
-    ("py:func", "raglab.judge._prompts.encode"),
-    # raglab/judge/__init__.py: :func:`raglab.judge._base.assemble`
-    ("py:func", "raglab.judge._base.assemble"),
-    # raglab/metrics/specs.py: :class:`raglab.metrics._common.Found` and ``Matched``
-    ("py:class", "raglab.metrics._common.Found"),
-    ("py:class", "raglab.metrics._common.Matched"),
-    # raglab/sizing/release.py: :func:`raglab.sizing._exact.betting_pass_probability`
-    ("py:func", "raglab.sizing._exact.betting_pass_probability"),
-    # raglab/gate.py: :func:`compare` (raglab.stats.compare)
-    ("py:func", "compare"),
-    # raglab/cli.py: :func:`_exit_code`
-    ("py:func", "_exit_code"),
-    # raglab/plots/__init__.py: :func:`seaborn.heatmap` (seaborn has no inventory here)
-    ("py:func", "seaborn.heatmap"),
-    # raglab/gate.py, raglab/stats/__init__.py: :data:`MIN_RESAMPLED`, :data:`MIN_CLUSTERS` (not in __all__)
-    ("py:data", "MIN_RESAMPLED"),
-    ("py:data", "MIN_CLUSTERS"),
-    # raglab/stats/__init__.py: :data:`MIN_CHANGED` (in raglab.gate.__all__, not raglab.stats.__all__)
-    ("py:data", "MIN_CHANGED"),
-    # raglab/judge/_base.py (docstring of the METRICS view): :data:`raglab.judge._metrics.JUDGE_METRICS`
-    ("py:data", "raglab.judge._metrics.JUDGE_METRICS"),
-]
 
-
-_UNCOMMENTED: set[str] = set()  # the constants _add_constants documents (none has a doc comment)
+_UNCOMMENTED: set[str] = set()  # the constants _add_constants documents (none has a doc comment here)
+_REEXPORTED: dict[str, list[str]] = {}  # full name -> the doc comment where a re-exported constant is assigned
 
 
 def _drop_type_docstrings(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
-    """A constant without a doc comment would show its type's docstring (a tuple's): show none instead."""
+    """A constant without a doc comment would show its type's docstring (a tuple's): show the doc comment
+    of the module that assigns it (``raglab.stats.MIN_CHANGED`` is assigned in ``raglab.stats._gate``), or
+    none."""
     if what == "data" and name in _UNCOMMENTED and type(obj).__module__ == "builtins":
-        lines[:] = []
+        lines[:] = _REEXPORTED.get(name, [])
+
+
+def _assigned_comment(modname: str, name: str) -> list[str]:
+    """The ``#:`` comment above ``name = ...`` in the raglab module that a re-export comes from."""
+    from sphinx.pycode import ModuleAnalyzer
+
+    value = getattr(importlib.import_module(modname), name)
+    for other in sorted(sys.modules):
+        # the same object under the same name: small ints are shared, so the name must match too
+        if other == modname or other.split(".")[0] != "raglab" or getattr(sys.modules[other], name, None) is not value:
+            continue
+        try:
+            comment = ModuleAnalyzer.for_module(other).find_attr_docs().get(("", name))
+        except Exception:  # a module without source
+            continue
+        if comment:
+            return list(comment)
+    return []
 
 
 def _module_constants(modname: str) -> list[str]:
@@ -128,6 +111,7 @@ def _add_constants(app: Any, docname: str, source: list[str]) -> None:
         directives = []
         for name in _module_constants(modname):
             _UNCOMMENTED.add(f"{modname}.{name}")
+            _REEXPORTED[f"{modname}.{name}"] = _assigned_comment(modname, name)
             short = len(repr(getattr(module, name))) <= 80  # a long value (a registry) is not shown
             directives.append(f"\n.. autodata:: {modname}.{name}\n" + ("" if short else "   :no-value:\n"))
         return match.group(0) + "".join(directives)

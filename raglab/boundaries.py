@@ -35,7 +35,7 @@ from raglab._options import RESAMPLING_SETTINGS, Resampling
 from raglab._results import ResultBase, jsonable
 from raglab._rowtable import Roles, check_unique_ids, resolve_column, row_label, split_options, table_roles
 from raglab._validation import called_as, caller, check_int, is_missing, unanswerable, warn
-from raglab.metrics.spans import _coverage, _gold_units, _merge, _span_tuple
+from raglab.metrics.spans import _coverage, _merge, _relevant_gold_spans, _span_tuple
 
 __all__ = ["BoundaryReport", "boundaries", "boundary_report", "expand_neighbors", "prompt_chars"]
 
@@ -81,7 +81,7 @@ def _gold_of(df: pd.DataFrame, col: str, caller: str, qid: str | None) -> list[l
     out = []
     for pos, cell in enumerate(df[col].array):
         try:
-            out.append(_gold_units(cell))
+            out.append(_relevant_gold_spans(cell))
         except (TypeError, ValueError) as exc:
             raise RowTableError(
                 f"{caller}: column {col!r} ({row_label(df, pos, qid)}): {exc}. Gold spans are lists of "

@@ -4,7 +4,7 @@ Exit codes follow the gate: 0 pass, 1 block, 3 review, and only once the table r
 argparse's usage error and bad input (every file error names the file, every option its flag); 4 is
 everything else: stdout closed or failing, memory or another resource exhausted, a broken
 installation, a bug. Never 1, which CI would read as a block. A reader that closes the pipe
-(``raglab ... | head``) is not an error. The rule is written once, above :func:`_exit_code`.
+(``raglab ... | head``) is not an error. The rule is written once, above ``_exit_code``.
 Output paths (``--json``, ``--output``) never name an input, an input's sidecar or another output.
 ``python -m raglab`` runs the same command line. Both it and the ``raglab`` console script run the
 command in a supervised child process (``raglab_launcher``), which also turns an exit a native
@@ -920,7 +920,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     0 pass, 1 block, 3 review (``raglab gate``, once the table is written); 2 bad input or usage; 4
     anything else: output that could not be written, memory exhausted, a broken installation, a bug
-    (never 1, a block). The rule is spelled out above :func:`_exit_code`.
+    (never 1, a block). The rule is spelled out above ``_exit_code``.
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""The release gate: :func:`gate`, :func:`gate_comparison` and :class:`GateResult`.
+"""The release gate: :func:`gate`, :func:`gate_comparison` and :class:`~raglab.stats.GateResult`.
 
 The gate lives with the statistics it decides on (``raglab.stats._gate``, importable as
 :mod:`raglab.stats`); this module keeps ``raglab.gate`` importable with the same names.

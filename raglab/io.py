@@ -546,7 +546,7 @@ def _write_rows(df: pd.DataFrame, path: Path, fmt: str, header: bool) -> Path:
 
 
 def _write_atomically(path: Path, write: Any) -> Path:
-    """``write(tmp)`` to a temporary name, then move it into place (see :mod:`raglab._files`)."""
+    """``write(tmp)`` to a temporary name, then move it into place (see ``raglab._files``)."""
     return write_file(path, write)
 
 

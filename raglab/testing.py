@@ -113,7 +113,7 @@ def _echo(content: str, headers: dict[str, str]) -> str:
 def extract_section(text: str, tag: str) -> str | None:
     """The text between ``<tag>`` and ``</tag>`` in a prompt (first occurrence), or None.
 
-    The judge writes each input as a JSON value (see :func:`raglab.judge._prompts.encode`): a JSON
+    The judge writes each input as a JSON value (see ``raglab.judge._prompts.encode``): a JSON
     string is decoded; anything else (a JSON object, nested sections) comes back as written.
 
     Examples

@@ -260,7 +260,7 @@ def write_trec(
     a smaller document id. A question that retrieved nothing has no line in a run file: it comes
     back (as an empty list) only when read with qrels that judge it, so it is named in a warning
     otherwise. Both files are checked before either is written, and are moved into place together
-    (see :mod:`raglab._files`); ``run`` and ``qrels`` must be different files.
+    (see ``raglab._files``); ``run`` and ``qrels`` must be different files.
 
     Parameters
     ----------

@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 class _Needs(Mapping):
-    """Metric name -> the inputs it needs: a live view of :data:`raglab.judge._metrics.JUDGE_METRICS`."""
+    """Metric name -> the inputs it needs: a live view of ``raglab.judge._metrics.JUDGE_METRICS``."""
 
     def __getitem__(self, name: str) -> tuple[str, ...]:
         return JUDGE_METRICS[name].needs

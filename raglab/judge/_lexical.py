@@ -45,7 +45,7 @@ class LexicalJudge:
       question's content words occur in it; the score is the share of relevant passages.
     * ``context_recall``: the reference answer's sentences as claims, checked against the context
       as for faithfulness.
-    * any other registered metric: its spec's lexical verdict (:mod:`raglab.judge._metrics`).
+    * any other registered metric: its spec's lexical verdict (``raglab.judge._metrics``).
 
     Empty answers and answers without claims score None with the reason in ``judge_error``,
     exactly as with the LLM judge.

@@ -29,7 +29,7 @@ metrics (``*``: computed by default; the rest on request with ``metrics=[...]``)
 {table}
 
 Layout: :mod:`~raglab.metrics.definitions` (the per-question functions), :mod:`~raglab.metrics.specs`
-(the registry), :mod:`raglab.metrics._kernel` (:func:`retrieval_scores`: Arrow-backed id lists
+(the registry), ``raglab.metrics._kernel`` (:func:`retrieval_scores`: Arrow-backed id lists
 matched with ``pyarrow.compute.index_in``, Python lists by looking each gold id up in its own list;
 no object pointers, no pandas internals), :mod:`~raglab.metrics.spans` (gold as character spans).
 

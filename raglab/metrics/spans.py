@@ -269,7 +269,7 @@ def _span_tuple(span: Any, what: str) -> tuple[Any, int, int]:
     return doc, int(start), int(end)
 
 
-def _gold_units(gold_spans: Any) -> list[tuple[Any, int, int, float]]:
+def _relevant_gold_spans(gold_spans: Any) -> list[tuple[Any, int, int, float]]:
     """Distinct gold spans with grade > 0, in label order: (doc, start, end, grade)."""
     if gold_spans is None or is_missing(gold_spans):
         return []
@@ -365,7 +365,7 @@ def span_metrics(
     if isinstance(retrieved_spans, (str, Mapping)) or not isinstance(retrieved_spans, (Sequence, np.ndarray)):
         raise TypeError(f"retrieved_spans must be a list of span dicts, got {type(retrieved_spans).__name__}")
     chunks = [_span_tuple(span, "retrieved") for span in retrieved_spans]
-    units = _gold_units(gold_spans)
+    units = _relevant_gold_spans(gold_spans)
     names = score_columns(ks, coverage=True, metrics=metrics)
     if not units:
         return dict.fromkeys(names, math.nan)

@@ -1,12 +1,12 @@
 """The registry of retrieval metrics: one :class:`MetricSpec` per metric, read by everything else.
 
 A spec holds a metric's name, direction, range, description, its **per-question definition** (plain
-Python on one question's :class:`~raglab.metrics._common.Matched`) and its **bulk kernel** (numpy
-on many questions' :class:`~raglab.metrics._common.Found`). The bulk functions
+Python on one question's ``raglab.metrics._common.Matched``) and its **bulk kernel** (numpy
+on many questions' ``raglab.metrics._common.Found``). The bulk functions
 (:func:`raglab.metrics.retrieval_scores`, :func:`raglab.metrics.spans.span_retrieval_scores`,
 ``df.rag.retrieval``) compute the registered metrics with the kernels; the tests check every kernel
 against its definition exactly, and against trec_eval (via pytrec_eval) when ``trec_eval`` names
-the measure; :func:`raglab._registry.metric_info` (the gate's direction, the bounds of summary
+the measure; ``raglab._registry.metric_info`` (the gate's direction, the bounds of summary
 intervals) and the table in :mod:`raglab.metrics`' docstring read the same specs.
 
 Adding a metric is one :func:`register` call here (see CONTRIBUTING.md). A metric registered with
@@ -121,7 +121,7 @@ METRICS: MutableMapping[str, MetricSpec] = registry_specs("retrieval")
 
 
 def register(spec: MetricSpec) -> MetricSpec:
-    """Add a retrieval metric to the one registry (:func:`raglab._registry.metric_info` reads its direction and range).
+    """Add a retrieval metric to the one registry (``raglab._registry.metric_info`` reads its direction and range).
 
     Examples
     --------

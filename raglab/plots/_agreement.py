@@ -124,7 +124,7 @@ def confusion_heatmap(
     cmap : str
         Colour map.
     **kwargs
-        Passed to :func:`seaborn.heatmap`.
+        Passed to ``seaborn.heatmap``.
 
     Returns
     -------

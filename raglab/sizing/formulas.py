@@ -289,7 +289,7 @@ def _power_obs(n: float, sc: _Scenario, design: _Design) -> float:
 
     Paired pass/fail without clusters: the exact McNemar test that :func:`raglab.stats.compare`
     reports (``p < alpha``), summed over the discordant counts of ``floor(n)`` questions. Otherwise
-    (unpaired, continuous, clustered, or beyond :data:`~raglab.sizing._exact.EXACT_MAX` questions) the
+    (unpaired, continuous, clustered, or beyond ``raglab.sizing._exact.EXACT_MAX`` questions) the
     normal approximations of the module docstring, on ``n / design_effect`` questions.
     """
     z = design.z_alpha

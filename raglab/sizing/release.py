@@ -11,12 +11,12 @@ How each row's probability is computed:
 
 * **pass/fail metrics** (without clusters): exactly, by summing the gate's own rule (Tango's
   score interval, ``low >= -margin``) over every discordant count of the row
-  (:mod:`raglab.sizing._exact`); the block probability sums ``high < 0`` and the one-sided exact
+  (``raglab.sizing._exact``); the block probability sums ``high < 0`` and the one-sided exact
   McNemar p-value times the number of rows in Holm's family (Holm's adjusted p-value is at most
   that, so this is a lower bound on the power to block).
 * **continuous metrics on known bounds** (registered in [0, 1] such as recall, nDCG, rr,
   faithfulness, or declared with ``bounds=``; without clusters): the gate's betting interval
-  (:func:`raglab.sizing._exact.betting_pass_probability`): its bound behaves like
+  (``raglab.sizing._exact.betting_pass_probability``): its bound behaves like
   ``mean - sqrt(2 log(1/alpha)) sd / sqrt(n)`` (``alpha = (1 - ci) / 2``: 2.72 sd / sqrt(n) at ci
   0.95, against the bootstrap's 1.96) plus a small-n excess computed from the interval's own bet
   sizes; the block probability is the mirror of a pass at margin 0 and the one-sided test.

@@ -17,8 +17,8 @@ The pieces
 Where the code lives
 --------------------
 ``raglab.stats._engine`` (the resampling engine and the input checks), ``raglab.stats.intervals``
-(the interval formulas), ``raglab.stats.tests`` (paired tests), :mod:`raglab.stats.estimators` (one
-class per interval method, and the ``"auto"`` choice), :mod:`raglab.stats.results` (the typed rows
+(the interval formulas), ``raglab.stats.tests`` (paired tests), ``raglab.stats.estimators`` (one
+class per interval method, and the ``"auto"`` choice), ``raglab.stats.results`` (the typed rows
 and the tables' columns, declared once), ``raglab.stats.tables`` (summary, compare) and
 ``raglab.stats._gate`` (the gate, on top of compare; also importable as :mod:`raglab.gate`). Nothing
 here imports upward: the gate imports the tables, never the reverse. Every public name is
@@ -56,6 +56,7 @@ from raglab.stats._gate import (  # noqa: F401  (private names that tests use th
     GATE_TOLERANCE,
     MIN_CHANGED,
     MIN_QUESTIONS,
+    MIN_RESAMPLED,
     GateResult,
     _decide,
     _gate_table,
@@ -85,6 +86,9 @@ __all__ = [
     "OVERALL",
     "GATE_RULE",
     "MIN_QUESTIONS",
+    "MIN_CLUSTERS",
+    "MIN_CHANGED",
+    "MIN_RESAMPLED",
     "GateResult",
     "Interval",
     "TestResult",

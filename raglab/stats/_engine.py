@@ -198,7 +198,8 @@ def _row_skewness(diffs: np.ndarray, codes: np.ndarray, n_groups: int, grouped: 
 # --------------------------------------------------------------------------------------------------
 
 _HEAVY = 8  # a profile shared by this many units is one multinomial cell; rarer ones are drawn unit by unit
-MIN_CLUSTERS = 10  # below this many clusters a cluster-bootstrap interval is not reported
+#: Below this many clusters a cluster-bootstrap interval is not reported (and a gate row is review).
+MIN_CLUSTERS = 10
 _CHUNK_BYTES = 32 * 2**20  # memory for one chunk of resampled counts
 
 

@@ -4,7 +4,7 @@
 interval's worst end is within the margin, **block** if the whole interval is on the bad side and
 the drop is significant family-wise (Holm), **review** otherwise or when the row cannot carry a
 decision (too few questions, no interval, a zero-width interval, a bootstrap row with too few changed
-questions or fewer than :data:`MIN_RESAMPLED` questions or clusters). :data:`GATE_RULE` states the rule in words; the overall decision is the
+questions or fewer than :data:`~raglab.stats.MIN_RESAMPLED` questions or clusters). :data:`GATE_RULE` states the rule in words; the overall decision is the
 worst row. :func:`gate_comparison` is the decision step alone, on a comparison table you already
 have; both return a :class:`GateResult`, whose ``to_json`` writes the log for reviewers.
 
@@ -60,13 +60,18 @@ __all__ = [
     "gate_comparison",
 ]
 
-DECISIONS = ("pass", "review", "block")  # gate decisions, from best to worst
-MIN_QUESTIONS = 10  # below this many paired questions a gate row is review, whatever its interval says
-MIN_CHANGED = 5  # a bootstrap row resting on fewer changed questions is review (benchmarks/gate_errors.py)
-# Below this many questions (or clusters) a bootstrap row is review: with no known bounds nothing guarantees its
-# low end when a few questions change a lot (benchmarks/gate_errors.py, part 4; benchmarks/coverage.py).
+#: The gate's decisions, from best to worst.
+DECISIONS = ("pass", "review", "block")
+#: Below this many paired questions a gate row is review, whatever its interval says.
+MIN_QUESTIONS = 10
+#: A bootstrap row resting on fewer questions whose score changed is review (``benchmarks/gate_errors.py``).
+MIN_CHANGED = 5
+#: Below this many questions (or clusters) a bootstrap row is review: with no known bounds nothing
+#: guarantees its low end when a few questions change a lot (``benchmarks/gate_errors.py``, part 4;
+#: ``benchmarks/coverage.py``).
 MIN_RESAMPLED = 30
-GATE_TOLERANCE = 1e-9  # bounds within this (times max(1, margin)) of a threshold count as on it
+#: Interval bounds within this (times ``max(1, margin)``) of a threshold count as on it.
+GATE_TOLERANCE = 1e-9
 
 GATE_RULE = (
     "Per metric and slice, on the row's interval for mean(cand - base): PASS if low >= -margin (any drop is "
@@ -160,8 +165,8 @@ def _decide(
 
     ``p_worse`` is the row's one-sided p-value for the bad direction (Holm-adjusted over ``family``
     rows when ``family > 1``); a block needs it below ``alpha / 2`` as well as the interval on the
-    bad side of zero. ``resampled`` rows (bootstrap intervals) also need :data:`MIN_CHANGED`
-    questions whose score changed and :data:`MIN_RESAMPLED` questions (or clusters): a bootstrap can
+    bad side of zero. ``resampled`` rows (bootstrap intervals) also need :data:`~raglab.stats.MIN_CHANGED`
+    questions whose score changed and :data:`~raglab.stats.MIN_RESAMPLED` questions (or clusters): a bootstrap can
     only recombine the changes it saw (with no question worse in the sample, no resample is worse),
     so when a few questions change a lot its low end is too optimistic, the more so the fewer
     questions (``benchmarks/gate_errors.py``). The rule looks at counts only, never at the sample's
@@ -543,7 +548,7 @@ def gate(
 ) -> GateResult:
     """Non-inferiority release gate on paired scores, per metric and slice.
 
-    Each row of :func:`compare` (one per metric x slice) gets a decision from its interval on
+    Each row of :func:`~raglab.stats.compare` (one per metric x slice) gets a decision from its interval on
     ``mean(cand - base)`` and its one-sided test:
 
     * **pass** if ``low >= -margin``: any drop is smaller than the margin. Every row must pass for
@@ -553,10 +558,10 @@ def gate(
       anywhere, the chance that any row blocks stays at most that, however many metrics and slices
       are gated. ``adjust=None`` blocks per row on its interval and its own unadjusted one-sided
       p-value (more false blocks as rows multiply).
-    * **review** otherwise, and always for a row with fewer than :data:`MIN_QUESTIONS` paired
-      questions (or :data:`MIN_CLUSTERS` clusters), with no interval, or with a zero-width
+    * **review** otherwise, and always for a row with fewer than :data:`~raglab.stats.MIN_QUESTIONS` paired
+      questions (or :data:`~raglab.stats.MIN_CLUSTERS` clusters), with no interval, or with a zero-width
       interval; a bootstrap row (a metric with no known bounds, or clusters) also needs
-      :data:`MIN_CHANGED` changed questions and :data:`MIN_RESAMPLED` questions or clusters. The
+      :data:`~raglab.stats.MIN_CHANGED` changed questions and :data:`~raglab.stats.MIN_RESAMPLED` questions or clusters. The
       table's ``reason`` column says why.
 
     A pass means what it says for metrics known to lie in [0, 1]: at a true drop equal to the
@@ -572,7 +577,7 @@ def gate(
     For a lower-is-better metric (latency, cost, hallucination rate) the signs flip: pass if
     ``high <= margin``, block if ``low > 0``. Bounds within ``GATE_TOLERANCE * max(1, margin)`` of a
     threshold count as on it, so float rounding never decides. The overall decision is the worst
-    row. The intervals are :func:`compare`'s (``method="auto"``: Tango's score interval for
+    row. The intervals are :func:`~raglab.stats.compare`'s (``method="auto"``: Tango's score interval for
     pass/fail metrics, the betting interval for other metrics known to lie in [0, 1], the expanded
     percentile bootstrap otherwise), and the one printed and drawn
     for a row is the one that decided it.
@@ -580,7 +585,7 @@ def gate(
     Parameters
     ----------
     base, cand : dict of array-like, DataFrame, Series or 1-D array
-        Paired per-question scores (same questions, same order); see :func:`compare`.
+        Paired per-question scores (same questions, same order); see :func:`~raglab.stats.compare`.
     margin : float or dict
         The largest drop (in the metric's units) to ship without discussion; one for all metrics
         or ``{metric: margin}`` covering every metric.
@@ -588,7 +593,7 @@ def gate(
         Direction per metric. Defaults come from the metric name (``raglab`` knows ``latency``,
         ``cost``, ``hallucination``... are lower-is-better); an explicit value always wins.
     slices, units, ci, method, n_resamples, seed, n_permutations, bounds
-        As in :func:`compare`.
+        As in :func:`~raglab.stats.compare`.
     adjust : {"holm", None}
         How blocks are protected against many rows: ``"holm"`` (the default) as above; ``None``
         lets each row block on its own interval and unadjusted one-sided p-value.

@@ -22,7 +22,7 @@ from raglab._results import DECISION_COLOURS
 from raglab._rowtable import ROLES, Roles, missing_column_error, resolve_column, split_options, table_roles
 from raglab._validation import caller, is_missing
 from raglab.metrics._common import _relevant
-from raglab.metrics.spans import _covered, _gold_units, _merge, _span_tuple
+from raglab.metrics.spans import _covered, _merge, _relevant_gold_spans, _span_tuple
 
 __all__ = ["explore", "render_row"]
 
@@ -61,7 +61,7 @@ def _offsets(intervals: Sequence[tuple[int, int]]) -> str:
 def _span_gold(cell: Any) -> tuple[list[tuple[Any, int, int, float]], str | None]:
     """The gold spans (grade > 0) of a cell, or ``([], reason)`` when they cannot be read."""
     try:
-        return _gold_units(cell), None
+        return _relevant_gold_spans(cell), None
     except (TypeError, ValueError) as exc:
         return [], str(exc)
 
