@@ -21,7 +21,8 @@ import pandas as pd
 from raglab._errors import RowTableError
 from raglab._files import replace_files, user_path
 from raglab._meta import get_meta, set_meta
-from raglab._validation import check_option, is_missing, warn
+from raglab._rowtable import Roles, resolve_column, table_roles
+from raglab._validation import caller, check_option, is_missing, warn
 
 __all__ = ["read_trec", "write_trec"]
 
@@ -243,10 +244,9 @@ def write_trec(
     qrels: str | os.PathLike[str] | None = None,
     *,
     run_name: str | None = None,
-    question_id: str = "question_id",
-    retrieved: str = "retrieved",
     scores: str | None = "retrieved_scores",
-    gold: str = "gold",
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **columns: str,
 ) -> None:
     """Write the ranked lists as a TREC run file and/or the gold as a qrels file.
 
@@ -270,8 +270,12 @@ def write_trec(
         Where to write the run file and/or the qrels file.
     run_name : str, optional
         The run's name (default: ``attrs["raglab"]["run"]["name"]``, else ``"raglab"``).
-    question_id, retrieved, scores, gold : str
-        Column names.
+    scores : str, optional
+        The column of retrieval scores, if any.
+    roles : Roles or dict, optional
+        Columns for the roles read here (``question_id``, ``retrieved``, ``gold``), as in every
+        table-level function: the table's roles (:func:`raglab.with_roles`), then ``roles=``, then
+        keywords such as ``retrieved="reranked_ids"``.
 
     Examples
     --------
@@ -282,11 +286,10 @@ def write_trec(
     >>> open(os.path.join(folder, "run.txt")).read().splitlines()
     ['q1 Q0 d3 1 2.0 bm25', 'q1 Q0 d1 2 1.0 bm25']
     """
-    from raglab._rowtable import resolve_column
-
     if run is None and qrels is None:
         raise TypeError("write_trec needs run=..., qrels=... or both")
-    method = "rag.write_trec"
+    method = caller("rag.write_trec")
+    cols = table_roles(df, roles, columns, caller=method)
     run = None if run is None else user_path(run)
     qrels = None if qrels is None else user_path(qrels)
     if run is not None and qrels is not None and os.path.abspath(run) == os.path.abspath(qrels):
@@ -294,7 +297,7 @@ def write_trec(
             f"{method}: run= and qrels= are the same file {str(run)!r}; the qrels would overwrite the run. Give "
             "two paths, e.g. run='run.txt', qrels='qrels.txt'."
         )
-    qid_col = resolve_column(df, "question_id", question_id, caller=method)
+    qid_col = resolve_column(df, "question_id", cols.question_id, caller=method)
     repeated = df[qid_col][df[qid_col].duplicated()].astype(str).unique().tolist()
     if repeated:  # a topic's lines would appear twice: read back as one topic listing each document twice
         raise RowTableError(
@@ -302,13 +305,13 @@ def write_trec(
             "(and one set of judgments) per topic. Keep one row per question first, e.g. "
             f"df.drop_duplicates({qid_col!r}).", column=qid_col, method=method)
     if run is not None:
-        ret_col = resolve_column(df, "retrieved", retrieved, caller=method)
+        ret_col = resolve_column(df, "retrieved", cols.retrieved, caller=method)
         score_col = scores if scores is not None and scores in df.columns else None
         name = run_name or (get_meta(df).get("run") or {}).get("name") or "raglab"
         _check_field(name, "the run name", method)
         run_lines = list(_run_lines(df, qid_col, ret_col, score_col, name))
     if qrels is not None:
-        gold_col = resolve_column(df, "gold", gold, caller=method)
+        gold_col = resolve_column(df, "gold", cols.gold, caller=method)
         qrels_lines = list(_qrels_lines(df, qid_col, gold_col))
     if run is not None:
         _warn_empty_rankings(df, qid_col, ret_col, gold_col if qrels is not None else None, method)

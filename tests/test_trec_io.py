@@ -328,3 +328,15 @@ def test_means_follow_trec_eval_dash_c_not_its_default_line(trec_dir):
     ranked = scored[rows["retrieved"].map(len) > 0]
     assert ranked["recall@10"].mean() == pytest.approx(default_all)
     assert scored["recall@10"].mean() != pytest.approx(default_all)
+
+
+def test_write_trec_reads_the_roles_set_on_the_table(tmp_path):
+    rows = pd.DataFrame({"qid": ["q1"], "reranked": [["d3", "d1"]], "judged": [["d1"]]})
+    named = raglab.with_roles(rows, question_id="qid", retrieved="reranked", gold="judged")
+    named.rag.write_trec(run=tmp_path / "run.txt", qrels=tmp_path / "qrels.txt", run_name="x")
+    assert (tmp_path / "run.txt").read_text().splitlines() == ["q1 Q0 d3 1 2.0 x", "q1 Q0 d1 2 1.0 x"]
+    assert (tmp_path / "qrels.txt").read_text().splitlines() == ["q1 0 d1 1"]
+    rows.rag.write_trec(run=tmp_path / "kw.txt", run_name="x", question_id="qid", retrieved="reranked")  # keywords
+    assert (tmp_path / "kw.txt").read_text() == (tmp_path / "run.txt").read_text()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'retreived'"):
+        rows.rag.write_trec(run=tmp_path / "bad.txt", retreived="reranked")
