@@ -187,3 +187,22 @@ def test_the_three_pairing_checks_share_the_rule():
 def test_numpy_values_in_a_record_are_stored_as_plain_json():
     frame = update_meta(_frame(), "retrieval_counts", {"n_questions": np.int64(2)})
     assert type(frame.attrs["raglab"]["retrieval_counts"]["n_questions"]) is int
+
+
+def test_a_judge_fingerprint_on_one_side_only_still_warns():
+    import warnings
+
+    from raglab._errors import JudgeMismatchWarning
+    from raglab._meta import update_meta
+    from raglab._rowtable import _warn_on_judge_or_convention_change
+
+    base = pd.DataFrame({"question_id": ["q1"], "faithfulness": [1.0]})
+    cand = base.copy()
+    update_meta(base, "judge", {"fingerprint": "abc123", "model": "m"})
+    update_meta(cand, "judge", {"model": "m"})  # a record without a fingerprint: the judge cannot be matched
+    with pytest.warns(JudgeMismatchWarning, match="DIFFERENT JUDGES"):
+        _warn_on_judge_or_convention_change(base, cand, caller="rag.compare")
+    update_meta(cand, "judge", {"fingerprint": "abc123", "model": "m", "run": {"n_calls": 3}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_on_judge_or_convention_change(base, cand, caller="rag.compare")  # same judge: silent
