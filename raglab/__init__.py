@@ -103,4 +103,6 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _public_modules())
+    # what a user can reach: the exported names, every public module, and the dunders (no helper imports)
+    dunders = {name for name in globals() if name.startswith("__")}
+    return sorted(set(__all__) | _public_modules() | dunders)
