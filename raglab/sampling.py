@@ -21,7 +21,7 @@ tell a random sample from labels picked by hand. Three designs:
   ``by=`` the expected size is split proportionally across strata first.
 
 The design is recorded in ``df.attrs["raglab"]["sampling"][kind]`` as a
-:class:`raglab._meta.SamplingDesign` (it survives :func:`raglab.io.write_rows` and
+``raglab._meta.SamplingDesign`` record (it survives :func:`raglab.io.write_rows` and
 :func:`raglab.io.read_rows`); read it back with ``raglab._meta.sampling_design_of``.
 
 Examples
