@@ -345,6 +345,5 @@ def _check_columns_free(out: pd.DataFrame, kind: str) -> None:
             continue
         if design.get("inclusion_probability") == PROBABILITY and PROBABILITY in out.columns:
             raise ValueError(f"draw: the table already holds the {other!r} design's columns {SELECTED!r} and "
-                             f"{PROBABILITY!r}; rename them first (e.g. rows.rename(columns={{'selected': "
-                             f"'{other}', 'inclusion_probability': 'p_{other}'}})) and record the new name, or "
-                             "draw on a copy without them")
+                             f"{PROBABILITY!r}, which this {kind!r} draw would overwrite; draw the {kind!r} rows on "
+                             "a table without them (one design per table for now) and join the results by id")
