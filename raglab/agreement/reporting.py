@@ -147,11 +147,11 @@ def report(
     labels_from : {"run", "validation"}, optional
         Where the human labels come from, for the report's ``recommendation``: ``"run"``, a random
         subset of the rows whose pass rate is estimated (then prediction-powered inference,
-        :func:`raglab.stats.ppi_mean` or ``rows.rag.estimate``, is recommended); ``"validation"``,
+        ``raglab.stats.ppi_mean`` or ``rows.rag.estimate``, is recommended); ``"validation"``,
         a separate validation set whose error rates are carried to other runs (then the
         Rogan-Gladen correction, :meth:`AgreementReport.correct`). Default: ``"run"`` when ``rows``
         records a labelled sampling design (``attrs["raglab"]["sampling"]["labelled"]``, as
-        :func:`raglab.sampling.draw` writes), else unknown and the recommendation gives both with
+        ``raglab.sampling.draw`` writes), else unknown and the recommendation gives both with
         their conditions.
 
     Returns
