@@ -151,7 +151,7 @@ def report(
         a separate validation set whose error rates are carried to other runs (then the
         Rogan-Gladen correction, :meth:`AgreementReport.correct`). Default: ``"run"`` when ``rows``
         records a labelled sampling design (``attrs["raglab"]["sampling"]["labelled"]``, as
-        ``raglab.sampling.draw`` writes), else unknown and the recommendation gives both with
+        :func:`raglab.sampling.draw` writes), else unknown and the recommendation gives both with
         their conditions.
 
     Returns

@@ -102,7 +102,7 @@ class AgreementReport(ResultBase):
     recommendation : str
         How to estimate the pass rate with these labels. Labels that are a recorded random sample
         of the run's own rows (``attrs["raglab"]["sampling"]["labelled"]``, as
-        ``raglab.sampling.draw`` records, or ``labels_from="run"``): prediction-powered
+        :func:`raglab.sampling.draw` records, or ``labels_from="run"``): prediction-powered
         inference (``raglab.stats.ppi_mean``, ``rows.rag.estimate``), which uses the judge on
         every row and the labels to remove its bias, and is narrower than the Rogan-Gladen
         correction. Labels from a separate validation set (``labels_from="validation"``): the

@@ -251,7 +251,7 @@ def judge_table(
     sample : int or float, optional
         Judge only a random sample of the rows (seed 001's "judge metrics on a subset"): an int is
         the number of rows, a float in (0, 1] the share of them. The sample is drawn with
-        ``raglab.sampling.draw`` (stratified by ``by``, seeded by ``seed``); the other rows'
+        :func:`raglab.sampling.draw` (stratified by ``by``, seeded by ``seed``); the other rows'
         judge columns stay NaN (``judge_error`` None: not judged, not failed), the columns
         ``selected`` (bool) and ``inclusion_probability`` (each row's chance of being judged) are
         added, and the design (kind ``"judged"``, method, n, population, strata, seed, metrics) is
@@ -334,7 +334,7 @@ def _sample_size(sample: Any, population: int, caller_name: str) -> int:
 
 def _judge_sample(rows: pd.DataFrame, judge: Any, *, sample: Any, by: str | None, seed: int, caller_name: str,
                   metrics: Sequence[str] | str, **options: Any) -> pd.DataFrame:
-    """Judge a random sample of ``rows`` drawn with ``raglab.sampling.draw``; the rest stay NaN."""
+    """Judge a random sample of ``rows`` drawn with :func:`raglab.sampling.draw`; the rest stay NaN."""
     from raglab.sampling import draw
 
     _check_judge(judge, caller_name)
