@@ -116,11 +116,8 @@ def _numeric(rows: pd.DataFrame, column: str, what: str) -> np.ndarray:
     return np.asarray(values, dtype=float)
 
 
-def _verbosity(human: np.ndarray, score: np.ndarray, length: np.ndarray, level: float, min_group: int
-               ) -> tuple[Interval | None, Interval | None, str]:
-    """Pooled within-label Spearman (Fisher z, FHP variance) and the within-label OLS slope per 100 words."""
-    ok = np.isfinite(human) & np.isfinite(score) & np.isfinite(length)
-    h, s, x = human[ok], score[ok], length[ok]
+def _pooled_spearman(h: np.ndarray, s: np.ndarray, x: np.ndarray, min_group: int) -> tuple[float, float, int, int]:
+    """(pooled Fisher z, its weight sum(n - 3), rows used, labels used) of the within-label Spearman correlations."""
     z_sum = w_sum = 0.0
     used = groups = 0
     for label in np.unique(h):
@@ -134,34 +131,79 @@ def _verbosity(human: np.ndarray, score: np.ndarray, length: np.ndarray, level: 
         w_sum += n_g - 3
         used += n_g
         groups += 1
+    return (z_sum / w_sum if w_sum else math.nan), w_sum, used, groups
+
+
+def _cluster_codes(units: np.ndarray | None) -> np.ndarray | None:
+    return None if units is None else np.unique(units.astype(str), return_inverse=True)[1]
+
+
+def _slope(h: np.ndarray, s: np.ndarray, x: np.ndarray, level: float, clusters: np.ndarray | None
+           ) -> Interval | None:
+    """OLS slope of ``s`` on ``x`` with one intercept per label of ``h``: HC1, or CR1 with clusters."""
+    codes = np.unique(h, return_inverse=True)[1]
+    k = int(codes.max()) + 2
+    n = len(s)
+    if n <= k:
+        return None
+
+    def demean(v: np.ndarray) -> np.ndarray:
+        return v - (np.bincount(codes, v) / np.bincount(codes))[codes]
+
+    xd, sd = demean(x), demean(s)
+    sxx = float(xd @ xd)
+    if sxx <= 0:
+        return None
+    b = float(xd @ sd) / sxx
+    e = sd - b * xd
+    if clusters is None:
+        se = math.sqrt(float((xd**2) @ (e**2)) / sxx**2 * n / (n - k))
+        df, what = n - k, "HC1 SE"
+    else:
+        g = int(clusters.max()) + 1
+        if g < 2:
+            return None
+        score = np.bincount(clusters, xd * e, minlength=g)
+        se = math.sqrt(float(score @ score) / sxx**2 * g / (g - 1) * (n - 1) / (n - k))
+        df, what = g - 1, f"CR1 cluster-robust SE over {g} clusters"
+    t = _st.t.ppf(0.5 + level / 2, df)
+    return Interval(b, b - t * se, b + t * se, method=f"OLS slope per 100 words with one intercept per human label, "
+                    f"{what}, t with {df} df", level=level, n=n)
+
+
+def _verbosity(human: np.ndarray, score: np.ndarray, length: np.ndarray, level: float, min_group: int,
+               units: np.ndarray | None, n_resamples: int, seed: int | None
+               ) -> tuple[Interval | None, Interval | None, str]:
+    """Pooled within-label Spearman (Fisher z; FHP variance, or a cluster bootstrap) and the slope per 100 words."""
+    ok = np.isfinite(human) & np.isfinite(score) & np.isfinite(length)
+    h, s, x = human[ok], score[ok], length[ok]
+    clusters = _cluster_codes(None if units is None else units[ok])
+    z, w_sum, used, groups = _pooled_spearman(h, s, x, min_group)
     if groups == 0:
         return None, None, (f"not measured: no human label has {min_group} or more labelled answers with varying "
                             "lengths and judge scores")
-    z = z_sum / w_sum
-    half = _st.norm.ppf(0.5 + level / 2) * math.sqrt(FHP_FACTOR / w_sum)
-    rank = Interval(math.tanh(z), math.tanh(z - half), math.tanh(z + half),
-                    method=f"within-label Spearman, pooled over {groups} human labels by Fisher z "
-                           f"(variance {FHP_FACTOR}/(n-3), Fieller-Hartley-Pearson)", level=level, n=used)
-    # OLS of the score on length (per 100 words) with one intercept per human label, HC1 errors
+    if clusters is None:
+        half = _st.norm.ppf(0.5 + level / 2) * math.sqrt(FHP_FACTOR / w_sum)
+        rank = Interval(math.tanh(z), math.tanh(z - half), math.tanh(z + half),
+                        method=f"within-label Spearman, pooled over {groups} human labels by Fisher z "
+                               f"(variance {FHP_FACTOR}/(n-3), Fieller-Hartley-Pearson)", level=level, n=used)
+    else:
+        g = int(clusters.max()) + 1
+        members = [np.flatnonzero(clusters == c) for c in range(g)]
+        rng = np.random.default_rng(seed)
+        draws = np.empty(n_resamples)
+        for r in range(n_resamples):
+            idx = np.concatenate([members[c] for c in rng.integers(0, g, g)])
+            draws[r] = _pooled_spearman(h[idx], s[idx], x[idx], min_group)[0]
+        draws = np.tanh(draws[np.isfinite(draws)])
+        low, high = (np.quantile(draws, [0.5 - level / 2, 0.5 + level / 2]) if len(draws) else (math.nan, math.nan))
+        rank = Interval(math.tanh(z), float(low), float(high),
+                        method=f"within-label Spearman pooled over {groups} human labels by Fisher z; cluster "
+                               f"bootstrap percentile over {g} clusters", level=level, n=used,
+                        n_resamples=n_resamples, seed=seed)
     keep = np.isin(h, [lab for lab in np.unique(h) if (h == lab).sum() >= 2])
-    hk, sk, xk = h[keep], s[keep], x[keep] / 100.0
-    codes = np.unique(hk, return_inverse=True)[1]
-    k = int(codes.max()) + 2
-    n = len(sk)
-    slope = None
-    if n > k:
-        def demean(v: np.ndarray) -> np.ndarray:
-            return v - (np.bincount(codes, v) / np.bincount(codes))[codes]
-        xd, sd = demean(xk), demean(sk)
-        sxx = float(xd @ xd)
-        if sxx > 0:
-            b = float(xd @ sd) / sxx
-            e = sd - b * xd
-            se = math.sqrt(float((xd**2) @ (e**2)) / sxx**2 * n / (n - k))
-            t = _st.t.ppf(0.5 + level / 2, n - k)
-            slope = Interval(b, b - t * se, b + t * se,
-                             method=f"OLS slope per 100 words with one intercept per human label, HC1 SE, t with "
-                                    f"{n - k} df", level=level, n=n)
+    slope = _slope(h[keep], s[keep], x[keep] / 100.0, level,
+                   None if clusters is None else np.unique(clusters[keep], return_inverse=True)[1])
     note = (f"judge score vs answer length (words) among answers people rated alike, on {used} labelled rows in "
             f"{groups} human labels; flagged when the interval excludes 0")
     return rank, slope, note
@@ -175,7 +217,7 @@ def _clean_model(name: Any) -> str | None:
 
 
 def _self_preference(rows: pd.DataFrame, human: np.ndarray, score: np.ndarray, model: str | None,
-                     judge_model: str | None, level: float
+                     judge_model: str | None, level: float, units: np.ndarray | None = None
                      ) -> tuple[Interval | None, bool, str, str | None]:
     meta = rows.attrs.get("raglab", {}) if isinstance(rows.attrs.get("raglab"), Mapping) else {}
     if judge_model is None:
@@ -213,12 +255,30 @@ def _self_preference(rows: pd.DataFrame, human: np.ndarray, score: np.ndarray, m
         why = (f"{int(same.sum())} rows are answers of the judge's own model {judge_model!r}: it may favour them; "
                if flagged else f"no row is an answer of the judge's model {judge_model!r}; ")
         return None, flagged, why + "not measured: fewer than 2 labelled rows of each kind", system
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
     diff = float(a.mean() - b.mean())
-    se = math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se > 0 else len(a) + len(b) - 2
+    if units is None:
+        va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+        se = math.sqrt(va + vb)
+        df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se > 0 else len(a) + len(b) - 2
+        what = f"Welch t ({df:.1f} df)"
+    else:
+        # the regression of the gap on an own-model indicator, CR1 cluster-robust (answers of one
+        # question or conversation are not independent)
+        clusters = _cluster_codes(units[ok])
+        own = same[ok].astype(float)
+        y = gap[ok]
+        design = np.column_stack([np.ones_like(own), own])
+        bread = np.linalg.inv(design.T @ design)
+        resid = y - design @ (bread @ design.T @ y)
+        g = int(clusters.max()) + 1
+        scores = np.vstack([np.bincount(clusters, design[:, j] * resid, minlength=g) for j in range(2)]).T
+        n_obs = len(y)
+        cov = bread @ (scores.T @ scores) @ bread * g / (g - 1) * (n_obs - 1) / (n_obs - 2)
+        se = math.sqrt(float(cov[1, 1]))
+        df = g - 1
+        what = f"CR1 cluster-robust t over {g} clusters ({df} df)"
     t = _st.t.ppf(0.5 + level / 2, df)
-    iv = Interval(diff, diff - t * se, diff + t * se, method=f"Welch t ({df:.1f} df) on judge minus human score, "
+    iv = Interval(diff, diff - t * se, diff + t * se, method=f"{what} on judge minus human score, "
                   "own-model answers minus others'", level=level, n=len(a) + len(b))
     flagged = bool(iv.low > 0 or iv.high < 0)
     return iv, flagged, (f"judge score minus human label: on {len(a)} answers of the judge's model {judge_model!r} "
@@ -263,6 +323,9 @@ def judge_biases(
     position_tolerance: float = 0.05,
     ci: float = 0.95,
     min_group: int = 10,
+    units: str | None = None,
+    n_resamples: int = 2000,
+    seed: int | None = 0,
     warn: bool = True,
 ) -> JudgeBiases:
     """Measure the judge's known biases on rows people labelled (seed 001's judge design rules).
@@ -306,6 +369,13 @@ def judge_biases(
         Level of every interval.
     min_group : int
         Human labels with fewer labelled answers are left out of the verbosity correlation.
+    units : str, optional
+        A cluster column (e.g. ``task_id`` when several systems answered each question, or
+        ``conversation_id``): rows of one cluster are not independent. The verbosity correlation's
+        interval is then a cluster bootstrap percentile (``n_resamples``, ``seed``), the slope's
+        and the self-preference gap's CR1 cluster-robust with t on G - 1 df.
+    n_resamples, seed : int
+        Resamples and seed of the cluster bootstrap (with ``units``).
     warn : bool
         Issue :class:`JudgeBiasWarning` for each flagged bias (kept in ``warnings`` either way).
 
@@ -333,8 +403,17 @@ def judge_biases(
     if answer not in rows.columns:
         raise KeyError(f"judge_biases: the answer column {answer!r} is not in the rows; pass answer='<column>'")
     length = np.array([_words(v) for v in rows[answer].tolist()], dtype=float)
-    rank, slope, v_note = _verbosity(h, s, length, level, int(min_group))
-    sp, sp_flag, sp_note, system = _self_preference(rows, h, s, model, judge_model, level)
+    clusters = None
+    if units is not None:
+        if units not in rows.columns:
+            raise KeyError(f"judge_biases: the cluster column units={units!r} is not in the rows")
+        if rows[units].isna().any():
+            raise ValueError(f"judge_biases: the cluster column {units!r} has missing values; every row needs one")
+        clusters = rows[units].to_numpy(dtype=object)
+    if int(n_resamples) != n_resamples or n_resamples < 100:
+        raise ValueError(f"judge_biases: n_resamples must be an integer >= 100, got {n_resamples!r}")
+    rank, slope, v_note = _verbosity(h, s, length, level, int(min_group), clusters, int(n_resamples), seed)
+    sp, sp_flag, sp_note, system = _self_preference(rows, h, s, model, judge_model, level, clusters)
     pos, pos_flag, pos_note = _position(rows, position, level, position_tolerance)
     verbose = bool(rank is not None and (rank.low > 0 or rank.high < 0))
     flagged = {"verbosity": verbose, "verbosity_slope": verbose, "self_preference": sp_flag, "position": pos_flag}
