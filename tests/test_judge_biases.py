@@ -251,3 +251,35 @@ def test_clustered_verbosity_false_flags_near_the_stated_rate():
         clusters += agreement.judge_biases(rows, human="human", judge="judge", units="task_id", n_resamples=300,
                                            seed=s, warn=False).flagged["verbosity"]
     assert clusters / seeds <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / seeds)  # 0.13
+
+
+def test_mtrag_judges_biases_on_real_labels():
+    """MTRAG: 159 tasks x 3 answerers, human faithfulness 1-4 (median of 2-3 raters, rounded), answers'
+    lengths from the raw file; clustered by task. Measured: the RAGAS faithfulness judge (rl_f) shows no
+    length bias, the aggregate RADBench score and ROUGE-L score longer answers lower among answers people
+    rated alike."""
+    import json
+
+    from conftest import shared_path
+
+    from raglab.datasets.mtrag import load_responses
+
+    raw = json.loads(shared_path("mtrag_human_eval", "reference_subset_with_human_evaluations.json").read_text())
+    answers = pd.DataFrame([{"task_id": e["task_id"], "model": e["model_id"], "answer": e["model_response"]}
+                            for e in raw["evaluations"]])
+    rows = load_responses("faithfulness").merge(answers, on=["task_id", "model"])
+    rows["human"] = rows["human_median"].round()
+    rows["human01"] = (rows["human_median"] - 1) / 3
+    assert len(rows) == 477
+    found = {judge: agreement.judge_biases(rows, human="human", judge=judge, units="task_id", warn=False)
+             for judge in ("rl_f", "rb_agg", "rouge_l")}
+    assert not found["rl_f"].flagged["verbosity"]
+    assert round(found["rl_f"].intervals["verbosity"].estimate, 3) == 0.030
+    for judge in ("rb_agg", "rouge_l"):
+        iv = found[judge].intervals["verbosity"]
+        assert found[judge].flagged["verbosity"] and iv.high < 0, (judge, iv)
+    own = agreement.judge_biases(rows, human="human01", judge="rl_f", model="model", judge_model="gpt-4o",
+                                 units="task_id", warn=False)
+    sp = own.intervals["self_preference"]
+    assert not own.flagged["self_preference"] and "159 clusters" in sp.method
+    assert round(sp.estimate, 3) == 0.026

@@ -116,6 +116,19 @@ def _numeric(rows: pd.DataFrame, column: str, what: str) -> np.ndarray:
     return np.asarray(values, dtype=float)
 
 
+def _midranks(v: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties given their mean rank (as ``scipy.stats.rankdata``)."""
+    _, inverse, counts = np.unique(v, return_inverse=True, return_counts=True)
+    return (np.cumsum(counts) - (counts - 1) / 2.0)[inverse]
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's correlation: Pearson's on the mid-ranks (``scipy.stats.spearmanr``)."""
+    rx, ry = _midranks(x), _midranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    return float(rx @ ry / math.sqrt(float(rx @ rx) * float(ry @ ry)))
+
+
 def _pooled_spearman(h: np.ndarray, s: np.ndarray, x: np.ndarray, min_group: int) -> tuple[float, float, int, int]:
     """(pooled Fisher z, its weight sum(n - 3), rows used, labels used) of the within-label Spearman correlations."""
     z_sum = w_sum = 0.0
@@ -125,7 +138,7 @@ def _pooled_spearman(h: np.ndarray, s: np.ndarray, x: np.ndarray, min_group: int
         n_g = int(member.sum())
         if n_g < min_group or np.ptp(x[member]) == 0 or np.ptp(s[member]) == 0:
             continue
-        rho = float(_st.spearmanr(x[member], s[member]).statistic)
+        rho = _spearman(x[member], s[member])
         rho = min(max(rho, -0.999999), 0.999999)
         z_sum += (n_g - 3) * math.atanh(rho)
         w_sum += n_g - 3
@@ -189,11 +202,17 @@ def _verbosity(human: np.ndarray, score: np.ndarray, length: np.ndarray, level: 
                                f"(variance {FHP_FACTOR}/(n-3), Fieller-Hartley-Pearson)", level=level, n=used)
     else:
         g = int(clusters.max()) + 1
-        members = [np.flatnonzero(clusters == c) for c in range(g)]
+        order = np.argsort(clusters, kind="stable")  # rows grouped by cluster
+        sizes = np.bincount(clusters, minlength=g)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         rng = np.random.default_rng(seed)
         draws = np.empty(n_resamples)
         for r in range(n_resamples):
-            idx = np.concatenate([members[c] for c in rng.integers(0, g, g)])
+            pick = rng.integers(0, g, g)
+            counts = sizes[pick]
+            # the rows of the picked clusters: each cluster's start, then 0..size-1 within it
+            within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+            idx = order[np.repeat(starts[pick], counts) + within]
             draws[r] = _pooled_spearman(h[idx], s[idx], x[idx], min_group)[0]
         draws = np.tanh(draws[np.isfinite(draws)])
         low, high = (np.quantile(draws, [0.5 - level / 2, 0.5 + level / 2]) if len(draws) else (math.nan, math.nan))
