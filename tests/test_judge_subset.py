@@ -121,3 +121,22 @@ def test_by_needs_sample_and_a_column():
         rows.rag.judge(LexicalJudge(), metrics="faithfulness", sample=5, by="nope", progress=False)
     with pytest.raises(RowTableError, match="selected"):
         rows.assign(selected=True).rag.judge(LexicalJudge(), metrics="faithfulness", sample=5, progress=False)
+
+
+def test_sample_on_a_table_already_judged_keeps_the_other_metric():
+    rows = make_rows()
+    first = rows.rag.judge(LexicalJudge(), metrics="relevance", progress=False)
+    out = first.rag.judge(LexicalJudge(), metrics="faithfulness", sample=10, seed=2, progress=False)
+    sel = out["selected"].to_numpy(dtype=bool)
+    assert out["relevance"].tolist() == first["relevance"].tolist()  # every row keeps its earlier score
+    assert out["faithfulness"].notna().to_numpy().tolist() == sel.tolist()
+    assert out.attrs["raglab"]["judge"]["metrics"] == ["relevance", "faithfulness"]
+    # the design says which metrics were judged on the sample
+    assert out.attrs["raglab"]["sampling"]["judged"]["metrics"] == ["faithfulness"]
+
+
+def test_duplicate_index_labels_are_handled_by_position():
+    rows = make_rows().set_index(pd.Index([0, 1] * (N // 2)))
+    out = rows.rag.judge(LexicalJudge(), metrics="faithfulness", sample=6, seed=0, progress=False)
+    assert out["faithfulness"].notna().to_numpy().tolist() == out["selected"].to_numpy(dtype=bool).tolist()
+    assert out.index.tolist() == rows.index.tolist()
