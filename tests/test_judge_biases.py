@@ -285,3 +285,14 @@ def test_mtrag_judges_biases_on_real_labels():
     sp = own.intervals["self_preference"]
     assert not own.flagged["self_preference"] and "159 clusters" in sp.method
     assert round(sp.estimate, 3) == 0.026
+
+
+def test_only_labelled_rows_count_and_booleans_are_numbers():
+    rows = simulate(4, n=500, verbosity=0.5)
+    rows["human_bool"] = rows["human"].astype(bool).astype(object)
+    rows.loc[200:, "human_bool"] = None  # people labelled the first 200 rows only
+    found = agreement.judge_biases(rows, human="human_bool", judge="judge", warn=False)
+    assert found.intervals["verbosity"].n == 200 and found.intervals["verbosity_slope"].n == 200
+    labelled = agreement.judge_biases(rows.iloc[:200].assign(human=rows["human"].iloc[:200]), human="human",
+                                      judge="judge", warn=False)
+    assert found.intervals["verbosity"] == labelled.intervals["verbosity"]
