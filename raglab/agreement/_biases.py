@@ -354,7 +354,10 @@ def judge_biases(
       in words; pooled over the labels by Fisher z with the Fieller-Hartley-Pearson variance
       ``1.06 / (n - 3)``. Also the slope: the judge score's change per 100 words, from OLS with one
       intercept per human label (HC1 standard errors, t interval). Flagged when the correlation's
-      interval excludes 0 (an unbiased judge is flagged at about ``1 - ci`` of the time).
+      interval excludes 0 (an unbiased judge is flagged at about ``1 - ci`` of the time: simulated
+      with 95% intervals, 4.0-4.9% of 1,000 seeds at n = 60-300 labelled rows, for score and
+      pass/fail judges; with three answers per question sharing length and leniency, 17.0% without
+      ``units`` and 5.7% with them, over 300 seeds).
     * **Self-preference**: the judge's model (from the judge fingerprint in
       ``attrs["raglab"]["judge"]["model"]``, or ``judge_model=``) against the system's model (a
       column ``model=`` naming each row's model, or ``attrs["raglab"]["run"]["model"]``). With both
