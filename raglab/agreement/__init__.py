@@ -8,6 +8,9 @@ judge passed), sensitivity and specificity, the *attenuation* ``J = sensitivity 
 (a true change ``d`` in the pass rate moves the judge's mean by about ``J * d``) and the
 Rogan-Gladen corrected pass rate.
 
+The judge's known biases (verbosity, self-preference, position), each with an interval, on rows
+people labelled: :func:`judge_biases`.
+
 A judge that returns a score: :func:`threshold_sweep` gives sensitivity, specificity, miss rate
 and kappa at every threshold at once (each row is the report with ``judge_threshold=t``).
 
@@ -73,6 +76,7 @@ Examples
 
 from __future__ import annotations
 
+from raglab.agreement._biases import JudgeBiases, JudgeBiasWarning, judge_biases
 from raglab.agreement._common import (
     KAPPA_MIN_COUNT,
     KAPPA_SUBSTANTIAL,
@@ -93,6 +97,8 @@ __all__ = [
     "AgreementReport",
     "FragileIntervalWarning",
     "ImpossibleRateWarning",
+    "JudgeBiasWarning",
+    "JudgeBiases",
     "KAPPA_MIN_COUNT",
     "LabelMismatchError",
     "LowAgreementWarning",
@@ -101,6 +107,7 @@ __all__ = [
     "cohen_kappa",
     "cohen_kappa_interval",
     "fleiss_kappa",
+    "judge_biases",
     "judge_vs_majority",
     "krippendorff_alpha",
     "majority_vote",

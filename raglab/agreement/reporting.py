@@ -84,6 +84,7 @@ def report(
     names: tuple[str, str] | None = None,
     rows: pd.DataFrame | None = None,
     warn: bool = True,
+    labels_from: str | None = None,
 ) -> AgreementReport:
     """Validate a judge against human labels of the same items.
 
@@ -143,6 +144,15 @@ def report(
         judge stop a script). They are kept in ``report.warnings`` either way. Each is shown once
         in a notebook: with ``warn=True`` the report's display only counts them (their text was
         just printed as the warning); with ``warn=False`` the display prints them in full.
+    labels_from : {"run", "validation"}, optional
+        Where the human labels come from, for the report's ``recommendation``: ``"run"``, a random
+        subset of the rows whose pass rate is estimated (then prediction-powered inference,
+        ``raglab.stats.ppi_mean`` or ``rows.rag.estimate``, is recommended); ``"validation"``,
+        a separate validation set whose error rates are carried to other runs (then the
+        Rogan-Gladen correction, :meth:`AgreementReport.correct`). Default: ``"run"`` when ``rows``
+        records a labelled sampling design (``attrs["raglab"]["sampling"]["labelled"]``, as
+        :func:`raglab.sampling.draw` writes), else unknown and the recommendation gives both with
+        their conditions.
 
     Returns
     -------
@@ -174,7 +184,48 @@ def report(
         human, judge, positive=positive, labels=labels, weights=weights, distance=distance,
         human_threshold=human_threshold, judge_threshold=judge_threshold, ci=ci, method=method,
         n_resamples=n_resamples, seed=seed, ids=ids, warn=warn, rows=rows, names=names, units=units,
+        labels_from=labels_from,
     )
+
+
+#: Where the human labels of a report can come from (``labels_from=``).
+LABEL_SOURCES = ("run", "validation")
+
+
+def label_source(rows: pd.DataFrame | None, labels_from: str | None) -> str | None:
+    """``labels_from`` checked, or ``"run"`` when ``rows`` records a labelled sampling design, else None."""
+    if labels_from is not None:
+        return check_option("labels_from", labels_from, LABEL_SOURCES)
+    if isinstance(rows, pd.DataFrame):
+        stored = rows.attrs.get("raglab", {})
+        sampling = stored.get("sampling") if isinstance(stored, dict) else None
+        if isinstance(sampling, dict) and isinstance(sampling.get("labelled"), dict):
+            return "run"
+    return None
+
+
+def recommendation(source: str | None) -> str:
+    """The report's advice on estimating the pass rate, by where the labels come from (see :func:`report`).
+
+    Examples
+    --------
+    >>> recommendation("run").split(":")[0]
+    "The labels are a random sample of this run's rows"
+    """
+    ppi = ("prediction-powered inference (raglab.stats.ppi_mean, or rows.rag.estimate(metric, human=...)): it uses "
+           "the judge on every row and these labels to remove its bias; with its tuned weight it is no wider than the "
+           "labels alone (up to sampling error), where the Rogan-Gladen correction can be several times wider")
+    rg = ("the Rogan-Gladen correction (report.correct(judge_pass_rate, n)) carries the judge's error rates "
+          "measured here to another run judged by the same judge")
+    if source == "run":
+        return (f"The labels are a random sample of this run's rows: estimate its pass rate with {ppi}. Use "
+                f"Rogan-Gladen only for other runs: {rg}.")
+    if source == "validation":
+        return (f"The labels come from a separate validation set: {rg}. When people label a random sample of the "
+                f"run itself, use {ppi}.")
+    return (f"If the labels are a random sample of the rows whose pass rate you estimate (record it with "
+            f"raglab.sampling.draw), use {ppi}. If they come from a separate validation set, {rg}. Labels picked by "
+            "hand or reused across systems support neither.")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -574,9 +625,11 @@ def _report(
     units: Any = None,
     sides: tuple[Side, Side] | None = None,
     caller: str | None = None,
+    labels_from: str | None = None,
 ) -> AgreementReport:
     """:func:`report`, plus what :func:`judge_vs_majority` passes: ties, and how the sides are named."""
     level = _check_options(weights, distance, method, ci, n_resamples, units)
+    source = label_source(rows, labels_from)
     names, sides, caller = side_naming(human, judge, check_names(names), rows, sides, caller)
     prepared = _prepare_labels(
         human, judge, positive=positive, labels=labels, weights=weights, distance=distance,
@@ -613,6 +666,7 @@ def _report(
         units_name=prepared.units_name,
         design_effects=numbers.design_effects,
         warnings=low_agreement + numbers.messages,
+        recommendation=recommendation(source) if prepared.positive is not None else "",
         _counts=numbers.counts,
         _se_sp_draws=numbers.se_sp_draws,
         _warned=bool(warn and (low_agreement or numbers.messages)),

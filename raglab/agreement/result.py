@@ -99,6 +99,15 @@ class AgreementReport(ResultBase):
         of an item bootstrap that treats the items as independent (Kish's design effect; about the
         squared ratio of the interval widths). ``n / design_effect`` is the number of independent
         items the clustered ones are worth. NaN where a statistic rests on too few clusters.
+    recommendation : str
+        How to estimate the pass rate with these labels. Labels that are a recorded random sample
+        of the run's own rows (``attrs["raglab"]["sampling"]["labelled"]``, as
+        :func:`raglab.sampling.draw` records, or ``labels_from="run"``): prediction-powered
+        inference (``raglab.stats.ppi_mean``, ``rows.rag.estimate``), which uses the judge on
+        every row and the labels to remove its bias, and is narrower than the Rogan-Gladen
+        correction. Labels from a separate validation set (``labels_from="validation"``): the
+        Rogan-Gladen correction (:meth:`correct`), which carries the judge's error rates to
+        another run. Unknown origin: both, each with its condition.
     warnings : list of str
         Why the report should be read with care (e.g. kappa below 0.4). Made with ``warn=True``
         (the default) they were issued as Python warnings (:class:`LowAgreementWarning`,
@@ -135,6 +144,7 @@ class AgreementReport(ResultBase):
     units_name: str | None = None
     design_effects: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    recommendation: str = ""
     _counts: dict[str, int] = field(default_factory=dict)
     _se_sp_draws: np.ndarray | None = None  # cluster-bootstrap (sensitivity, specificity) pairs, B x 2
     _warned: bool = False  # the warnings were issued as Python warnings (warn=True): the display only counts them
@@ -241,6 +251,8 @@ class AgreementReport(ResultBase):
             recall = ", ".join(f"{k!r}: {v:.3f}" for k, v in self.per_class_recall.items())
             out.append(("per-class recall", recall))
         out.append(("disagreements", f"{len(self.disagreements)} items (report.disagreements)"))
+        if self.recommendation:
+            out.append(("recommendation", self.recommendation))
         return out
 
     def _items_text(self) -> str:
@@ -340,6 +352,7 @@ class AgreementReport(ResultBase):
             "intervals": {name: iv.to_dict() for name, iv in self.intervals.items()},
             "design_effects": {name: float(value) for name, value in self.design_effects.items()},
             "warnings": list(self.warnings),
+            "recommendation": self.recommendation,
         }
 
     def _title(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._errors import RowTableError
-from raglab._meta import carry_meta, get_meta, set_meta
+from raglab._meta import carry_meta, check_section, get_meta, set_meta
 from raglab._results import ResultBase, jsonable
 from raglab._rowtable import Roles, table_roles, validate_rows
 from raglab._validation import called_as, caller, warn
@@ -213,6 +214,9 @@ def judge_table(
     errors: str = "warn",
     progress: bool = True,
     ci: float = 0.95,
+    sample: int | float | None = None,
+    by: str | None = None,
+    seed: int = 0,
     roles: Roles | Mapping[str, str | None] | None = None,
     **columns: str,
 ) -> pd.DataFrame:
@@ -244,6 +248,19 @@ def judge_table(
         Show a progress bar with done, cached and failed counts.
     ci : float
         Level of the sampling interval in the judge-noise report.
+    sample : int or float, optional
+        Judge only a random sample of the rows (seed 001's "judge metrics on a subset"): an int is
+        the number of rows, a float in (0, 1] the share of them. The sample is drawn with
+        :func:`raglab.sampling.draw` (stratified by ``by``, seeded by ``seed``); the other rows'
+        judge columns stay NaN (``judge_error`` None: not judged, not failed), the columns
+        ``selected`` (bool) and ``inclusion_probability`` (each row's chance of being judged) are
+        added, and the design (kind ``"judged"``, method, n, population, strata, seed, metrics) is
+        recorded in ``attrs["raglab"]["sampling"]["judged"]`` (see ``raglab._meta.SamplingDesign``),
+        so estimates made from the judged rows weight by it. Default: judge every row.
+    by : str, optional
+        With ``sample``: the stratum column (e.g. ``"qtype"``); each stratum is sampled separately.
+    seed : int
+        With ``sample``: the seed of the draw (the same seed draws the same rows).
     roles : Roles or dict, optional
         Column roles (:class:`raglab.Roles`), over those set on the table.
     **columns : str
@@ -270,14 +287,124 @@ def judge_table(
     ...                      "context": ["EXPLAIN shows 'Using index' for a covering index."]})
     >>> judge_table(rows, LexicalJudge(), metrics=["faithfulness"], progress=False)["faithfulness"].tolist()
     [1.0]
+
+    Judging a sample of 2 of 4 rows (the others stay NaN):
+
+    >>> many = pd.concat([rows] * 4, ignore_index=True).assign(question_id=["q1", "q2", "q3", "q4"])
+    >>> out = judge_table(many, LexicalJudge(), metrics=["faithfulness"], sample=2, progress=False)
+    >>> int(out["selected"].sum()), int(out["faithfulness"].notna().sum()), out["inclusion_probability"].tolist()
+    (2, 2, [0.5, 0.5, 0.5, 0.5])
+    >>> out.attrs["raglab"]["sampling"]["judged"]["n"]
+    2
     """
     caller_name = caller("raglab.judge.judge_table")
     cols = table_roles(rows, roles, columns, caller=caller_name)
-    with called_as(caller_name):  # judge_frame's errors name this call
-        return judge_frame(
-            rows, judge, metrics=metrics, repeats=repeats, errors=errors, progress=progress, ci=ci,
-            columns=cols.named(),
+    if sample is None:
+        if by is not None:
+            raise ValueError(f"{caller_name}: `by={by!r}` stratifies a sample; pass sample=<rows or share> with it")
+        with called_as(caller_name):  # judge_frame's errors name this call
+            return judge_frame(
+                rows, judge, metrics=metrics, repeats=repeats, errors=errors, progress=progress, ci=ci,
+                columns=cols.named(),
+            )
+    with called_as(caller_name):
+        return _judge_sample(rows, judge, sample=sample, by=by, seed=seed, caller_name=caller_name,
+                             metrics=metrics, repeats=repeats, errors=errors, progress=progress, ci=ci,
+                             columns=cols.named())
+
+
+_SAMPLE_COLUMNS = ("selected", "inclusion_probability")
+
+
+def _sample_size(sample: Any, population: int, caller_name: str) -> int:
+    """The number of rows to judge from ``sample`` (an int count or a float share in (0, 1])."""
+    if isinstance(sample, (bool, np.bool_)) or not isinstance(sample, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{caller_name}: `sample` must be a number of rows (int) or a share in (0, 1] (float), "
+                        f"got {type(sample).__name__} {sample!r}")
+    if isinstance(sample, (int, np.integer)):
+        if not 1 <= sample <= population:
+            raise ValueError(f"{caller_name}: sample={sample} rows, but the table has {population}; pass a number "
+                             f"from 1 to {population}, or a share such as sample=0.1")
+        return int(sample)
+    if not (math.isfinite(sample) and 0 < sample <= 1):
+        raise ValueError(f"{caller_name}: sample={sample!r} is a share and must be in (0, 1]; pass an int for a "
+                         "number of rows")
+    return max(1, min(population, round(sample * population)))
+
+
+def _judge_sample(rows: pd.DataFrame, judge: Any, *, sample: Any, by: str | None, seed: int, caller_name: str,
+                  metrics: Sequence[str] | str, **options: Any) -> pd.DataFrame:
+    """Judge a random sample of ``rows`` drawn with :func:`raglab.sampling.draw`; the rest stay NaN."""
+    from raglab.sampling import draw
+
+    _check_judge(judge, caller_name)
+    chosen = check_metrics(metrics)
+    taken = [c for c in _SAMPLE_COLUMNS if c in rows.columns]
+    if taken:
+        raise RowTableError(
+            f"{caller_name}: the rows already hold {taken} (another sample's design); judging a sample adds these "
+            f"columns. Rename them first, e.g. rows.rename(columns={{{taken[0]!r}: 'labelled_{taken[0]}'}})."
         )
+    if by is not None and by not in rows.columns:
+        raise RowTableError(f"{caller_name}: the stratum column by={by!r} is not in the rows; columns: "
+                            f"{list(rows.columns)}")
+    n = _sample_size(sample, len(rows), caller_name)
+    before = get_meta(rows).get("sampling")
+    before = dict(before) if isinstance(before, Mapping) else {}
+    # draw records its design under kind="judged" when it takes that keyword
+    extra = {"kind": "judged"} if "kind" in inspect.signature(draw).parameters else {}
+    drawn = draw(rows, n, by=by, seed=seed, **extra)
+    selected = np.asarray(drawn["selected"], dtype=bool)
+    # draw records its design (under whichever kind); this sample is the judged one.
+    after = get_meta(drawn).get("sampling")
+    new = [dict(v) for k, v in (after or {}).items() if isinstance(v, Mapping) and before.get(k) != v]
+    design: dict[str, Any] = new[0] if new else {}
+    design.update({"kind": "judged", "n": int(selected.sum()), "population": len(rows),
+                   "inclusion_probability": "inclusion_probability", "seed": int(seed), "metrics": list(chosen)})
+    design.setdefault("method", "stratified" if by is not None else "uniform")
+    if by is not None:
+        design["strata"] = by
+    part = drawn.loc[selected] if drawn.index.is_unique else drawn.iloc[np.flatnonzero(selected)]
+    judged = judge_frame(part, judge, metrics=chosen, **options)
+    result = drawn.copy()
+    carry_meta(rows, result)
+    positions = np.flatnonzero(selected)
+    for column in judged.columns:
+        if column in drawn.columns and column not in _judge_columns(chosen):
+            continue
+        values = judged[column]
+        if isinstance(values.dtype, pd.BooleanDtype):
+            full: Any = pd.array([pd.NA] * len(result), dtype="boolean")
+            full[positions] = values.array
+        elif column in ("judge_prompt_tokens", "judge_completion_tokens"):
+            full = np.zeros(len(result), dtype=np.int64)
+            if column in rows.columns:
+                full[:] = rows[column].fillna(0).to_numpy(dtype=np.int64)
+            full[positions] = values.to_numpy(dtype=np.int64)
+        elif values.dtype.kind in "fiu":
+            full = np.full(len(result), np.nan)
+            full[positions] = values.to_numpy(dtype=float)
+        else:
+            full = np.full(len(result), None, dtype=object)
+            if column == "judge_error" and column in rows.columns:  # earlier metrics' reasons on the other rows
+                full[:] = rows[column].to_numpy(dtype=object)
+            full[positions] = values.to_numpy(dtype=object)
+        result[column] = full
+    meta = get_meta(result)
+    meta["judge"] = get_meta(judged)["judge"]
+    meta["sampling"] = {**before, "judged": design}
+    check_section("sampling", meta["sampling"])
+    set_meta(result, meta)
+    return result
+
+
+def _judge_columns(chosen: Sequence[str]) -> set[str]:
+    """Every column a judge run over ``chosen`` writes."""
+    out = {"judge_error", "judge_prompt_tokens", "judge_completion_tokens"}
+    for metric in chosen:
+        out.update(_output_columns(metric))
+        out.add(f"{metric}_error")
+    return out
 
 
 def judge_frame(
