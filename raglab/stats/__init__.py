@@ -72,7 +72,7 @@ from raglab.stats.intervals import (  # noqa: F401
     paired_proportion_interval,
     proportion_interval,
 )
-from raglab.stats.ppi import MIN_LABELS, PPIInterval, ppi_mean
+from raglab.stats.ppi import MIN_LABELS, PPIInterval, ppi_mean, ppi_mean_clustered, ppi_mean_strata
 from raglab.stats.tables import compare, summary
 from raglab.stats.tests import (  # noqa: F401
     TestResult,
@@ -104,6 +104,8 @@ __all__ = [
     "paired_bootstrap",
     "paired_proportion_interval",
     "ppi_mean",
+    "ppi_mean_clustered",
+    "ppi_mean_strata",
     "proportion_interval",
     "sign_flip_test",
     "summary",

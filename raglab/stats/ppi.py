@@ -42,7 +42,7 @@ from scipy import stats as _sps
 from raglab._interval import Interval
 from raglab._validation import check_level
 
-__all__ = ["MIN_LABELS", "PPIInterval", "ppi_mean"]
+__all__ = ["MIN_LABELS", "PPIInterval", "ppi_mean", "ppi_mean_clustered", "ppi_mean_strata"]
 
 #: Fewest human labels for a PPI interval to be trusted: below it the interval is flagged
 #: (``below_min_labels``), :func:`ppi_table` warns, and the gate reviews instead of deciding. The
@@ -331,4 +331,199 @@ def ppi_mean(
     return _interval(
         fit.estimate, fit.var, level=level, lam=fit.lam, tuned=lam is None, n_labeled=y.size,
         n_unlabeled=fu.size, var_human=fit.var_human,
+    )
+
+
+def _codes(values: Any, size: int, name: str) -> np.ndarray:
+    arr = np.asarray(list(values), dtype=object) if not isinstance(values, np.ndarray) else values
+    arr = np.asarray(arr).reshape(-1)
+    if arr.size != size:
+        raise ValueError(f"{name} has {arr.size} values for {size} rows")
+    return arr
+
+
+def _clustered_fit(
+    y: np.ndarray, f: np.ndarray, fu: np.ndarray, r: np.ndarray, u: np.ndarray,
+    units_l: np.ndarray, units_u: np.ndarray, lam: float | None,
+) -> tuple[_Fit, int]:
+    """PPI with a cluster-robust variance: the influence of each cluster summed over its rows.
+
+    With weights normalised to mean 1 in each set, the estimate's influence from cluster ``g`` is
+    ``A_g + lam * B_g`` with ``A_g = sum_L (w y - mean(w y)) / n`` and ``B_g = sum_U (w f - mean) / N -
+    sum_L (w f - mean) / n``; the variance is ``G/(G-1) sum_g (A_g + lam B_g)^2`` and the tuned ``lam``
+    minimises it (``-sum A B / sum B^2``, clipped to [0, 1]).
+    """
+    n, big_n = y.size, fu.size
+    w, wu = r * n / r.sum(), u * big_n / u.sum()
+    wy, wf, wfu = w * y, w * f, wu * fu
+    _, inverse = np.unique(np.concatenate([units_l.astype(str), units_u.astype(str)]), return_inverse=True)
+    groups = int(inverse.max()) + 1
+    il, iu = inverse[:n], inverse[n:]
+    a = np.bincount(il, (wy - wy.mean()) / n, minlength=groups)
+    b = np.bincount(iu, (wfu - wfu.mean()) / big_n, minlength=groups) - np.bincount(
+        il, (wf - wf.mean()) / n, minlength=groups
+    )
+    scale = groups / (groups - 1) if groups > 1 else float("inf")
+    if lam is None:
+        bb = float(b @ b)
+        lam_ = float(min(1.0, max(0.0, -float(a @ b) / bb))) if bb > 0 else 0.0
+    else:
+        lam_ = float(lam)
+    estimate = lam_ * wfu.mean() + wy.mean() - lam_ * wf.mean()
+    influence = a + lam_ * b
+    var_judge = scale * float(np.sum(np.bincount(iu, (wfu - wfu.mean()) / big_n, minlength=groups) ** 2))
+    return _Fit(
+        estimate=float(estimate), var=scale * float(influence @ influence), lam=lam_,
+        var_human=scale * float(a @ a), judge_mean=float(wfu.mean()), var_judge=var_judge,
+    ), groups
+
+
+def ppi_mean_clustered(
+    labels: Any,
+    judged_labeled: Any,
+    judged_unlabeled: Any,
+    units_labeled: Any,
+    units_unlabeled: Any,
+    *,
+    lam: float | None = None,
+    ci: float = 0.95,
+    weights: Any = None,
+    weights_unlabeled: Any = None,
+) -> PPIInterval:
+    """Prediction-powered interval when rows come in clusters (the turns of one conversation).
+
+    Rows of one cluster are not independent; the variance here is cluster-robust (the influence of
+    each whole cluster, labelled and unlabelled rows together, with the ``G / (G - 1)`` correction),
+    and ``lam=None`` tunes the judge's weight to minimise that variance (clipped to [0, 1]). With one
+    row per cluster it is :func:`ppi_mean`'s interval up to the factor ``G / (G - 1)``.
+
+    Parameters
+    ----------
+    labels, judged_labeled, judged_unlabeled, lam, ci, weights, weights_unlabeled
+        As for :func:`ppi_mean`.
+    units_labeled, units_unlabeled : array-like
+        The cluster (e.g. conversation id) of each labelled and each unlabelled row.
+
+    Returns
+    -------
+    PPIInterval
+        Its ``method`` says ``clustered``; ``n`` counts rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from raglab.stats import ppi_mean_clustered
+    >>> rng = np.random.default_rng(0)
+    >>> conv = np.repeat(np.arange(500), 4)                 # 500 conversations of 4 turns
+    >>> truth = (rng.random(500)[conv] + rng.random(2000)) > 0.8
+    >>> judge = np.where(rng.random(2000) < 0.85, truth, ~truth).astype(float)
+    >>> iv = ppi_mean_clustered(truth[:400], judge[:400], judge[400:], conv[:400], conv[400:])
+    >>> iv.method
+    'prediction-powered (PPI++), clustered'
+    """
+    level = check_level(ci)
+    lam = _check_lam(lam)
+    y, f, fu, r, u = _inputs(labels, judged_labeled, judged_unlabeled, weights, weights_unlabeled)
+    ul = _codes(units_labeled, y.size, "units_labeled")
+    uu = _codes(units_unlabeled, fu.size, "units_unlabeled")
+    fit, _ = _clustered_fit(y, f, fu, r, u, ul, uu, lam)
+    method = (_METHOD_TUNED if lam is None else _METHOD_FIXED) + ", clustered"
+    return _interval(
+        fit.estimate, fit.var, level=level, lam=fit.lam, tuned=lam is None, n_labeled=y.size,
+        n_unlabeled=fu.size, var_human=fit.var_human, method=method,
+    )
+
+
+def _strata_fits(
+    y: np.ndarray, f: np.ndarray, fu: np.ndarray, r: np.ndarray, u: np.ndarray,
+    sl: np.ndarray, su: np.ndarray, units_l: np.ndarray | None, units_u: np.ndarray | None, lam: float | None,
+) -> list[tuple[Any, float, _Fit]]:
+    """One fit per stratum with its share ``N_h / N`` of all rows (labelled and unlabelled)."""
+    keys_l, keys_u = sl.astype(str), su.astype(str)
+    strata = sorted(set(keys_l) | set(keys_u))
+    total = y.size + fu.size
+    out = []
+    for h in strata:
+        ml, mu = keys_l == h, keys_u == h
+        nl, nu = int(ml.sum()), int(mu.sum())
+        if nl < 2 or nu < 1:
+            raise ValueError(
+                f"stratum {str(h)!r} has {nl} labelled and {nu} unlabelled row(s); stratified PPI needs at least 2 "
+                "and 1 in every stratum (label more rows there, or merge strata)"
+            )
+        if units_l is not None and units_u is not None:
+            fit, _ = _clustered_fit(y[ml], f[ml], fu[mu], r[ml], u[mu], units_l[ml], units_u[mu], lam)
+        else:
+            fit = _fit(_sums(y[ml], f[ml], fu[mu], r[ml], u[mu]), lam)
+        out.append((h, (nl + nu) / total, fit))
+    return out
+
+
+def ppi_mean_strata(
+    labels: Any,
+    judged_labeled: Any,
+    judged_unlabeled: Any,
+    strata_labeled: Any,
+    strata_unlabeled: Any,
+    *,
+    lam: float | None = None,
+    ci: float = 0.95,
+    weights: Any = None,
+    weights_unlabeled: Any = None,
+    units_labeled: Any = None,
+    units_unlabeled: Any = None,
+) -> PPIInterval:
+    """Stratified prediction-powered interval: one PPI estimate per stratum, weighted by its size.
+
+    The estimate is ``sum_h W_h theta_h`` with ``W_h = N_h / N`` (the stratum's share of all rows,
+    labelled and unlabelled) and variance ``sum_h W_h^2 var_h``. Each stratum tunes its own ``lam``
+    (the reported ``lam`` is their ``W_h``-weighted mean). Strata sampled at different rates (a
+    stratified or Neyman label plan) are estimated without bias, and a judge that is good in one
+    stratum and poor in another is used only where it helps.
+
+    Parameters
+    ----------
+    labels, judged_labeled, judged_unlabeled, lam, ci, weights, weights_unlabeled
+        As for :func:`ppi_mean` (weights are normalised within each stratum).
+    strata_labeled, strata_unlabeled : array-like
+        The stratum of each labelled and each unlabelled row. Every stratum needs 2 labels and 1
+        unlabelled row.
+    units_labeled, units_unlabeled : array-like, optional
+        Clusters, for a cluster-robust variance within each stratum (see :func:`ppi_mean_clustered`).
+
+    Returns
+    -------
+    PPIInterval
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from raglab.stats import ppi_mean_strata
+    >>> rng = np.random.default_rng(0)
+    >>> topic = np.repeat(["a", "b"], [1500, 500])
+    >>> truth = rng.random(2000) < np.where(topic == "a", 0.9, 0.5)
+    >>> judge = np.where(rng.random(2000) < 0.85, truth, ~truth).astype(float)
+    >>> lab = np.r_[0:100, 1500:1600]                       # 100 labels in each stratum
+    >>> rest = np.setdiff1d(np.arange(2000), lab)
+    >>> iv = ppi_mean_strata(truth[lab], judge[lab], judge[rest], topic[lab], topic[rest])
+    >>> iv.method, iv.n_labeled
+    ('prediction-powered (PPI++), stratified', 200)
+    """
+    level = check_level(ci)
+    lam = _check_lam(lam)
+    y, f, fu, r, u = _inputs(labels, judged_labeled, judged_unlabeled, weights, weights_unlabeled)
+    sl = _codes(strata_labeled, y.size, "strata_labeled")
+    su = _codes(strata_unlabeled, fu.size, "strata_unlabeled")
+    clustered = units_labeled is not None and units_unlabeled is not None
+    ul = _codes(units_labeled, y.size, "units_labeled") if clustered else None
+    uu = _codes(units_unlabeled, fu.size, "units_unlabeled") if clustered else None
+    fits = _strata_fits(y, f, fu, r, u, sl, su, ul, uu, lam)
+    estimate = sum(share * fit.estimate for _, share, fit in fits)
+    var = sum(share * share * fit.var for _, share, fit in fits)
+    var_human = sum(share * share * fit.var_human for _, share, fit in fits)
+    lam_mean = sum(share * fit.lam for _, share, fit in fits)
+    method = (_METHOD_TUNED if lam is None else _METHOD_FIXED) + ", stratified" + (", clustered" if clustered else "")
+    return _interval(
+        estimate, var, level=level, lam=lam_mean, tuned=lam is None, n_labeled=y.size, n_unlabeled=fu.size,
+        var_human=var_human, method=method,
     )
