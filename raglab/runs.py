@@ -483,7 +483,7 @@ def compare(
         ``{metric: human label column}`` (the column in both runs, NaN where a question was not
         labelled): when people labelled a random subset of questions in both runs, those judged
         metrics get the paired prediction-powered interval (PPI++ on the per-question differences,
-        :class:`raglab.stats.estimators.PredictionPowered`; ``diff`` the estimate of the human mean
+        ``raglab.stats.estimators.PredictionPowered``; ``diff`` the estimate of the human mean
         difference, ``attrs["raglab"]["comparison"]["n_labeled"]`` the labelled questions per row). The labels must be a recorded random sample of the
         baseline's questions (``raglab.sampling.draw``; otherwise a loud warning), weighted by
         ``1 / inclusion_probability``.

@@ -57,7 +57,7 @@ _METHOD_FIXED = "prediction-powered (PPI, fixed lam)"
 
 
 class PPIInterval(Interval):
-    """An :class:`~raglab.Interval` from prediction-powered inference, with its ingredients.
+    """An :class:`~raglab.stats.Interval` from prediction-powered inference, with its ingredients.
 
     Beyond ``estimate, low, high, method, level, n`` it carries ``lam`` (the judge's weight: 1 is
     plain PPI, 0 human-only), ``n_labeled`` and ``n_unlabeled`` (rows with a human label, rows with

@@ -281,7 +281,7 @@ def compare(
         Cluster labels per question: resample (and sign-flip) whole clusters.
     ci : float
         Confidence level.
-    method : {"auto", "score", "betting", "percentile", "bca"}
+    method : {"auto", "ppi", "score", "betting", "percentile", "bca"}
         The interval on ``mean(cand - base)``. ``"auto"`` (the default) takes, per metric, the
         interval that keeps its coverage at small n: for pass/fail metrics (every value 0 or 1 on
         both sides, no ``units``) Tango's score interval for paired proportions
@@ -294,7 +294,8 @@ def compare(
         *expanded* percentile bootstrap, whose level is widened by ``sqrt(n/(n-1)) * t(n-1) / z``
         for the row's ``n`` questions or clusters. ``"score"`` asks for the score interval
         (pass/fail metrics only), ``"betting"`` for the betting interval (scores in [0, 1]). ``"percentile"`` and ``"bca"`` give the
-        plain bootstrap intervals for every metric (as ``scipy.stats.bootstrap``). All bootstrap
+        plain bootstrap intervals for every metric (as ``scipy.stats.bootstrap``). ``"ppi"`` (and ``"auto"`` for
+        metrics given ``labels``) is the paired prediction-powered interval (see ``labels``). All bootstrap
         rows of one call share the same resampled question sets; the same call with the same seed
         reproduces every number exactly (row order does not matter), while adding metrics or slices
         changes how the shared resamples are drawn (bounds move by Monte Carlo error).
@@ -319,7 +320,7 @@ def compare(
         ``{metric: (base_labels, cand_labels)}``: human labels of both runs' answers, per question in
         the same order (NaN where a question was not labelled), for judged metrics whose labels were
         given to a *random* subset of questions in both runs. Those metrics get the paired
-        prediction-powered interval (``method="auto"`` or ``"ppi"``; :class:`raglab.stats.estimators.PredictionPowered`):
+        prediction-powered interval (``method="auto"`` or ``"ppi"``; ``raglab.stats.estimators.PredictionPowered``):
         the judge's difference on every pair debiased by the human differences on the labelled pairs;
         ``diff`` is then the estimate of the *human* mean difference, and
         ``attrs["raglab"]["comparison"]["n_labeled"]`` holds ``{metric: {slice: labelled questions}}``
