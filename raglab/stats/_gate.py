@@ -569,6 +569,9 @@ def gate(
     n_permutations: int = 10_000,
     adjust: str | None = "holm",
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    labels: Mapping[str, tuple[Any, Any]] | None = None,
+    weights: Any = None,
+    strata: Any = None,
 ) -> GateResult:
     """Non-inferiority release gate on paired scores, per metric and slice.
 
@@ -618,6 +621,10 @@ def gate(
         ``cost``, ``hallucination``... are lower-is-better); an explicit value always wins.
     slices, units, ci, method, n_resamples, seed, n_permutations, bounds
         As in :func:`~raglab.stats.compare`.
+    labels, weights, strata
+        Human labels of both runs on a random subset of questions, as in :func:`~raglab.stats.compare`:
+        those metrics are decided on paired prediction-powered intervals, and a row with fewer than
+        :data:`~raglab.stats.MIN_LABELS` labelled questions reviews instead of deciding.
     adjust : {"holm", None}
         How blocks are protected against many rows: ``"holm"`` (the default) as above; ``None``
         lets each row block on its own interval and unadjusted one-sided p-value.
@@ -641,6 +648,6 @@ def gate(
     """
     table = compare(
         base, cand, slices=slices, units=units, ci=ci, method=method, n_resamples=n_resamples, seed=seed,
-        n_permutations=n_permutations, bounds=bounds,
+        n_permutations=n_permutations, bounds=bounds, labels=labels, weights=weights, strata=strata,
     )
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
