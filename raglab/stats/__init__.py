@@ -24,8 +24,8 @@ Where the code lives
 (the interval formulas), ``raglab.stats.tests`` (paired tests), ``raglab.stats.estimators`` (one
 class per interval method, and the ``"auto"`` choice), ``raglab.stats.results`` (the typed rows
 and the tables' columns, declared once), ``raglab.stats.tables`` (summary, compare),
-``raglab.stats.ppi`` (prediction-powered inference) and ``raglab.stats._gate`` (the gate, on top of compare; also importable as :mod:`raglab.gate`). Nothing
-here imports upward: the gate imports the tables, never the reverse. Every public name is
+``raglab.stats.ppi`` (prediction-powered inference) and ``raglab.stats._gate`` (the gate, on top
+of compare; also importable as :mod:`raglab.gate`). Nothing here imports upward: the gate imports the tables, never the reverse. Every public name is
 importable from here.
 
 How the bootstrap is computed
