@@ -226,3 +226,17 @@ def test_gate_reviews_paired_ppi_below_min_labels() -> None:
         assert result.decision == decision, result.table.reason.tolist()
         if decision == "review":
             assert f"below {MIN_LABELS} labels" in result.table.reason[0]
+
+
+def test_ppi_interval_states_its_ingredients_and_pickles() -> None:
+    import pickle
+
+    rng = np.random.default_rng(1)
+    iv = ppi_mean(rng.random(150), rng.random(150), rng.random(900), ci=0.9)
+    back = pickle.loads(pickle.dumps(iv))
+    assert tuple(back) == tuple(iv) and back.metadata() == iv.metadata()
+    meta = iv.to_dict()
+    assert meta["method"] == "prediction-powered (PPI++)" and meta["level"] == 0.9
+    assert meta["n"] == 1050 and meta["n_labeled"] == 150 and meta["n_unlabeled"] == 900
+    assert {"lam", "effective_labels", "se"} <= set(meta)
+    assert "lam=" in repr(iv)
