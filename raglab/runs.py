@@ -291,8 +291,8 @@ def _paired_human(
     """``labels=`` and ``weights=`` for :func:`raglab.stats.compare` from the human label columns of both runs.
 
     The labelled questions must be a recorded random sample (the baseline's design, see
-    ``_label_design``) labelled in both runs; a question labelled in only one run is treated as
-    unlabelled, with a warning.
+    ``_label_design``; its ``strata`` column, if any, stratifies the overall row) labelled in both
+    runs; a question labelled in only one run is treated as unlabelled, with a warning.
     """
     import numpy as np
 
@@ -318,8 +318,11 @@ def _paired_human(
         any_labelled |= ~np.isnan(b)
     frame = pairs.base.copy()
     frame.attrs = base.attrs
-    prob, _ = _label_design(frame, any_labelled, caller_name, on)
-    return {"labels": labels, "weights": None if prob is None else 1.0 / prob}
+    prob, design = _label_design(frame, any_labelled, caller_name, on)
+    strata = (design or {}).get("strata")
+    return {"labels": labels, "weights": None if prob is None else 1.0 / prob,
+            # a stratified label draw: the overall prediction-powered row is stratified the same way
+            "strata": frame[strata].astype(str).to_numpy() if strata and strata in frame.columns else None}
 
 
 def estimate(

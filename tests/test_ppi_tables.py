@@ -165,3 +165,23 @@ def test_stratified_neyman_design_coverage() -> None:
             row = runs.estimate(rows, "faithfulness", human="human", by="topic").iloc[0]
         covered += row.low <= truth.mean() <= row.high
     assert covered / reps >= 0.88  # nominal 95%; Monte Carlo sd about 2 points at 120 reps
+
+
+def test_compare_with_a_stratified_label_draw_is_stratified_ppi_on_the_differences() -> None:
+    rows = _rows(2000)
+    rng = np.random.default_rng(9)
+    lab = rows["human_faithful"].notna().to_numpy()
+    truth_c = np.where(rng.random(len(rows)) < 0.2, 1.0, rows["human_faithful"].fillna(0).to_numpy())
+    judge_c = np.where(rng.random(len(rows)) < 0.85, truth_c, 1 - truth_c)
+    cand = rows.assign(faithfulness=judge_c, human_faithful=np.where(lab, truth_c, np.nan))
+    update_meta(rows, "sampling", {"labelled": {"kind": "labelled", "method": "stratified", "strata": "topic",
+                                                "n": int(lab.sum()), "population": len(rows),
+                                                "inclusion_probability": "inclusion_probability"}})
+    table = runs.compare(rows, cand, metrics=["faithfulness"], human={"faithfulness": "human_faithful"},
+                         n_permutations=0, n_resamples=100)
+    dy = (cand["human_faithful"] - rows["human_faithful"]).to_numpy()[lab]
+    df = (cand["faithfulness"] - rows["faithfulness"]).to_numpy()
+    topic = rows["topic"].to_numpy()
+    iv = ppi_mean_strata(dy, df[lab], df[~lab], topic[lab], topic[~lab])
+    assert tuple(table.iloc[0][["diff", "low", "high"]]) == pytest.approx(tuple(iv), abs=1e-12)
+    assert table.method[0] == "paired prediction-powered (PPI++), stratified"
