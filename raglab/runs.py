@@ -48,7 +48,8 @@ from raglab.gate import gate_comparison
 from raglab.stats.tables import _check_unit_range
 
 __all__ = [
-    "agreement", "compare", "flip_directions", "flips", "gate", "size", "summary", "threshold_sweep", "validate",
+    "agreement", "compare", "estimate", "flip_directions", "flips", "gate", "size", "summary", "threshold_sweep",
+    "validate",
 ]
 
 _INTERVAL = ("ci", "method", "n_resamples", "seed")  # the settings of an interval (no permutation test)
@@ -214,6 +215,212 @@ def summary(
 
 
 
+def _human_columns(
+    metrics: str | Sequence[str] | None, human: str | Mapping[str, str], caller_name: str
+) -> dict[str, str]:
+    """``{metric: human label column}`` from ``metrics`` and ``human`` (a column, or a mapping)."""
+    if isinstance(human, str):
+        names = [metrics] if isinstance(metrics, str) else list(metrics or [])
+        if len(names) != 1:
+            raise TypeError(f"{caller_name}: human={human!r} names one label column, so pass exactly one metric "
+                            f"(got {names}); for several, pass human={{metric: column, ...}}")
+        return {names[0]: human}
+    if not isinstance(human, Mapping) or not human:
+        raise TypeError(f"{caller_name}: human must be a column name or a {{metric: column}} mapping, got {human!r}")
+    names = list(human) if metrics is None else ([metrics] if isinstance(metrics, str) else list(metrics))
+    missing = [m for m in names if m not in human]
+    if missing:
+        raise KeyError(f"{caller_name}: no human label column for {missing}; add them to human={{...}}")
+    return {m: human[m] for m in names}
+
+
+def _label_design(
+    df: pd.DataFrame, labelled: Any, caller_name: str, id_column: str | None = None
+) -> tuple[Any, dict[str, Any] | None]:
+    """The labelled rows' inclusion probabilities (or None) after the guards on how they were chosen.
+
+    PPI is valid only when the labelled rows are a random sample of this table's rows, drawn with
+    known probabilities. No recorded design (``attrs["raglab"]["sampling"]["labelled"]``, written by
+    ``raglab.sampling.draw``) or no probability column: a loud warning. Labelled rows that the recorded
+    draw did not select (labels picked by hand, or carried over from another table): refused.
+    """
+    import numpy as np
+
+    from raglab._validation import warn
+
+    labelled = np.asarray(labelled, dtype=bool)
+    design = (get_meta(df).get("sampling") or {}).get("labelled")
+    if not isinstance(design, Mapping):
+        warn(f"{caller_name}: the human labels are not a recorded random sample of this table's rows (no "
+             "attrs['raglab']['sampling']['labelled']); prediction-powered intervals are valid only for labels on "
+             "rows drawn at random from this table (raglab.sampling.draw). Labels reused from another system's "
+             "rows or picked by hand give intervals that miss the truth. Treating them as a uniform sample.",
+             UserWarning)
+        return None, None
+    column = design.get("inclusion_probability")
+    if "selected" in df.columns and column == "inclusion_probability":
+        picked = df["selected"].to_numpy(dtype=bool, na_value=False)
+        outside = np.flatnonzero(labelled & ~picked)
+        if outside.size:
+            raise RowTableError(
+                f"{caller_name}: {outside.size} labelled row(s) were not selected by the recorded draw "
+                f"({_row_labels(df, outside[:5].tolist(), id_column)}): labels on rows the random sample did not "
+                "choose (picked by hand, or reused from another table) break prediction-powered inference. "
+                "Drop those labels, or draw again with raglab.sampling.draw."
+            )
+    population = design.get("population")
+    if population is not None and int(population) != len(df):
+        warn(f"{caller_name}: the labelled sample was drawn from {population} rows and this table has {len(df)}; "
+             "intervals describe this table only if it is the table the labels were drawn from (or a slice of it)",
+             UserWarning)
+    if not column or column not in df.columns:
+        warn(f"{caller_name}: the labelled design records no inclusion-probability column present in the table "
+             f"({column!r}); treating the labels as a uniform sample", UserWarning)
+        return None, dict(design)
+    prob = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    bad = np.flatnonzero(labelled & ~((prob > 0) & (prob <= 1)))
+    if bad.size:
+        raise RowTableError(f"{caller_name}: {bad.size} labelled row(s) have no inclusion probability in (0, 1] in "
+                            f"{column!r} ({_row_labels(df, bad[:5].tolist(), id_column)})")
+    return np.where(labelled, prob, 1.0), dict(design)
+
+
+def _paired_human(
+    base: pd.DataFrame, pairs: Any, names: list[str], human: Mapping[str, str], on: str | None, caller_name: str
+) -> dict[str, Any]:
+    """``labels=`` and ``weights=`` for :func:`raglab.stats.compare` from the human label columns of both runs.
+
+    The labelled questions must be a recorded random sample (the baseline's design, see
+    ``_label_design``; its ``strata`` column, if any, stratifies the overall row) labelled in both
+    runs; a question labelled in only one run is treated as unlabelled, with a warning.
+    """
+    import numpy as np
+
+    from raglab._validation import warn
+
+    if not isinstance(human, Mapping):
+        raise TypeError(f"{caller_name}: human must be {{metric: label column}}, got {human!r}")
+    unknown = [m for m in human if m not in names]
+    if unknown:
+        raise ValueError(f"{caller_name}: human names {unknown}, which are not compared metrics {names}")
+    labels: dict[str, tuple[Any, Any]] = {}
+    any_labelled = np.zeros(len(pairs.base), dtype=bool)
+    for metric, column in human.items():
+        b = _score_frame(pairs.base, [column], caller_name, id_column=on, side="baseline")[column].to_numpy()
+        c = _score_frame(pairs.cand, [column], caller_name, id_column=on, side="candidate")[column].to_numpy()
+        one = np.isnan(b) != np.isnan(c)
+        if one.any():
+            warn(f"{caller_name}: {int(one.sum())} question(s) have a {column!r} label in only one run; paired "
+                 "prediction-powered inference needs both runs' answers labelled on the same random questions, "
+                 "so those are treated as unlabelled", UserWarning)
+            b, c = np.where(one, np.nan, b), np.where(one, np.nan, c)
+        labels[metric] = (b, c)
+        any_labelled |= ~np.isnan(b)
+    frame = pairs.base.copy()
+    frame.attrs = base.attrs
+    prob, design = _label_design(frame, any_labelled, caller_name, on)
+    strata = (design or {}).get("strata")
+    return {"labels": labels, "weights": None if prob is None else 1.0 / prob,
+            # a stratified label draw: the overall prediction-powered row is stratified the same way
+            "strata": frame[strata].astype(str).to_numpy() if strata and strata in frame.columns else None}
+
+
+def estimate(
+    rows: pd.DataFrame,
+    metrics: str | Sequence[str] | None = None,
+    *,
+    human: str | Mapping[str, str],
+    by: str | Sequence[str] | None = None,
+    units: str | bool | None = None,
+    lam: float | None = None,
+    ci: float = 0.95,
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **options: Any,
+) -> pd.DataFrame:
+    """Prediction-powered estimate of a human-labelled metric: a judge's score on every row, people's on a few.
+
+    The judge's column (``metrics``) is debiased by the human labels (``human``) on a random subset
+    of rows (NaN: not labelled), as in :func:`raglab.stats.ppi_table`: PPI++ (Angelopoulos et al.
+    2023; arXiv 2311.01453), with the human-only and judge-only intervals beside it. Labels must be a
+    recorded random sample of this table's rows (``raglab.sampling.draw``, whose
+    ``inclusion_probability`` column weights each label by ``1 / p``): otherwise a loud warning, and
+    labelled rows the recorded draw did not select are refused. Cells with fewer than
+    :data:`raglab.stats.MIN_LABELS` labels are flagged (``below_min_labels``): review them. When the
+    judge is no better than the system judged, labels are worth at most about twice as many (Dorner
+    et al., ICLR 2025).
+
+    Parameters
+    ----------
+    metrics : str or list of str, optional
+        The judge's score columns (default: the keys of ``human`` when it is a mapping).
+    human : str or dict
+        The human label column for the one metric, or ``{metric: label column}``.
+    by : str or list of str, optional
+        Slice column(s): one row per slice, and the ``overall`` row is stratified PPI over them
+        (each stratum weighted by its share of rows).
+    units : str or False, optional
+        A cluster column (e.g. the conversation): cluster-robust variances. By default the eval set's
+        recorded cluster column, if any.
+    lam : float, optional
+        The judge's weight; ``None`` tunes it (PPI++), ``1`` is plain PPI, ``0`` human only.
+    ci : float
+        Confidence level.
+    roles : Roles or dict, optional
+        Column roles (``question_id`` names rows in messages).
+    **options
+        Column roles as keywords, e.g. ``question_id="qid"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``metric, slice, n_labeled, n_judged, lam, effective_labels, below_min_labels, method, level,
+        human_only, human_only_low, human_only_high, judge_only, judge_only_low, judge_only_high,
+        estimate, low, high``; ``attrs["raglab"]["estimate"]`` records the label columns, slices,
+        cluster column and the labelled design.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from raglab import runs
+    >>> rng = np.random.default_rng(0)
+    >>> truth = (rng.random(2000) < 0.7).astype(float)
+    >>> rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(2000)],
+    ...                      "faithfulness": np.where(rng.random(2000) < 0.85, truth, 1 - truth),
+    ...                      "human_faithful": np.where(rng.random(2000) < 0.1, truth, np.nan)})
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")      # these labels carry no recorded sampling design
+    ...     table = runs.estimate(rows, "faithfulness", human="human_faithful")
+    >>> table[["metric", "slice", "n_labeled", "n_judged"]].to_string(index=False)
+    '      metric   slice  n_labeled  n_judged\\nfaithfulness overall        212      2000'
+    """
+    df = rows
+    caller_name = caller("raglab.runs.estimate")
+    columns, _ = split_options(options, (), caller=caller_name)
+    cols = table_roles(df, roles, columns, caller=caller_name)
+    question_id = cols.column("question_id")
+    pairs = _human_columns(metrics, human, caller_name)
+    units = _resolve_units(df, units, caller_name)
+    by_columns = _by_columns(by)
+    for column in [*by_columns, *([units] if units else [])]:
+        if column not in df.columns:
+            raise _missing(df, column, caller_name, "a slice or cluster column")
+    judged = _score_frame(df, list(pairs), caller_name, id_column=None)
+    labels = _score_frame(df, list(pairs.values()), caller_name, id_column=None)
+    labels.columns = list(pairs)
+    prob, design = _label_design(df, labels.notna().any(axis=1).to_numpy(), caller_name, question_id)
+    table = _stats.ppi_table(
+        judged, labels,
+        slices=_slice_labels(df, by_columns, caller_name, question_id) if by_columns else None,
+        units=_unit_labels(df, units, caller_name, question_id) if units else None,
+        probability=prob, lam=lam, ci=ci,
+    )
+    meta = get_meta(df)
+    meta["estimate"] = {"human": pairs, "by": by_columns or None, "units": units, "design": design}
+    set_meta(table, jsonable(meta))
+    return table
+
+
 def _pairing_record(pairs: Any) -> dict[str, Any]:
     """How two runs paired (counts and the first 50 unpaired ids), as compare and flips record it."""
     return {
@@ -233,6 +440,7 @@ def compare(
     adjust: str | None = None,
     allow_evalset_mismatch: bool = False,
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    human: Mapping[str, str] | None = None,
     roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
@@ -274,6 +482,14 @@ def compare(
         declared range).
     allow_evalset_mismatch : bool
         Compare runs stamped with different eval sets anyway (with a warning).
+    human : dict, optional
+        ``{metric: human label column}`` (the column in both runs, NaN where a question was not
+        labelled): when people labelled a random subset of questions in both runs, those judged
+        metrics get the paired prediction-powered interval (PPI++ on the per-question differences,
+        ``raglab.stats.estimators.PredictionPowered``; ``diff`` the estimate of the human mean
+        difference, ``attrs["raglab"]["comparison"]["n_labeled"]`` the labelled questions per row). The labels must be a recorded random sample of the
+        baseline's questions (``raglab.sampling.draw``; otherwise a loud warning), weighted by
+        ``1 / inclusion_probability``.
     roles : Roles or dict, optional
         Column roles of the baseline (its ``question_id`` is the default ``on``).
     resampling : Resampling, optional
@@ -317,6 +533,7 @@ def compare(
         _check_unit_range(names, scores.to_numpy(), f"the {side} run", caller_name, _locate_rows(frame, on, paired))
     slices = _paired_labels(pairs, by_columns, on, caller_name, kind="slice") if by_columns else None
     unit_labels = _paired_labels(pairs, [units], on, caller_name, kind="cluster") if units else None
+    labelled = _paired_human(base, pairs, names, human, on, caller_name) if human else {}
     table = _stats.compare(
         base_scores,
         cand_scores,
@@ -325,6 +542,7 @@ def compare(
         **res.settings(),
         adjust=adjust,
         bounds=bounds,
+        **labelled,
     )
     comparison = dict(table.attrs["raglab"]["comparison"])
     comparison.update(
@@ -333,6 +551,7 @@ def compare(
             "how": how,
             "by": by_columns or None,
             "units": units,
+            **({"human": dict(human)} if human else {}),
             **_pairing_record(pairs),
             "runs": {"base": _run_record(base), "cand": _run_record(cand)},
         }
@@ -357,6 +576,7 @@ def gate(
     adjust: str | None = "holm",
     allow_evalset_mismatch: bool = False,
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    human: Mapping[str, str] | None = None,
     roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
@@ -381,6 +601,10 @@ def gate(
     bounds : dict, optional
         ``{metric: (low, high)}`` for metrics with no known bounds: the betting interval on that range
         (the gate's pass promise at every n); see :func:`raglab.stats.gate`.
+    human : dict, optional
+        ``{metric: human label column}`` as in :func:`compare`: those metrics are decided on paired
+        prediction-powered intervals, and rows with fewer than :data:`raglab.stats.MIN_LABELS`
+        labelled questions review instead of deciding.
     adjust : {"holm", None}
         Blocks need Holm-adjusted evidence over all rows (default) or, with None, only the row's own.
 
@@ -411,7 +635,8 @@ def gate(
     cols, res = _options(base, roles, resampling, options, RESAMPLING_SETTINGS, caller_name)
     with called_as(caller_name):  # the comparison's errors name the gate
         table = compare(base, cand, metrics=metrics, by=by, on=on, how=how, units=units,
-                        allow_evalset_mismatch=allow_evalset_mismatch, bounds=bounds, roles=cols, resampling=res)
+                        allow_evalset_mismatch=allow_evalset_mismatch, bounds=bounds, human=human, roles=cols,
+                        resampling=res)
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
 
 

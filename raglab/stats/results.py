@@ -29,6 +29,7 @@ __all__ = [
     "GATE_ADDED",
     "GATE_NEEDS",
     "GATE_SHOWN",
+    "PPI_TABLE",
     "ROW_KEY",
     "SUMMARY",
     "Column",
@@ -56,6 +57,7 @@ class IntervalKind(enum.Enum):
     BOOTSTRAP = "bootstrap"
     PROPORTION = "proportion"
     T = "t"
+    PREDICTION_POWERED = "prediction-powered"  # normal interval from judge scores and human labels (PPI++)
 
     @property
     def valid_at_every_n(self) -> bool:
@@ -68,6 +70,7 @@ SIGN_FLIP_TEST = "sign-flip permutation"
 CLUSTER_SIGN_FLIP_TEST = "sign-flip permutation (clusters)"
 CAPITAL_TEST = "betting capital"  # p = min(1, 1 / capital at 0)
 NO_TEST = "none"
+PPI_TEST = "normal (prediction-powered)"  # p from the PPI estimate over its standard error
 
 
 class TestKind(enum.Enum):
@@ -78,6 +81,7 @@ class TestKind(enum.Enum):
     EXACT = "exact"  # exact McNemar: no draws, no floor
     SIGN_FLIP = "sign-flip"  # random sign flips: a floor at 1 / (n_permutations + 1)
     CAPITAL = "capital"  # the betting capital at 0: p = min(1, 1 / K), no draws
+    NORMAL = "normal"  # a normal approximation (prediction-powered rows): no draws, no floor
     NONE = "none"  # no test run: one-sided p-values read off the bootstrap distribution (or McNemar's)
 
 
@@ -87,6 +91,7 @@ _TEST_KINDS = {
     CLUSTER_SIGN_FLIP_TEST: TestKind.SIGN_FLIP,
     CAPITAL_TEST: TestKind.CAPITAL,
     NO_TEST: TestKind.NONE,
+    PPI_TEST: TestKind.NORMAL,
 }
 
 
@@ -168,6 +173,27 @@ COMPARISON = _columns(
     Column("n_permutations", "Int64", "random sign flips (sign-flip rows only)"),
     Column("n_clusters", "Int64", "clusters behind the row (with units=)", optional=True),
     Column("diff", "float64", "mean(cand - base) over the n pairs"),
+    Column("low", "float64", "the interval's low end"),
+    Column("high", "float64", "the interval's high end"),
+)
+
+PPI_TABLE = _columns(
+    Column("metric", "str", "the judged metric (a score column)"),
+    Column("slice", "str", "'overall', or the slice label"),
+    Column("n_labeled", "int64", "rows with both a human label and a judge score"),
+    Column("n_judged", "int64", "rows with a judge score (labelled and unlabelled)"),
+    Column("lam", "float64", "the judge's weight (PPI++ tuned in [0, 1]; a stratum-weighted mean when stratified)"),
+    Column("effective_labels", "float64", "human labels alone that would give the same variance"),
+    Column("below_min_labels", "bool", "fewer than MIN_LABELS labels: review, do not decide"),
+    Column("method", "str", "the interval method's label"),
+    Column("level", "float64", "the confidence level"),
+    Column("human_only", "float64", "the mean of the human labels alone (weighted by 1 / inclusion probability)"),
+    Column("human_only_low", "float64", "the human-only interval's low end"),
+    Column("human_only_high", "float64", "the human-only interval's high end"),
+    Column("judge_only", "float64", "the judge's mean over every judged row (biased by the judge's errors)"),
+    Column("judge_only_low", "float64", "the judge-only interval's low end (sampling error only)"),
+    Column("judge_only_high", "float64", "the judge-only interval's high end"),
+    Column("estimate", "float64", "the prediction-powered estimate of the human label's mean"),
     Column("low", "float64", "the interval's low end"),
     Column("high", "float64", "the interval's high end"),
 )
