@@ -14,6 +14,8 @@ SQuAD 2.0 dev (CC BY-SA 4.0), 11,873 questions over 35 Wikipedia articles, half 
 MTRAG human evaluations (Apache-2.0), 159 multi-turn RAG tasks x 3 answerers rated by people and
 two LLM judges: :mod:`raglab.datasets.mtrag` (``load_responses``, ``load_runs``, ...). ClapNQ (600 questions,
 its passages chunked at 256 and 512 characters and ranked with BM25): :mod:`raglab.datasets.clapnq`.
+FRANK (MIT), 2,246 news summaries by 9 systems with people's factuality labels and automatic
+metrics as judge-like scores: :func:`frank_summaries` (:mod:`raglab.datasets.frank`, also per-system runs).
 
 A handbook written by the raglab developers (Apache-2.0), for judges that need text:
 
@@ -43,7 +45,7 @@ from raglab._meta import get_meta, set_meta
 from raglab._validation import check_option
 from raglab.io import read_rows
 
-__all__ = ["SQUAD_READERS", "SQUAD_RUNS", "data_dir", "handbook", "squad_questions", "squad_reader", "squad_run"]
+__all__ = ["SQUAD_READERS", "SQUAD_RUNS", "data_dir", "frank_summaries", "handbook", "squad_questions", "squad_reader", "squad_run"]
 
 SQUAD_RUNS = ("chunk1000_bm25", "chunk500_rerank", "chunk500_rerank_expand")
 SQUAD_READERS = ("bert", "bidaf", "nlnet")
@@ -59,7 +61,7 @@ def data_dir() -> Path:
     Examples
     --------
     >>> sorted(p.name for p in data_dir().iterdir() if p.is_dir())
-    ['clapnq', 'handbook', 'mtrag', 'squad2']
+    ['clapnq', 'frank', 'handbook', 'mtrag', 'squad2']
     """
     configured = os.environ.get("RAGLAB_DATA")
     if configured:
@@ -67,7 +69,7 @@ def data_dir() -> Path:
         if not path.is_dir():
             raise FileNotFoundError(
                 f"RAGLAB_DATA is {configured!r}, which is not a folder; point it at a folder laid out as "
-                "raglab's data/ (clapnq/, handbook/, mtrag/, squad2/), or unset it to use the bundled copy."
+                "raglab's data/ (clapnq/, frank/, handbook/, mtrag/, squad2/), or unset it to use the bundled copy."
             )
         return path
     for path in (_PACKAGED, _CHECKOUT):
@@ -205,3 +207,28 @@ def handbook() -> pd.DataFrame:
     {1.0: 24, 0.0: 9, nan: 3}
     """
     return read_rows(data_dir() / "handbook" / "rows.jsonl")
+
+
+def frank_summaries(split: str | None = None) -> pd.DataFrame:
+    """FRANK's 2,246 news summaries: people's factuality labels and automatic metrics, one row per summary.
+
+    The same table as :func:`raglab.datasets.frank.load_summaries` (see there for the columns):
+    ``question_id`` (``<article_id>:<system>``), ``article_id``, ``system``, ``dataset``
+    (``cnndm``/``bbc``), ``split``, ``human_factuality`` (share of sentences free of factual errors),
+    ``human_faithful`` (1 when no sentence has one), the error-type shares and the automatic metrics
+    (``factcc``, ``qags``, ``feqa``, ``dae``, BERTScore, ROUGE, ...).
+
+    Parameters
+    ----------
+    split : {None, "valid", "test"}
+        FRANK's split to keep (default: all summaries).
+
+    Examples
+    --------
+    >>> rows = frank_summaries()
+    >>> len(rows), round(float(rows["human_faithful"].mean()), 3)
+    (2246, 0.361)
+    """
+    from raglab.datasets.frank import load_summaries
+
+    return load_summaries(split)
