@@ -72,6 +72,7 @@ from raglab.stats.intervals import (  # noqa: F401
     paired_proportion_interval,
     proportion_interval,
 )
+from raglab.stats.ppi import MIN_LABELS, PPIInterval, ppi_mean, ppi_mean_clustered, ppi_mean_strata
 from raglab.stats.tables import compare, summary
 from raglab.stats.tests import (  # noqa: F401
     TestResult,
@@ -89,6 +90,8 @@ __all__ = [
     "MIN_CLUSTERS",
     "MIN_CHANGED",
     "MIN_RESAMPLED",
+    "MIN_LABELS",
+    "PPIInterval",
     "GateResult",
     "Interval",
     "TestResult",
@@ -100,6 +103,9 @@ __all__ = [
     "mean_interval",
     "paired_bootstrap",
     "paired_proportion_interval",
+    "ppi_mean",
+    "ppi_mean_clustered",
+    "ppi_mean_strata",
     "proportion_interval",
     "sign_flip_test",
     "summary",

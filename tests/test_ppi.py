@@ -1,0 +1,155 @@
+"""Prediction-powered intervals (raglab.stats.ppi) against ppi_py, the reference implementation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from raglab.stats import MIN_LABELS, ppi_mean
+
+ppi_py = pytest.importorskip("ppi_py", reason="ppi-python (the test-only oracle) is not installed")
+
+
+def _draw(rng: np.random.Generator, t: int) -> tuple[np.ndarray, ...]:
+    n, big_n = int(rng.integers(3, 300)), int(rng.integers(1, 3000))
+    if t % 3 == 0:  # pass/fail labels, a judge right 80% of the time
+        y = (rng.random(n) < 0.7).astype(float)
+        f = np.where(rng.random(n) < 0.8, y, 1 - y)
+        fu = (rng.random(big_n) < 0.65).astype(float)
+    else:  # continuous scores, a judge of random quality (possibly anti-correlated)
+        y = rng.random(n)
+        f = y * rng.normal() + rng.normal(0, 0.3, n)
+        fu = rng.normal(0.5, 0.3, big_n)
+    w = wu = None
+    if t % 2:
+        w, wu = rng.uniform(0.5, 5, n), rng.uniform(0.5, 5, big_n)
+    return y, f, fu, w, wu
+
+
+@pytest.mark.parametrize("lam", [None, 0.0, 1.0, 0.37])
+def test_ppi_mean_equals_ppi_py(lam: float | None) -> None:
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for t in range(200):
+        y, f, fu, w, wu = _draw(rng, t)
+        level = (0.8, 0.9, 0.95)[t % 3]
+        iv = ppi_mean(y, f, fu, lam=lam, ci=level, weights=w, weights_unlabeled=wu)
+        low, high = ppi_py.ppi_mean_ci(y, f, fu, alpha=1 - level, lam=lam, w=w, w_unlabeled=wu)
+        point = ppi_py.ppi_mean_pointestimate(y, f, fu, lam=lam, w=w, w_unlabeled=wu)
+        worst = max(
+            worst, abs(iv.low - float(low[0])), abs(iv.high - float(high[0])),
+            abs(iv.estimate - float(np.ravel(point)[0])),
+        )
+        assert iv.level == level and iv.n_labeled == y.size and iv.n_unlabeled == fu.size
+        if lam is not None:
+            assert iv.lam == lam
+        else:
+            assert 0.0 <= iv.lam <= 1.0
+    assert worst < 1e-10
+
+
+def test_lam_zero_is_the_human_only_normal_interval() -> None:
+    rng = np.random.default_rng(3)
+    y = rng.random(150)
+    f = rng.random(150)
+    iv = ppi_mean(y, f, rng.random(1000), lam=0)
+    se = y.std() / np.sqrt(y.size)  # ppi_py's (and so raglab's) population sd
+    assert iv.estimate == pytest.approx(y.mean(), abs=1e-12)
+    assert iv.high - iv.estimate == pytest.approx(1.959963984540054 * se, abs=1e-12)
+    assert iv.effective_labels == pytest.approx(150)
+
+
+def test_effective_labels_and_the_useless_judge() -> None:
+    rng = np.random.default_rng(11)
+    truth = rng.random(20_000) < 0.7
+    good = np.where(rng.random(truth.size) < 0.9, truth, ~truth).astype(float)
+    y = truth[:300].astype(float)
+    iv = ppi_mean(y, good[:300], good[300:])
+    assert iv.method == "prediction-powered (PPI++)"
+    assert iv.effective_labels > 1.5 * 300  # a 90%-accurate judge on 20,000 rows is worth many labels
+    assert iv.width < ppi_mean(y, good[:300], good[300:], lam=0).width
+    noise = rng.random(truth.size)
+    useless = ppi_mean(y, noise[:300], noise[300:])
+    assert useless.lam < 0.2  # tuned weight near zero
+    assert useless.width < ppi_mean(y, noise[:300], noise[300:], lam=0).width * 1.02
+
+
+def test_min_labels_flag_and_input_checks() -> None:
+    rng = np.random.default_rng(0)
+    small = ppi_mean(rng.random(MIN_LABELS - 1), rng.random(MIN_LABELS - 1), rng.random(500))
+    assert small.below_min_labels
+    assert not ppi_mean(rng.random(MIN_LABELS), rng.random(MIN_LABELS), rng.random(500)).below_min_labels
+    with pytest.raises(ValueError, match="one value per labelled row"):
+        ppi_mean([1, 0, 1], [1, 0], [1])
+    with pytest.raises(ValueError, match="missing"):
+        ppi_mean([1, np.nan, 1], [1, 0, 1], [1])
+    with pytest.raises(ValueError, match="positive"):
+        ppi_mean([1, 0, 1], [1, 0, 1], [1], weights=[1, 0, 1])
+
+
+def test_strata_combine_ppi_py_per_stratum() -> None:
+    """Stratified PPI is sum_h W_h theta_h with variance sum_h W_h^2 var_h, each stratum ppi_py's PPI++."""
+    from raglab.stats import ppi_mean_strata
+
+    rng = np.random.default_rng(5)
+    sizes = {"a": (60, 900), "b": (150, 400), "c": (40, 1200)}  # (labelled, unlabelled): unequal rates
+    y, f, fu, sl, su = [], [], [], [], []
+    for h, (n, big_n) in sizes.items():
+        p = {"a": 0.9, "b": 0.6, "c": 0.3}[h]
+        acc = {"a": 0.95, "b": 0.7, "c": 0.55}[h]
+        t = rng.random(n) < p
+        y.append(t.astype(float))
+        f.append(np.where(rng.random(n) < acc, t, ~t).astype(float))
+        fu.append((rng.random(big_n) < p).astype(float))
+        sl += [h] * n
+        su += [h] * big_n
+    iv = ppi_mean_strata(np.concatenate(y), np.concatenate(f), np.concatenate(fu), sl, su, ci=0.9)
+    total = sum(n + m for n, m in sizes.values())
+    est = var = 0.0
+    for i, (n, m) in enumerate(sizes.values()):
+        share = (n + m) / total
+        point = float(np.ravel(ppi_py.ppi_mean_pointestimate(y[i], f[i], fu[i]))[0])
+        low, high = ppi_py.ppi_mean_ci(y[i], f[i], fu[i], alpha=0.1)
+        se = (float(high[0]) - float(low[0])) / 2 / 1.6448536269514722
+        est += share * point
+        var += share**2 * se**2
+    assert iv.estimate == pytest.approx(est, abs=1e-10)
+    assert iv.high - iv.estimate == pytest.approx(1.6448536269514722 * np.sqrt(var), abs=1e-10)
+    assert iv.method == "prediction-powered (PPI++), stratified"
+    with pytest.raises(ValueError, match="stratum 'z'"):
+        ppi_mean_strata([1, 0, 1], [1, 0, 1], [1, 1], ["a", "a", "z"], ["a", "z"])
+
+
+def test_clustered_with_singletons_is_ppi_py_times_g_over_g_minus_1() -> None:
+    from raglab.stats import ppi_mean_clustered
+
+    rng = np.random.default_rng(2)
+    y, f, fu = rng.random(120), rng.random(120), rng.random(700)
+    f = 0.6 * y + 0.4 * f
+    for lam in (0.0, 1.0, 0.5):
+        iv = ppi_mean_clustered(y, f, fu, np.arange(120), np.arange(120, 820), lam=lam)
+        low, high = ppi_py.ppi_mean_ci(y, f, fu, alpha=0.05, lam=lam)
+        half = (float(high[0]) - float(low[0])) / 2
+        assert iv.high - iv.estimate == pytest.approx(half * np.sqrt(820 / 819), abs=1e-10)
+        assert iv.estimate == pytest.approx((float(high[0]) + float(low[0])) / 2, abs=1e-10)
+
+
+def test_clustered_coverage_on_a_simulated_law() -> None:
+    """Conversations share a quality level: the cluster-robust interval keeps its coverage, the naive one does not."""
+    from raglab.stats import ppi_mean_clustered
+
+    rng = np.random.default_rng(0)
+    conversations, turns, reps = 300, 5, 300
+    truth_mean = 0.5  # E[1{u + e > 1}] for u, e ~ U(0, 1)
+    covered = covered_naive = 0
+    for _ in range(reps):
+        conv = np.repeat(np.arange(conversations), turns)
+        y = ((rng.random(conversations)[conv] + rng.random(conv.size)) > 1).astype(float)
+        judge = np.where(rng.random(conv.size) < 0.8, y, 1 - y)
+        lab = rng.random(conv.size) < 0.15
+        iv = ppi_mean_clustered(y[lab], judge[lab], judge[~lab], conv[lab], conv[~lab])
+        naive = ppi_mean(y[lab], judge[lab], judge[~lab])
+        covered += iv.low <= truth_mean <= iv.high
+        covered_naive += naive.low <= truth_mean <= naive.high
+    assert covered / reps >= 0.91  # nominal 95%; 300 reps give a Monte Carlo sd of about 1.3 points
+    assert covered_naive < covered
