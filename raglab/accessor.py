@@ -47,6 +47,7 @@ METHODS: dict[str, str] = {
     "boundary_report": "raglab.boundaries:boundary_report",
     # intervals, paired comparisons, the release gate, and looking at them
     "summary": "raglab.runs:summary",
+    "estimate": "raglab.runs:estimate",
     "compare": "raglab.runs:compare",
     "gate": "raglab.runs:gate",
     "forest": "raglab.plots:forest",

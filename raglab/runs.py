@@ -48,7 +48,8 @@ from raglab.gate import gate_comparison
 from raglab.stats.tables import _check_unit_range
 
 __all__ = [
-    "agreement", "compare", "flip_directions", "flips", "gate", "size", "summary", "threshold_sweep", "validate",
+    "agreement", "compare", "estimate", "flip_directions", "flips", "gate", "size", "summary", "threshold_sweep",
+    "validate",
 ]
 
 _INTERVAL = ("ci", "method", "n_resamples", "seed")  # the settings of an interval (no permutation test)
@@ -212,6 +213,172 @@ def summary(
     set_meta(table, jsonable(meta))
     return table
 
+
+
+def _human_columns(
+    metrics: str | Sequence[str] | None, human: str | Mapping[str, str], caller_name: str
+) -> dict[str, str]:
+    """``{metric: human label column}`` from ``metrics`` and ``human`` (a column, or a mapping)."""
+    if isinstance(human, str):
+        names = [metrics] if isinstance(metrics, str) else list(metrics or [])
+        if len(names) != 1:
+            raise TypeError(f"{caller_name}: human={human!r} names one label column, so pass exactly one metric "
+                            f"(got {names}); for several, pass human={{metric: column, ...}}")
+        return {names[0]: human}
+    if not isinstance(human, Mapping) or not human:
+        raise TypeError(f"{caller_name}: human must be a column name or a {{metric: column}} mapping, got {human!r}")
+    names = list(human) if metrics is None else ([metrics] if isinstance(metrics, str) else list(metrics))
+    missing = [m for m in names if m not in human]
+    if missing:
+        raise KeyError(f"{caller_name}: no human label column for {missing}; add them to human={{...}}")
+    return {m: human[m] for m in names}
+
+
+def _label_design(
+    df: pd.DataFrame, labelled: Any, caller_name: str, id_column: str | None = None
+) -> tuple[Any, dict[str, Any] | None]:
+    """The labelled rows' inclusion probabilities (or None) after the guards on how they were chosen.
+
+    PPI is valid only when the labelled rows are a random sample of this table's rows, drawn with
+    known probabilities. No recorded design (``attrs["raglab"]["sampling"]["labelled"]``, written by
+    ``raglab.sampling.draw``) or no probability column: a loud warning. Labelled rows that the recorded
+    draw did not select (labels picked by hand, or carried over from another table): refused.
+    """
+    import numpy as np
+
+    from raglab._validation import warn
+
+    labelled = np.asarray(labelled, dtype=bool)
+    design = (get_meta(df).get("sampling") or {}).get("labelled")
+    if not isinstance(design, Mapping):
+        warn(f"{caller_name}: the human labels are not a recorded random sample of this table's rows (no "
+             "attrs['raglab']['sampling']['labelled']); prediction-powered intervals are valid only for labels on "
+             "rows drawn at random from this table (raglab.sampling.draw). Labels reused from another system's "
+             "rows or picked by hand give intervals that miss the truth. Treating them as a uniform sample.",
+             UserWarning)
+        return None, None
+    column = design.get("inclusion_probability")
+    if "selected" in df.columns and column == "inclusion_probability":
+        picked = df["selected"].to_numpy(dtype=bool, na_value=False)
+        outside = np.flatnonzero(labelled & ~picked)
+        if outside.size:
+            raise RowTableError(
+                f"{caller_name}: {outside.size} labelled row(s) were not selected by the recorded draw "
+                f"({_row_labels(df, outside[:5].tolist(), id_column)}): labels on rows the random sample did not "
+                "choose (picked by hand, or reused from another table) break prediction-powered inference. "
+                "Drop those labels, or draw again with raglab.sampling.draw."
+            )
+    population = design.get("population")
+    if population is not None and int(population) != len(df):
+        warn(f"{caller_name}: the labelled sample was drawn from {population} rows and this table has {len(df)}; "
+             "intervals describe this table only if it is the table the labels were drawn from (or a slice of it)",
+             UserWarning)
+    if not column or column not in df.columns:
+        warn(f"{caller_name}: the labelled design records no inclusion-probability column present in the table "
+             f"({column!r}); treating the labels as a uniform sample", UserWarning)
+        return None, dict(design)
+    prob = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    bad = np.flatnonzero(labelled & ~((prob > 0) & (prob <= 1)))
+    if bad.size:
+        raise RowTableError(f"{caller_name}: {bad.size} labelled row(s) have no inclusion probability in (0, 1] in "
+                            f"{column!r} ({_row_labels(df, bad[:5].tolist(), id_column)})")
+    return np.where(labelled, prob, 1.0), dict(design)
+
+
+def estimate(
+    rows: pd.DataFrame,
+    metrics: str | Sequence[str] | None = None,
+    *,
+    human: str | Mapping[str, str],
+    by: str | Sequence[str] | None = None,
+    units: str | bool | None = None,
+    lam: float | None = None,
+    ci: float = 0.95,
+    roles: Roles | Mapping[str, str | None] | None = None,
+    **options: Any,
+) -> pd.DataFrame:
+    """Prediction-powered estimate of a human-labelled metric: a judge's score on every row, people's on a few.
+
+    The judge's column (``metrics``) is debiased by the human labels (``human``) on a random subset
+    of rows (NaN: not labelled), as in :func:`raglab.stats.ppi_table`: PPI++ (Angelopoulos et al.
+    2023; arXiv 2311.01453), with the human-only and judge-only intervals beside it. Labels must be a
+    recorded random sample of this table's rows (``raglab.sampling.draw``, whose
+    ``inclusion_probability`` column weights each label by ``1 / p``): otherwise a loud warning, and
+    labelled rows the recorded draw did not select are refused. Cells with fewer than
+    :data:`raglab.stats.MIN_LABELS` labels are flagged (``below_min_labels``): review them. When the
+    judge is no better than the system judged, labels are worth at most about twice as many (Dorner
+    et al., ICLR 2025).
+
+    Parameters
+    ----------
+    metrics : str or list of str, optional
+        The judge's score columns (default: the keys of ``human`` when it is a mapping).
+    human : str or dict
+        The human label column for the one metric, or ``{metric: label column}``.
+    by : str or list of str, optional
+        Slice column(s): one row per slice, and the ``overall`` row is stratified PPI over them
+        (each stratum weighted by its share of rows).
+    units : str or False, optional
+        A cluster column (e.g. the conversation): cluster-robust variances. By default the eval set's
+        recorded cluster column, if any.
+    lam : float, optional
+        The judge's weight; ``None`` tunes it (PPI++), ``1`` is plain PPI, ``0`` human only.
+    ci : float
+        Confidence level.
+    roles : Roles or dict, optional
+        Column roles (``question_id`` names rows in messages).
+    **options
+        Column roles as keywords, e.g. ``question_id="qid"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``metric, slice, n_labeled, n_judged, lam, effective_labels, below_min_labels, method, level,
+        human_only, human_only_low, human_only_high, judge_only, judge_only_low, judge_only_high,
+        estimate, low, high``; ``attrs["raglab"]["estimate"]`` records the label columns, slices,
+        cluster column and the labelled design.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from raglab import runs
+    >>> rng = np.random.default_rng(0)
+    >>> truth = (rng.random(2000) < 0.7).astype(float)
+    >>> rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(2000)],
+    ...                      "faithfulness": np.where(rng.random(2000) < 0.85, truth, 1 - truth),
+    ...                      "human_faithful": np.where(rng.random(2000) < 0.1, truth, np.nan)})
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")      # these labels carry no recorded sampling design
+    ...     table = runs.estimate(rows, "faithfulness", human="human_faithful")
+    >>> table[["metric", "slice", "n_labeled", "n_judged"]].to_string(index=False)
+    '      metric   slice  n_labeled  n_judged\\nfaithfulness overall        212      2000'
+    """
+    df = rows
+    caller_name = caller("raglab.runs.estimate")
+    columns, _ = split_options(options, (), caller=caller_name)
+    cols = table_roles(df, roles, columns, caller=caller_name)
+    question_id = cols.column("question_id")
+    pairs = _human_columns(metrics, human, caller_name)
+    units = _resolve_units(df, units, caller_name)
+    by_columns = _by_columns(by)
+    for column in [*by_columns, *([units] if units else [])]:
+        if column not in df.columns:
+            raise _missing(df, column, caller_name, "a slice or cluster column")
+    judged = _score_frame(df, list(pairs), caller_name, id_column=None)
+    labels = _score_frame(df, list(pairs.values()), caller_name, id_column=None)
+    labels.columns = list(pairs)
+    prob, design = _label_design(df, labels.notna().any(axis=1).to_numpy(), caller_name, question_id)
+    table = _stats.ppi_table(
+        judged, labels,
+        slices=_slice_labels(df, by_columns, caller_name, question_id) if by_columns else None,
+        units=_unit_labels(df, units, caller_name, question_id) if units else None,
+        probability=prob, lam=lam, ci=ci,
+    )
+    meta = get_meta(df)
+    meta["estimate"] = {"human": pairs, "by": by_columns or None, "units": units, "design": design}
+    set_meta(table, jsonable(meta))
+    return table
 
 
 def _pairing_record(pairs: Any) -> dict[str, Any]:

@@ -162,6 +162,18 @@ def _check_summary():
     _same_frame(base.rag.summary(["hit@5", "faithfulness"], **kw), runs.summary(base, ["hit@5", "faithfulness"], **kw))
 
 
+def _check_estimate():
+    base, _ = _runs()
+    rng = np.random.default_rng(0)
+    rows = base.assign(human_faithful=np.where(rng.random(len(base)) < 0.5, base["faithfulness"], np.nan))
+    kw = {"human": {"faithfulness": "human_faithful"}, "by": "qtype"}
+    with pytest.warns(UserWarning, match="not a recorded random sample"):
+        a = rows.rag.estimate(**kw)
+    with pytest.warns(UserWarning, match="not a recorded random sample"):
+        b = runs.estimate(rows, **kw)
+    _same_frame(a, b)
+
+
 def _check_compare():
     base, cand = _runs()
     kw = {"metrics": ["hit@5", "faithfulness"], "by": "qtype", "n_resamples": 500, "n_permutations": 200}
@@ -252,6 +264,7 @@ PARITY = {
     "explore": _check_explore,
     "explore_pair": _check_explore_pair,
     "summary": _check_summary,
+    "estimate": _check_estimate,
     "compare": _check_compare,
     "gate": _check_gate,
     "forest": _check_forest,

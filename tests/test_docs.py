@@ -16,7 +16,7 @@ pytest.importorskip("numpydoc", reason="the docs extra (sphinx, numpydoc) is not
 # Every public module and subpackage has its reference (a module page or a section of its package's page).
 DOCUMENTED = [
     "raglab", "raglab.accessor", "raglab.metrics", "raglab.metrics.spans", "raglab.stats", "raglab.gate",
-    "raglab.agreement", "raglab.sizing", "raglab.io", "raglab.trec", "raglab.evalset", "raglab.runs",
+    "raglab.agreement", "raglab.sizing", "raglab.sampling", "raglab.io", "raglab.trec", "raglab.evalset", "raglab.runs",
     "raglab.retrieval", "raglab.chunks", "raglab.boundaries", "raglab.abstention", "raglab.simulate",
     "raglab.tripwires", "raglab.judge", "raglab.plots", "raglab.widgets", "raglab.datasets",
     "raglab.datasets.mtrag", "raglab.datasets.clapnq", "raglab.testing", "raglab.cli", "raglab.demo",

@@ -72,7 +72,7 @@ from raglab.stats.intervals import (  # noqa: F401
     paired_proportion_interval,
     proportion_interval,
 )
-from raglab.stats.ppi import MIN_LABELS, PPIInterval, ppi_mean, ppi_mean_clustered, ppi_mean_strata
+from raglab.stats.ppi import MIN_LABELS, PPIInterval, ppi_mean, ppi_mean_clustered, ppi_mean_strata, ppi_table
 from raglab.stats.tables import compare, summary
 from raglab.stats.tests import (  # noqa: F401
     TestResult,
@@ -106,6 +106,7 @@ __all__ = [
     "ppi_mean",
     "ppi_mean_clustered",
     "ppi_mean_strata",
+    "ppi_table",
     "proportion_interval",
     "sign_flip_test",
     "summary",

@@ -37,12 +37,13 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 from scipy import stats as _sps
 
 from raglab._interval import Interval
-from raglab._validation import check_level
+from raglab._validation import check_level, warn
 
-__all__ = ["MIN_LABELS", "PPIInterval", "ppi_mean", "ppi_mean_clustered", "ppi_mean_strata"]
+__all__ = ["MIN_LABELS", "PPIInterval", "ppi_mean", "ppi_mean_clustered", "ppi_mean_strata", "ppi_table"]
 
 #: Fewest human labels for a PPI interval to be trusted: below it the interval is flagged
 #: (``below_min_labels``), :func:`ppi_table` warns, and the gate reviews instead of deciding. The
@@ -527,3 +528,204 @@ def ppi_mean_strata(
         estimate, var, level=level, lam=lam_mean, tuned=lam is None, n_labeled=y.size, n_unlabeled=fu.size,
         var_human=var_human, method=method,
     )
+
+
+class _Row(NamedTuple):
+    metric: str
+    slice: str
+    n_labeled: int
+    n_judged: int
+    lam: float
+    effective_labels: float
+    below_min_labels: bool
+    method: str
+    level: float
+    human_only: float
+    human_only_low: float
+    human_only_high: float
+    judge_only: float
+    judge_only_low: float
+    judge_only_high: float
+    estimate: float
+    low: float
+    high: float
+
+
+_NAN = float("nan")
+
+
+def _judge_only(f: np.ndarray, units: np.ndarray | None, level: float) -> tuple[float, float, float]:
+    """The judge's mean over every judged row with a normal interval (cluster-robust with ``units``)."""
+    if f.size < 2:
+        return (float(f.mean()) if f.size else _NAN), _NAN, _NAN
+    mean = float(f.mean())
+    if units is None:
+        se = float(f.std(ddof=1)) / math.sqrt(f.size)
+    else:
+        _, inverse = np.unique(units.astype(str), return_inverse=True)
+        g = int(inverse.max()) + 1
+        totals = np.bincount(inverse, f - mean, minlength=g) / f.size
+        se = math.sqrt(g / (g - 1) * float(totals @ totals)) if g > 1 else _NAN
+    half = _z(level) * se
+    return mean, mean - half, mean + half
+
+
+def _one_cell(
+    y: np.ndarray, f: np.ndarray, labelled: np.ndarray, *, prob: np.ndarray | None, strata: np.ndarray | None,
+    units: np.ndarray | None, lam: float | None, level: float,
+) -> tuple[PPIInterval, PPIInterval] | str:
+    """The PPI interval and the human-only one (lam = 0) on one slice; a reason text when it cannot be made.
+
+    Unlabelled rows are the judged rows without a label. When the labelled rows were drawn with unequal
+    probabilities (within a stratum, if stratified), every judged row is the judged set instead, so the
+    judge's mean is over the whole table and the estimate stays unbiased under the design.
+    """
+    n_lab = int(labelled.sum())
+    if n_lab < 2:
+        return f"too few labels ({n_lab})"
+    unequal = False
+    if prob is not None:
+        groups = [np.ones(prob.size, dtype=bool)] if strata is None else [strata == h for h in np.unique(strata)]
+        unequal = any(np.ptp(prob[labelled & g]) > 1e-12 for g in groups if (labelled & g).any())
+    unl = np.ones_like(labelled) if unequal else ~labelled
+    if not unl.any():
+        return "every judged row is labelled (use summary on the labels)"
+    w = None if prob is None else 1.0 / prob[labelled]
+    args = (y[labelled], f[labelled], f[unl])
+    kw: dict[str, Any] = {"ci": level, "weights": w}
+    try:
+        if strata is not None:
+            kw.update(strata_labeled=strata[labelled], strata_unlabeled=strata[unl])
+            if units is not None:
+                kw.update(units_labeled=units[labelled], units_unlabeled=units[unl])
+            ppi, human = ppi_mean_strata(*args, lam=lam, **kw), ppi_mean_strata(*args, lam=0.0, **kw)
+        elif units is not None:
+            ppi = ppi_mean_clustered(*args, units[labelled], units[unl], lam=lam, **kw)
+            human = ppi_mean_clustered(*args, units[labelled], units[unl], lam=0.0, **kw)
+        else:
+            ppi, human = ppi_mean(*args, lam=lam, **kw), ppi_mean(*args, lam=0.0, **kw)
+    except ValueError as error:
+        return str(error)
+    if unequal:
+        ppi.method += ", weighted 1/p (every judged row as the judged set)"
+    elif prob is not None:
+        ppi.method += ", weighted 1/p"
+    return ppi, human
+
+
+def ppi_table(
+    judged: Any,
+    human: Any,
+    *,
+    slices: Any = None,
+    stratify: bool = True,
+    units: Any = None,
+    probability: Any = None,
+    lam: float | None = None,
+    ci: float = 0.95,
+) -> Any:
+    """Prediction-powered intervals per metric and slice, with the human-only and judge-only ones beside.
+
+    Parameters
+    ----------
+    judged : pandas.DataFrame
+        The judge's scores, one column per metric (NaN: not judged; such rows are left out).
+    human : pandas.DataFrame
+        The human labels, the same columns and rows (NaN: not labelled).
+    slices : array-like, optional
+        A slice label per row: one row per slice, and (with ``stratify=True``) the ``overall`` row is
+        stratified PPI over the slices (:func:`ppi_mean_strata`); a slice with fewer than 2 labels
+        falls back to unstratified PPI for ``overall`` with a warning.
+    stratify : bool
+        Whether ``overall`` is stratified by ``slices``.
+    units : array-like, optional
+        A cluster per row (a conversation): cluster-robust variances (:func:`ppi_mean_clustered`).
+    probability : array-like, optional
+        Each row's inclusion probability in the labelled sample: labels are weighted by ``1 / p``.
+    lam : float, optional
+        The judge's weight; ``None`` tunes it (PPI++).
+    ci : float
+        Confidence level.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of ``raglab.stats.results.PPI_TABLE``: ``metric, slice, n_labeled, n_judged, lam,
+        effective_labels, below_min_labels, method, level, human_only, human_only_low,
+        human_only_high, judge_only, judge_only_low, judge_only_high, estimate, low, high``. A cell
+        that cannot be estimated has NaN numbers and its reason as ``method``. Cells below
+        :data:`MIN_LABELS` labels are flagged and warned about.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from raglab.stats import ppi_table
+    >>> rng = np.random.default_rng(0)
+    >>> truth = (rng.random(3000) < 0.7).astype(float)
+    >>> judge = np.where(rng.random(3000) < 0.85, truth, 1 - truth)
+    >>> labels = np.where(np.arange(3000) < 300, truth, np.nan)
+    >>> table = ppi_table(pd.DataFrame({"faithful": judge}), pd.DataFrame({"faithful": labels}))
+    >>> table[["metric", "slice", "n_labeled", "n_judged"]].to_string(index=False)
+    '  metric   slice  n_labeled  n_judged\\nfaithful overall        300      3000'
+    >>> bool(table.high[0] - table.low[0] < table.human_only_high[0] - table.human_only_low[0])
+    True
+    """
+    from raglab.stats.results import PPI_TABLE, frame_of
+
+    level = check_level(ci)
+    lam = _check_lam(lam)
+    judged = pd.DataFrame(judged)
+    human = pd.DataFrame(human)
+    if list(judged.columns) != list(human.columns) or len(judged) != len(human):
+        raise ValueError("judged and human must have the same columns (one per metric) and rows")
+    size = len(judged)
+    slice_arr = None if slices is None else _codes(np.asarray(pd.Series(slices).astype(str)), size, "slices")
+    unit_arr = None if units is None else _codes(np.asarray(pd.Series(units).astype(str)), size, "units")
+    prob = None
+    if probability is not None:
+        prob = _vector(probability, "probability")
+        if prob.size != size:
+            raise ValueError(f"probability has {prob.size} values for {size} rows")
+        if ((prob <= 0) | (prob > 1)).any():
+            raise ValueError("inclusion probabilities must lie in (0, 1]")
+    rows: list[_Row] = []
+    low_cells: list[str] = []
+    for metric in judged.columns:
+        f_all = judged[metric].to_numpy(dtype=float)
+        y_all = human[metric].to_numpy(dtype=float)
+        keep = ~np.isnan(f_all)
+        dropped = int((~keep & ~np.isnan(y_all)).sum())
+        if dropped:
+            warn(f"ppi_table: {dropped} labelled row(s) of {metric!r} have no judge score and are left out")
+        cells: list[tuple[str, np.ndarray, bool]] = [("overall", keep, slice_arr is not None and stratify)]
+        if slice_arr is not None:
+            cells += [(str(h), keep & (slice_arr == h), False) for h in sorted(set(slice_arr[keep]))]
+        for label, mask, stratified in cells:
+            f, y = f_all[mask], y_all[mask]
+            labelled = ~np.isnan(y)
+            u = None if unit_arr is None else unit_arr[mask]
+            p = None if prob is None else prob[mask]
+            strata = slice_arr[mask] if stratified and slice_arr is not None else None
+            made = _one_cell(y, f, labelled, prob=p, strata=strata, units=u, lam=lam, level=level)
+            if isinstance(made, str) and strata is not None:
+                warn(f"ppi_table: stratified PPI for {metric!r} overall is not possible ({made}); "
+                     "using unstratified PPI over all rows")
+                made = _one_cell(y, f, labelled, prob=p, strata=None, units=u, lam=lam, level=level)
+            judge = _judge_only(f, u, level)
+            n_lab = int(labelled.sum())
+            if isinstance(made, str):
+                rows.append(_Row(str(metric), label, n_lab, int(f.size), _NAN, _NAN, n_lab < MIN_LABELS, made,
+                                 level, _NAN, _NAN, _NAN, *judge, _NAN, _NAN, _NAN))
+                continue
+            ppi, only = made
+            if ppi.below_min_labels:
+                low_cells.append(f"{metric}/{label} ({n_lab})")
+            rows.append(_Row(
+                str(metric), label, n_lab, int(f.size), ppi.lam, ppi.effective_labels, ppi.below_min_labels,
+                ppi.method, level, only.estimate, only.low, only.high, *judge, ppi.estimate, ppi.low, ppi.high,
+            ))
+    if low_cells:
+        warn(f"ppi_table: {len(low_cells)} cell(s) have fewer than MIN_LABELS={MIN_LABELS} human labels, where "
+             f"PPI intervals undercover (90.6% for a nominal 95% at 48 labels on MTRAG): {', '.join(low_cells[:5])}"
+             f"{' ...' if len(low_cells) > 5 else ''}; review them, do not decide on them")
+    return frame_of(rows, PPI_TABLE)
