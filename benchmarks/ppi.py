@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy.special import expit, logit
 from scipy.stats import norm
 
@@ -65,6 +66,7 @@ LABELS = (50, 100, 200, 500)
 TARGET = 0.94  # the issue's coverage bar
 SHARED = Path(os.environ.get("RAGLAB_SHARED", Path(__file__).resolve().parents[2] / "shared" / "data"))
 CHUNK_CELLS = 4_000_000  # largest seeds x rows array built at once
+CHECK = 10  # seeds per cell on which the vectorised intervals are checked against raglab's
 
 
 # --------------------------------------------------------------------------------------------------
@@ -250,13 +252,20 @@ def fmt_cov(c: float, reps: int) -> str:
 def uniform_cell(rng, reps, p, kappa, n, q=None):
     """One cell of section 1: coverage and widths of PPI++ and human-only; effective labels."""
     rows = max(10 * n, 2000)
-    cov_ppi = cov_h = 0
+    cov_ppi = cov_h = cov_sup = 0
     w_ppi, w_h, var_ppi, var_h, lams = [], [], [], [], []
+    diff = 0.0
+    ours = raglab_ppi()
     for r in seeds_in_chunks(reps, rows):
         y, yh = binary_table(rng, r, rows, p, kappa, q)
         truth = y.mean(1)
         f = ppi_vec(y[:, :n], yh[:, :n], yh[:, n:])
         h = human_vec(y[:, :n])
+        if ours is not None and not diff:  # raglab's ppi_mean on the first seeds of the cell
+            for d in range(min(CHECK, r)):
+                lo, hi = interval_of(ours(y[d, :n], yh[d, :n], yh[d, n:]))
+                diff = max(diff, abs(lo - f.low[d]), abs(hi - f.high[d]), 1e-300)
+        cov_sup += int(f.covers(p).sum())
         cov_ppi += int(f.covers(truth).sum())
         cov_h += int(h.covers(truth).sum())
         w_ppi.append(f.width)
@@ -266,13 +275,14 @@ def uniform_cell(rng, reps, p, kappa, n, q=None):
         lams.append(f.lam)
     w_ppi, w_h = np.concatenate(w_ppi), np.concatenate(w_h)
     eff = n * np.concatenate(var_h).mean() / np.concatenate(var_ppi).mean()
-    return {"cov": cov_ppi / reps, "cov_h": cov_h / reps, "width": w_ppi.mean(), "width_h": w_h.mean(),
+    return {"cov": cov_ppi / reps, "cov_h": cov_h / reps, "cov_sup": cov_sup / reps, "diff": diff, "width": w_ppi.mean(), "width_h": w_h.mean(),
             "ratio": w_ppi / np.where(w_h > 0, w_h, np.nan), "eff": eff, "lam": np.concatenate(lams).mean()}
 
 
 def section_uniform(reps, kappas, rates, ns):
     print("\n== 1. Coverage with labels drawn uniformly (lenient judge; truth = the table's mean) ==")
-    print(f"{'kappa':>5} {'rate':>5} {'labels':>6} {'rows':>6} | {'PPI++ cov (MCSE)':>16} {'human cov':>12} | "
+    print(f"{'kappa':>5} {'rate':>5} {'labels':>6} {'rows':>6} | {'PPI++ cov (MCSE)':>16} {'vs rate':>12} "
+          f"{'human cov':>12} | "
           f"{'PPI++ width':>11} {'human width':>11} {'lam':>5} {'eff. labels':>11}")
     results = []
     for i, kappa in enumerate(kappas):
@@ -282,10 +292,14 @@ def section_uniform(reps, kappas, rates, ns):
                 c = uniform_cell(rng, reps, p, kappa, n)
                 results.append((kappa, p, n, c))
                 print(f"{kappa:5.2f} {p:5.2f} {n:6d} {max(10 * n, 2000):6d} | {fmt_cov(c['cov'], reps):>16} "
-                      f"{fmt_cov(c['cov_h'], reps):>12} | {c['width']:11.4f} {c['width_h']:11.4f} {c['lam']:5.2f} "
+                      f"{fmt_cov(c['cov_sup'], reps):>12} {fmt_cov(c['cov_h'], reps):>12} | {c['width']:11.4f} {c['width_h']:11.4f} {c['lam']:5.2f} "
                       f"{c['eff']:11.0f}")
     covs = np.array([c["cov"] for *_, c in results])
     low = [(kp, p, n, c["cov"]) for kp, p, n, c in results if c["cov"] + 2 * mcse(c["cov"], reps) < TARGET]
+    diffs = [c["diff"] for *_, c in results]
+    print(f"'PPI++ cov': of the table's mean; 'vs rate': of the base rate the table was drawn from (PPI's "
+          f"superpopulation target); raglab.stats.ppi_mean on the first {CHECK} seeds of every cell: max "
+          f"|difference| of the ends {max(diffs):.1e}" if any(diffs) else "raglab.stats.ppi_mean not importable")
     print(f"seeds per cell {reps}; cells {len(results)}; coverage min {100 * covs.min():.1f}%, mean "
           f"{100 * covs.mean():.1f}%; cells below {100 * TARGET:.0f}% beyond 2 MCSE: "
           + (", ".join(f"kappa {kp} rate {p} labels {n}: {100 * c:.1f}%" for kp, p, n, c in low) or "none"))
@@ -349,6 +363,8 @@ def section_strata(reps, ns):
     print(f"{'allocation':>12} {'labels':>6} {'per stratum':>14} | {'strat. PPI++ cov':>16} {'pooled PPI++ cov':>16} | "
           f"{'strat. width':>12} {'pooled width':>12} {'human width':>11}")
     out = []
+    strata_fn = raglab_ppi("ppi_mean_strata")
+    diff = 0.0
     for i, how in enumerate(("proportional", "neyman")):
         for k, n in enumerate(ns):
             rng = np.random.default_rng([SEED, 3, i, k])
@@ -368,6 +384,17 @@ def section_strata(reps, ns):
                     ts.append(y.mean(1))
                 truth = sum(w * t for w, t in zip(shares, ts))
                 f = ppi_strata_vec(parts, shares)
+                if strata_fn is not None:  # raglab's stratified interval for every seed
+                    lows, highs = np.empty(r), np.empty(r)
+                    codes_l = np.repeat(np.arange(3), alloc)
+                    codes_u = np.repeat(np.arange(3), rows_h - alloc)
+                    for d in range(r):
+                        iv = strata_fn(np.concatenate([a[d] for a, _, _ in parts]),
+                                       np.concatenate([b[d] for _, b, _ in parts]),
+                                       np.concatenate([c[d] for _, _, c in parts]), codes_l, codes_u)
+                        lows[d], highs[d] = interval_of(iv)
+                    diff = max(diff, float(np.abs(lows - f.low).max()), float(np.abs(highs - f.high).max()))
+                    f = Est((lows + highs) / 2, (highs - lows) / (2 * Z), f.lam)
                 # pooled: ignores strata, unweighted over the labelled rows (biased when allocation is not proportional)
                 pool = ppi_vec(np.concatenate([a for a, _, _ in parts], 1), np.concatenate([b for _, b, _ in parts], 1),
                                np.concatenate([c for _, _, c in parts], 1))
@@ -385,13 +412,22 @@ def section_strata(reps, ns):
                   f"{fmt_cov(cov_pool / reps, reps):>16} | {np.concatenate(ws).mean():12.4f} "
                   f"{np.concatenate(wp).mean():12.4f} {np.concatenate(wh).mean():11.4f}")
     print(f"seeds per cell {reps}; Neyman residual sds per stratum {np.round(sds, 3).tolist()}; stratified "
-          f"coverage min {100 * min(c for *_, c in out):.1f}%; 'human width' is stratified human-only")
+          f"coverage min {100 * min(c for *_, c in out):.1f}%; 'human width' is stratified human-only; 'pooled' "
+          "ignores the strata")
+    print("stratified intervals: " + (f"raglab.stats.ppi_mean_strata on every seed (max |difference| from the "
+          f"benchmark's vectorised formula {diff:.1e})" if strata_fn is not None else
+          "the benchmark's vectorised formula (raglab.stats.ppi_mean_strata not importable)"))
     return out
 
 
 def section_cluster(reps, kappas, ns):
     print("\n== 4. Clustered designs: conversations of 1 + Poisson(7) turns, people label whole conversations ==")
-    print(f"{'kappa':>5} {'labels~':>7} {'convs':>5} | {'cluster PPI++ cov':>17} {'row-level cov':>13} {'cluster human cov':>17} | "
+    clus_fn = raglab_ppi("ppi_mean_clustered")
+    print(("cluster PPI++ = raglab.stats.ppi_mean_clustered (cluster-robust variance); 'ratio-lin.' = the benchmark's "
+           "ratio linearisation over whole labelled conversations") if clus_fn is not None else
+          "cluster PPI++ = the benchmark's ratio linearisation (raglab.stats.ppi_mean_clustered not importable)")
+    print(f"{'kappa':>5} {'labels~':>7} {'convs':>5} | {'cluster PPI++ cov':>17} {'ratio-lin.':>11} {'row-level cov':>13} "
+          f"{'cluster human cov':>17} | "
           f"{'cluster width':>13} {'human width':>11} {'eff. labels':>11}")
     out = []
     for i, kappa in enumerate(kappas):
@@ -403,7 +439,7 @@ def section_cluster(reps, kappas, ns):
             rows = int(sizes.sum())
             k_lab = max(5, int(round(n / sizes.mean())))
             conv_of_row = np.repeat(np.arange(conv_total), sizes)
-            cov = cov_row = cov_h = 0
+            cov = cov_row = cov_h = cov_lin = 0
             wc, wh, vc, vh = [], [], [], []
             for r in seeds_in_chunks(reps, rows):
                 u = rng.normal(0, 1.0, (r, conv_total))[:, conv_of_row]  # conversation effect on the truth
@@ -416,16 +452,25 @@ def section_cluster(reps, kappas, ns):
                 order = rng.random((r, conv_total)).argsort(1)
                 labelled = np.zeros((r, conv_total), bool)
                 np.put_along_axis(labelled, order[:, :k_lab], True, 1)
-                f = ppi_cluster_vec(y, yh, starts, labelled)
-                hu = ppi_cluster_vec(y, yh, starts, labelled, lam=0.0)
-                # row-level PPI++ that ignores the conversations (same labelled rows)
+                lin = ppi_cluster_vec(y, yh, starts, labelled)
+                f, hu = lin, ppi_cluster_vec(y, yh, starts, labelled, lam=0.0)
+                # row-level PPI++ that ignores the conversations (same labelled rows), and raglab's clustered one
                 lab_row = labelled[:, conv_of_row]
-                est_rows = []
-                for s in range(r):  # labelled row counts differ per seed: small loop over seeds
-                    m = lab_row[s]
-                    est_rows.append(ppi_vec(y[s:s + 1, m], yh[s:s + 1, m], yh[s:s + 1, ~m]))
-                row_low = np.array([e.low[0] for e in est_rows])
-                row_high = np.array([e.high[0] for e in est_rows])
+                row_low, row_high = np.empty(r), np.empty(r)
+                if clus_fn is not None:
+                    ends = {lam: (np.empty(r), np.empty(r)) for lam in (None, 0.0)}
+                for d in range(r):  # labelled row counts differ per seed: a loop over seeds
+                    m = lab_row[d]
+                    e = ppi_vec(y[d:d + 1, m], yh[d:d + 1, m], yh[d:d + 1, ~m])
+                    row_low[d], row_high[d] = e.low[0], e.high[0]
+                    if clus_fn is not None:
+                        for lam, (lo, hi) in ends.items():
+                            lo[d], hi[d] = interval_of(clus_fn(y[d, m], yh[d, m], yh[d, ~m], conv_of_row[m],
+                                                               conv_of_row[~m], lam=lam))
+                if clus_fn is not None:
+                    cov_lin += int(lin.covers(truth).sum())
+                    f = Est((ends[None][0] + ends[None][1]) / 2, (ends[None][1] - ends[None][0]) / (2 * Z), lin.lam)
+                    hu = Est((ends[0.0][0] + ends[0.0][1]) / 2, (ends[0.0][1] - ends[0.0][0]) / (2 * Z), hu.lam)
                 cov += int(f.covers(truth).sum())
                 cov_h += int(hu.covers(truth).sum())
                 cov_row += int(((row_low <= truth) & (truth <= row_high)).sum())
@@ -436,7 +481,8 @@ def section_cluster(reps, kappas, ns):
             c = cov / reps
             eff = n * np.concatenate(vh).mean() / np.concatenate(vc).mean()
             out.append((kappa, n, c))
-            print(f"{kappa:5.2f} {k_lab * sizes.mean():7.0f} {k_lab:5d} | {fmt_cov(c, reps):>17} "
+            lin_txt = fmt_cov(cov_lin / reps, reps) if clus_fn is not None else "-"
+            print(f"{kappa:5.2f} {k_lab * sizes.mean():7.0f} {k_lab:5d} | {fmt_cov(c, reps):>17} {lin_txt:>11} "
                   f"{fmt_cov(cov_row / reps, reps):>13} {fmt_cov(cov_h / reps, reps):>17} | "
                   f"{np.concatenate(wc).mean():13.4f} {np.concatenate(wh).mean():11.4f} {eff:11.0f}")
     print(f"seeds per cell {reps}; base rate 0.8, conversation effect sd 1 (logit), judge quality varies by "
@@ -502,39 +548,67 @@ def inclusion(s: np.ndarray, n: int, how: str, floor: float = 0.1) -> np.ndarray
 
 def section_designs(reps, ns):
     print("\n== 6. Neyman and active sampling (Horvitz-Thompson weights, Poisson sampling, continuous judge score) ==")
-    print(f"{'judge':>6} {'design':>8} {'labels':>6} | {'HT PPI++ cov (MCSE)':>19} {'HT human cov':>12} | "
-          f"{'PPI++ width':>11} {'human width':>11} {'unif. human':>11} {'eff. labels':>11}")
+    ours, draw = raglab_ppi(), raglab_draw()
+    designs = ["uniform", "neyman", "active"] + (["draw"] if draw is not None else [])
+    print("columns: 'AI PPI++' = active inference (Zrnic and Candes 2024), mean of lam s + (y - lam s) xi / pi over all "
+          "rows; 'raglab' = raglab.stats.ppi_mean(labels, judge on labelled, judge on every row, weights=1/pi) as "
+          "ppi_table does for unequal probabilities" + ("" if ours is not None else " (not importable: '-')")
+          + "; design 'draw' = raglab.sampling.draw(method='active', score=judge, threshold=0.5, floor=0.1)"
+          + ("" if draw is not None else " (not importable: skipped)"))
+    print(f"{'judge':>6} {'design':>8} {'labels':>6} | {'AI PPI++ cov':>12} {'raglab cov':>12} {'HT human cov':>12} | "
+          f"{'AI width':>8} {'raglab width':>12} {'unif. human':>11} {'eff. labels':>11}")
     out = []
     for i, (name, beta) in enumerate((("weak", 0.8), ("good", 2.5))):
-        for j, how in enumerate(("uniform", "neyman", "active")):
+        for j, how in enumerate(designs):
             for k, n in enumerate(ns):
                 rng = np.random.default_rng([SEED, 6, i, j, k])
                 rows = max(10 * n, 2000)
-                cov = cov_h = 0
-                wp, wh, wu, vp = [], [], [], []
+                cov = cov_h = cov_r = 0
+                wp, wu, wr, vr = [], [], [], []
                 for r in seeds_in_chunks(reps, rows):
                     y = (rng.random((r, rows)) < 0.75).astype(float)
                     s = expit(0.6 + beta * (2 * y - 1) + rng.normal(0, 1.0, (r, rows)))  # judge's probability
-                    pi = inclusion(s, n, how)
-                    xi = (rng.random((r, rows)) < pi).astype(float)
+                    if how == "draw":
+                        pi, xi = np.empty((r, rows)), np.empty((r, rows))
+                        for d in range(r):
+                            marked = draw(pd.DataFrame({"score": s[d]}), n, method="active", score="score",
+                                          threshold=0.5, floor=0.1, seed=int(rng.integers(2**31)))
+                            pi[d] = marked["inclusion_probability"].to_numpy(float)
+                            xi[d] = marked["selected"].to_numpy(float)
+                    else:
+                        pi = inclusion(s, n, how)
+                        xi = (rng.random((r, rows)) < pi).astype(float)
                     truth = y.mean(1)
                     f = active_vec(y, s, pi, xi)
                     h = active_vec(y, s, pi, xi, lam=0.0)
                     cov += int(f.covers(truth).sum())
                     cov_h += int(h.covers(truth).sum())
                     wp.append(f.width)
-                    wh.append(h.width)
-                    vp.append(f.se**2)
                     wu.append(2 * Z * np.sqrt(truth * (1 - truth) / n))  # uniform human-only at n labels
+                    if ours is not None:
+                        for d in range(r):
+                            m = xi[d] > 0
+                            if m.sum() < 2:
+                                continue  # counted as not covering
+                            iv = ours(y[d, m], s[d, m], s[d], weights=1 / pi[d, m])
+                            lo, hi = interval_of(iv)
+                            cov_r += lo <= truth[d] <= hi
+                            wr.append(hi - lo)
+                            vr.append(((hi - lo) / (2 * Z)) ** 2)
                 c = cov / reps
-                out.append((name, how, n, c))
-                eff = n * np.mean(np.concatenate(wu) ** 2 / (2 * Z) ** 2) / np.concatenate(vp).mean()
-                print(f"{name:>6} {how:>8} {n:6d} | {fmt_cov(c, reps):>19} {fmt_cov(cov_h / reps, reps):>12} | "
-                      f"{np.concatenate(wp).mean():11.4f} {np.concatenate(wh).mean():11.4f} "
-                      f"{np.concatenate(wu).mean():11.4f} {eff:11.0f}")
+                cr = cov_r / reps if ours is not None else float("nan")
+                out.append((name, how, n, c, cr))
+                var_u = np.mean(np.concatenate(wu) ** 2 / (2 * Z) ** 2)
+                eff = n * var_u / np.mean(vr) if vr else float("nan")
+                print(f"{name:>6} {how:>8} {n:6d} | {fmt_cov(c, reps):>12} "
+                      + (f"{fmt_cov(cr, reps):>12}" if ours is not None else f"{'-':>12}")
+                      + f" {fmt_cov(cov_h / reps, reps):>12} | {np.concatenate(wp).mean():8.4f} "
+                      + (f"{np.mean(wr):12.4f}" if wr else f"{'-':>12}")
+                      + f" {np.concatenate(wu).mean():11.4f} {eff:11.0f}")
     print(f"seeds per cell {reps}; base rate 0.75; labels = expected labels (Poisson sampling); 'unif. human' = "
-          f"human-only with n uniform labels; eff. labels against it; active floor 10%; HT PPI++ coverage "
-          f"min {100 * min(c for *_, c in out):.1f}%")
+          f"human-only with n uniform labels; eff. labels = raglab's weighted interval against it; 'HT human' = "
+          f"lam 0 in the active-inference form; AI PPI++ coverage min {100 * min(o[3] for o in out):.1f}%"
+          + (f", raglab weighted min {100 * min(o[4] for o in out):.1f}%" if ours is not None else ""))
     return out
 
 
@@ -580,13 +654,22 @@ def import_ppi_py():
     return ppi_py
 
 
-def raglab_ppi():
-    """``raglab.stats.ppi_mean`` when helper "ppi"'s module is merged, else None."""
+def raglab_ppi(name: str = "ppi_mean"):
+    """``raglab.stats.<name>`` (``ppi_mean``, ``ppi_mean_strata``, ``ppi_mean_clustered``), else None."""
     try:
-        from raglab.stats import ppi_mean
+        import raglab.stats as rs
     except ImportError:
         return None
-    return ppi_mean
+    return getattr(rs, name, None)
+
+
+def raglab_draw():
+    """``raglab.sampling.draw`` when helper "sampling"'s module is merged, else None."""
+    try:
+        from raglab.sampling import draw
+    except ImportError:
+        return None
+    return draw
 
 
 def interval_of(result) -> tuple[float, float]:
