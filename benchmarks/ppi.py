@@ -338,6 +338,7 @@ def section_useless(reps, rates, ns):
                       f"{fmt_cov(cov / reps, reps):>12} {fmt_cov(cov_h / reps, reps):>12} | {verdict}")
     print(f"seeds per cell {reps}; largest excess of the mean ratio over 1: {max(worst):.1f} Monte Carlo SEs "
           "(a judge independent of the truth gets lam ~ 0: the interval is human-only up to the (1 + n/N) term)")
+    return max(worst)
 
 
 STRATA_SHARE = np.array([0.6, 0.3, 0.1])
@@ -770,6 +771,44 @@ def dorner_line(reps: int) -> float:
     return best
 
 
+def _coverage_line(name: str, cells: list[tuple[int, float]], reps: int) -> str:
+    """Min coverage over all cells and over cells with at least 100 / 200 labels; cells short of 94% beyond 2 MCSE."""
+    parts = []
+    for floor in (0, 100, 200):
+        sub = [c for n, c in cells if n >= floor and np.isfinite(c)]
+        if sub:
+            short = sum(c + 2 * mcse(c, reps) < TARGET for c in sub)
+            parts.append(f"labels >= {floor}: min {100 * min(sub):.1f}% ({short}/{len(sub)} short)")
+    return f"{name:<34} " + "; ".join(parts)
+
+
+def claims(got: dict, reps: int) -> None:
+    """The issue's claims, one line each, from the sections that ran."""
+    print(f"\n== Claims (coverage bar {100 * TARGET:.0f}%; 'short' = below it by more than 2 Monte Carlo SEs) ==")
+    if "1" in got:
+        print(_coverage_line("uniform labels (kappa x rate)", [(n, c["cov"]) for _, _, n, c in got["1"]], reps))
+    if "3" in got:
+        print(_coverage_line("stratified (prop. and Neyman)", [(n, c) for _, n, c in got["3"]], reps))
+    if "4" in got:
+        print(_coverage_line("clustered (whole conversations)", [(n, c) for _, n, c in got["4"]], reps))
+    if "5" in got:
+        print(_coverage_line("paired differences", [(n, c) for _, n, c in got["5"]], reps))
+    if "6" in got:
+        print(_coverage_line("Neyman/active, raglab weighted", [(o[2], o[4]) for o in got["6"]], reps))
+        print(_coverage_line("Neyman/active, active inference", [(o[2], o[3]) for o in got["6"]], reps))
+    if "2" in got:
+        excess = got["2"]
+        print(f"{'useless judge not wider':<34} largest excess of the width ratio over 1: {excess:.1f} MCSE -> "
+              + ("holds" if excess <= 2 else "FAILS"))
+    if got.get("7"):
+        for name, m_ours, m_py in got["7"]:
+            print(f"{'widths on ' + name:<34} raglab {m_ours:.4f} vs ppi_py PPI++ {m_py:.4f} -> "
+                  + ("holds" if m_ours <= m_py * (1 + 1e-9) else "FAILS"))
+    if "8" in got:
+        print(f"{'2x ceiling (Dorner et al.)':<34} effective labels / labels at most {got['8']:.2f} -> "
+              + ("holds" if got["8"] <= 2 else "EXCEEDED"))
+
+
 # --------------------------------------------------------------------------------------------------
 # Oracle check and main
 # --------------------------------------------------------------------------------------------------
@@ -810,25 +849,27 @@ def main(argv: list[str] | None = None) -> None:
     rates = (0.5, 0.95) if args.quick else RATES
     ns = (50, 200) if args.quick else LABELS
     started = time.time()
+    got: dict[str, object] = {}
     print(f"PPI++ benchmark (issue 21): level {LEVEL}, seeds per cell {reps}, base seed {SEED}"
           + (" (--quick)" if args.quick else ""))
     oracle_check()
     if "1" in args.parts:
-        section_uniform(reps, kappas, rates, ns)
+        got["1"] = section_uniform(reps, kappas, rates, ns)
     if "2" in args.parts:
-        section_useless(reps, (0.5, 0.9), ns)
+        got["2"] = section_useless(reps, (0.5, 0.9), ns)
     if "3" in args.parts:
-        section_strata(reps, ns)
+        got["3"] = section_strata(reps, ns)
     if "4" in args.parts:
-        section_cluster(reps, kappas, ns)
+        got["4"] = section_cluster(reps, kappas, ns)
     if "5" in args.parts:
-        section_paired(reps, kappas, ns)
+        got["5"] = section_paired(reps, kappas, ns)
     if "6" in args.parts:
-        section_designs(reps, ns)
+        got["6"] = section_designs(reps, ns)
     if "7" in args.parts:
-        section_real(draws)
+        got["7"] = section_real(draws)
     if "8" in args.parts:
-        dorner_line(reps)
+        got["8"] = dorner_line(reps)
+    claims(got, reps)
     print(f"\ntotal {time.time() - started:.0f} s")
 
 
