@@ -29,17 +29,27 @@ Zrnic, arXiv 2311.01453) combines both. The claims checked, one printed table ea
    ``ppi_py``'s PPI++ (``ppi_mean_ci``), plain PPI and human-only, and coverage of the full-table mean.
 8. **The 2x ceiling** (Dorner et al., ICLR 2025): effective labels / labels when the judge agrees with
    people exactly as often as the system is right.
+9. A diagnostic (no claim): two candidate small-sample remedies (t quantile; two pseudo-labels in the
+   rectifier's variance) where the Wald PPI++ interval undercovers.
+
+Which code is measured: sections 1, 2, 5 and 8 use the benchmark's vectorised PPI++ (the formulas of
+``ppi_py.ppi_mean_ci``), checked against ``raglab.stats.ppi_mean`` on the first seeds of every cell
+of section 1 (the difference is printed); section 3 computes ``raglab.stats.ppi_mean_strata`` on
+every seed, section 4 ``raglab.stats.ppi_mean_clustered``, section 6 ``raglab.stats.ppi_mean`` with
+weights ``1 / pi`` (as ``ppi_table`` does for unequal probabilities) and designs from
+``raglab.sampling.draw``, section 7 ``raglab.stats.ppi_mean`` against ``ppi_py``. When a raglab
+function is not importable the section says so and uses the benchmark's own formula.
 
 Every coverage cell prints its Monte Carlo standard error ``sqrt(c (1 - c) / reps)``; widths are means
 with their standard errors. Effective labels = labels x (human-only variance / PPI++ variance).
 Intervals are 95% normal (Wald) intervals, as in ``ppi_py``. Replicates are vectorised: one numpy
 array of shape (seeds, rows) per cell. The vectorised formulas are the ones of ``ppi_py.ppi_mean_ci``
-(checked against ``raglab.stats.ppi_mean`` when it is importable, else against ``ppi_py``, on the
-first seeds of each section; the check is printed).
+(checked against ``raglab.stats.ppi_mean`` and ``ppi_py`` at the start of the run; printed).
 
 Seeds: ``numpy.random.default_rng([SEED, section, cell])`` with ``SEED = 21``.
 
-Run: ``.venv/bin/python benchmarks/ppi.py [--quick] [--reps 2000] [--parts 1234567]``.
+Run: ``.venv/bin/python benchmarks/ppi.py [--quick] [--reps 2000] [--draws 2000] [--parts 123456789]``
+(about 4 minutes on 2 busy cores; ``--quick`` about 15 seconds).
 """
 
 from __future__ import annotations
@@ -56,6 +66,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 from scipy.stats import norm
+from scipy.stats import t as tdist
 
 SEED = 21
 LEVEL = 0.95
@@ -427,7 +438,8 @@ def section_cluster(reps, kappas, ns):
     print(("cluster PPI++ = raglab.stats.ppi_mean_clustered (cluster-robust variance); 'ratio-lin.' = the benchmark's "
            "ratio linearisation over whole labelled conversations") if clus_fn is not None else
           "cluster PPI++ = the benchmark's ratio linearisation (raglab.stats.ppi_mean_clustered not importable)")
-    print(f"{'kappa':>5} {'labels~':>7} {'convs':>5} | {'cluster PPI++ cov':>17} {'ratio-lin.':>11} {'row-level cov':>13} "
+    print(f"{'kappa':>5} {'labels~':>7} {'convs':>5} | {'cluster PPI++ cov':>17} {'t(convs-1)':>11} {'ratio-lin.':>11} "
+          f"{'row-level cov':>13} "
           f"{'cluster human cov':>17} | "
           f"{'cluster width':>13} {'human width':>11} {'eff. labels':>11}")
     out = []
@@ -440,7 +452,7 @@ def section_cluster(reps, kappas, ns):
             rows = int(sizes.sum())
             k_lab = max(5, int(round(n / sizes.mean())))
             conv_of_row = np.repeat(np.arange(conv_total), sizes)
-            cov = cov_row = cov_h = cov_lin = 0
+            cov = cov_row = cov_h = cov_lin = cov_t = 0
             wc, wh, vc, vh = [], [], [], []
             for r in seeds_in_chunks(reps, rows):
                 u = rng.normal(0, 1.0, (r, conv_total))[:, conv_of_row]  # conversation effect on the truth
@@ -473,6 +485,7 @@ def section_cluster(reps, kappas, ns):
                     f = Est((ends[None][0] + ends[None][1]) / 2, (ends[None][1] - ends[None][0]) / (2 * Z), lin.lam)
                     hu = Est((ends[0.0][0] + ends[0.0][1]) / 2, (ends[0.0][1] - ends[0.0][0]) / (2 * Z), hu.lam)
                 cov += int(f.covers(truth).sum())
+                cov_t += int((np.abs(f.est - truth) <= tdist.ppf(0.5 + LEVEL / 2, k_lab - 1) * f.se).sum())
                 cov_h += int(hu.covers(truth).sum())
                 cov_row += int(((row_low <= truth) & (truth <= row_high)).sum())
                 wc.append(f.width)
@@ -483,9 +496,12 @@ def section_cluster(reps, kappas, ns):
             eff = n * np.concatenate(vh).mean() / np.concatenate(vc).mean()
             out.append((kappa, n, c))
             lin_txt = fmt_cov(cov_lin / reps, reps) if clus_fn is not None else "-"
-            print(f"{kappa:5.2f} {k_lab * sizes.mean():7.0f} {k_lab:5d} | {fmt_cov(c, reps):>17} {lin_txt:>11} "
+            print(f"{kappa:5.2f} {k_lab * sizes.mean():7.0f} {k_lab:5d} | {fmt_cov(c, reps):>17} "
+                  f"{fmt_cov(cov_t / reps, reps):>11} {lin_txt:>11} "
                   f"{fmt_cov(cov_row / reps, reps):>13} {fmt_cov(cov_h / reps, reps):>17} | "
                   f"{np.concatenate(wc).mean():13.4f} {np.concatenate(wh).mean():11.4f} {eff:11.0f}")
+    print("'t(convs-1)': the same interval with the t quantile on labelled conversations - 1 degrees of freedom "
+          "instead of the normal one (a candidate remedy, not what raglab does)")
     print(f"seeds per cell {reps}; base rate 0.8, conversation effect sd 1 (logit), judge quality varies by "
           f"conversation (sd 0.15); cluster PPI++ coverage min {100 * min(c for *_, c in out):.1f}%")
     return out
@@ -611,6 +627,33 @@ def section_designs(reps, ns):
           f"lam 0 in the active-inference form; AI PPI++ coverage min {100 * min(o[3] for o in out):.1f}%"
           + (f", raglab weighted min {100 * min(o[4] for o in out):.1f}%" if ours is not None else ""))
     return out
+
+
+def section_remedy(reps: int) -> None:
+    """Diagnostic (not a claim): where PPI++'s Wald interval undercovers, two candidate remedies."""
+    print("\n== 9. Diagnostic: small-sample remedies where the Wald PPI++ interval undercovers (not raglab's method) ==")
+    print("'t': the t quantile on labels - 1 df; 'pseudo': the rectifier's variance computed with two pseudo-labels "
+          "appended, (y, judge) = (1, 0) and (0, 1) (an add-one for rare disagreements); same estimate and lam")
+    print(f"{'kappa':>5} {'rate':>5} {'labels':>6} | {'Wald cov':>11} {'t cov':>11} {'pseudo cov':>11} {'human cov':>11} | "
+          f"{'Wald width':>10} {'pseudo width':>12} {'human width':>11}")
+    for i, (kappa, p, n) in enumerate([(0.6, 0.95, 50), (0.4, 0.95, 50), (0.2, 0.9, 50), (0.9, 0.5, 50), (0.9, 0.7, 50),
+                                       (0.6, 0.95, 100), (0.9, 0.9, 100), (0.4, 0.95, 200), (0.6, 0.7, 200)]):
+        rng = np.random.default_rng([SEED, 9, i])
+        rows = max(10 * n, 2000)
+        y, yh = binary_table(rng, reps, rows, p, kappa)
+        truth = y.mean(1)
+        f = ppi_vec(y[:, :n], yh[:, :n], yh[:, n:])
+        lam = f.lam[:, None]
+        resid = y[:, :n] - lam * yh[:, :n]
+        padded = np.concatenate([resid, np.ones((reps, 1)), -lam], axis=1)
+        se_pseudo = np.sqrt((lam * yh[:, n:]).var(1) / (rows - n) + padded.var(1, ddof=1) / n)
+        pseudo = Est(f.est, se_pseudo, f.lam)
+        t_cov = (np.abs(f.est - truth) <= tdist.ppf(0.5 + LEVEL / 2, n - 1) * f.se).mean()
+        h = human_vec(y[:, :n])
+        print(f"{kappa:5.2f} {p:5.2f} {n:6d} | {fmt_cov(f.covers(truth).mean(), reps):>11} {fmt_cov(t_cov, reps):>11} "
+              f"{fmt_cov(pseudo.covers(truth).mean(), reps):>11} {fmt_cov(h.covers(truth).mean(), reps):>11} | "
+              f"{f.width.mean():10.4f} {pseudo.width.mean():12.4f} {h.width.mean():11.4f}")
+    print(f"seeds per cell {reps}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -841,7 +884,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a small grid and 300 seeds per cell")
     parser.add_argument("--reps", type=int, default=None, help="seeds per cell (default 2000, --quick 300)")
     parser.add_argument("--draws", type=int, default=None, help="random label draws on real data (default 2000)")
-    parser.add_argument("--parts", default="12345678")
+    parser.add_argument("--parts", default="123456789")
     args = parser.parse_args(argv)
     reps = args.reps or (300 if args.quick else 2000)
     draws = args.draws or (200 if args.quick else 2000)
@@ -869,6 +912,8 @@ def main(argv: list[str] | None = None) -> None:
         got["7"] = section_real(draws)
     if "8" in args.parts:
         got["8"] = dorner_line(reps)
+    if "9" in args.parts:
+        section_remedy(reps)
     claims(got, reps)
     print(f"\ntotal {time.time() - started:.0f} s")
 

@@ -103,9 +103,9 @@ def test_horvitz_thompson_estimate_is_unbiased(bench):
 
 
 def test_quick_run_prints_tables(bench, capsys):
-    bench.main(["--quick", "--reps", "40", "--draws", "20", "--parts", "2358"])
+    bench.main(["--quick", "--reps", "40", "--draws", "20", "--parts", "23589"])
     out = capsys.readouterr().out
-    for title in ("useless judge", "Stratified", "Paired", "2x ceiling"):
+    for title in ("useless judge", "Stratified", "Paired", "2x ceiling", "Diagnostic", "Claims"):
         assert title in out
     ratio = float(out.split("measured ratio ")[1].split()[0])
     assert 1.0 < ratio <= 2.0
