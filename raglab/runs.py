@@ -285,6 +285,43 @@ def _label_design(
     return np.where(labelled, prob, 1.0), dict(design)
 
 
+def _paired_human(
+    base: pd.DataFrame, pairs: Any, names: list[str], human: Mapping[str, str], on: str | None, caller_name: str
+) -> dict[str, Any]:
+    """``labels=`` and ``weights=`` for :func:`raglab.stats.compare` from the human label columns of both runs.
+
+    The labelled questions must be a recorded random sample (the baseline's design, see
+    ``_label_design``) labelled in both runs; a question labelled in only one run is treated as
+    unlabelled, with a warning.
+    """
+    import numpy as np
+
+    from raglab._validation import warn
+
+    if not isinstance(human, Mapping):
+        raise TypeError(f"{caller_name}: human must be {{metric: label column}}, got {human!r}")
+    unknown = [m for m in human if m not in names]
+    if unknown:
+        raise ValueError(f"{caller_name}: human names {unknown}, which are not compared metrics {names}")
+    labels: dict[str, tuple[Any, Any]] = {}
+    any_labelled = np.zeros(len(pairs.base), dtype=bool)
+    for metric, column in human.items():
+        b = _score_frame(pairs.base, [column], caller_name, id_column=on, side="baseline")[column].to_numpy()
+        c = _score_frame(pairs.cand, [column], caller_name, id_column=on, side="candidate")[column].to_numpy()
+        one = np.isnan(b) != np.isnan(c)
+        if one.any():
+            warn(f"{caller_name}: {int(one.sum())} question(s) have a {column!r} label in only one run; paired "
+                 "prediction-powered inference needs both runs' answers labelled on the same random questions, "
+                 "so those are treated as unlabelled", UserWarning)
+            b, c = np.where(one, np.nan, b), np.where(one, np.nan, c)
+        labels[metric] = (b, c)
+        any_labelled |= ~np.isnan(b)
+    frame = pairs.base.copy()
+    frame.attrs = base.attrs
+    prob, _ = _label_design(frame, any_labelled, caller_name, on)
+    return {"labels": labels, "weights": None if prob is None else 1.0 / prob}
+
+
 def estimate(
     rows: pd.DataFrame,
     metrics: str | Sequence[str] | None = None,
@@ -400,6 +437,7 @@ def compare(
     adjust: str | None = None,
     allow_evalset_mismatch: bool = False,
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    human: Mapping[str, str] | None = None,
     roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
@@ -441,6 +479,14 @@ def compare(
         declared range).
     allow_evalset_mismatch : bool
         Compare runs stamped with different eval sets anyway (with a warning).
+    human : dict, optional
+        ``{metric: human label column}`` (the column in both runs, NaN where a question was not
+        labelled): when people labelled a random subset of questions in both runs, those judged
+        metrics get the paired prediction-powered interval (PPI++ on the per-question differences,
+        ``raglab.stats.estimators.PredictionPowered``; ``diff`` the estimate of the human mean
+        difference, ``attrs["raglab"]["comparison"]["n_labeled"]`` the labelled questions per row). The labels must be a recorded random sample of the
+        baseline's questions (``raglab.sampling.draw``; otherwise a loud warning), weighted by
+        ``1 / inclusion_probability``.
     roles : Roles or dict, optional
         Column roles of the baseline (its ``question_id`` is the default ``on``).
     resampling : Resampling, optional
@@ -484,6 +530,7 @@ def compare(
         _check_unit_range(names, scores.to_numpy(), f"the {side} run", caller_name, _locate_rows(frame, on, paired))
     slices = _paired_labels(pairs, by_columns, on, caller_name, kind="slice") if by_columns else None
     unit_labels = _paired_labels(pairs, [units], on, caller_name, kind="cluster") if units else None
+    labelled = _paired_human(base, pairs, names, human, on, caller_name) if human else {}
     table = _stats.compare(
         base_scores,
         cand_scores,
@@ -492,6 +539,7 @@ def compare(
         **res.settings(),
         adjust=adjust,
         bounds=bounds,
+        **labelled,
     )
     comparison = dict(table.attrs["raglab"]["comparison"])
     comparison.update(
@@ -500,6 +548,7 @@ def compare(
             "how": how,
             "by": by_columns or None,
             "units": units,
+            **({"human": dict(human)} if human else {}),
             **_pairing_record(pairs),
             "runs": {"base": _run_record(base), "cand": _run_record(cand)},
         }
@@ -524,6 +573,7 @@ def gate(
     adjust: str | None = "holm",
     allow_evalset_mismatch: bool = False,
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    human: Mapping[str, str] | None = None,
     roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
@@ -548,6 +598,10 @@ def gate(
     bounds : dict, optional
         ``{metric: (low, high)}`` for metrics with no known bounds: the betting interval on that range
         (the gate's pass promise at every n); see :func:`raglab.stats.gate`.
+    human : dict, optional
+        ``{metric: human label column}`` as in :func:`compare`: those metrics are decided on paired
+        prediction-powered intervals, and rows with fewer than :data:`raglab.stats.MIN_LABELS`
+        labelled questions review instead of deciding.
     adjust : {"holm", None}
         Blocks need Holm-adjusted evidence over all rows (default) or, with None, only the row's own.
 
@@ -578,7 +632,8 @@ def gate(
     cols, res = _options(base, roles, resampling, options, RESAMPLING_SETTINGS, caller_name)
     with called_as(caller_name):  # the comparison's errors name the gate
         table = compare(base, cand, metrics=metrics, by=by, on=on, how=how, units=units,
-                        allow_evalset_mismatch=allow_evalset_mismatch, bounds=bounds, roles=cols, resampling=res)
+                        allow_evalset_mismatch=allow_evalset_mismatch, bounds=bounds, human=human, roles=cols,
+                        resampling=res)
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
 
 

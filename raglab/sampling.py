@@ -21,7 +21,7 @@ tell a random sample from labels picked by hand. Three designs:
   ``by=`` the expected size is split proportionally across strata first.
 
 The design is recorded in ``df.attrs["raglab"]["sampling"][kind]`` as a
-:class:`raglab._meta.SamplingDesign` (it survives :func:`raglab.io.write_rows` and
+``raglab._meta.SamplingDesign`` record (it survives :func:`raglab.io.write_rows` and
 :func:`raglab.io.read_rows`); read it back with ``raglab._meta.sampling_design_of``.
 
 Examples
@@ -85,8 +85,10 @@ def draw(
     seed : int
         Seeds the numpy Generator: the same arguments choose the same rows.
     score : str, optional
-        A numeric column: the pilot score whose spread sets the Neyman allocation, or the judge's
-        score (with ``threshold``) or uncertainty (without) that ``"active"`` favours.
+        A numeric (or bool) column: the pilot score whose spread sets the Neyman allocation (NaN on
+        rows not piloted; at least 2 piloted rows per stratum), or the judge's score (with
+        ``threshold``) or uncertainty (without, e.g. a claim-verdict disagreement) that ``"active"``
+        favours (every row needs one).
     threshold : float, optional
         For ``"active"``: rows whose ``score`` is nearest this value are the least sure.
     floor : float
@@ -159,7 +161,7 @@ def draw(
         raise ValueError(f"draw: threshold={threshold!r}; it must be a finite number")
 
     strata = _strata(rows, by)
-    values = _score(rows, score) if score is not None else None
+    values = _score(rows, score, partial=method == "neyman") if score is not None else None
     rng = np.random.default_rng(int(seed))
 
     probability = np.zeros(population, dtype=float)
@@ -176,8 +178,7 @@ def draw(
         sizes = {key: len(pos) for key, pos in strata.items()}
         if method == "neyman":
             assert values is not None
-            spreads = {key: float(np.std(values[pos], ddof=1)) if len(pos) > 1 else 0.0
-                       for key, pos in strata.items()}
+            spreads = _spreads(values, strata, sizes, score, by)
             targets = {key: sizes[key] * spreads[key] for key in strata}
             if sum(targets.values()) == 0:  # no spread anywhere: proportional
                 targets = {key: float(sizes[key]) for key in strata}
@@ -231,7 +232,8 @@ def _strata(rows: pd.DataFrame, by: str | None) -> dict[Hashable, np.ndarray]:
     return {uniques[i]: np.flatnonzero(codes == i) for i in range(len(uniques))}
 
 
-def _score(rows: pd.DataFrame, score: str) -> np.ndarray:
+def _score(rows: pd.DataFrame, score: str, *, partial: bool = False) -> np.ndarray:
+    """The score column as floats; NaN refused unless ``partial`` (a pilot scored on some rows only)."""
     if score not in rows.columns:
         raise MissingColumnError(f"draw: score={score!r} is not a column of the rows; columns are "
                                  f"{list(rows.columns)}")
@@ -239,12 +241,28 @@ def _score(rows: pd.DataFrame, score: str) -> np.ndarray:
         values = pd.to_numeric(rows[score], errors="raise").to_numpy(dtype=float)
     except (TypeError, ValueError):
         raise ValueError(f"draw: the score column {score!r} must be numeric") from None
+    if np.isinf(values).any():
+        raise ValueError(f"draw: the score column {score!r} is infinite on {int(np.isinf(values).sum())} rows")
     bad = ~np.isfinite(values)
-    if bad.any():
+    if bad.any() and not partial:
         first = rows.index[int(np.flatnonzero(bad)[0])]
         raise ValueError(f"draw: the score column {score!r} is NaN or infinite on {int(bad.sum())} rows (first: "
                          f"index {first!r}); every row needs a score to set its probability")
     return values
+
+
+def _spreads(values: np.ndarray, strata: dict[Hashable, np.ndarray], sizes: dict[Hashable, int], score: str | None,
+             by: str | None) -> dict[Hashable, float]:
+    """Each stratum's standard deviation of the pilot scores it has (NaN = not piloted)."""
+    spreads = {}
+    for key, positions in strata.items():
+        piloted = values[positions][np.isfinite(values[positions])]
+        if sizes[key] > 1 and piloted.size < 2:
+            raise ValueError(f"draw: the pilot score {score!r} has {piloted.size} values in the stratum {by}={key!r} "
+                             f"({sizes[key]} rows); Neyman allocation needs at least 2 per stratum to estimate its "
+                             "spread (pilot it, merge it with a neighbour, or use method='uniform')")
+        spreads[key] = float(np.std(piloted, ddof=1)) if piloted.size > 1 else 0.0
+    return spreads
 
 
 def _uncertainty(values: np.ndarray, threshold: float | None, score: str | None) -> np.ndarray:
@@ -327,6 +345,5 @@ def _check_columns_free(out: pd.DataFrame, kind: str) -> None:
             continue
         if design.get("inclusion_probability") == PROBABILITY and PROBABILITY in out.columns:
             raise ValueError(f"draw: the table already holds the {other!r} design's columns {SELECTED!r} and "
-                             f"{PROBABILITY!r}; rename them first (e.g. rows.rename(columns={{'selected': "
-                             f"'{other}', 'inclusion_probability': 'p_{other}'}})) and record the new name, or "
-                             "draw on a copy without them")
+                             f"{PROBABILITY!r}, which this {kind!r} draw would overwrite; draw the {kind!r} rows on "
+                             "a table without them (one design per table for now) and join the results by id")

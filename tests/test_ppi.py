@@ -153,3 +153,90 @@ def test_clustered_coverage_on_a_simulated_law() -> None:
         covered_naive += naive.low <= truth_mean <= naive.high
     assert covered / reps >= 0.91  # nominal 95%; 300 reps give a Monte Carlo sd of about 1.3 points
     assert covered_naive < covered
+
+
+def _paired_law(rng: np.random.Generator, n: int, rate: float, lift: float = 0.05) -> tuple[np.ndarray, ...]:
+    """Two runs on the same questions; the candidate fixes some answers; a judge right 85% of the time."""
+    base = (rng.random(n) < 0.7).astype(float)
+    cand = np.where(rng.random(n) < lift / 0.3, 1.0, base)
+    judge_b = np.where(rng.random(n) < 0.85, base, 1 - base)
+    judge_c = np.where(rng.random(n) < 0.85, cand, 1 - cand)
+    lab = rng.random(n) < rate
+    return base, cand, judge_b, judge_c, lab
+
+
+def test_paired_ppi_in_compare_equals_ppi_py_on_the_differences() -> None:
+    from raglab.stats import compare
+    from raglab.stats.estimators import PredictionPowered, interval_kind
+    from raglab.stats.results import COMPARISON, check_declared
+
+    rng = np.random.default_rng(4)
+    base, cand, jb, jc, lab = _paired_law(rng, 1500, 0.15)
+    labels = {"faithfulness": (np.where(lab, base, np.nan), np.where(lab, cand, np.nan))}
+    table = compare({"faithfulness": jb, "hit@5": jb}, {"faithfulness": jc, "hit@5": jc}, labels=labels,
+                    n_permutations=0, n_resamples=200)
+    check_declared(table, COMPARISON)
+    row = table.iloc[0]
+    assert row.method == "paired prediction-powered (PPI++)" and interval_kind(row.method) is PredictionPowered.kind
+    assert row.test == "normal (prediction-powered)"
+    assert table.method[1] == "paired score (Tango)"  # no labels: the usual interval
+    dy, df = (cand - base)[lab], (jc - jb)[lab]
+    low, high = ppi_py.ppi_mean_ci(dy, df, (jc - jb)[~lab], alpha=0.05)
+    point = float(np.ravel(ppi_py.ppi_mean_pointestimate(dy, df, (jc - jb)[~lab]))[0])
+    assert (row["diff"], row.low, row.high) == pytest.approx((point, float(low[0]), float(high[0])), abs=1e-10)
+    assert table.attrs["raglab"]["comparison"]["n_labeled"] == {"faithfulness": {"overall": int(lab.sum())}}
+    with pytest.raises(ValueError, match="method='ppi'"):
+        compare({"a": jb, "b": jb}, {"a": jc, "b": jc}, labels={"a": labels["faithfulness"]}, method="ppi")
+
+
+def test_paired_ppi_coverage_on_a_simulated_law() -> None:
+    from raglab.stats import compare
+
+    rng = np.random.default_rng(8)
+    reps, covered, narrower = 150, 0, 0
+    for _ in range(reps):
+        base, cand, jb, jc, lab = _paired_law(rng, 800, 0.2)
+        truth = 0.05  # P(the candidate fixes an answer) * P(it failed) = (0.05 / 0.3) * 0.3
+        labels = {"faithfulness": (np.where(lab, base, np.nan), np.where(lab, cand, np.nan))}
+        row = compare({"faithfulness": jb}, {"faithfulness": jc}, labels=labels, n_permutations=0,
+                      n_resamples=50).iloc[0]
+        covered += row.low <= truth <= row.high
+        human = ppi_mean((cand - base)[lab], (jc - jb)[lab], (jc - jb)[~lab], lam=0)
+        narrower += (row.high - row.low) < human.width
+    assert covered / reps >= 0.9  # nominal 95%; Monte Carlo sd about 1.8 points at 150 reps
+    assert narrower / reps >= 0.9  # the judge helps on almost every draw
+
+
+def test_gate_reviews_paired_ppi_below_min_labels() -> None:
+    import pandas as pd
+
+    from raglab import runs
+
+    rng = np.random.default_rng(2)
+    n = 3000
+    base, cand, jb, jc, _ = _paired_law(rng, n, 0.0, lift=0.1)
+    q = [f"q{i}" for i in range(n)]
+    for rate, decision in ((0.01, "review"), (0.2, "pass")):
+        lab = rng.random(n) < rate
+        b = pd.DataFrame({"question_id": q, "faithfulness": jb, "human": np.where(lab, base, np.nan)})
+        c = pd.DataFrame({"question_id": q, "faithfulness": jc, "human": np.where(lab, cand, np.nan)})
+        with pytest.warns(UserWarning, match="not a recorded random sample"):
+            result = runs.gate(b, c, metrics=["faithfulness"], human={"faithfulness": "human"}, margin=0.05,
+                               higher_is_better=True)
+        assert result.decision == decision, result.table.reason.tolist()
+        if decision == "review":
+            assert f"below {MIN_LABELS} labels" in result.table.reason[0]
+
+
+def test_ppi_interval_states_its_ingredients_and_pickles() -> None:
+    import pickle
+
+    rng = np.random.default_rng(1)
+    iv = ppi_mean(rng.random(150), rng.random(150), rng.random(900), ci=0.9)
+    back = pickle.loads(pickle.dumps(iv))
+    assert tuple(back) == tuple(iv) and back.metadata() == iv.metadata()
+    meta = iv.to_dict()
+    assert meta["method"] == "prediction-powered (PPI++)" and meta["level"] == 0.9
+    assert meta["n"] == 1050 and meta["n_labeled"] == 150 and meta["n_unlabeled"] == 900
+    assert {"lam", "effective_labels", "se"} <= set(meta)
+    assert "lam=" in repr(iv)

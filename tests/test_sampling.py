@@ -142,6 +142,27 @@ def test_neyman_caps_a_stratum_at_its_size():
     assert marked.groupby("s")["selected"].sum().to_dict() == {"a": 5, "b": 15}
 
 
+def test_neyman_uses_the_rows_the_pilot_scored():
+    rng = np.random.default_rng(1)
+    x = np.r_[rng.normal(0, 1, 100), rng.normal(0, 4, 100)]
+    rows = pd.DataFrame({"s": ["a"] * 100 + ["b"] * 100, "x": x})
+    piloted = rows.assign(x=rows["x"].where(np.arange(200) % 4 == 0))  # a quarter piloted
+    spreads = [np.std(x[:100][::4], ddof=1), np.std(x[100:][::4], ddof=1)]
+    marked = draw(piloted, 50, by="s", method="neyman", score="x")
+    share = spreads[0] / sum(spreads)
+    assert abs(marked.groupby("s")["selected"].sum()["a"] - 50 * share) <= 1
+    with pytest.raises(ValueError, match=r"has 1 values in the stratum s='b' \(100 rows\)"):
+        draw(piloted.assign(x=piloted["x"].where(np.arange(200) != 104).where(np.arange(200) < 108)), 50, by="s",
+             method="neyman", score="x")
+
+
+def test_active_takes_a_bool_disagreement_column():
+    rows = pd.DataFrame({"disagree": [True, False, False, True, False, False, False, False]})
+    p = draw(rows, 4, method="active", score="disagree", floor=0.2)["inclusion_probability"].to_numpy()
+    # 4 (0.2/8 + 0.8 u/2) gives 1.7 on the disagreements: capped at 1, the other 2 spread over 6 rows
+    assert p.sum() == pytest.approx(4) and p[0] == p[3] == 1.0 and np.allclose(p[[1, 2, 4, 5, 6, 7]], 1 / 3)
+
+
 def test_proportional_allocation_and_the_minimum_of_one():
     rows = pd.DataFrame({"s": ["a"] * 97 + ["b"] * 3})
     marked = draw(rows, 10, by="s")

@@ -56,6 +56,11 @@ detectable difference), :mod:`~raglab.sizing.outcomes` (paired outcomes, true an
 judge), :mod:`~raglab.sizing.gate` (:func:`questions_for_gate`) and :mod:`~raglab.sizing.pilot`
 (:func:`size_from_pilot`, :class:`SizingResult`); import them from ``raglab.sizing``.
 
+When a judge scores every answer and people label a random subset, :func:`plan_labels`
+(:mod:`~raglab.sizing.labels`) says how many to label and how many to judge for a PPI++ mean, what
+the judge saves against labels alone, and the 2x ceiling of Dorner et al. (ICLR 2025) on that saving
+for a judge no better than the system judged.
+
 Examples
 --------
 >>> from raglab import sizing
@@ -74,6 +79,7 @@ from __future__ import annotations
 
 from raglab.sizing.formulas import detectable_difference, power, questions_needed, standard_error
 from raglab.sizing.gate import questions_for_gate
+from raglab.sizing.labels import LabelPlan, effective_labels, plan_labels
 from raglab.sizing.outcomes import PairedOutcomes, paired_outcomes
 from raglab.sizing.pilot import SizingResult, size_from_pilot
 from raglab.sizing.release import (
@@ -84,11 +90,14 @@ from raglab.sizing.release import (
 )
 
 __all__ = [
+    "LabelPlan",
     "PairedOutcomes",
     "ReleaseSizing",
     "SizingResult",
     "detectable_difference",
+    "effective_labels",
     "paired_outcomes",
+    "plan_labels",
     "power",
     "questions_for_gate",
     "questions_needed",

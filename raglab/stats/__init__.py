@@ -9,6 +9,10 @@ The pieces
 * :func:`paired_bootstrap`: the interval on ``mean(cand - base)`` over questions answered by both;
   :func:`paired_proportion_interval`: Tango's score interval for two paired pass rates.
 * :func:`mcnemar`, :func:`sign_flip_test`, :func:`holm`: paired tests beside the intervals.
+* :func:`ppi_mean`, :func:`ppi_mean_strata`, :func:`ppi_mean_clustered`, :func:`ppi_table`:
+  prediction-powered intervals (PPI++), a judge's scores on every row debiased by human labels on a
+  random subset; ``compare(labels=...)`` and ``gate(labels=...)`` use them on paired differences,
+  and the gate reviews below :data:`MIN_LABELS` labels.
 * :func:`summary`, :func:`compare`: tidy tables, one row per metric x slice (``overall`` first).
 * :func:`gate`: :func:`compare` plus a non-inferiority decision per row, returned as a
   :class:`GateResult` that writes a JSON decision log; :func:`gate_comparison` decides on a
@@ -19,9 +23,9 @@ Where the code lives
 ``raglab.stats._engine`` (the resampling engine and the input checks), ``raglab.stats.intervals``
 (the interval formulas), ``raglab.stats.tests`` (paired tests), ``raglab.stats.estimators`` (one
 class per interval method, and the ``"auto"`` choice), ``raglab.stats.results`` (the typed rows
-and the tables' columns, declared once), ``raglab.stats.tables`` (summary, compare) and
-``raglab.stats._gate`` (the gate, on top of compare; also importable as :mod:`raglab.gate`). Nothing
-here imports upward: the gate imports the tables, never the reverse. Every public name is
+and the tables' columns, declared once), ``raglab.stats.tables`` (summary, compare),
+``raglab.stats.ppi`` (prediction-powered inference) and ``raglab.stats._gate`` (the gate, on top
+of compare; also importable as :mod:`raglab.gate`). Nothing here imports upward: the gate imports the tables, never the reverse. Every public name is
 importable from here.
 
 How the bootstrap is computed

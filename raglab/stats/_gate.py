@@ -36,6 +36,7 @@ from raglab._validation import check_option, warn
 from raglab._version import __version__
 from raglab.stats._engine import MIN_CLUSTERS
 from raglab.stats.estimators import interval_kind, test_kind
+from raglab.stats.ppi import MIN_LABELS
 from raglab.stats.results import (
     GATE,
     GATE_NEEDS,
@@ -301,16 +302,18 @@ def _decide_rows(out: pd.DataFrame, p_worse: np.ndarray, adjusted: np.ndarray, f
     clustered = "n_clusters" in out.columns
     counts = out["n_clusters"] if clustered else out["n"]
     kinds, tests = _kinds(out)
-    resampled = np.array([not k.valid_at_every_n for k in kinds], dtype=bool)
+    powered = np.array([k is IntervalKind.PREDICTION_POWERED for k in kinds], dtype=bool)
+    # prediction-powered rows: a normal interval whose own check is the number of labels (below)
+    resampled = np.array([not k.valid_at_every_n for k in kinds], dtype=bool) & ~powered
     changed = out["n_changed"] if "n_changed" in out.columns else pd.Series([None] * len(out))
     # Rows whose p-values come from sign flips or resamples: not Tango's (exact McNemar), nor betting rows
     # whose p-value is the betting capital's 1 / K (no draws to run out of; an older table's betting rows
     # with sign-flip p-values still count).
-    coarse = np.array([k is not IntervalKind.SCORE and t is not TestKind.CAPITAL for k, t in zip(kinds, tests)],
-                      dtype=bool)
+    coarse = np.array([k is not IntervalKind.SCORE and t not in (TestKind.CAPITAL, TestKind.NORMAL)
+                       for k, t in zip(kinds, tests)], dtype=bool)
     _warn_if_holm_cannot_block(out, coarse, family, 1 - level)
     floors = floor_resolution(out.assign(p_worse=p_worse), "p_worse")  # Holm is monotone: a bound stays a bound
-    return [
+    decided = [
         _decide(lo, hi, mg, hb, n=int(0 if pd.isna(k) else k), clustered=clustered, p_worse=p, alpha=1 - level,
                 family=family, resampled=bool(rs), n_changed=None if pd.isna(ch) else int(ch), floor=fl)
         for lo, hi, mg, hb, k, p, rs, ch, fl in zip(
@@ -318,6 +321,27 @@ def _decide_rows(out: pd.DataFrame, p_worse: np.ndarray, adjusted: np.ndarray, f
             floors,
         )
     ]
+    counts_labelled = ((out.attrs.get("raglab") or {}).get("comparison") or {}).get("n_labeled") or {}
+    for i in np.flatnonzero(powered):
+        metric, label = out["metric"].iloc[i], out["slice"].iloc[i] if "slice" in out.columns else "overall"
+        decided[i] = _few_labels(decided[i], (counts_labelled.get(str(metric)) or {}).get(str(label)))
+    return decided
+
+
+def _few_labels(decided: tuple[str, str], n_labeled: Any) -> tuple[str, str]:
+    """A prediction-powered row with fewer than MIN_LABELS labelled questions reviews instead of deciding."""
+    if decided[0] == "review":
+        return decided
+    if n_labeled is None or pd.isna(n_labeled):
+        return "review", ("a prediction-powered row without its labelled count (attrs['raglab']['comparison']"
+                          "['n_labeled']): cannot check it has enough labels")
+    if int(n_labeled) < MIN_LABELS:
+        return "review", (
+            f"only {int(n_labeled)} questions labelled by people in both runs: prediction-powered intervals "
+            f"undercover below {MIN_LABELS} labels (90.6% for a nominal 95% at 48 labels on MTRAG); label more "
+            f"questions (the interval alone would say {decided[0]})"
+        )
+    return decided
 
 
 def _declared_order(out: pd.DataFrame) -> pd.DataFrame:
@@ -545,6 +569,9 @@ def gate(
     n_permutations: int = 10_000,
     adjust: str | None = "holm",
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    labels: Mapping[str, tuple[Any, Any]] | None = None,
+    weights: Any = None,
+    strata: Any = None,
 ) -> GateResult:
     """Non-inferiority release gate on paired scores, per metric and slice.
 
@@ -594,6 +621,10 @@ def gate(
         ``cost``, ``hallucination``... are lower-is-better); an explicit value always wins.
     slices, units, ci, method, n_resamples, seed, n_permutations, bounds
         As in :func:`~raglab.stats.compare`.
+    labels, weights, strata
+        Human labels of both runs on a random subset of questions, as in :func:`~raglab.stats.compare`:
+        those metrics are decided on paired prediction-powered intervals, and a row with fewer than
+        :data:`~raglab.stats.MIN_LABELS` labelled questions reviews instead of deciding.
     adjust : {"holm", None}
         How blocks are protected against many rows: ``"holm"`` (the default) as above; ``None``
         lets each row block on its own interval and unadjusted one-sided p-value.
@@ -617,6 +648,6 @@ def gate(
     """
     table = compare(
         base, cand, slices=slices, units=units, ci=ci, method=method, n_resamples=n_resamples, seed=seed,
-        n_permutations=n_permutations, bounds=bounds,
+        n_permutations=n_permutations, bounds=bounds, labels=labels, weights=weights, strata=strata,
     )
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)

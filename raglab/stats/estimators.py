@@ -42,6 +42,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy import stats as _sps
 
 from raglab._registry import metric_info
 from raglab._validation import warn
@@ -67,10 +68,12 @@ from raglab.stats.intervals import (
     _tango_bounds,
     proportion_interval,
 )
+from raglab.stats.ppi import ppi_mean, ppi_mean_clustered, ppi_mean_strata
 from raglab.stats.results import (
     CLUSTER_SIGN_FLIP_TEST,
     MCNEMAR_TEST,
     NO_TEST,
+    PPI_TEST,
     SIGN_FLIP_TEST,
     IntervalKind,
     TestKind,
@@ -95,6 +98,7 @@ __all__ = [
     "PairedSample",
     "Shared",
     "PercentileBootstrap",
+    "PredictionPowered",
     "Proportion",
     "Settings",
     "StudentT",
@@ -294,6 +298,7 @@ class PairedBlock:
     n_permutations: tuple[int | None, ...]
     n_resamples: int | None = None
     estimate: np.ndarray | None = None
+    n_labeled: np.ndarray | None = None  # per cell: questions labelled in both runs (prediction-powered)
 
 
 @dataclass(frozen=True)
@@ -552,8 +557,88 @@ class BCaBootstrap(_PairedBootstrap):
     label = _boot_label("bca", paired=True, clustered=False)
 
 
+_PPI_LABEL = "paired prediction-powered (PPI++)"
+
+
+class PredictionPowered(PairedEstimator):
+    """Paired prediction-powered inference on per-question differences (PPI++, arXiv 2311.01453).
+
+    For a judged metric with human labels on a random subset of questions, labelled in *both* runs:
+    the judge's difference ``cand - base`` on every complete pair is the prediction, the human
+    difference on the labelled pairs the label, and the interval is
+    :func:`raglab.stats.ppi_mean`'s on those differences (clustered with ``units=``, stratified by
+    the sample's ``strata`` on the overall row, labels weighted by the sample's ``weights``). The
+    estimate is the PPI estimate of the *human* mean difference, not the judge's. Two-sided and
+    one-sided p-values are normal (the estimate over its standard error). The gate reviews rows with
+    fewer than :data:`raglab.stats.MIN_LABELS` labelled questions.
+    """
+
+    method = "ppi"
+    kind = IntervalKind.PREDICTION_POWERED
+    label = _PPI_LABEL
+    in_auto = True
+    requirement = "human labels (compare(..., human=...)) in both runs"
+
+    def labels(self) -> tuple[str, ...]:
+        return (self.label, self.label + ", clustered", self.label + ", stratified",
+                self.label + ", stratified, clustered")
+
+    def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:
+        if sample.labels is None:
+            return False
+        both = ~np.isnan(sample.labels[0][:, j]) & ~np.isnan(sample.labels[1][:, j])
+        return bool(both.any())
+
+    def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
+                 shared: Shared) -> PairedBlock:
+        assert sample.labels is not None
+        cols = list(columns)
+        low, high, est, p_value, p_decrease, p_increase, n_lab = (_cells(sample, cols) for _ in range(7))
+        layout = sample.layout
+        human = sample.labels[1] - sample.labels[0]
+        label = self.label + (", stratified" if sample.strata is not None else "") + (
+            ", clustered" if layout.clustered else "")
+        for c, j in enumerate(cols):
+            for r in range(len(layout.rows)):
+                rows = np.zeros(sample.diffs.shape[0], dtype=bool)
+                rows[layout.select(r)] = True
+                rows &= sample.complete[:, j]
+                lab = rows & ~np.isnan(human[:, j])
+                unl = rows & np.isnan(human[:, j])
+                n_lab[r, c] = lab.sum()
+                if lab.sum() < 2 or not unl.any():
+                    continue
+                args = (human[lab, j], sample.diffs[lab, j], sample.diffs[unl, j])
+                w = None if sample.weights is None else sample.weights[lab]
+                kw: dict[str, Any] = {"ci": settings.level, "weights": w}
+                try:
+                    if r == 0 and sample.strata is not None:
+                        if layout.clustered:
+                            kw.update(units_labeled=layout.units[lab], units_unlabeled=layout.units[unl])
+                        iv = ppi_mean_strata(*args, sample.strata[lab], sample.strata[unl], **kw)
+                    elif layout.clustered:
+                        iv = ppi_mean_clustered(*args, layout.units[lab], layout.units[unl], **kw)
+                    else:
+                        iv = ppi_mean(*args, **kw)
+                except ValueError as error:
+                    warn(f"compare: no prediction-powered interval for {sample.names[j]!r} in row "
+                         f"{layout.rows[r]!r}: {error}", UserWarning)
+                    continue
+                est[r, c], low[r, c], high[r, c] = iv
+                if iv.se > 0:
+                    z = iv.estimate / iv.se
+                    p_decrease[r, c] = float(_sps.norm.cdf(z))
+                    p_increase[r, c] = float(_sps.norm.sf(z))
+                    p_value[r, c] = min(1.0, 2 * min(p_decrease[r, c], p_increase[r, c]))
+        k = len(cols)
+        return PairedBlock(tuple(cols), low, high, p_value, p_decrease, p_increase, label, self.kind,
+                           (PPI_TEST,) * k, (TestKind.NORMAL,) * k, (None,) * k, (None,) * k,
+                           estimate=est, n_labeled=n_lab)
+
+
 #: the paired estimators by their ``compare(method=...)`` value, in the order the auto choice tries them
 PAIRED: dict[str, PairedEstimator] = {
+    "ppi": PredictionPowered(),  # first: with human labels on a metric, auto takes it
     "score": TangoScore(),
     "betting": Betting(),
     "percentile": PercentileBootstrap(),

@@ -42,6 +42,7 @@ from scipy import stats as _sps
 
 from raglab._interval import Interval
 from raglab._validation import check_level, warn
+from raglab.stats.results import PPI_TABLE, frame_of
 
 __all__ = ["MIN_LABELS", "PPIInterval", "ppi_mean", "ppi_mean_clustered", "ppi_mean_strata", "ppi_table"]
 
@@ -56,7 +57,7 @@ _METHOD_FIXED = "prediction-powered (PPI, fixed lam)"
 
 
 class PPIInterval(Interval):
-    """An :class:`~raglab.Interval` from prediction-powered inference, with its ingredients.
+    """An :class:`~raglab.stats.Interval` from prediction-powered inference, with its ingredients.
 
     Beyond ``estimate, low, high, method, level, n`` it carries ``lam`` (the judge's weight: 1 is
     plain PPI, 0 human-only), ``n_labeled`` and ``n_unlabeled`` (rows with a human label, rows with
@@ -670,8 +671,6 @@ def ppi_table(
     >>> bool(table.high[0] - table.low[0] < table.human_only_high[0] - table.human_only_low[0])
     True
     """
-    from raglab.stats.results import PPI_TABLE, frame_of
-
     level = check_level(ci)
     lam = _check_lam(lam)
     judged = pd.DataFrame(judged)

@@ -57,6 +57,7 @@ class IntervalKind(enum.Enum):
     BOOTSTRAP = "bootstrap"
     PROPORTION = "proportion"
     T = "t"
+    PREDICTION_POWERED = "prediction-powered"  # normal interval from judge scores and human labels (PPI++)
 
     @property
     def valid_at_every_n(self) -> bool:
@@ -69,6 +70,7 @@ SIGN_FLIP_TEST = "sign-flip permutation"
 CLUSTER_SIGN_FLIP_TEST = "sign-flip permutation (clusters)"
 CAPITAL_TEST = "betting capital"  # p = min(1, 1 / capital at 0)
 NO_TEST = "none"
+PPI_TEST = "normal (prediction-powered)"  # p from the PPI estimate over its standard error
 
 
 class TestKind(enum.Enum):
@@ -79,6 +81,7 @@ class TestKind(enum.Enum):
     EXACT = "exact"  # exact McNemar: no draws, no floor
     SIGN_FLIP = "sign-flip"  # random sign flips: a floor at 1 / (n_permutations + 1)
     CAPITAL = "capital"  # the betting capital at 0: p = min(1, 1 / K), no draws
+    NORMAL = "normal"  # a normal approximation (prediction-powered rows): no draws, no floor
     NONE = "none"  # no test run: one-sided p-values read off the bootstrap distribution (or McNemar's)
 
 
@@ -88,6 +91,7 @@ _TEST_KINDS = {
     CLUSTER_SIGN_FLIP_TEST: TestKind.SIGN_FLIP,
     CAPITAL_TEST: TestKind.CAPITAL,
     NO_TEST: TestKind.NONE,
+    PPI_TEST: TestKind.NORMAL,
 }
 
 

@@ -263,6 +263,9 @@ def compare(
     n_permutations: int = 10_000,
     adjust: str | None = None,
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    labels: Mapping[str, tuple[Any, Any]] | None = None,
+    weights: Any = None,
+    strata: Any = None,
 ) -> pd.DataFrame:
     """Paired comparison of two runs on the same questions: interval and test per metric and slice.
 
@@ -278,7 +281,7 @@ def compare(
         Cluster labels per question: resample (and sign-flip) whole clusters.
     ci : float
         Confidence level.
-    method : {"auto", "score", "betting", "percentile", "bca"}
+    method : {"auto", "ppi", "score", "betting", "percentile", "bca"}
         The interval on ``mean(cand - base)``. ``"auto"`` (the default) takes, per metric, the
         interval that keeps its coverage at small n: for pass/fail metrics (every value 0 or 1 on
         both sides, no ``units``) Tango's score interval for paired proportions
@@ -291,7 +294,8 @@ def compare(
         *expanded* percentile bootstrap, whose level is widened by ``sqrt(n/(n-1)) * t(n-1) / z``
         for the row's ``n`` questions or clusters. ``"score"`` asks for the score interval
         (pass/fail metrics only), ``"betting"`` for the betting interval (scores in [0, 1]). ``"percentile"`` and ``"bca"`` give the
-        plain bootstrap intervals for every metric (as ``scipy.stats.bootstrap``). All bootstrap
+        plain bootstrap intervals for every metric (as ``scipy.stats.bootstrap``). ``"ppi"`` (and ``"auto"`` for
+        metrics given ``labels``) is the paired prediction-powered interval (see ``labels``). All bootstrap
         rows of one call share the same resampled question sets; the same call with the same seed
         reproduces every number exactly (row order does not matter), while adding metrics or slices
         changes how the shared resamples are drawn (bounds move by Monte Carlo error).
@@ -312,6 +316,19 @@ def compare(
         ``units``) such a metric gets the betting interval on differences in ``[low - high, high -
         low]``, valid at every n whatever the shape; a value outside the declared range is refused
         (naming the metric and rows). Kept in ``attrs["raglab"]["comparison"]["bounds"]``.
+    labels : dict, optional
+        ``{metric: (base_labels, cand_labels)}``: human labels of both runs' answers, per question in
+        the same order (NaN where a question was not labelled), for judged metrics whose labels were
+        given to a *random* subset of questions in both runs. Those metrics get the paired
+        prediction-powered interval (``method="auto"`` or ``"ppi"``; ``raglab.stats.estimators.PredictionPowered``):
+        the judge's difference on every pair debiased by the human differences on the labelled pairs;
+        ``diff`` is then the estimate of the *human* mean difference, and
+        ``attrs["raglab"]["comparison"]["n_labeled"]`` holds ``{metric: {slice: labelled questions}}``
+        (the gate reviews rows below :data:`raglab.stats.MIN_LABELS`).
+    weights : array-like, optional
+        Per question ``1 / inclusion probability`` of being labelled (with ``labels``).
+    strata : array-like, optional
+        Per question the stratum of the label draw: the ``overall`` prediction-powered row is stratified.
 
     Returns
     -------
@@ -347,6 +364,8 @@ def compare(
     check_option("adjust", adjust, _ADJUST)
     settings = _settings(method, ci, n_resamples, seed, n_permutations)
     sample, resolved = _paired_sample(base, cand, slices, units, bounds, seed)
+    if labels is not None:
+        sample = _with_labels(sample, labels, weights, strata)
     settings = replace(settings, seed=resolved)
     blocks, shared = run_paired(sample, settings)
     rows = _comparison_rows(sample, blocks, shared, settings)
@@ -364,9 +383,23 @@ def compare(
             "adjust": adjust,
             "units": units is not None,
             **({"bounds": {name: list(pair) for name, pair in sample.bounds.items()}} if sample.bounds else {}),
+            **({"labels": list(labels)} if labels else {}),
+            **({"n_labeled": _labelled_counts(sample, blocks)} if labels else {}),
         }
     }
     return table
+
+
+def _labelled_counts(sample: PairedSample, blocks: Sequence[PairedBlock]) -> dict[str, dict[str, int]]:
+    """``{metric: {slice: questions labelled in both runs}}`` for the prediction-powered rows (the gate
+    reviews those below ``MIN_LABELS``)."""
+    out: dict[str, dict[str, int]] = {}
+    for block in blocks:
+        if block.n_labeled is None:
+            continue
+        for c, j in enumerate(block.columns):
+            out[sample.names[j]] = {str(label): int(block.n_labeled[r, c]) for r, label in enumerate(sample.layout.rows)}
+    return out
 
 
 def _paired_sample(base: Any, cand: Any, slices: Any, units: Any, bounds: Any,
@@ -395,6 +428,32 @@ def _paired_sample(base: Any, cand: Any, slices: Any, units: Any, bounds: Any,
     _check_declared_range(declared, names, c, "cand", "compare")
     seed = _resolve_seed(seed)
     return PairedSample(tuple(names), b, c, Layout.of(b.shape[0], slices, units), declared), seed
+
+
+def _with_labels(sample: PairedSample, labels: Mapping[str, tuple[Any, Any]], weights: Any,
+                 strata: Any) -> PairedSample:
+    """The sample with the human labels of both runs (NaN where unlabelled), their weights and strata."""
+    if not isinstance(labels, Mapping):
+        raise TypeError(f"labels must be {{metric: (base_labels, cand_labels)}}, got {type(labels).__name__}")
+    n, k = sample.base.shape
+    lb, lc = np.full((n, k), np.nan), np.full((n, k), np.nan)
+    for name, pair in labels.items():
+        if name not in sample.names:
+            raise ValueError(f"labels name {name!r}, which is not a compared metric {list(sample.names)}")
+        j = sample.names.index(name)
+        b, c = (np.asarray(pair[i], dtype=float).reshape(-1) for i in (0, 1))
+        if b.size != n or c.size != n:
+            raise ValueError(f"labels of {name!r} must have one value per question ({n}), got {b.size} and {c.size}")
+        lb[:, j], lc[:, j] = b, c
+    w = None
+    if weights is not None:
+        w = np.asarray(weights, dtype=float).reshape(-1)
+        if w.size != n or not (np.isfinite(w) & (w > 0)).all():
+            raise ValueError(f"weights must be {n} positive numbers (1 / inclusion probability)")
+    st = None if strata is None else np.asarray(pd.Series(list(strata)).astype(str))
+    if st is not None and st.size != n:
+        raise ValueError(f"strata must have one value per question ({n}), got {st.size}")
+    return replace(sample, labels=(lb, lc), weights=w, strata=st)
 
 
 def _comparison_rows(sample: PairedSample, blocks: Sequence[PairedBlock], shared: Any,
