@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/gate_errors.py
 	$(BIN)/python benchmarks/coverage.py
 	$(BIN)/python benchmarks/sizing_power.py
+	$(BIN)/python benchmarks/ppi.py
 
 # Rebuild the bundled data in data/ from ../shared/data (deterministic).
 data: $(STAMP)
