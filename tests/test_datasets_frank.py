@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import shutil
 from collections import Counter
 
 import numpy as np
@@ -19,7 +20,7 @@ import raglab  # noqa: F401  (registers df.rag)
 from raglab._meta import evalset_of, get_meta
 from raglab._rowtable import pair_runs
 from raglab.datasets import frank_summaries
-from raglab.datasets.frank import ERROR_TYPES, JUDGES, METRICS, SYSTEMS, load_runs, load_summaries
+from raglab.datasets.frank import ERROR_TYPES, JUDGES, METRICS, SYSTEMS, data_dir, load_runs, load_summaries
 
 # The source's metric names, written out here rather than taken from the build script.
 SOURCE_METRICS = {
@@ -180,3 +181,14 @@ def test_worked_values_of_the_first_and_a_bbc_summary(rows):
     assert set(rows.loc[rows["split"] == "valid", "article_id"]) == split_ids
     counts = Counter(rows["dataset"])
     assert counts == {"cnndm": 1250, "bbc": 996}
+
+
+def test_raglab_data_points_the_loaders_elsewhere(tmp_path, monkeypatch, rows):
+    # an installed wheel reads raglab/datasets/data/frank the same way: data_dir() is the one switch
+    shutil.copytree(REPO / "data" / "frank", tmp_path / "frank")
+    monkeypatch.setenv("RAGLAB_DATA", str(tmp_path))
+    assert data_dir() == tmp_path / "frank"
+    pd.testing.assert_frame_equal(load_summaries(), rows)
+    (tmp_path / "frank" / "summaries.csv").unlink()
+    with pytest.raises(FileNotFoundError, match=r"FRANK files \['summaries.csv'\]"):
+        load_summaries()
