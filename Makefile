@@ -46,6 +46,8 @@ bench: $(STAMP)
 data: $(STAMP)
 	$(BIN)/python scripts/build_data.py
 	$(BIN)/python scripts/build_clapnq.py
+	$(BIN)/python scripts/build_mtrag.py
+	$(BIN)/python scripts/build_frank.py
 
 # The wheel in dist/ (it carries data/ as raglab/datasets/data/; tests/test_install.py installs one).
 dist: $(BIN)/python
