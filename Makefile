@@ -40,11 +40,14 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/gate_errors.py
 	$(BIN)/python benchmarks/coverage.py
 	$(BIN)/python benchmarks/sizing_power.py
+	$(BIN)/python benchmarks/ppi.py
 
 # Rebuild the bundled data in data/ from ../shared/data (deterministic).
 data: $(STAMP)
 	$(BIN)/python scripts/build_data.py
 	$(BIN)/python scripts/build_clapnq.py
+	$(BIN)/python scripts/build_mtrag.py
+	$(BIN)/python scripts/build_frank.py
 
 # The wheel in dist/ (it carries data/ as raglab/datasets/data/; tests/test_install.py installs one).
 dist: $(BIN)/python

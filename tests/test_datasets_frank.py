@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import shutil
 from collections import Counter
 
 import numpy as np
@@ -19,7 +20,7 @@ import raglab  # noqa: F401  (registers df.rag)
 from raglab._meta import evalset_of, get_meta
 from raglab._rowtable import pair_runs
 from raglab.datasets import frank_summaries
-from raglab.datasets.frank import ERROR_TYPES, JUDGES, METRICS, SYSTEMS, load_runs, load_summaries
+from raglab.datasets.frank import ERROR_TYPES, JUDGES, METRICS, SYSTEMS, data_dir, load_runs, load_summaries
 
 # The source's metric names, written out here rather than taken from the build script.
 SOURCE_METRICS = {
@@ -167,8 +168,7 @@ def test_loaded_figures_equal_the_source_json(rows):
     assert rows["question_id"].tolist() == order
 
 
-@pytest.mark.shared
-def test_worked_values_of_the_first_and_a_bbc_summary(rows):
+def test_worked_values_of_the_first_summary(rows):
     # read off ../shared/data/frank/*.json by eye: the first record, bart on a CNN/DM article
     first = rows.iloc[0]
     assert (first["article_id"], first["system"], first["dataset"], first["split"]) == (
@@ -176,7 +176,21 @@ def test_worked_values_of_the_first_and_a_bbc_summary(rows):
     assert (first["human_factuality"], first["factcc"], first["qags"], first["feqa"], first["dae"]) == (
         1.0, 1.0, 0.9, 0.3948604422, 0.9433920383)
     assert (first["bertscore_p_article"], first["bleu"]) == (0.9082671403884888, 14.5031074737)
-    split_ids = {line.strip() for line in shared_path("frank", "validation_split.txt").read_text().splitlines() if line.strip()}
-    assert set(rows.loc[rows["split"] == "valid", "article_id"]) == split_ids
-    counts = Counter(rows["dataset"])
-    assert counts == {"cnndm": 1250, "bbc": 996}
+    assert Counter(rows["dataset"]) == {"cnndm": 1250, "bbc": 996}
+
+
+@pytest.mark.shared
+def test_splits_equal_frank_split_files(rows):
+    for split, name in (("valid", "validation_split.txt"), ("test", "test_split.txt")):
+        ids = {line.strip() for line in shared_path("frank", name).read_text().splitlines() if line.strip()}
+        assert set(rows.loc[rows["split"] == split, "article_id"]) == ids, split
+
+def test_raglab_data_points_the_loaders_elsewhere(tmp_path, monkeypatch, rows):
+    # an installed wheel reads raglab/datasets/data/frank the same way: data_dir() is the one switch
+    shutil.copytree(REPO / "data" / "frank", tmp_path / "frank")
+    monkeypatch.setenv("RAGLAB_DATA", str(tmp_path))
+    assert data_dir() == tmp_path / "frank"
+    pd.testing.assert_frame_equal(load_summaries(), rows)
+    (tmp_path / "frank" / "summaries.csv").unlink()
+    with pytest.raises(FileNotFoundError, match=r"FRANK files \['summaries.csv'\]"):
+        load_summaries()

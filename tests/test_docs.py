@@ -19,7 +19,7 @@ DOCUMENTED = [
     "raglab.agreement", "raglab.sizing", "raglab.sampling", "raglab.io", "raglab.trec", "raglab.evalset", "raglab.runs",
     "raglab.retrieval", "raglab.chunks", "raglab.boundaries", "raglab.abstention", "raglab.simulate",
     "raglab.tripwires", "raglab.judge", "raglab.plots", "raglab.widgets", "raglab.datasets",
-    "raglab.datasets.mtrag", "raglab.datasets.clapnq", "raglab.testing", "raglab.cli", "raglab.demo",
+    "raglab.datasets.mtrag", "raglab.datasets.clapnq", "raglab.datasets.frank", "raglab.testing", "raglab.cli", "raglab.demo",
 ]
 
 

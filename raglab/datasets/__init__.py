@@ -209,26 +209,74 @@ def handbook() -> pd.DataFrame:
     return read_rows(data_dir() / "handbook" / "rows.jsonl")
 
 
-def frank_summaries(split: str | None = None) -> pd.DataFrame:
+_FRANK_FILES = ("summaries.csv", "manifest.json")
+_FRANK_SPLITS = ("valid", "test")
+_FRANK_TEXT = ("question_id", "article_id", "system", "dataset", "split")
+
+
+def _frank_folder(path: str | os.PathLike[str] | None) -> Path:
+    return _dataset_folder("frank", _FRANK_FILES, path, label="FRANK", script="build_frank.py", source="frank")
+
+
+def _frank_stamp(folder: Path) -> dict[str, Any]:
+    manifest = _read_manifest(folder)
+    return {"name": "frank", "source": manifest["source"], "commit": manifest["commit"], "licence": manifest["licence"]}
+
+
+def _frank_split(split: str | None) -> str | None:
+    if split is not None:
+        check_option("split", split, _FRANK_SPLITS)
+    return split
+
+
+def frank_summaries(split: str | None = None, *, path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     """FRANK's 2,246 news summaries: people's factuality labels and automatic metrics, one row per summary.
 
-    The same table as :func:`raglab.datasets.frank.load_summaries` (see there for the columns):
-    ``question_id`` (``<article_id>:<system>``), ``article_id``, ``system``, ``dataset``
-    (``cnndm``/``bbc``), ``split``, ``human_factuality`` (share of sentences free of factual errors),
-    ``human_faithful`` (1 when no sentence has one), the error-type shares and the automatic metrics
-    (``factcc``, ``qags``, ``feqa``, ``dae``, BERTScore, ROUGE, ...).
+    FRANK (Pagnoni et al., NAACL 2021; MIT) is described in :mod:`raglab.datasets.frank`, which also
+    gives per-system runs (:func:`raglab.datasets.frank.load_runs`).
 
     Parameters
     ----------
     split : {None, "valid", "test"}
-        FRANK's split to keep (default: all summaries).
+        FRANK's split to keep (default: all 2,246 summaries).
+    path : path, optional
+        Folder with the files (default: the bundled ``data/frank``).
+
+    Returns
+    -------
+    DataFrame
+        ``question_id`` (``<article_id>:<system>``, one per summary), ``article_id``, ``system``,
+        ``dataset`` (``cnndm``/``bbc``), ``split`` (strings), ``human_factuality`` (float in [0, 1]:
+        the share of the summary's sentences people found free of factual errors),
+        ``human_faithful`` (int, 1 when ``human_factuality`` is 1), the ``human_free_<type>`` shares
+        and the automatic metrics (float; NaN where FRANK has no score): ``factcc``, ``qags``,
+        ``feqa``, ``dae``, ``bertscore_{p,r,f1}_article``, ``bertscore_{p,r,f1}``, ``rouge_1``,
+        ``rouge_2``, ``rouge_l``, ``meteor``, ``bleu``; in FRANK's order. ``attrs`` records the
+        dataset (name, source, commit, licence, split) and an eval-set stamp over the question ids
+        with ``units="article_id"``: the 4-5 summaries of one article are not independent, so
+        raglab's intervals resample whole articles unless given ``units=False``.
 
     Examples
     --------
     >>> rows = frank_summaries()
-    >>> len(rows), round(float(rows["human_faithful"].mean()), 3)
-    (2246, 0.361)
+    >>> len(rows), rows["article_id"].nunique(), int(rows["human_faithful"].sum())
+    (2246, 499, 810)
+    >>> valid = frank_summaries("valid")
+    >>> valid[["factcc", "qags", "dae"]].corrwith(valid["human_factuality"], method="spearman").round(2).to_dict()
+    {'factcc': 0.55, 'qags': 0.52, 'dae': 0.1}
     """
-    from raglab.datasets.frank import load_summaries
-
-    return load_summaries(split)
+    split = _frank_split(split)
+    folder = _frank_folder(path)
+    rows = pd.read_csv(folder / "summaries.csv", dtype=dict.fromkeys(_FRANK_TEXT, str), keep_default_na=False,
+                       na_values=[""])
+    if split is not None:
+        rows = rows[rows["split"] == split].reset_index(drop=True)
+    faithful = (rows["human_factuality"].to_numpy(dtype=float) == 1.0).astype("int64")
+    rows.insert(rows.columns.get_loc("human_factuality") + 1, "human_faithful", faithful)
+    floats = [c for c in rows.columns if c not in _FRANK_TEXT and c != "human_faithful"]
+    rows[floats] = rows[floats].astype(float)
+    rows.attrs = {}
+    evalset = _evalset_stamp("frank" if split is None else f"frank-{split}", _read_manifest(folder),
+                             rows["question_id"].tolist(), units="article_id")
+    set_meta(rows, {"evalset": evalset, "dataset": {**_frank_stamp(folder), "split": split or "all"}})
+    return rows

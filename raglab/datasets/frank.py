@@ -37,12 +37,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from raglab._meta import set_meta
 from raglab._validation import check_option
-from raglab.datasets import _dataset_folder, _evalset_stamp, _read_manifest
+from raglab.datasets import (
+    _FRANK_SPLITS,
+    _evalset_stamp,
+    _frank_folder,
+    _frank_split,
+    _frank_stamp,
+    _read_manifest,
+    frank_summaries,
+)
 
 __all__ = [
     "DATASETS",
@@ -58,7 +65,7 @@ __all__ = [
 ]
 
 NAME = "frank"
-SPLITS = ("valid", "test")
+SPLITS = _FRANK_SPLITS
 """FRANK's article-level split: tune on ``valid``, report on ``test``."""
 DATASETS = ("cnndm", "bbc")
 """The source corpora: CNN/DailyMail and XSum (BBC articles)."""
@@ -77,10 +84,6 @@ ERROR_TYPES = (
 )
 """FRANK's error types and groups; column ``human_free_<type>`` holds the share of sentences free of it."""
 
-_FILES = ("summaries.csv", "manifest.json")
-_TEXT = ("question_id", "article_id", "system", "dataset", "split")
-
-
 def data_dir(path: str | os.PathLike[str] | None = None) -> Path:
     """The folder holding the FRANK files (``path`` or the bundled ``data/frank``); raises naming what is missing.
 
@@ -89,22 +92,15 @@ def data_dir(path: str | os.PathLike[str] | None = None) -> Path:
     >>> data_dir().name
     'frank'
     """
-    return _dataset_folder("frank", _FILES, path, label="FRANK", script="build_frank.py", source="frank")
-
-
-def _stamp(folder: Path) -> dict:
-    manifest = _read_manifest(folder)
-    return {"name": NAME, "source": manifest["source"], "commit": manifest["commit"], "licence": manifest["licence"]}
-
-
-def _check_split(split: str | None) -> str | None:
-    if split is not None:
-        check_option("split", split, SPLITS)
-    return split
+    return _frank_folder(path)
 
 
 def load_summaries(split: str | None = None, *, path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     """One row per summary (article x system): people's factuality labels and the automatic metrics.
+
+    The table of :func:`raglab.datasets.frank_summaries` (which lists the columns and records):
+    ids, ``human_factuality``, ``human_faithful``, the ``human_free_<type>`` shares
+    (:data:`ERROR_TYPES`) and the :data:`METRICS`.
 
     Parameters
     ----------
@@ -113,40 +109,13 @@ def load_summaries(split: str | None = None, *, path: str | os.PathLike[str] | N
     path : path, optional
         Folder with the files (default: the bundled ``data/frank``).
 
-    Returns
-    -------
-    DataFrame
-        ``question_id`` (``<article_id>:<system>``, one per summary), ``article_id``, ``system``,
-        ``dataset``, ``split`` (strings), ``human_factuality`` (float in [0, 1]), ``human_faithful``
-        (int, 1 when ``human_factuality`` is 1), the ``human_free_<type>`` shares (:data:`ERROR_TYPES`)
-        and the :data:`METRICS` (float; NaN where FRANK has no score), in FRANK's order. ``attrs``
-        records the dataset (name, source, commit, licence, split) and an eval-set stamp over the
-        question ids with ``units="article_id"``: the 4-5 summaries of one article are not
-        independent, so raglab's intervals resample whole articles unless given ``units=False``.
-
     Examples
     --------
     >>> rows = load_summaries("valid")
     >>> len(rows), rows["article_id"].nunique(), round(float(rows["human_faithful"].mean()), 3)
     (671, 149, 0.362)
-    >>> rows[["factcc", "qags", "dae"]].corrwith(rows["human_factuality"], method="spearman").round(2).to_dict()
-    {'factcc': 0.55, 'qags': 0.52, 'dae': 0.1}
     """
-    split = _check_split(split)
-    folder = data_dir(path)
-    rows = pd.read_csv(folder / "summaries.csv", dtype=dict.fromkeys(_TEXT, str), keep_default_na=False, na_values=[""])
-    if split is not None:
-        rows = rows[rows["split"] == split].reset_index(drop=True)
-    faithful = (rows["human_factuality"].to_numpy(dtype=float) == 1.0).astype(np.int64)
-    rows.insert(rows.columns.get_loc("human_factuality") + 1, "human_faithful", faithful)
-    floats = [c for c in rows.columns if c not in _TEXT and c != "human_faithful"]
-    rows[floats] = rows[floats].astype(float)
-    rows.attrs = {}
-    manifest = _read_manifest(folder)
-    evalset = _evalset_stamp(NAME if split is None else f"{NAME}-{split}", manifest, rows["question_id"].tolist(),
-                             units="article_id")
-    set_meta(rows, {"evalset": evalset, "dataset": {**_stamp(folder), "split": split or "all"}})
-    return rows
+    return frank_summaries(split, path=path)
 
 
 def load_runs(
@@ -175,14 +144,14 @@ def load_runs(
     {'BERTS2S': 249, 'PtGen': 249, 'TConvS2S': 249, 'TranS2S': 249}
     """
     check_option("dataset", dataset, DATASETS)
-    split = _check_split(split)
+    split = _frank_split(split)
     folder = data_dir(path)
-    rows = load_summaries(split, path=folder)
+    rows = frank_summaries(split, path=folder)
     rows = rows[rows["dataset"] == dataset]
     articles = list(dict.fromkeys(rows["article_id"]))
     name = f"{NAME}-{dataset}" if split is None else f"{NAME}-{dataset}-{split}"
     evalset = _evalset_stamp(name, _read_manifest(folder), articles)
-    dataset_meta = {**_stamp(folder), "split": split or "all", "corpus": dataset}
+    dataset_meta = {**_frank_stamp(folder), "split": split or "all", "corpus": dataset}
     runs: dict[str, pd.DataFrame] = {}
     for system in SYSTEMS[dataset]:
         run = rows[rows["system"] == system].rename(columns={"question_id": "summary_id"})
