@@ -38,6 +38,9 @@ METHODS: dict[str, str] = {
     "agreement": "raglab.runs:agreement",
     "threshold_sweep": "raglab.runs:threshold_sweep",
     "size": "raglab.runs:size",
+    "judge_biases": "raglab.agreement:judge_biases",
+    # which rows to label or judge (a random sample with known probabilities)
+    "draw": "raglab.sampling:draw",
     # retrieval metrics, declining to answer, chunk boundaries
     "retrieval": "raglab.retrieval:retrieval",
     "depth_gap": "raglab.retrieval:depth_gap",

@@ -246,6 +246,26 @@ def _check_with_roles():
     _same_frame(rows.rag.with_roles(retrieved="reranked_ids"), with_roles(rows, retrieved="reranked_ids"))
 
 
+def _check_judge_biases():
+    from raglab.agreement import judge_biases
+
+    rng = np.random.default_rng(0)
+    words = rng.integers(5, 200, 120)
+    human = rng.integers(0, 2, 120)
+    rows = pd.DataFrame({"answer": ["word " * int(w) for w in words], "human": human,
+                         "judge": human * 0.5 + words / 400 + rng.normal(0, 0.1, 120)})
+    a = rows.rag.judge_biases(human="human", judge="judge", warn=False, n_resamples=200)
+    b = judge_biases(rows, human="human", judge="judge", warn=False, n_resamples=200)
+    _same_frame(a.to_frame(), b.to_frame())
+
+
+def _check_draw():
+    from raglab.sampling import draw
+
+    rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(20)], "topic": ["a"] * 12 + ["b"] * 8})
+    _same_frame(rows.rag.draw(6, by="topic", seed=3), draw(rows, 6, by="topic", seed=3))
+
+
 PARITY = {
     "with_roles": _check_with_roles,
     "boundaries": _check_boundaries,
@@ -269,6 +289,8 @@ PARITY = {
     "compare": _check_compare,
     "gate": _check_gate,
     "forest": _check_forest,
+    "judge_biases": _check_judge_biases,
+    "draw": _check_draw,
 }
 
 
