@@ -364,6 +364,85 @@ def _subset_table(
     return merged.astype(dtypes)
 
 
+def _paired_judged(
+    base: pd.DataFrame, pairs: Any, names: list[str], predictor: str | Mapping[str, str] | None, on: str,
+    caller_name: str, base_scores: pd.DataFrame, cand_scores: pd.DataFrame,
+) -> dict[str, Any]:
+    """For metrics judged on a sample in both runs: the predictor as the scores, the judge scores as labels.
+
+    Fills ``base_scores``/``cand_scores`` in place with each judged metric's predictor (0 without
+    one) and returns the record, with ``"stats"``: ``labels``, ``weights`` and ``strata`` for
+    :func:`raglab.stats.compare` (the baseline's judged design; a question judged in only one run is
+    treated as not judged, with a warning).
+    """
+    import numpy as np
+
+    from raglab._validation import warn
+
+    frame = pairs.base.copy()
+    frame.attrs = base.attrs
+    subset, chosen, prob, design = _judged_subset(frame, names, predictor, caller_name, on)
+    if not subset:
+        return {}
+    labels: dict[str, tuple[Any, Any]] = {}
+    for metric in subset:
+        b = base_scores[metric].to_numpy(dtype=float).copy()
+        c = cand_scores[metric].to_numpy(dtype=float).copy()
+        one = np.isnan(b) != np.isnan(c)
+        if one.any():
+            warn(f"{caller_name}: {int(one.sum())} question(s) have a {metric!r} judge score in only one run; the "
+                 "paired estimate needs both runs judged on the same random questions (judge both with the same "
+                 "sample= and seed=), so those are treated as not judged", UserWarning)
+            b, c = np.where(one, np.nan, b), np.where(one, np.nan, c)
+        labels[metric] = (b, c)
+        column = chosen.get(metric)
+        for scores, paired, side in ((base_scores, pairs.base, "baseline"), (cand_scores, pairs.cand, "candidate")):
+            if column is None:
+                scores[metric] = 0.0
+                continue
+            if column not in paired.columns:
+                raise _missing(paired, column, caller_name, f"the predictor of {metric!r} in the {side} run")
+            scores[metric] = _score_frame(paired, [column], caller_name, id_column=on, side=side)[column].to_numpy()
+    strata = (design or {}).get("strata")
+    stats = {"labels": labels, "weights": None if prob is None else 1.0 / prob,
+             "strata": frame[strata].astype(str).to_numpy() if strata and strata in frame.columns else None}
+    return {"stats": stats, "metrics": subset, "predictor": {m: chosen.get(m) for m in subset}, "design": design}
+
+
+def _judged_sides(
+    table: pd.DataFrame, labelled: Mapping[str, Any], base_scores: pd.DataFrame, cand_scores: pd.DataFrame,
+    record: Mapping[str, Any], slices: Any, unit_labels: Any,
+) -> None:
+    """``base`` and ``cand`` of the judged-sample rows: each run's whole-set estimate (as in ``summary``), in place.
+
+    Without this they would hold the predictor's means (the scores the paired estimator was given).
+    """
+    import warnings
+
+    import numpy as np
+
+    from raglab.stats.ppi import _subset_summary
+
+    weights = labelled.get("weights")
+    prob = None if weights is None else 1.0 / np.asarray(weights, dtype=float)
+    slice_arr = None if slices is None else np.asarray(pd.Series(list(slices)).astype(str))
+    unit_arr = None if unit_labels is None else np.asarray(pd.Series(list(unit_labels)).astype(str))
+    level = float(table["level"].iloc[0]) if len(table) else 0.95
+    for metric in record["metrics"]:
+        b, c = labelled["labels"][metric]
+        has_predictor = record["predictor"].get(metric) is not None
+        for side, values, scores in (("base", b, base_scores), ("cand", c, cand_scores)):
+            with_pred = {metric: scores[metric].to_numpy(dtype=float) if has_predictor else None}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the paired row carries the warnings
+                rows = _subset_summary(pd.DataFrame({metric: values}), with_pred, probability=prob,
+                                       strata=labelled.get("strata"), slices=slice_arr, units=unit_arr, lam=None,
+                                       level=level, names={metric: str(record["predictor"].get(metric))})
+            means = {r["slice"]: r["mean"] for r in rows}
+            at = table["metric"] == metric
+            table.loc[at, side] = table.loc[at, "slice"].astype(str).map(means).to_numpy(dtype=float)
+
+
 def _human_columns(
     metrics: str | Sequence[str] | None, human: str | Mapping[str, str], caller_name: str
 ) -> dict[str, str]:
@@ -590,6 +669,7 @@ def compare(
     allow_evalset_mismatch: bool = False,
     bounds: Mapping[str, tuple[float, float]] | None = None,
     human: Mapping[str, str] | None = None,
+    predictor: str | Mapping[str, str] | None = None,
     roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
@@ -639,6 +719,15 @@ def compare(
         difference, ``attrs["raglab"]["comparison"]["n_labeled"]`` the labelled questions per row). The labels must be a recorded random sample of the
         baseline's questions (``raglab.sampling.draw``; otherwise a loud warning), weighted by
         ``1 / inclusion_probability``.
+    predictor : str or dict, optional
+        For metrics judged on a random sample in both runs (``rows.rag.judge(sample=...)``, the
+        baseline's design in ``attrs["raglab"]["sampling"]["judged"]``): a column scored on every
+        question in both runs (``"lexical_support"``), or ``{metric: column}``. Those metrics get
+        the paired prediction-powered interval of ``human`` with the judge scores (questions judged
+        in both runs) as the labels and the predictor's difference on every question as the
+        prediction. Without a predictor such metrics are still estimated from the judged questions
+        with the design's weights and strata (a predictor of 0: the judge-only paired difference,
+        never the plain mean of the judged pairs).
     roles : Roles or dict, optional
         Column roles of the baseline (its ``question_id`` is the default ``on``).
     resampling : Resampling, optional
@@ -674,7 +763,11 @@ def compare(
     units = _resolve_units(base, units, caller_name)
     pairs = pair_runs(base, cand, on=on, how=how, caller=caller_name, allow_evalset_mismatch=allow_evalset_mismatch)
     by_columns = _by_columns(by)
-    exclude = {on, *by_columns, *([units] if units else [])}
+    exclude = {on, *by_columns, *([units] if units else []), "selected", "inclusion_probability"}
+    if isinstance(predictor, str):
+        exclude.add(predictor)
+    elif isinstance(predictor, Mapping):
+        exclude.update(str(c) for c in predictor.values())
     names = _metric_names(metrics, [pairs.base, pairs.cand], exclude, caller_name)
     base_scores = _score_frame(pairs.base, names, caller_name, id_column=on, side="baseline")
     cand_scores = _score_frame(pairs.cand, names, caller_name, id_column=on, side="candidate")
@@ -683,6 +776,14 @@ def compare(
     slices = _paired_labels(pairs, by_columns, on, caller_name, kind="slice") if by_columns else None
     unit_labels = _paired_labels(pairs, [units], on, caller_name, kind="cluster") if units else None
     labelled = _paired_human(base, pairs, names, human, on, caller_name) if human else {}
+    judged_subset: dict[str, Any] = {}
+    if predictor is not None or (get_meta(base).get("sampling") or {}).get("judged"):
+        judged_subset = _paired_judged(base, pairs, names, predictor, on, caller_name, base_scores, cand_scores)
+        if judged_subset and human:
+            raise ValueError(f"{caller_name}: pass human= or predictor= (metrics judged on a sample), not both: "
+                             "one comparison takes one sampling design")
+        if judged_subset:
+            labelled = judged_subset.pop("stats")
     table = _stats.compare(
         base_scores,
         cand_scores,
@@ -693,6 +794,8 @@ def compare(
         bounds=bounds,
         **labelled,
     )
+    if judged_subset:
+        _judged_sides(table, labelled, base_scores, cand_scores, judged_subset, slices, unit_labels)
     comparison = dict(table.attrs["raglab"]["comparison"])
     comparison.update(
         {
@@ -701,6 +804,7 @@ def compare(
             "by": by_columns or None,
             "units": units,
             **({"human": dict(human)} if human else {}),
+            **({"judged_subset": judged_subset} if judged_subset else {}),
             **_pairing_record(pairs),
             "runs": {"base": _run_record(base), "cand": _run_record(cand)},
         }
@@ -726,6 +830,7 @@ def gate(
     allow_evalset_mismatch: bool = False,
     bounds: Mapping[str, tuple[float, float]] | None = None,
     human: Mapping[str, str] | None = None,
+    predictor: str | Mapping[str, str] | None = None,
     roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
@@ -754,6 +859,10 @@ def gate(
         ``{metric: human label column}`` as in :func:`compare`: those metrics are decided on paired
         prediction-powered intervals, and rows with fewer than :data:`raglab.stats.MIN_LABELS`
         labelled questions review instead of deciding.
+    predictor : str or dict, optional
+        As in :func:`compare`, for metrics judged on a random sample in both runs: decided on paired
+        prediction-powered intervals with the judge scores as labels; rows with fewer than
+        :data:`raglab.stats.MIN_LABELS` questions judged in both runs review.
     adjust : {"holm", None}
         Blocks need Holm-adjusted evidence over all rows (default) or, with None, only the row's own.
 
@@ -784,7 +893,7 @@ def gate(
     cols, res = _options(base, roles, resampling, options, RESAMPLING_SETTINGS, caller_name)
     with called_as(caller_name):  # the comparison's errors name the gate
         table = compare(base, cand, metrics=metrics, by=by, on=on, how=how, units=units,
-                        allow_evalset_mismatch=allow_evalset_mismatch, bounds=bounds, human=human, roles=cols,
+                        allow_evalset_mismatch=allow_evalset_mismatch, bounds=bounds, human=human, predictor=predictor, roles=cols,
                         resampling=res)
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
 
