@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 
 import matplotlib
 
@@ -321,9 +322,21 @@ def test_every_accessor_method_shows_its_functions_signature_and_docstring():
         method = getattr(rows.rag, name)
         expected = list(inspect.signature(function).parameters.values())[1:]  # without the frame
         assert list(inspect.signature(method).parameters.values()) == expected, name
-        assert inspect.getdoc(function) in method.__doc__, name
+        # bare cross-references are qualified with the target's module (to resolve in the accessor's docs)
+        public = __import__(module, fromlist=["_"])
+        doc = re.sub(r":(class|func|data|exc):`(\w+)`",
+                     lambda m, module=module, public=public: (
+                         f":{m[1]}:`~{module}.{m[2]}`" if hasattr(public, m[2]) else m[0]),
+                     inspect.getdoc(function))
+        assert doc in method.__doc__, name
         assert method.__name__ == name
         assert list(inspect.signature(getattr(RagAccessor, name)).parameters)[1:] == [p.name for p in expected]
+
+
+def test_bare_cross_references_are_qualified_with_the_targets_module():
+    doc = pd.DataFrame({"x": [1]}).rag.judge_biases.__doc__
+    assert ":class:`~raglab.agreement.JudgeBiasWarning`" in doc
+    assert ":class:`JudgeBiasWarning`" not in doc
 
 
 def test_errors_name_the_accessor_method_and_functions_name_themselves():
