@@ -402,7 +402,11 @@ def _paired_judged(
                 continue
             if column not in paired.columns:
                 raise _missing(paired, column, caller_name, f"the predictor of {metric!r} in the {side} run")
-            scores[metric] = _score_frame(paired, [column], caller_name, id_column=on, side=side)[column].to_numpy()
+            values = _score_frame(paired, [column], caller_name, id_column=on, side=side)[column].to_numpy()
+            if np.isnan(values).all():
+                raise ValueError(f"{caller_name}: the predictor {column!r} of {metric!r} has no score in the {side} run")
+            # a question without a predictor score keeps its place with the predictor's mean (PPI stays unbiased)
+            scores[metric] = np.where(np.isnan(values), np.nanmean(values), values)
     strata = (design or {}).get("strata")
     stats = {"labels": labels, "weights": None if prob is None else 1.0 / prob,
              "strata": frame[strata].astype(str).to_numpy() if strata and strata in frame.columns else None}

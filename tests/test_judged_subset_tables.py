@@ -222,3 +222,37 @@ def test_human_and_predictor_together_are_refused():
     with pytest.raises(ValueError, match="not both"):
         _quiet(base.rag.compare, cand, metrics=["faithfulness"], predictor="lexical_support",
                human={"faithfulness": "human"})
+
+
+def test_rows_without_a_predictor_score_stay_in_the_whole_set_with_its_mean():
+    ppi_py = pytest.importorskip("ppi_py")
+    rows, truth, rng = _world()
+    judged = _judged(rows, truth, 400)
+    judged.loc[rng.random(len(judged)) < 0.1, "lexical_support"] = np.nan  # no checkable sentence
+    row = judged.rag.summary(metrics=["faithfulness"], predictor="lexical_support").iloc[0]
+    lex = judged["lexical_support"].to_numpy()
+    lex = np.where(np.isnan(lex), np.nanmean(lex), lex)
+    sel = judged["selected"].to_numpy()
+    low, high = ppi_py.ppi_mean_ci(truth[sel], lex[sel], lex[~sel], alpha=0.05)
+    assert (row["low"], row["high"]) == pytest.approx((float(np.ravel(low)[0]), float(np.ravel(high)[0])), abs=1e-9)
+    assert row["n_excluded"] == 0 and "without a score given its mean" in row["method"]
+
+
+def test_bad_predictors_are_refused():
+    rows, truth, _ = _world(n_rows=400)
+    judged = _judged(rows, truth, 120)
+    with pytest.raises(KeyError, match="predictor"):
+        judged.rag.summary(metrics=["faithfulness"], predictor="no_such_column")
+    with pytest.raises(ValueError, match="not among the metrics"):
+        judged.rag.summary(metrics=["faithfulness"], predictor={"recall@5": "lexical_support"})
+    with pytest.raises(TypeError, match="predictor must be"):
+        judged.rag.summary(metrics=["faithfulness"], predictor=["lexical_support"])
+
+
+def test_questions_judged_in_one_run_only_warn():
+    base, cand, *_ = _two_runs(300, n_rows=1000)
+    cand = cand.copy()
+    cand.loc[cand.index[cand["selected"]][:5], "faithfulness"] = np.nan
+    with pytest.warns(UserWarning, match="in only one run"):
+        table = base.rag.compare(cand, metrics=["faithfulness"], predictor="lexical_support")
+    assert table.attrs["raglab"]["comparison"]["n_labeled"]["faithfulness"]["overall"] == 295

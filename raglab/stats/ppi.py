@@ -748,15 +748,20 @@ def _subset_summary(
     and the predictor the predictions (:func:`ppi_mean`, :func:`ppi_mean_strata` over the design's
     strata, weighted ``1 / probability``); without one, the design-weighted mean of the sampled rows
     (the same estimators at ``lam = 0``: the stratified mean, or the ``1 / p``-weighted mean) with its
-    normal interval. Rows without a predictor score are left out (``n_excluded``).
+    normal interval. Rows without a predictor score get the predictor's mean as their prediction.
     """
     out: list[dict[str, Any]] = []
     low_cells: list[str] = []
     for metric in scores.columns:
         y_all = scores[metric].to_numpy(dtype=float)
         pred = predictors.get(metric)
-        keep = np.ones(y_all.size, dtype=bool) if pred is None else ~np.isnan(pred)
-        f_all = np.zeros(y_all.size) if pred is None else np.where(keep, pred, 0.0)
+        # a row without a predictor score (no checkable sentence for the lexical tripwire) stays in the
+        # whole set with the predictor's mean as its prediction: PPI is unbiased for any fixed prediction
+        keep = np.ones(y_all.size, dtype=bool)
+        filled = 0 if pred is None else int(np.isnan(pred).sum())
+        if pred is not None and filled == pred.size:
+            raise ValueError(f"the predictor of {metric!r} ({names[metric]!r}) has no score on any row")
+        f_all = np.zeros(y_all.size) if pred is None else np.where(np.isnan(pred), np.nanmean(pred), pred)
         cells: list[tuple[str, np.ndarray]] = [("overall", np.ones(y_all.size, dtype=bool))]
         if slices is not None:
             cells += [(str(h), slices == h) for h in sorted(set(slices.tolist()))]
@@ -785,7 +790,8 @@ def _subset_summary(
             iv = made[0] if pred is not None else made[1]
             unequal = ", weighted 1/p" if ", weighted 1/p" in made[0].method else ""
             if pred is not None:
-                method = f"{made[0].method}, predictor {names[metric]!r} on {int(mask.sum())} rows"
+                method = f"{made[0].method}, predictor {names[metric]!r} on {int(mask.sum())} rows" + (
+                    f" ({filled} without a score given its mean)" if filled else "")
             else:
                 method = ("design-weighted mean of the judged sample (normal)" + (", stratified" if st is not None else "")
                           + (", clustered" if u is not None else "") + unequal + f", over {int(mask.sum())} rows")
