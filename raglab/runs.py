@@ -200,6 +200,20 @@ def summary(
     ...                      "hit@5": [1, 0, 1, 1]})
     >>> runs.summary(rows, ["hit@5"], by="qtype")[["slice", "n", "mean", "method"]].to_string(index=False)
     '  slice  n  mean method\\noverall  4  0.75 wilson\\n      a  2  0.50 wilson\\n      b  2  1.00 wilson'
+
+    A metric judged on 300 of 2,000 rows (a recorded draw), with the lexical tripwire on every row:
+
+    >>> import numpy as np
+    >>> from raglab.sampling import draw
+    >>> rng = np.random.default_rng(0)
+    >>> truth = (rng.random(2000) < 0.7).astype(float)
+    >>> rows = draw(pd.DataFrame({"question_id": [f"q{i}" for i in range(2000)],
+    ...                           "lexical_support": np.clip(0.6 * truth + rng.normal(0.2, 0.2, 2000), 0, 1)}),
+    ...             300, seed=0, kind="judged")
+    >>> rows["faithfulness"] = np.where(rows["selected"], truth, np.nan)
+    >>> row = runs.summary(rows, ["faithfulness"], predictor="lexical_support").iloc[0]
+    >>> int(row.n), row.method.split(",")[0], bool(row.low < truth.mean() < row.high)
+    (300, 'prediction-powered (PPI++)', True)
     """
     df = rows
     caller_name = caller("raglab.runs.summary")
