@@ -256,3 +256,34 @@ def test_questions_judged_in_one_run_only_warn():
     with pytest.warns(UserWarning, match="in only one run"):
         table = base.rag.compare(cand, metrics=["faithfulness"], predictor="lexical_support")
     assert table.attrs["raglab"]["comparison"]["n_labeled"]["faithfulness"]["overall"] == 295
+
+
+def test_end_to_end_with_rows_rag_judge_sample_and_the_lexical_tripwire():
+    from raglab.judge import LexicalJudge
+    from raglab.tripwires import lexical_support
+
+    n = 200
+    qtypes = ["factoid", "howto", "compare", "opinion"]
+    rows = pd.DataFrame({
+        "question_id": [f"q{i:03d}" for i in range(n)],
+        "question": [f"Which bridge number {i} opened in year {1900 + i}?" for i in range(n)],
+        "answer": [f"Bridge {i} opened in {1900 + i}." if i % 3 else f"It is painted blue {i}." for i in range(n)],
+        "context": [[f"Bridge {i} opened in {1900 + i} after years of work."] for i in range(n)],
+        "qtype": [qtypes[i % 4] for i in range(n)],
+    })
+    rows["lexical_support"] = lexical_support(rows["answer"], rows["context"])["supported_share"].to_numpy()
+    out = rows.rag.judge(LexicalJudge(), metrics=["faithfulness"], sample=80, by="qtype", seed=5, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # fewer than MIN_LABELS judged rows
+        plain = out.rag.summary(metrics=["faithfulness"]).iloc[0]
+        powered = out.rag.summary(metrics=["faithfulness"], predictor="lexical_support").iloc[0]
+    sel = out["selected"].to_numpy(dtype=bool)
+    y = out["faithfulness"].to_numpy(dtype=float)
+    strata = out["qtype"].to_numpy()
+    by_hand = sum(np.mean(strata == h) * y[sel & (strata == h)].mean() for h in qtypes)  # stratified mean
+    assert plain["mean"] == pytest.approx(by_hand, abs=1e-12)
+    assert plain["method"].startswith("design-weighted mean of the judged sample (normal), stratified")
+    assert plain["n"] == powered["n"] == 80
+    assert powered["method"].startswith("prediction-powered (PPI++), stratified")
+    full = rows.rag.judge(LexicalJudge(), metrics=["faithfulness"], progress=False)["faithfulness"].mean()
+    assert powered["low"] <= full <= powered["high"]
