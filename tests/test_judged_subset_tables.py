@@ -32,9 +32,9 @@ def _world(n_rows=3000, seed=1, flip=0.0):
     return rows, truth, rng
 
 
-def _judged(rows, truth, n, *, by=None, seed=0, method="uniform", score=None):
+def _judged(rows, truth, n, *, by=None, seed=0, method="uniform", score=None, threshold=None):
     """A table judged on a sample, as rows.rag.judge(sample=...) leaves it (scores NaN off the sample)."""
-    out = draw(rows, n, by=by, seed=seed, method=method, score=score, kind="judged")
+    out = draw(rows, n, by=by, seed=seed, method=method, score=score, threshold=threshold, kind="judged")
     out["faithfulness"] = np.where(out["selected"], truth, np.nan)
     out.attrs["raglab"]["sampling"]["judged"]["metrics"] = ["faithfulness"]
     return out
@@ -287,3 +287,20 @@ def test_end_to_end_with_rows_rag_judge_sample_and_the_lexical_tripwire():
     assert powered["method"].startswith("prediction-powered (PPI++), stratified")
     full = rows.rag.judge(LexicalJudge(), metrics=["faithfulness"], progress=False)["faithfulness"].mean()
     assert powered["low"] <= full <= powered["high"]
+
+
+def test_paired_poisson_sample_takes_the_predictor_mean_over_every_question():
+    ppi_py = pytest.importorskip("ppi_py")
+    rows, truth, rng = _world()
+    truth2 = np.where(rng.random(len(rows)) < 0.05, 1 - truth, truth)
+    lex2 = np.clip(truth2 * 0.6 + rng.normal(0.2, 0.2, len(rows)), 0, 1)
+    kw = {"method": "active", "score": "lexical_support", "threshold": 0.5, "seed": 3}
+    base = _judged(rows, truth, 400, **kw)
+    cand = base.assign(lexical_support=lex2, faithfulness=np.where(base["selected"], truth2, np.nan))
+    row = base.rag.compare(cand, metrics=["faithfulness"], predictor="lexical_support").iloc[0]
+    sel = base["selected"].to_numpy()
+    w = 1 / base["inclusion_probability"].to_numpy()[sel]
+    d_label = truth2 - truth
+    d_pred = lex2 - base["lexical_support"].to_numpy()
+    low, high = ppi_py.ppi_mean_ci(d_label[sel], d_pred[sel], d_pred, alpha=0.05, w=w)
+    assert (row["low"], row["high"]) == pytest.approx((float(np.ravel(low)[0]), float(np.ravel(high)[0])), abs=1e-9)
