@@ -310,3 +310,12 @@ def test_paired_poisson_sample_takes_the_predictor_mean_over_every_question():
     d_pred = lex2 - base["lexical_support"].to_numpy()
     low, high = ppi_py.ppi_mean_ci(d_label[sel], d_pred[sel], d_pred, alpha=0.05, w=w)
     assert (row["low"], row["high"]) == pytest.approx((float(np.ravel(low)[0]), float(np.ravel(high)[0])), abs=1e-9)
+
+
+def test_clusters_give_a_clustered_interval():
+    rows, truth, _ = _world(n_rows=2000)
+    judged = _judged(rows, truth, 400).assign(conversation=[f"c{i // 4}" for i in range(2000)])
+    plain = judged.rag.summary(metrics=["faithfulness"], predictor="lexical_support").iloc[0]
+    clustered = judged.rag.summary(metrics=["faithfulness"], predictor="lexical_support", units="conversation").iloc[0]
+    assert "clustered" in clustered["method"] and "clustered" not in plain["method"]
+    assert clustered["n"] == plain["n"] == 400
