@@ -319,3 +319,31 @@ def test_clusters_give_a_clustered_interval():
     clustered = judged.rag.summary(metrics=["faithfulness"], predictor="lexical_support", units="conversation").iloc[0]
     assert "clustered" in clustered["method"] and "clustered" not in plain["method"]
     assert clustered["n"] == plain["n"] == 400
+
+
+BEGIN = __import__("pathlib").Path(__file__).resolve().parents[1].parent / "shared" / "data" / "begin_wow"
+
+
+@pytest.mark.skipif(not (BEGIN / "wow_begin_test_wow.tsv").exists(),
+                    reason="the BEGIN (WoW) data is not in ../shared/data/begin_wow")
+def test_begin_human_attribution_on_a_sample_with_the_lexical_tripwire():
+    """Real data: BEGIN's human attribution label as the expensive score, the lexical tripwire on every row."""
+    from raglab.tripwires import lexical_support
+
+    df = pd.concat([pd.read_csv(BEGIN / f"wow_begin_{s}_wow.tsv", sep="\t", quoting=3) for s in ("dev", "test")],
+                   ignore_index=True).dropna(subset=["response", "knowledge", "begin_label"]).reset_index(drop=True)
+    y = (df["begin_label"].str.strip() == "Fully attributable").astype(float).to_numpy()
+    lex = lexical_support(df["response"].astype(str), df["knowledge"].astype(str))["supported_share"].to_numpy()
+    rows = pd.DataFrame({"question_id": [f"r{i}" for i in range(len(df))], "model": df["model_name"],
+                         "lexical_support": lex})
+    width = {"ppi": [], "design": []}
+    hits = {"ppi": 0, "design": 0}
+    for seed in range(100):
+        judged = draw(rows, 300, by="model", seed=seed, kind="judged")
+        judged["attributable"] = np.where(judged["selected"], y, np.nan)
+        for key, kwargs in (("ppi", {"predictor": "lexical_support"}), ("design", {})):
+            row = judged.rag.summary(metrics=["attributable"], **kwargs).iloc[0]
+            hits[key] += row["low"] <= y.mean() <= row["high"]
+            width[key].append(row["high"] - row["low"])
+    assert hits["ppi"] >= 88 and hits["design"] >= 88, hits
+    assert np.mean(width["ppi"]) < 0.95 * np.mean(width["design"])  # the tripwire is worth labels
