@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from collections.abc import Callable
 from functools import cached_property
 from typing import Any
@@ -38,6 +39,9 @@ METHODS: dict[str, str] = {
     "agreement": "raglab.runs:agreement",
     "threshold_sweep": "raglab.runs:threshold_sweep",
     "size": "raglab.runs:size",
+    "judge_biases": "raglab.agreement:judge_biases",
+    # which rows to label or judge (a random sample with known probabilities)
+    "draw": "raglab.sampling:draw",
     # retrieval metrics, declining to answer, chunk boundaries
     "retrieval": "raglab.retrieval:retrieval",
     "depth_gap": "raglab.retrieval:depth_gap",
@@ -80,7 +84,21 @@ class _Method:
     @cached_property
     def doc(self) -> str:
         call = self.target.replace(":", ".")
-        return f"``df.rag.{self.name}(...)`` is ``{call}(df, ...)``:\n\n{inspect.getdoc(self.function) or ''}"
+        return f"``df.rag.{self.name}(...)`` is ``{call}(df, ...)``:\n\n{self._qualified(inspect.getdoc(self.function) or '')}"
+
+    def _qualified(self, text: str) -> str:
+        """Bare cross-references (``:class:`Name```) qualified with the target's module, where it defines them.
+
+        The docstring is shown (and built by Sphinx) in the accessor's context, where a name relative
+        to the function's own module would not resolve.
+        """
+        module = importlib.import_module(self.target.partition(":")[0])
+
+        def qualify(match: re.Match[str]) -> str:
+            role, name = match.group(1), match.group(2)
+            return f":{role}:`~{module.__name__}.{name}`" if hasattr(module, name) else match.group(0)
+
+        return re.sub(r":(class|func|data|exc):`([A-Za-z_][A-Za-z0-9_]*)`", qualify, text)
 
     def _named(self, method: Callable[..., Any], signature: inspect.Signature) -> Callable[..., Any]:
         method.__name__ = method.__qualname__ = self.name

@@ -137,11 +137,21 @@ def summary(
     by: str | Sequence[str] | None = None,
     units: str | bool | None = None,
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    predictor: str | Mapping[str, str] | None = None,
     roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
 ) -> pd.DataFrame:
     """Mean and interval per metric and slice for this run; see :func:`raglab.stats.summary`.
+
+    Metrics judged on a random sample (``rows.rag.judge(sample=...)``: judge scores on the sampled
+    rows, NaN elsewhere, the design in ``attrs["raglab"]["sampling"]["judged"]``) get the whole-set
+    mean, never the plain mean of the judged rows: with ``predictor`` (a cheap score on every row,
+    such as the lexical tripwire's ``lexical_support``), a prediction-powered interval with the judge
+    scores as labels (:func:`raglab.stats.ppi_mean`, stratified by the design's strata, weighted
+    ``1 / inclusion_probability``); without one, the design-weighted mean of the judged rows (the
+    stratified mean, or the ``1 / p``-weighted mean) with a normal interval. ``method`` says which
+    and ``n`` counts the judged rows.
 
     Parameters
     ----------
@@ -159,6 +169,10 @@ def summary(
         ``False`` treats questions as independent.
     bounds : dict, optional
         ``{metric: (low, high)}``: as in :func:`raglab.stats.summary` (the betting interval on it).
+    predictor : str or dict, optional
+        For metrics judged on a sample: a column scored on every row (``"lexical_support"``) used
+        as the prediction for every judged metric, or ``{metric: column}``. A predictor for a
+        metric with no recorded design warns and treats the judged rows as a uniform sample.
     roles : Roles or dict, optional
         Column roles: the ``question_id`` column is left out of the default metrics.
     resampling : Resampling, optional
@@ -186,6 +200,20 @@ def summary(
     ...                      "hit@5": [1, 0, 1, 1]})
     >>> runs.summary(rows, ["hit@5"], by="qtype")[["slice", "n", "mean", "method"]].to_string(index=False)
     '  slice  n  mean method\\noverall  4  0.75 wilson\\n      a  2  0.50 wilson\\n      b  2  1.00 wilson'
+
+    A metric judged on 300 of 2,000 rows (a recorded draw), with the lexical tripwire on every row:
+
+    >>> import numpy as np
+    >>> from raglab.sampling import draw
+    >>> rng = np.random.default_rng(0)
+    >>> truth = (rng.random(2000) < 0.7).astype(float)
+    >>> rows = draw(pd.DataFrame({"question_id": [f"q{i}" for i in range(2000)],
+    ...                           "lexical_support": np.clip(0.6 * truth + rng.normal(0.2, 0.2, 2000), 0, 1)}),
+    ...             300, seed=0, kind="judged")
+    >>> rows["faithfulness"] = np.where(rows["selected"], truth, np.nan)
+    >>> row = runs.summary(rows, ["faithfulness"], predictor="lexical_support").iloc[0]
+    >>> int(row.n), row.method.split(",")[0], bool(row.low < truth.mean() < row.high)
+    (300, 'prediction-powered (PPI++)', True)
     """
     df = rows
     caller_name = caller("raglab.runs.summary")
@@ -197,22 +225,240 @@ def summary(
         if column not in df.columns:
             raise _missing(df, column, caller_name, "a slice or cluster column")
     exclude = {question_id, *by_columns, *([units] if units else [])}
+    if isinstance(predictor, str):
+        exclude.add(predictor)
+    elif isinstance(predictor, Mapping):
+        exclude.update(str(c) for c in predictor.values())
+    exclude.update({"selected", "inclusion_probability"})
     names = _metric_names(metrics, [df], exclude, caller_name)
     scores = _score_frame(df, names, caller_name, id_column=question_id)
     _check_unit_range(names, scores.to_numpy(), "the run", caller_name, _locate_rows(df, question_id))
+    subset, chosen, prob, design = _judged_subset(df, names, predictor, caller_name, question_id)
+    rest = [m for m in names if m not in subset]
+    slice_labels = _slice_labels(df, by_columns, caller_name, question_id) if by_columns else None
+    unit_labels = _unit_labels(df, units, caller_name, question_id) if units else None
     table = _stats.summary(
-        scores,
-        slices=_slice_labels(df, by_columns, caller_name, question_id) if by_columns else None,
-        **res.settings(_INTERVAL),
-        units=_unit_labels(df, units, caller_name, question_id) if units else None,
-        bounds=bounds,
-    )
+        scores[rest], slices=slice_labels, **res.settings(_INTERVAL), units=unit_labels, bounds=bounds,
+    ) if rest else None
+    if subset:
+        table = _subset_table(df, scores[subset], chosen, prob, design, slice_labels, unit_labels, res, table,
+                              names, caller_name, question_id)
     meta = get_meta(df)
     meta["summary"] = {"by": by_columns or None, "units": units, "metrics": names,
-                       **({"bounds": table.attrs["raglab"]["summary"]["bounds"]} if bounds else {})}
+                       **({"bounds": table.attrs["raglab"]["summary"]["bounds"]} if bounds and rest else {}),
+                       **({"judged_subset": {"metrics": subset, "predictor": {m: chosen[m] for m in subset
+                                                                              if m in chosen},
+                                             "design": design}} if subset else {})}
     set_meta(table, jsonable(meta))
     return table
 
+
+
+def _predictors(
+    predictor: str | Mapping[str, str] | None, names: list[str], subset: list[str], caller_name: str
+) -> dict[str, str]:
+    """``{metric: predictor column}`` from ``predictor`` (one column for every judged metric, or a mapping)."""
+    if predictor is None:
+        return {}
+    if isinstance(predictor, str):
+        return {m: predictor for m in (subset or names)}
+    if not isinstance(predictor, Mapping) or not predictor:
+        raise TypeError(f"{caller_name}: predictor must be a column name or a {{metric: column}} mapping, "
+                        f"got {predictor!r}")
+    unknown = [m for m in predictor if m not in names]
+    if unknown:
+        raise ValueError(f"{caller_name}: predictor names {unknown}, which are not among the metrics {names}")
+    return {str(m): str(c) for m, c in predictor.items()}
+
+
+def _judged_subset(
+    df: pd.DataFrame, names: list[str], predictor: str | Mapping[str, str] | None, caller_name: str,
+    id_column: str | None,
+) -> tuple[list[str], dict[str, str], Any, dict[str, Any] | None]:
+    """The metrics judged on a random sample, their predictors, the rows' inclusion probabilities and the design.
+
+    The design is ``attrs["raglab"]["sampling"]["judged"]`` (written by ``rows.rag.judge(sample=...)``);
+    its ``metrics`` are the sampled metrics. A predictor for a metric with no recorded design, or a
+    metric judged on only some rows (NaN with no ``judge_error``) of a judged table without one: a
+    loud warning, and the judged rows are treated as a uniform sample. Judge scores on rows the
+    recorded draw did not select: refused.
+    """
+    import numpy as np
+
+    from raglab._validation import warn
+
+    design = (get_meta(df).get("sampling") or {}).get("judged")
+    design = dict(design) if isinstance(design, Mapping) else None
+    recorded = [m for m in names if design is not None and m in (design.get("metrics") or names)]
+    chosen = _predictors(predictor, names, recorded, caller_name)
+    undesigned = [m for m in chosen if m not in recorded]
+    if design is None and not chosen and "judge" in get_meta(df) and "judge_error" in df.columns:
+        no_error = df["judge_error"].isna().to_numpy()
+        undesigned = [m for m in names if m in df.columns and bool((df[m].isna().to_numpy() & no_error).any())
+                      and bool(df[m].notna().any())]
+    if undesigned:
+        warn(f"{caller_name}: {undesigned} were judged on some rows only and the table records no sampling "
+             "design (attrs['raglab']['sampling']['judged'], written by rows.rag.judge(sample=...)); a mean of "
+             "the judged rows describes the whole set only if they were drawn at random. "
+             + ("Treating them as a uniform random sample." if chosen else
+                "Their summary is the mean of the judged rows only."),
+             UserWarning)
+        if not chosen:
+            undesigned = []
+    for metric, column in chosen.items():
+        if column not in df.columns:
+            raise _missing(df, column, caller_name, f"the predictor of {metric!r} (a cheap score on every row)")
+    subset = [m for m in names if m in recorded or m in undesigned]
+    if not subset:
+        return [], chosen, None, design
+    prob = None
+    if design is not None and recorded:
+        column = design.get("inclusion_probability")
+        judged = df[recorded].notna().any(axis=1).to_numpy()
+        if "selected" in df.columns:
+            picked = df["selected"].to_numpy(dtype=bool, na_value=False)
+            outside = np.flatnonzero(judged & ~picked)
+            if outside.size:
+                raise RowTableError(
+                    f"{caller_name}: {outside.size} row(s) have a judge score but were not selected by the recorded "
+                    f"draw ({_row_labels(df, outside[:5].tolist(), id_column)}): a sample-based estimate needs the "
+                    "judged rows to be exactly the random sample. Drop those scores, or judge the table again.")
+            failed = int((picked & ~judged).sum())
+            if failed:
+                warn(f"{caller_name}: {failed} selected row(s) have no judge score (judge errors); they are "
+                     "treated as not drawn, which is valid only if the failures are unrelated to the score",
+                     UserWarning)
+        population = design.get("population")
+        if population is not None and int(population) != len(df):
+            warn(f"{caller_name}: the judged sample was drawn from {population} rows and this table has "
+                 f"{len(df)}; the estimate describes this table only if it is the table the sample was drawn from",
+                 UserWarning)
+        if column and column in df.columns:
+            prob = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            bad = np.flatnonzero(judged & ~((prob > 0) & (prob <= 1)))
+            if bad.size:
+                raise RowTableError(f"{caller_name}: {bad.size} judged row(s) have no inclusion probability in "
+                                    f"(0, 1] in {column!r} ({_row_labels(df, bad[:5].tolist(), id_column)})")
+            prob = np.where(judged, prob, 1.0)
+        else:
+            warn(f"{caller_name}: the judged design records no inclusion-probability column present in the table "
+                 f"({column!r}); treating the judged rows as a uniform sample", UserWarning)
+    return subset, chosen, prob, design
+
+
+def _subset_table(
+    df: pd.DataFrame, scores: pd.DataFrame, chosen: Mapping[str, str], prob: Any, design: Mapping[str, Any] | None,
+    slice_labels: Any, unit_labels: Any, res: Resampling, table: pd.DataFrame | None, names: list[str],
+    caller_name: str, question_id: str,
+) -> pd.DataFrame:
+    """The summary rows of the metrics judged on a sample, merged with the others' in ``names`` order."""
+    import numpy as np
+
+    from raglab.stats.ppi import _subset_summary
+    from raglab.stats.results import SUMMARY
+
+    predictors = {m: _score_frame(df, [chosen[m]], caller_name, id_column=question_id)[chosen[m]].to_numpy()
+                  for m in scores.columns if m in chosen}
+    strata_column = (design or {}).get("strata")
+    strata = (df[strata_column].astype(str).to_numpy() if strata_column and strata_column in df.columns else None)
+    level = res.settings(_INTERVAL).get("ci", 0.95)
+    rows = _subset_summary(
+        scores, {m: predictors.get(m) for m in scores.columns}, probability=prob, strata=strata,
+        slices=None if slice_labels is None else np.asarray(pd.Series(slice_labels).astype(str)),
+        units=None if unit_labels is None else np.asarray(pd.Series(unit_labels).astype(str)),
+        lam=None, level=float(level if level is not None else 0.95), names=dict(chosen),
+    )
+    extra = pd.DataFrame(rows)
+    columns = [c.name for c in SUMMARY] if not isinstance(table, pd.DataFrame) else list(table.columns)
+    extra = extra.reindex(columns=columns)
+    merged = extra if table is None else pd.concat([table, extra], ignore_index=True)
+    order = {m: i for i, m in enumerate(names)}
+    merged = merged.iloc[np.argsort([order[m] for m in merged["metric"]], kind="stable")].reset_index(drop=True)
+    dtypes = table.dtypes.to_dict() if table is not None else {c.name: c.dtype for c in SUMMARY if not c.optional}
+    return merged.astype(dtypes)
+
+
+def _paired_judged(
+    base: pd.DataFrame, pairs: Any, names: list[str], predictor: str | Mapping[str, str] | None, on: str,
+    caller_name: str, base_scores: pd.DataFrame, cand_scores: pd.DataFrame,
+) -> dict[str, Any]:
+    """For metrics judged on a sample in both runs: the predictor as the scores, the judge scores as labels.
+
+    Fills ``base_scores``/``cand_scores`` in place with each judged metric's predictor (0 without
+    one) and returns the record, with ``"stats"``: ``labels``, ``weights`` and ``strata`` for
+    :func:`raglab.stats.compare` (the baseline's judged design; a question judged in only one run is
+    treated as not judged, with a warning).
+    """
+    import numpy as np
+
+    from raglab._validation import warn
+
+    frame = pairs.base.copy()
+    frame.attrs = base.attrs
+    subset, chosen, prob, design = _judged_subset(frame, names, predictor, caller_name, on)
+    if not subset:
+        return {}
+    labels: dict[str, tuple[Any, Any]] = {}
+    for metric in subset:
+        b = base_scores[metric].to_numpy(dtype=float).copy()
+        c = cand_scores[metric].to_numpy(dtype=float).copy()
+        one = np.isnan(b) != np.isnan(c)
+        if one.any():
+            warn(f"{caller_name}: {int(one.sum())} question(s) have a {metric!r} judge score in only one run; the "
+                 "paired estimate needs both runs judged on the same random questions (judge both with the same "
+                 "sample= and seed=), so those are treated as not judged", UserWarning)
+            b, c = np.where(one, np.nan, b), np.where(one, np.nan, c)
+        labels[metric] = (b, c)
+        column = chosen.get(metric)
+        for scores, paired, side in ((base_scores, pairs.base, "baseline"), (cand_scores, pairs.cand, "candidate")):
+            if column is None:
+                scores[metric] = 0.0
+                continue
+            if column not in paired.columns:
+                raise _missing(paired, column, caller_name, f"the predictor of {metric!r} in the {side} run")
+            values = _score_frame(paired, [column], caller_name, id_column=on, side=side)[column].to_numpy()
+            if np.isnan(values).all():
+                raise ValueError(f"{caller_name}: the predictor {column!r} of {metric!r} has no score in the {side} run")
+            # a question without a predictor score keeps its place with the predictor's mean (PPI stays unbiased)
+            scores[metric] = np.where(np.isnan(values), np.nanmean(values), values)
+    strata = (design or {}).get("strata")
+    stats = {"labels": labels, "weights": None if prob is None else 1.0 / prob,
+             "strata": frame[strata].astype(str).to_numpy() if strata and strata in frame.columns else None}
+    return {"stats": stats, "metrics": subset, "predictor": {m: chosen.get(m) for m in subset}, "design": design}
+
+
+def _judged_sides(
+    table: pd.DataFrame, labelled: Mapping[str, Any], base_scores: pd.DataFrame, cand_scores: pd.DataFrame,
+    record: Mapping[str, Any], slices: Any, unit_labels: Any,
+) -> None:
+    """``base`` and ``cand`` of the judged-sample rows: each run's whole-set estimate (as in ``summary``), in place.
+
+    Without this they would hold the predictor's means (the scores the paired estimator was given).
+    """
+    import warnings
+
+    import numpy as np
+
+    from raglab.stats.ppi import _subset_summary
+
+    weights = labelled.get("weights")
+    prob = None if weights is None else 1.0 / np.asarray(weights, dtype=float)
+    slice_arr = None if slices is None else np.asarray(pd.Series(list(slices)).astype(str))
+    unit_arr = None if unit_labels is None else np.asarray(pd.Series(list(unit_labels)).astype(str))
+    level = float(table["level"].iloc[0]) if len(table) else 0.95
+    for metric in record["metrics"]:
+        b, c = labelled["labels"][metric]
+        has_predictor = record["predictor"].get(metric) is not None
+        for side, values, scores in (("base", b, base_scores), ("cand", c, cand_scores)):
+            with_pred = {metric: scores[metric].to_numpy(dtype=float) if has_predictor else None}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the paired row carries the warnings
+                rows = _subset_summary(pd.DataFrame({metric: values}), with_pred, probability=prob,
+                                       strata=labelled.get("strata"), slices=slice_arr, units=unit_arr, lam=None,
+                                       level=level, names={metric: str(record["predictor"].get(metric))})
+            means = {r["slice"]: r["mean"] for r in rows}
+            at = table["metric"] == metric
+            table.loc[at, side] = table.loc[at, "slice"].astype(str).map(means).to_numpy(dtype=float)
 
 
 def _human_columns(
@@ -441,6 +687,7 @@ def compare(
     allow_evalset_mismatch: bool = False,
     bounds: Mapping[str, tuple[float, float]] | None = None,
     human: Mapping[str, str] | None = None,
+    predictor: str | Mapping[str, str] | None = None,
     roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
@@ -490,6 +737,15 @@ def compare(
         difference, ``attrs["raglab"]["comparison"]["n_labeled"]`` the labelled questions per row). The labels must be a recorded random sample of the
         baseline's questions (``raglab.sampling.draw``; otherwise a loud warning), weighted by
         ``1 / inclusion_probability``.
+    predictor : str or dict, optional
+        For metrics judged on a random sample in both runs (``rows.rag.judge(sample=...)``, the
+        baseline's design in ``attrs["raglab"]["sampling"]["judged"]``): a column scored on every
+        question in both runs (``"lexical_support"``), or ``{metric: column}``. Those metrics get
+        the paired prediction-powered interval of ``human`` with the judge scores (questions judged
+        in both runs) as the labels and the predictor's difference on every question as the
+        prediction. Without a predictor such metrics are still estimated from the judged questions
+        with the design's weights and strata (a predictor of 0: the judge-only paired difference,
+        never the plain mean of the judged pairs).
     roles : Roles or dict, optional
         Column roles of the baseline (its ``question_id`` is the default ``on``).
     resampling : Resampling, optional
@@ -525,7 +781,11 @@ def compare(
     units = _resolve_units(base, units, caller_name)
     pairs = pair_runs(base, cand, on=on, how=how, caller=caller_name, allow_evalset_mismatch=allow_evalset_mismatch)
     by_columns = _by_columns(by)
-    exclude = {on, *by_columns, *([units] if units else [])}
+    exclude = {on, *by_columns, *([units] if units else []), "selected", "inclusion_probability"}
+    if isinstance(predictor, str):
+        exclude.add(predictor)
+    elif isinstance(predictor, Mapping):
+        exclude.update(str(c) for c in predictor.values())
     names = _metric_names(metrics, [pairs.base, pairs.cand], exclude, caller_name)
     base_scores = _score_frame(pairs.base, names, caller_name, id_column=on, side="baseline")
     cand_scores = _score_frame(pairs.cand, names, caller_name, id_column=on, side="candidate")
@@ -534,6 +794,14 @@ def compare(
     slices = _paired_labels(pairs, by_columns, on, caller_name, kind="slice") if by_columns else None
     unit_labels = _paired_labels(pairs, [units], on, caller_name, kind="cluster") if units else None
     labelled = _paired_human(base, pairs, names, human, on, caller_name) if human else {}
+    judged_subset: dict[str, Any] = {}
+    if predictor is not None or (get_meta(base).get("sampling") or {}).get("judged"):
+        judged_subset = _paired_judged(base, pairs, names, predictor, on, caller_name, base_scores, cand_scores)
+        if judged_subset and human:
+            raise ValueError(f"{caller_name}: pass human= or predictor= (metrics judged on a sample), not both: "
+                             "one comparison takes one sampling design")
+        if judged_subset:
+            labelled = judged_subset.pop("stats")
     table = _stats.compare(
         base_scores,
         cand_scores,
@@ -544,6 +812,8 @@ def compare(
         bounds=bounds,
         **labelled,
     )
+    if judged_subset:
+        _judged_sides(table, labelled, base_scores, cand_scores, judged_subset, slices, unit_labels)
     comparison = dict(table.attrs["raglab"]["comparison"])
     comparison.update(
         {
@@ -552,6 +822,7 @@ def compare(
             "by": by_columns or None,
             "units": units,
             **({"human": dict(human)} if human else {}),
+            **({"judged_subset": judged_subset} if judged_subset else {}),
             **_pairing_record(pairs),
             "runs": {"base": _run_record(base), "cand": _run_record(cand)},
         }
@@ -577,6 +848,7 @@ def gate(
     allow_evalset_mismatch: bool = False,
     bounds: Mapping[str, tuple[float, float]] | None = None,
     human: Mapping[str, str] | None = None,
+    predictor: str | Mapping[str, str] | None = None,
     roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
@@ -605,6 +877,10 @@ def gate(
         ``{metric: human label column}`` as in :func:`compare`: those metrics are decided on paired
         prediction-powered intervals, and rows with fewer than :data:`raglab.stats.MIN_LABELS`
         labelled questions review instead of deciding.
+    predictor : str or dict, optional
+        As in :func:`compare`, for metrics judged on a random sample in both runs: decided on paired
+        prediction-powered intervals with the judge scores as labels; rows with fewer than
+        :data:`raglab.stats.MIN_LABELS` questions judged in both runs review.
     adjust : {"holm", None}
         Blocks need Holm-adjusted evidence over all rows (default) or, with None, only the row's own.
 
@@ -635,7 +911,7 @@ def gate(
     cols, res = _options(base, roles, resampling, options, RESAMPLING_SETTINGS, caller_name)
     with called_as(caller_name):  # the comparison's errors name the gate
         table = compare(base, cand, metrics=metrics, by=by, on=on, how=how, units=units,
-                        allow_evalset_mismatch=allow_evalset_mismatch, bounds=bounds, human=human, roles=cols,
+                        allow_evalset_mismatch=allow_evalset_mismatch, bounds=bounds, human=human, predictor=predictor, roles=cols,
                         resampling=res)
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 
 import matplotlib
 
@@ -246,6 +247,26 @@ def _check_with_roles():
     _same_frame(rows.rag.with_roles(retrieved="reranked_ids"), with_roles(rows, retrieved="reranked_ids"))
 
 
+def _check_judge_biases():
+    from raglab.agreement import judge_biases
+
+    rng = np.random.default_rng(0)
+    words = rng.integers(5, 200, 120)
+    human = rng.integers(0, 2, 120)
+    rows = pd.DataFrame({"answer": ["word " * int(w) for w in words], "human": human,
+                         "judge": human * 0.5 + words / 400 + rng.normal(0, 0.1, 120)})
+    a = rows.rag.judge_biases(human="human", judge="judge", warn=False, n_resamples=200)
+    b = judge_biases(rows, human="human", judge="judge", warn=False, n_resamples=200)
+    _same_frame(a.to_frame(), b.to_frame())
+
+
+def _check_draw():
+    from raglab.sampling import draw
+
+    rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(20)], "topic": ["a"] * 12 + ["b"] * 8})
+    _same_frame(rows.rag.draw(6, by="topic", seed=3), draw(rows, 6, by="topic", seed=3))
+
+
 PARITY = {
     "with_roles": _check_with_roles,
     "boundaries": _check_boundaries,
@@ -269,6 +290,8 @@ PARITY = {
     "compare": _check_compare,
     "gate": _check_gate,
     "forest": _check_forest,
+    "judge_biases": _check_judge_biases,
+    "draw": _check_draw,
 }
 
 
@@ -299,9 +322,21 @@ def test_every_accessor_method_shows_its_functions_signature_and_docstring():
         method = getattr(rows.rag, name)
         expected = list(inspect.signature(function).parameters.values())[1:]  # without the frame
         assert list(inspect.signature(method).parameters.values()) == expected, name
-        assert inspect.getdoc(function) in method.__doc__, name
+        # bare cross-references are qualified with the target's module (to resolve in the accessor's docs)
+        public = __import__(module, fromlist=["_"])
+        doc = re.sub(r":(class|func|data|exc):`(\w+)`",
+                     lambda m, module=module, public=public: (
+                         f":{m[1]}:`~{module}.{m[2]}`" if hasattr(public, m[2]) else m[0]),
+                     inspect.getdoc(function))
+        assert doc in method.__doc__, name
         assert method.__name__ == name
         assert list(inspect.signature(getattr(RagAccessor, name)).parameters)[1:] == [p.name for p in expected]
+
+
+def test_bare_cross_references_are_qualified_with_the_targets_module():
+    doc = pd.DataFrame({"x": [1]}).rag.judge_biases.__doc__
+    assert ":class:`~raglab.agreement.JudgeBiasWarning`" in doc
+    assert ":class:`JudgeBiasWarning`" not in doc
 
 
 def test_errors_name_the_accessor_method_and_functions_name_themselves():

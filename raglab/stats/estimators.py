@@ -560,6 +560,12 @@ class BCaBootstrap(_PairedBootstrap):
 _PPI_LABEL = "paired prediction-powered (PPI++)"
 
 
+def _unequal(weights: np.ndarray, lab: np.ndarray, strata: np.ndarray | None) -> bool:
+    """Whether the labelled questions' weights differ (within a stratum, when stratified)."""
+    groups = [np.ones(lab.size, dtype=bool)] if strata is None else [strata == h for h in np.unique(strata)]
+    return any(np.ptp(weights[lab & g]) > 1e-12 * np.abs(weights[lab & g]).max() for g in groups if (lab & g).any())
+
+
 class PredictionPowered(PairedEstimator):
     """Paired prediction-powered inference on per-question differences (PPI++, arXiv 2311.01453).
 
@@ -608,11 +614,16 @@ class PredictionPowered(PairedEstimator):
                 n_lab[r, c] = lab.sum()
                 if lab.sum() < 2 or not unl.any():
                     continue
+                stratified = r == 0 and sample.strata is not None
+                if sample.weights is not None and _unequal(sample.weights, lab, sample.strata if stratified else None):
+                    # labels drawn with unequal probabilities (within a stratum): the unlabelled questions are not
+                    # a random sample, so the judge's mean is taken over every question (as ppi_table does)
+                    unl = rows
                 args = (human[lab, j], sample.diffs[lab, j], sample.diffs[unl, j])
                 w = None if sample.weights is None else sample.weights[lab]
                 kw: dict[str, Any] = {"ci": settings.level, "weights": w}
                 try:
-                    if r == 0 and sample.strata is not None:
+                    if stratified:
                         if layout.clustered:
                             kw.update(units_labeled=layout.units[lab], units_unlabeled=layout.units[unl])
                         iv = ppi_mean_strata(*args, sample.strata[lab], sample.strata[unl], **kw)

@@ -728,3 +728,79 @@ def ppi_table(
              f"PPI intervals undercover (90.6% for a nominal 95% at 48 labels on MTRAG): {', '.join(low_cells[:5])}"
              f"{' ...' if len(low_cells) > 5 else ''}; review them, do not decide on them")
     return frame_of(rows, PPI_TABLE)
+
+
+def _subset_summary(
+    scores: pd.DataFrame,
+    predictors: dict[str, np.ndarray | None],
+    *,
+    probability: np.ndarray | None,
+    strata: np.ndarray | None,
+    slices: np.ndarray | None,
+    units: np.ndarray | None,
+    lam: float | None,
+    level: float,
+    names: dict[str, str],
+) -> list[dict[str, Any]]:
+    """Whole-set rows of ``summary`` for metrics judged on a random sample (NaN off the sample).
+
+    With a predictor (a cheap score on every row) the judge scores on the sampled rows are the labels
+    and the predictor the predictions (:func:`ppi_mean`, :func:`ppi_mean_strata` over the design's
+    strata, weighted ``1 / probability``); without one, the design-weighted mean of the sampled rows
+    (the same estimators at ``lam = 0``: the stratified mean, or the ``1 / p``-weighted mean) with its
+    normal interval. Rows without a predictor score get the predictor's mean as their prediction.
+    """
+    out: list[dict[str, Any]] = []
+    low_cells: list[str] = []
+    for metric in scores.columns:
+        y_all = scores[metric].to_numpy(dtype=float)
+        pred = predictors.get(metric)
+        # a row without a predictor score (no checkable sentence for the lexical tripwire) stays in the
+        # whole set with the predictor's mean as its prediction: PPI is unbiased for any fixed prediction
+        keep = np.ones(y_all.size, dtype=bool)
+        filled = 0 if pred is None else int(np.isnan(pred).sum())
+        if pred is not None and filled == pred.size:
+            raise ValueError(f"the predictor of {metric!r} ({names[metric]!r}) has no score on any row")
+        f_all = np.zeros(y_all.size) if pred is None else np.where(np.isnan(pred), np.nanmean(pred), pred)
+        cells: list[tuple[str, np.ndarray]] = [("overall", np.ones(y_all.size, dtype=bool))]
+        if slices is not None:
+            cells += [(str(h), slices == h) for h in sorted(set(slices.tolist()))]
+        for label, where in cells:
+            mask = where & keep
+            y, f = y_all[mask], f_all[mask]
+            labelled = ~np.isnan(y)
+            p = None if probability is None else probability[mask]
+            st = None if strata is None else strata[mask]
+            u = None if units is None else units[mask]
+            use_lam = lam if pred is not None else 0.0
+            made = _one_cell(y, f, labelled, prob=p, strata=st, units=u, lam=use_lam, level=level)
+            if isinstance(made, str) and st is not None:
+                warn(f"summary: the stratified estimate of {metric!r} ({label}) is not possible ({made}); "
+                     "using the unstratified one")
+                st = None
+                made = _one_cell(y, f, labelled, prob=p, strata=None, units=u, lam=use_lam, level=level)
+            n_lab = int(labelled.sum())
+            row: dict[str, Any] = {"metric": str(metric), "slice": label, "n": n_lab,
+                                   "n_excluded": int((where & ~keep).sum()), "level": level,
+                                   "n_resamples": pd.NA, "seed": pd.NA}
+            if isinstance(made, str):
+                row.update(se=_NAN, method=made, mean=_NAN, low=_NAN, high=_NAN)
+                out.append(row)
+                continue
+            iv = made[0] if pred is not None else made[1]
+            unequal = ", weighted 1/p" if ", weighted 1/p" in made[0].method else ""
+            if pred is not None:
+                method = f"{made[0].method}, predictor {names[metric]!r} on {int(mask.sum())} rows" + (
+                    f" ({filled} without a score given its mean)" if filled else "")
+            else:
+                method = ("design-weighted mean of the judged sample (normal)" + (", stratified" if st is not None else "")
+                          + (", clustered" if u is not None else "") + unequal + f", over {int(mask.sum())} rows")
+            if n_lab < MIN_LABELS:
+                low_cells.append(f"{metric}/{label} ({n_lab})")
+            row.update(se=iv.se, method=method, mean=iv.estimate, low=iv.low, high=iv.high)
+            out.append(row)
+    if low_cells:
+        warn(f"summary: {len(low_cells)} cell(s) have fewer than MIN_LABELS={MIN_LABELS} judged rows, where "
+             f"normal intervals from a sample undercover: {', '.join(low_cells[:5])}"
+             f"{' ...' if len(low_cells) > 5 else ''}")
+    return out
