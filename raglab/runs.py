@@ -652,8 +652,8 @@ def estimate(
         if column not in df.columns:
             raise _missing(df, column, caller_name, "a slice or cluster column")
     judged = _score_frame(df, list(pairs), caller_name, id_column=None)
-    labels = _score_frame(df, list(pairs.values()), caller_name, id_column=None)
-    labels.columns = list(pairs)
+    label_scores = _score_frame(df, list(dict.fromkeys(pairs.values())), caller_name, id_column=None)
+    labels = pd.DataFrame({metric: label_scores[column] for metric, column in pairs.items()})  # a column may serve two
     prob, design = _label_design(df, labels.notna().any(axis=1).to_numpy(), caller_name, question_id)
     table = _stats.ppi_table(
         judged, labels,

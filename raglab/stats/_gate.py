@@ -321,10 +321,22 @@ def _decide_rows(out: pd.DataFrame, p_worse: np.ndarray, adjusted: np.ndarray, f
             floors,
         )
     ]
-    counts_labelled = ((out.attrs.get("raglab") or {}).get("comparison") or {}).get("n_labeled") or {}
+    comparison = (out.attrs.get("raglab") or {}).get("comparison") or {}
+    counts_labelled = comparison.get("n_labeled") or {}
     for i in np.flatnonzero(powered):
         metric, label = out["metric"].iloc[i], out["slice"].iloc[i] if "slice" in out.columns else "overall"
         decided[i] = _few_labels(decided[i], (counts_labelled.get(str(metric)) or {}).get(str(label)))
+        if clustered and decided[i][0] != "review" and int(0 if pd.isna(counts.iloc[i]) else counts.iloc[i]) < MIN_RESAMPLED:
+            decided[i] = "review", (
+                f"only {int(counts.iloc[i])} clusters: a cluster-robust prediction-powered interval undercovers "
+                f"with few clusters (80-93% for a nominal 95% below 25 labelled conversations, benchmarks/ppi.py); "
+                f"the gate needs at least {MIN_RESAMPLED} (the interval alone would say {decided[i][0]})")
+        if comparison.get("unequal_weights") and decided[i][0] != "review":
+            decided[i] = "review", (
+                "the labelled questions were drawn with unequal probabilities within a stratum (an active draw): "
+                "paired prediction-powered intervals under such draws are not yet shown to keep their level "
+                f"(91.5% measured for a nominal 95%); draw labels uniformly or by strata to let the gate decide "
+                f"(the interval alone would say {decided[i][0]})")
     return decided
 
 

@@ -338,7 +338,9 @@ class Shared:
                 seed=settings.seed, expand=bootstrap.expand,
             )
         else:  # no interval and no test reads a resample (Tango's, betting bounds)
-            self.engine = _Resampler(sample.diffs, layout.codes, layout.n_groups, units=None, grouped=layout.grouped)
+            # the clusters still count (n_clusters and the gate's cluster minimum read them)
+            self.engine = _Resampler(sample.diffs, layout.codes, layout.n_groups, units=layout.units,
+                                     grouped=layout.grouped)
             self.boot = None
 
 

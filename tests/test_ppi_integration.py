@@ -1,0 +1,75 @@
+"""Prediction-powered rows inside compare, gate and estimate: counts and guards found in review."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+import raglab  # noqa: F401  (registers df.rag)
+
+
+def _runs(n: int = 160, clusters: int = 20, labelled: float = 0.75, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    conv = np.repeat([f"c{i}" for i in range(clusters)], n // clusters)
+
+    def run(rate: float) -> pd.DataFrame:
+        truth = (rng.random(n) < rate).astype(float)
+        judge = np.where(rng.random(n) < 0.85, truth, 1 - truth)
+        return pd.DataFrame({"question_id": [f"q{i}" for i in range(n)], "conv": conv,
+                             "faithfulness": judge, "human_faithful": truth, "also": judge})
+
+    base, cand = run(0.7), run(0.75)
+    unlabelled = rng.random(n) >= labelled
+    base.loc[unlabelled, "human_faithful"] = np.nan
+    cand.loc[unlabelled, "human_faithful"] = np.nan
+    return base, cand
+
+
+def test_clustered_prediction_powered_rows_count_clusters_not_questions():
+    base, cand = _runs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # no recorded label design here
+        plain = base.rag.compare(cand, metrics=["faithfulness"], units="conv")
+        powered = base.rag.compare(cand, metrics=["faithfulness"], units="conv",
+                                   human={"faithfulness": "human_faithful"})
+        gated = base.rag.gate(cand, metrics=["faithfulness"], margin=0.5, units="conv",
+                              human={"faithfulness": "human_faithful"})
+    assert plain["n_clusters"].iloc[0] == powered["n_clusters"].iloc[0] == 20
+    # 20 clusters are below the gate's cluster minimum: review, whatever the interval says
+    assert gated.table["decision"].iloc[0] == "review"
+
+
+def test_estimate_with_one_label_column_for_two_metrics():
+    base, _ = _runs(n=400, clusters=40, labelled=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        both = base.rag.estimate(["faithfulness", "also"], human={"faithfulness": "human_faithful",
+                                                                  "also": "human_faithful"})
+        one = base.rag.estimate("faithfulness", human="human_faithful")
+    assert list(both["metric"]) == ["faithfulness", "also"]
+    assert both["n_labeled"].tolist() == [one["n_labeled"].iloc[0]] * 2
+    np.testing.assert_allclose(both[["estimate", "low", "high"]].iloc[0], one[["estimate", "low", "high"]].iloc[0])
+
+
+def test_gate_reviews_paired_ppi_on_labels_drawn_with_unequal_probabilities():
+    from raglab.sampling import draw
+
+    base, cand = _runs(n=2000, clusters=2000, labelled=1.0, seed=3)
+    base["uncertain"] = (np.arange(2000) % 2).astype(float)  # half the questions: drawn far more often when active
+    outcomes = {}
+    for method in ("active", "uniform"):
+        drawn = draw(base, 600, method=method, seed=5, **({"score": "uncertain"} if method == "active" else {}))
+        unlabelled = ~drawn["selected"].to_numpy()
+        b, c = drawn.copy(), cand.copy()
+        b.loc[unlabelled, "human_faithful"] = np.nan
+        c.loc[unlabelled, "human_faithful"] = np.nan
+        c["selected"], c["inclusion_probability"] = drawn["selected"], drawn["inclusion_probability"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            outcomes[method] = b.rag.gate(c, metrics=["faithfulness"], margin=0.5, units=False,
+                                          human={"faithfulness": "human_faithful"}).table.iloc[0]
+    assert outcomes["active"]["decision"] == "review"
+    assert "unequal probabilities" in outcomes["active"]["reason"]
+    assert outcomes["uniform"]["decision"] == "pass"  # the same margin passes under a uniform draw
