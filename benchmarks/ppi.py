@@ -370,7 +370,7 @@ def section_uniform(reps, kappas, rates, ns):
 def section_useless(reps, rates, ns):
     print("\n== 2. A useless judge (kappa 0): PPI++ width / human-only width, mean over seeds (MCSE) ==")
     print("both raglab's default adjusted intervals (PPI++ tuned, and lam 0: the human-only one ppi_table reports)")
-    print(f"{'judge':>10} {'rate':>5} {'labels':>6} | {'width ratio (MCSE)':>18} {'max ratio':>9} | "
+    print(f"{'judge':>10} {'rate':>5} {'labels':>6} | {'width ratio (MCSE)':>18} {'max ratio':>9} {'vs Wilson':>9} | "
           f"{'PPI++ cov':>12} {'human cov':>12} | verdict")
     worst = []
     for j, p in enumerate(rates):
@@ -378,7 +378,7 @@ def section_useless(reps, rates, ns):
             for kind in ("verdict", "score"):
                 rng = np.random.default_rng([SEED, 2, j, k, kind == "score"])
                 rows = max(10 * n, 2000)
-                ratios, cov, cov_h = [], 0, 0
+                ratios, cov, cov_h, wil = [], 0, 0, []
                 for r in seeds_in_chunks(reps, rows):
                     y = (rng.random((r, rows)) < p).astype(float)
                     if kind == "verdict":
@@ -390,16 +390,20 @@ def section_useless(reps, rates, ns):
                     h = human_vec(y[:, :n], interval="adjusted")
                     ok = h.width > 0
                     ratios.append(f.width[ok] / h.width[ok])
+                    lo_w, hi_w = wilson_vec(y[:, :n])
+                    wil.append(f.width.mean() / (hi_w - lo_w).mean())
                     cov += int(f.covers(truth).sum())
                     cov_h += int(h.covers(truth).sum())
                 ratio = np.concatenate(ratios)
                 m, se = ratio.mean(), ratio.std(ddof=1) / np.sqrt(ratio.size)
                 verdict = "ok" if m <= 1 + 2 * se else "WIDER"
                 worst.append((m - 1) / se if se > 0 else 0.0)
-                print(f"{kind:>10} {p:5.2f} {n:6d} | {m:9.4f} ({se:.4f}) {ratio.max():9.3f} | "
+                print(f"{kind:>10} {p:5.2f} {n:6d} | {m:9.4f} ({se:.4f}) {ratio.max():9.3f} {np.mean(wil):9.3f} | "
                       f"{fmt_cov(cov / reps, reps):>12} {fmt_cov(cov_h / reps, reps):>12} | {verdict}")
     print(f"seeds per cell {reps}; largest excess of the mean ratio over 1: {max(worst):.1f} Monte Carlo SEs "
-          "(a judge independent of the truth gets lam ~ 0: the interval is human-only up to the (1 + n/N) term)")
+          "(a judge independent of the truth gets lam ~ 0: the interval is human-only up to the (1 + n/N) term); "
+          "'vs Wilson': mean PPI++ width / mean Wilson score width on the same labels (a reference, not ppi_table's "
+          "human-only interval)")
     return max(worst)
 
 
