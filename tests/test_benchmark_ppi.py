@@ -8,6 +8,7 @@ here rather than in a long benchmark run.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 def bench():
     spec = importlib.util.spec_from_file_location("bench_ppi", REPO / "benchmarks" / "ppi.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_ppi"] = module  # dataclasses look their module up while the file loads
     spec.loader.exec_module(module)
     return module
 
@@ -109,3 +111,36 @@ def test_quick_run_prints_tables(bench, capsys):
         assert title in out
     ratio = float(out.split("measured ratio ")[1].split()[0])
     assert 1.0 < ratio <= 2.0
+
+
+def test_adjusted_vectorised_equals_raglab(bench):
+    """The benchmark's adjusted intervals are raglab's defaults (ppi_mean, ppi_mean_strata), seed by seed."""
+    from raglab.stats import ppi_mean, ppi_mean_strata
+
+    rng = np.random.default_rng(6)
+    y, yh = bench.binary_table(rng, 4, 700, 0.9, 0.5)
+    for lam in (None, 0.0, 0.7):
+        vec = bench.ppi_vec(y[:, :60], yh[:, :60], yh[:, 60:], lam=lam, interval="adjusted")
+        for d in range(4):
+            iv = ppi_mean(y[d, :60], yh[d, :60], yh[d, 60:], lam=lam)
+            assert (iv.low, iv.high) == pytest.approx((vec.low[d], vec.high[d]), abs=1e-12)
+    human = bench.human_vec(y[:, :60], interval="adjusted")
+    iv = ppi_mean(y[0, :60], yh[0, :60], yh[0, 60:], lam=0.0)
+    assert (iv.low, iv.high) == pytest.approx((human.low[0], human.high[0]), abs=1e-12)
+    parts = [(y[:, :30], yh[:, :30], yh[:, 30:400]), (y[:, 400:420], yh[:, 400:420], yh[:, 420:])]
+    shares = np.array([400, 300]) / 700
+    vec = bench.ppi_strata_vec(parts, shares, interval="adjusted")
+    codes_l, codes_u = np.repeat([0, 1], [30, 20]), np.repeat([0, 1], [370, 280])
+    for d in range(4):
+        iv = ppi_mean_strata(np.r_[parts[0][0][d], parts[1][0][d]], np.r_[parts[0][1][d], parts[1][1][d]],
+                             np.r_[parts[0][2][d], parts[1][2][d]], codes_l, codes_u)
+        assert (iv.low, iv.high) == pytest.approx((vec.low[d], vec.high[d]), abs=1e-12)
+
+
+def test_wilson_reference_interval(bench):
+    from statsmodels.stats.proportion import proportion_confint
+
+    y = np.r_[np.ones(47), np.zeros(3)][None, :]
+    lo, hi = bench.wilson_vec(y)
+    ref = proportion_confint(47, 50, alpha=0.05, method="wilson")
+    assert (lo[0], hi[0]) == pytest.approx(ref, abs=1e-12)

@@ -33,7 +33,7 @@ def test_ppi_mean_equals_ppi_py(lam: float | None) -> None:
     for t in range(200):
         y, f, fu, w, wu = _draw(rng, t)
         level = (0.8, 0.9, 0.95)[t % 3]
-        iv = ppi_mean(y, f, fu, lam=lam, ci=level, weights=w, weights_unlabeled=wu)
+        iv = ppi_mean(y, f, fu, lam=lam, ci=level, weights=w, weights_unlabeled=wu, interval="wald")
         low, high = ppi_py.ppi_mean_ci(y, f, fu, alpha=1 - level, lam=lam, w=w, w_unlabeled=wu)
         point = ppi_py.ppi_mean_pointestimate(y, f, fu, lam=lam, w=w, w_unlabeled=wu)
         worst = max(
@@ -52,7 +52,7 @@ def test_lam_zero_is_the_human_only_normal_interval() -> None:
     rng = np.random.default_rng(3)
     y = rng.random(150)
     f = rng.random(150)
-    iv = ppi_mean(y, f, rng.random(1000), lam=0)
+    iv = ppi_mean(y, f, rng.random(1000), lam=0, interval="wald")
     se = y.std() / np.sqrt(y.size)  # ppi_py's (and so raglab's) population sd
     assert iv.estimate == pytest.approx(y.mean(), abs=1e-12)
     assert iv.high - iv.estimate == pytest.approx(1.959963984540054 * se, abs=1e-12)
@@ -65,7 +65,7 @@ def test_effective_labels_and_the_useless_judge() -> None:
     good = np.where(rng.random(truth.size) < 0.9, truth, ~truth).astype(float)
     y = truth[:300].astype(float)
     iv = ppi_mean(y, good[:300], good[300:])
-    assert iv.method == "prediction-powered (PPI++)"
+    assert iv.method == "prediction-powered (PPI++, plus-four, t)"
     assert iv.effective_labels > 1.5 * 300  # a 90%-accurate judge on 20,000 rows is worth many labels
     assert iv.width < ppi_mean(y, good[:300], good[300:], lam=0).width
     noise = rng.random(truth.size)
@@ -103,7 +103,7 @@ def test_strata_combine_ppi_py_per_stratum() -> None:
         fu.append((rng.random(big_n) < p).astype(float))
         sl += [h] * n
         su += [h] * big_n
-    iv = ppi_mean_strata(np.concatenate(y), np.concatenate(f), np.concatenate(fu), sl, su, ci=0.9)
+    iv = ppi_mean_strata(np.concatenate(y), np.concatenate(f), np.concatenate(fu), sl, su, ci=0.9, interval="wald")
     total = sum(n + m for n, m in sizes.values())
     est = var = 0.0
     for i, (n, m) in enumerate(sizes.values()):
@@ -127,7 +127,7 @@ def test_clustered_with_singletons_is_ppi_py_times_g_over_g_minus_1() -> None:
     y, f, fu = rng.random(120), rng.random(120), rng.random(700)
     f = 0.6 * y + 0.4 * f
     for lam in (0.0, 1.0, 0.5):
-        iv = ppi_mean_clustered(y, f, fu, np.arange(120), np.arange(120, 820), lam=lam)
+        iv = ppi_mean_clustered(y, f, fu, np.arange(120), np.arange(120, 820), lam=lam, interval="wald")
         low, high = ppi_py.ppi_mean_ci(y, f, fu, alpha=0.05, lam=lam)
         half = (float(high[0]) - float(low[0])) / 2
         assert iv.high - iv.estimate == pytest.approx(half * np.sqrt(820 / 819), abs=1e-10)
@@ -236,7 +236,114 @@ def test_ppi_interval_states_its_ingredients_and_pickles() -> None:
     back = pickle.loads(pickle.dumps(iv))
     assert tuple(back) == tuple(iv) and back.metadata() == iv.metadata()
     meta = iv.to_dict()
-    assert meta["method"] == "prediction-powered (PPI++)" and meta["level"] == 0.9
+    assert meta["method"] == "prediction-powered (PPI++, plus-four, t)" and meta["level"] == 0.9
     assert meta["n"] == 1050 and meta["n_labeled"] == 150 and meta["n_unlabeled"] == 900
     assert {"lam", "effective_labels", "se"} <= set(meta)
     assert "lam=" in repr(iv)
+
+
+def _adjusted_by_hand(y, f, fu, lam, level, w=None, wu=None):
+    """The adjusted interval from its definition: four pseudo-rows in the rectifier's variance (ddof 1), t(n - 1)."""
+    from scipy import stats
+
+    n, big_n = y.size, fu.size
+    w = np.ones(n) if w is None else w * n / w.sum()
+    wu = np.ones(big_n) if wu is None else wu * big_n / wu.sum()
+    est = np.mean(wu * lam * fu) + np.mean(w * (y - lam * f))
+    py, pf = np.array([0.0, 1.0, 1.0, 0.0]), np.array([0.0, 1.0, 0.0, 1.0])
+    rect = np.concatenate([w * (y - lam * f), py - lam * pf])  # pseudo-rows weigh the mean weight, 1
+    se = np.sqrt(np.var(wu * lam * fu) / big_n + np.var(rect, ddof=1) / n)
+    half = stats.t.ppf(0.5 + level / 2, n - 1) * se
+    return est, est - half, est + half
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_adjusted_interval_from_its_definition(weighted: bool) -> None:
+    rng = np.random.default_rng(12)
+    for t in range(30):
+        n, big_n = int(rng.integers(5, 200)), int(rng.integers(10, 2000))
+        y = (rng.random(n) < 0.9).astype(float)
+        f = np.where(rng.random(n) < 0.8, y, 1 - y) if t % 2 else rng.random(n)
+        fu = (rng.random(big_n) < 0.9).astype(float) if t % 2 else rng.random(big_n)
+        w, wu = (rng.uniform(0.5, 4, n), rng.uniform(0.5, 4, big_n)) if weighted else (None, None)
+        for lam in (0.0, 1.0, 0.6):
+            iv = ppi_mean(y, f, fu, lam=lam, ci=0.9, weights=w, weights_unlabeled=wu)
+            assert tuple(iv) == pytest.approx(_adjusted_by_hand(y, f, fu, lam, 0.9, w, wu), abs=1e-12)
+        tuned = ppi_mean(y, f, fu, weights=w, weights_unlabeled=wu)
+        wald = ppi_mean(y, f, fu, weights=w, weights_unlabeled=wu, interval="wald")
+        assert tuned.lam == wald.lam and tuned.estimate == wald.estimate  # same PPI++ estimate and weight
+        assert tuple(tuned) == pytest.approx(_adjusted_by_hand(y, f, fu, tuned.lam, 0.95, w, wu), abs=1e-12)
+
+
+def test_adjusted_worked_numbers_and_limits() -> None:
+    # 10 labels, all passing and the judge agreeing: Wald has zero width, the adjusted interval does not
+    y = f = np.ones(10)
+    fu = np.ones(90)
+    wald = ppi_mean(y, f, fu, lam=1, interval="wald")
+    assert wald.width == 0
+    adj = ppi_mean(y, f, fu, lam=1)
+    # rectifier y - f: ten 0s and pseudo 0, 0, 1, -1: sample variance 2/13; se sqrt(2/13/10); t(9) 97.5% 2.2621571628
+    assert adj.high - adj.estimate == pytest.approx(2.2621571627982053 * np.sqrt(2 / 13 / 10), abs=1e-12)
+    # many labels: the adjusted interval tends to PPI++'s (ppi_py's)
+    rng = np.random.default_rng(0)
+    truth = rng.random(60_000) < 0.8
+    judge = np.where(rng.random(truth.size) < 0.85, truth, ~truth).astype(float)
+    y = truth[:20_000].astype(float)
+    a, w = ppi_mean(y, judge[:20_000], judge[20_000:]), ppi_mean(y, judge[:20_000], judge[20_000:], interval="wald")
+    assert a.width / w.width == pytest.approx(1, abs=2e-3)
+    # outside [0, 1] (differences): the Wald interval, and the method says so
+    d = rng.integers(-1, 2, 50).astype(float)
+    assert ppi_mean(d, d, rng.integers(-1, 2, 300)).method == "prediction-powered (PPI++)"
+    assert ppi_mean(y[:50], judge[:50], judge[50:300], lam=0.5).method == (
+        "prediction-powered (PPI, fixed lam, plus-four, t)")
+    with pytest.raises(ValueError, match="interval must be one of"):
+        ppi_mean(y[:50], judge[:50], judge[50:300], interval="score")
+
+
+def test_adjusted_strata_and_clusters() -> None:
+    from scipy import stats
+
+    from raglab.stats import ppi_mean_clustered, ppi_mean_strata
+
+    rng = np.random.default_rng(9)
+    y = (rng.random(60) < 0.85).astype(float)
+    f = np.where(rng.random(60) < 0.8, y, 1 - y)
+    fu = (rng.random(600) < 0.85).astype(float)
+    sl, su = np.repeat(["a", "b"], [40, 20]), np.repeat(["a", "b"], [400, 200])
+    iv = ppi_mean_strata(y, f, fu, sl, su)
+    assert iv.method == "prediction-powered (PPI++, plus-four, t), stratified"
+    parts, est = [], 0.0
+    for h, share in (("a", 440 / 660), ("b", 220 / 660)):
+        one = ppi_mean(y[sl == h], f[sl == h], fu[su == h])
+        est += share * one.estimate
+        parts.append((share**2 * one.se**2, (sl == h).sum() - 1))
+    var = sum(v for v, _ in parts)
+    df = var**2 / sum(v * v / d for v, d in parts)  # Welch-Satterthwaite
+    assert iv.estimate == pytest.approx(est, abs=1e-12)
+    assert iv.high - iv.estimate == pytest.approx(stats.t.ppf(0.975, df) * np.sqrt(var), abs=1e-12)
+    # clusters: t on labelled clusters - 1 df, and never narrower than the Wald cluster-robust interval
+    conv_l, conv_u = np.arange(60) // 6, 10 + np.arange(600) // 6
+    c_adj = ppi_mean_clustered(y, f, fu, conv_l, conv_u)
+    c_wald = ppi_mean_clustered(y, f, fu, conv_l, conv_u, interval="wald")
+    assert c_adj.method == "prediction-powered (PPI++, plus-four, t), clustered"
+    assert c_adj.estimate == c_wald.estimate and c_adj.lam == c_wald.lam
+    ratio = (c_adj.high - c_adj.estimate) / c_adj.se
+    assert ratio == pytest.approx(stats.t.ppf(0.975, 9), abs=1e-12)
+    assert c_adj.width > c_wald.width
+
+
+def test_adjusted_interval_covers_where_wald_does_not() -> None:
+    """Rate 0.95, 50 labels, a judge right ~97% of the time: the Wald interval covers about 80%."""
+    rng = np.random.default_rng(21)
+    reps, n, rows = 400, 50, 2000
+    cov_adj = cov_wald = 0
+    for _ in range(reps):
+        y = (rng.random(rows) < 0.95).astype(float)
+        f = np.where(rng.random(rows) < 0.6, y, (rng.random(rows) < 0.975).astype(float))
+        truth = y.mean()
+        a = ppi_mean(y[:n], f[:n], f[n:])
+        w = ppi_mean(y[:n], f[:n], f[n:], interval="wald")
+        cov_adj += a.low <= truth <= a.high
+        cov_wald += w.low <= truth <= w.high
+    assert cov_adj / reps >= 0.92  # nominal 95%; Monte Carlo sd about 1.1 points
+    assert cov_wald / reps < 0.88

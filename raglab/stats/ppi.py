@@ -10,8 +10,18 @@ The second term (the *rectifier*) removes the judge's bias, so the estimate is u
 judge and any ``lam``; the variance is ``lam^2 var(f)/N + var(Y - lam f)/n``. ``lam=1`` is plain PPI,
 ``lam=0`` the human-only interval, and ``lam=None`` (PPI++, Angelopoulos, Duchi & Zrnic,
 arXiv 2311.01453) takes the ``lam`` that minimises the variance, clipped to [0, 1], so a useless judge
-costs (asymptotically) nothing. The numbers equal ``ppi_py.ppi_mean_ci`` and
-``ppi_py.ppi_mean_pointestimate`` (with and without weights); ppi-python is a test oracle only.
+costs (asymptotically) nothing. The estimate and ``lam`` equal ``ppi_py.ppi_mean_pointestimate``
+(with and without weights); with ``interval="wald"`` the interval equals ``ppi_py.ppi_mean_ci``
+(ppi-python is a test oracle only).
+
+The default interval is *adjusted* for small samples: with labels and scores in [0, 1], the
+rectifier's variance counts four pseudo-rows, one in each cell of the label x judge 2 x 2 table (a
+plus-four adjustment, as Agresti and Caffo (2000) and Bonett and Price (2012) do for proportions and
+paired differences), and the quantile is Student's t on ``labels - 1`` degrees of freedom
+(``labelled clusters - 1`` for clusters; Welch-Satterthwaite over strata). ``benchmarks/ppi.py``
+measured the Wald interval at 77% coverage (nominal 95%) with 50 labels at a 0.95 pass rate, and
+the adjusted one at 94-99% over judge kappa 0.2-0.9, rates 0.5-0.95 and 50-500 labels; it is 1.5%
+wider than ppi_py's on FRANK (225 labels) and tends to it as labels grow.
 
 Every statistic is a sum over rows (counts, sums, sums of squares and cross-products, held by
 ``_Sums``), so partitions of a table combine by adding their sums.
@@ -54,6 +64,11 @@ MIN_LABELS = 100
 
 _METHOD_TUNED = "prediction-powered (PPI++)"
 _METHOD_FIXED = "prediction-powered (PPI, fixed lam)"
+#: the small-sample adjustment's name in ``method`` (see :func:`ppi_mean`'s ``interval``)
+_ADJUSTED = "plus-four, t"
+_INTERVALS = ("adjusted", "wald")
+#: pseudo-rows (label, judge) of the adjusted variance: one in each cell of the 2 x 2 table
+_PSEUDO = ((0.0, 0.0), (1.0, 1.0), (1.0, 0.0), (0.0, 1.0))
 
 
 class PPIInterval(Interval):
@@ -190,6 +205,7 @@ class _Fit(NamedTuple):
     var_human: float  # variance of the human-only estimate (lam = 0)
     judge_mean: float  # weighted mean of the judge on the unlabelled rows
     var_judge: float  # its variance
+    df: float = math.inf  # degrees of freedom of the t quantile (inf: normal)
 
 
 def _lam_opt(s: _Sums) -> float:
@@ -212,25 +228,66 @@ def _lam_opt(s: _Sums) -> float:
     return float(min(1.0, max(0.0, cov / ((1 + n / N) * var_f))))
 
 
-def _fit(s: _Sums, lam: float | None) -> _Fit:
+def _pseudo_sums(s: _Sums) -> _Sums:
+    """The labelled sums with the four pseudo-rows of ``_PSEUDO`` added, each with the mean labelled weight."""
+    w = s.r / s.n
+    k = float(len(_PSEUDO))
+    ys, fs = sum(y for y, _ in _PSEUDO), sum(f for _, f in _PSEUDO)
+    yy, ff, yf = (sum(y * y for y, _ in _PSEUDO), sum(f * f for _, f in _PSEUDO),
+                  sum(y * f for y, f in _PSEUDO))
+    return s + _Sums(k, k * w, w * ys, w * fs, k * w * w, w * w * ys, w * w * fs, w * w * yy, w * w * ff,
+                     w * w * yf, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def _rect_var(s: _Sums, lam: float, ddof: int) -> tuple[float, float]:
+    """Variance of the labelled rows' ``w (y - lam f)`` and of ``w y`` (weights normalised to mean 1)."""
+    n, c = s.n, s.n / s.r
+    mean_y, mean_f = s.ry / s.r, s.rf / s.r
+    e_rect2 = c * c * (s.r2yy - 2 * lam * s.r2yf + lam * lam * s.r2ff) / n
+    var_rect = max(e_rect2 - (mean_y - lam * mean_f) ** 2, 0.0) * n / (n - ddof)
+    var_y = max(c * c * s.r2yy / n - mean_y**2, 0.0) * n / (n - ddof)
+    return var_rect, var_y
+
+
+def _bounded(*arrays: np.ndarray) -> bool:
+    """Whether every value lies in [0, 1] (rates and bounded scores: the adjusted interval applies)."""
+    return all(bool(((a >= 0) & (a <= 1)).all()) for a in arrays)
+
+
+def _fit(s: _Sums, lam: float | None, adjusted: bool = False) -> _Fit:
+    """The PPI fit; ``adjusted``: the rectifier's variance with the four pseudo-rows (ddof 1) and ``n - 1`` df."""
     n, N = s.n, s.N
-    c, cu = n / s.r, N / s.u
+    cu = N / s.u
     lam_ = _lam_opt(s) if lam is None else float(lam)
     mean_y, mean_f, mean_fu = s.ry / s.r, s.rf / s.r, s.uf / s.u
     estimate = lam_ * mean_fu + mean_y - lam_ * mean_f
     # population variances (ddof 0) of w(y - lam f) and of w lam fu, as ppi_py
-    e_rect2 = c * c * (s.r2yy - 2 * lam_ * s.r2yf + lam_ * lam_ * s.r2ff) / n
-    var_rect = max(e_rect2 - (mean_y - lam_ * mean_f) ** 2, 0.0)
     var_fu = max(cu * cu * s.u2ff / N - mean_fu**2, 0.0)
-    var_y = max(c * c * s.r2yy / n - mean_y**2, 0.0)
+    var_rect, var_y = _rect_var(_pseudo_sums(s), lam_, 1) if adjusted else _rect_var(s, lam_, 0)
     return _Fit(
         estimate=estimate, var=lam_ * lam_ * var_fu / N + var_rect / n, lam=lam_, var_human=var_y / n,
-        judge_mean=mean_fu, var_judge=var_fu / N,
+        judge_mean=mean_fu, var_judge=var_fu / N, df=n - 1 if adjusted else math.inf,
     )
 
 
-def _z(level: float) -> float:
+def _z(level: float, df: float = math.inf) -> float:
+    if math.isfinite(df):
+        return float(_sps.t.ppf(0.5 + level / 2, max(df, 1.0)))
     return float(_sps.norm.ppf(0.5 + level / 2))
+
+
+def _check_interval(interval: str) -> str:
+    if interval not in _INTERVALS:
+        raise ValueError(f"interval must be one of {_INTERVALS}, got {interval!r}")
+    return interval
+
+
+def _method(lam: float | None, adjusted: bool, *suffixes: str) -> str:
+    """``prediction-powered (PPI++[, plus-four, t])`` and the design's suffixes (``stratified``, ``clustered``)."""
+    base = _METHOD_TUNED if lam is None else _METHOD_FIXED
+    if adjusted:
+        base = base[:-1] + f", {_ADJUSTED})"
+    return ", ".join([base, *[x for x in suffixes if x]])
 
 
 def _effective(n_labeled: float, var_human: float, var: float) -> float:
@@ -241,10 +298,10 @@ def _effective(n_labeled: float, var_human: float, var: float) -> float:
 
 def _interval(
     estimate: float, var: float, *, level: float, lam: float, tuned: bool, n_labeled: int, n_unlabeled: int,
-    var_human: float, method: str | None = None,
+    var_human: float, method: str | None = None, df: float = math.inf,
 ) -> PPIInterval:
     se = math.sqrt(max(var, 0.0))
-    half = _z(level) * se
+    half = _z(level, df) * se
     return PPIInterval(
         estimate, estimate - half, estimate + half,
         method=method or (_METHOD_TUNED if tuned else _METHOD_FIXED), level=level, n=n_labeled + n_unlabeled,
@@ -286,6 +343,7 @@ def ppi_mean(
     ci: float = 0.95,
     weights: Any = None,
     weights_unlabeled: Any = None,
+    interval: str = "adjusted",
 ) -> PPIInterval:
     """Prediction-powered interval on the mean of a human label, helped by a judge's scores.
 
@@ -305,6 +363,16 @@ def ppi_mean(
     weights, weights_unlabeled : array-like of float, optional
         Row weights (``1 / inclusion probability`` when rows were drawn unequally); each set is
         normalised to mean 1, as ``ppi_py`` does.
+    interval : {"adjusted", "wald"}
+        ``"adjusted"`` (the default), for labels and scores in [0, 1]: the rectifier's variance is
+        computed with four pseudo-rows added, one in each cell of the label x judge 2 x 2 table
+        (``(0, 0), (1, 1), (1, 0), (0, 1)``, each with the mean weight; ddof 1), and the quantile is
+        Student's t on ``labels - 1`` degrees of freedom: a plus-four adjustment in the spirit of
+        Agresti and Caffo (2000) and Bonett and Price (2012) for a rectifier that is a difference of
+        paired proportions. The estimate and ``lam`` are PPI++'s; the interval tends to PPI++'s as
+        labels grow (it is 1-3% wider at 50 labels, where the Wald one covers as little as 78% for a
+        nominal 95%; ``benchmarks/ppi.py``). Values outside [0, 1] (differences, say) get the Wald
+        interval. ``"wald"``: the normal interval of ``ppi_py.ppi_mean_ci``, exactly.
 
     Returns
     -------
@@ -322,17 +390,21 @@ def ppi_mean(
     >>> judge = np.where(rng.random(2000) < 0.85, truth, ~truth).astype(float)
     >>> iv = ppi_mean(truth[:200], judge[:200], judge[200:])
     >>> iv.method, iv.n_labeled, iv.n_unlabeled
-    ('prediction-powered (PPI++)', 200, 1800)
+    ('prediction-powered (PPI++, plus-four, t)', 200, 1800)
     >>> iv.width < ppi_mean(truth[:200], judge[:200], judge[200:], lam=0).width
     True
+    >>> ppi_mean(truth[:200], judge[:200], judge[200:], interval="wald").method
+    'prediction-powered (PPI++)'
     """
     level = check_level(ci)
     lam = _check_lam(lam)
+    adjusted = _check_interval(interval) == "adjusted"
     y, f, fu, r, u = _inputs(labels, judged_labeled, judged_unlabeled, weights, weights_unlabeled)
-    fit = _fit(_sums(y, f, fu, r, u), lam)
+    adjusted = adjusted and _bounded(y, f, fu)
+    fit = _fit(_sums(y, f, fu, r, u), lam, adjusted)
     return _interval(
         fit.estimate, fit.var, level=level, lam=fit.lam, tuned=lam is None, n_labeled=y.size,
-        n_unlabeled=fu.size, var_human=fit.var_human,
+        n_unlabeled=fu.size, var_human=fit.var_human, method=_method(lam, adjusted), df=fit.df,
     )
 
 
@@ -346,7 +418,7 @@ def _codes(values: Any, size: int, name: str) -> np.ndarray:
 
 def _clustered_fit(
     y: np.ndarray, f: np.ndarray, fu: np.ndarray, r: np.ndarray, u: np.ndarray,
-    units_l: np.ndarray, units_u: np.ndarray, lam: float | None,
+    units_l: np.ndarray, units_u: np.ndarray, lam: float | None, adjusted: bool = False,
 ) -> tuple[_Fit, int]:
     """PPI with a cluster-robust variance: the influence of each cluster summed over its rows.
 
@@ -354,6 +426,10 @@ def _clustered_fit(
     ``A_g + lam * B_g`` with ``A_g = sum_L (w y - mean(w y)) / n`` and ``B_g = sum_U (w f - mean) / N -
     sum_L (w f - mean) / n``; the variance is ``G/(G-1) sum_g (A_g + lam B_g)^2`` and the tuned ``lam``
     minimises it (``-sum A B / sum B^2``, clipped to [0, 1]).
+
+    ``adjusted``: the variance also counts the four pseudo-rows of ``_PSEUDO`` as four one-row
+    labelled clusters (``lam`` and the estimate are unchanged), and the t quantile has
+    ``labelled clusters - 1`` degrees of freedom.
     """
     n, big_n = y.size, fu.size
     w, wu = r * n / r.sum(), u * big_n / u.sum()
@@ -372,11 +448,18 @@ def _clustered_fit(
     else:
         lam_ = float(lam)
     estimate = lam_ * wfu.mean() + wy.mean() - lam_ * wf.mean()
-    influence = a + lam_ * b
     var_judge = scale * float(np.sum(np.bincount(iu, (wfu - wfu.mean()) / big_n, minlength=groups) ** 2))
+    df = math.inf
+    if adjusted:
+        pa = np.array([(py - wy.mean()) / n for py, _ in _PSEUDO])
+        pb = np.array([-(pf - wf.mean()) / n for _, pf in _PSEUDO])
+        a, b = np.concatenate([a, pa]), np.concatenate([b, pb])
+        scale = (groups + pa.size) / (groups + pa.size - 1)
+        df = float(np.unique(il).size - 1)
+    influence = a + lam_ * b
     return _Fit(
         estimate=float(estimate), var=scale * float(influence @ influence), lam=lam_,
-        var_human=scale * float(a @ a), judge_mean=float(wfu.mean()), var_judge=var_judge,
+        var_human=scale * float(a @ a), judge_mean=float(wfu.mean()), var_judge=var_judge, df=df,
     ), groups
 
 
@@ -391,6 +474,7 @@ def ppi_mean_clustered(
     ci: float = 0.95,
     weights: Any = None,
     weights_unlabeled: Any = None,
+    interval: str = "adjusted",
 ) -> PPIInterval:
     """Prediction-powered interval when rows come in clusters (the turns of one conversation).
 
@@ -405,6 +489,9 @@ def ppi_mean_clustered(
         As for :func:`ppi_mean`.
     units_labeled, units_unlabeled : array-like
         The cluster (e.g. conversation id) of each labelled and each unlabelled row.
+    interval : {"adjusted", "wald"}
+        As for :func:`ppi_mean`: ``"adjusted"`` adds the four pseudo-rows as four one-row labelled
+        clusters and takes the t quantile on ``labelled clusters - 1`` degrees of freedom.
 
     Returns
     -------
@@ -421,24 +508,26 @@ def ppi_mean_clustered(
     >>> judge = np.where(rng.random(2000) < 0.85, truth, ~truth).astype(float)
     >>> iv = ppi_mean_clustered(truth[:400], judge[:400], judge[400:], conv[:400], conv[400:])
     >>> iv.method
-    'prediction-powered (PPI++), clustered'
+    'prediction-powered (PPI++, plus-four, t), clustered'
     """
     level = check_level(ci)
     lam = _check_lam(lam)
+    adjusted = _check_interval(interval) == "adjusted"
     y, f, fu, r, u = _inputs(labels, judged_labeled, judged_unlabeled, weights, weights_unlabeled)
+    adjusted = adjusted and _bounded(y, f, fu)
     ul = _codes(units_labeled, y.size, "units_labeled")
     uu = _codes(units_unlabeled, fu.size, "units_unlabeled")
-    fit, _ = _clustered_fit(y, f, fu, r, u, ul, uu, lam)
-    method = (_METHOD_TUNED if lam is None else _METHOD_FIXED) + ", clustered"
+    fit, _ = _clustered_fit(y, f, fu, r, u, ul, uu, lam, adjusted)
     return _interval(
         fit.estimate, fit.var, level=level, lam=fit.lam, tuned=lam is None, n_labeled=y.size,
-        n_unlabeled=fu.size, var_human=fit.var_human, method=method,
+        n_unlabeled=fu.size, var_human=fit.var_human, method=_method(lam, adjusted, "clustered"), df=fit.df,
     )
 
 
 def _strata_fits(
     y: np.ndarray, f: np.ndarray, fu: np.ndarray, r: np.ndarray, u: np.ndarray,
     sl: np.ndarray, su: np.ndarray, units_l: np.ndarray | None, units_u: np.ndarray | None, lam: float | None,
+    adjusted: bool = False,
 ) -> list[tuple[Any, float, _Fit]]:
     """One fit per stratum with its share ``N_h / N`` of all rows (labelled and unlabelled)."""
     keys_l, keys_u = sl.astype(str), su.astype(str)
@@ -454,9 +543,9 @@ def _strata_fits(
                 "and 1 in every stratum (label more rows there, or merge strata)"
             )
         if units_l is not None and units_u is not None:
-            fit, _ = _clustered_fit(y[ml], f[ml], fu[mu], r[ml], u[mu], units_l[ml], units_u[mu], lam)
+            fit, _ = _clustered_fit(y[ml], f[ml], fu[mu], r[ml], u[mu], units_l[ml], units_u[mu], lam, adjusted)
         else:
-            fit = _fit(_sums(y[ml], f[ml], fu[mu], r[ml], u[mu]), lam)
+            fit = _fit(_sums(y[ml], f[ml], fu[mu], r[ml], u[mu]), lam, adjusted)
         out.append((h, (nl + nu) / total, fit))
     return out
 
@@ -474,6 +563,7 @@ def ppi_mean_strata(
     weights_unlabeled: Any = None,
     units_labeled: Any = None,
     units_unlabeled: Any = None,
+    interval: str = "adjusted",
 ) -> PPIInterval:
     """Stratified prediction-powered interval: one PPI estimate per stratum, weighted by its size.
 
@@ -492,6 +582,9 @@ def ppi_mean_strata(
         unlabelled row.
     units_labeled, units_unlabeled : array-like, optional
         Clusters, for a cluster-robust variance within each stratum (see :func:`ppi_mean_clustered`).
+    interval : {"adjusted", "wald"}
+        As for :func:`ppi_mean`, within each stratum; the t quantile's degrees of freedom combine the
+        strata's (Welch-Satterthwaite: ``(sum v_h)^2 / sum v_h^2 / df_h`` with ``v_h = W_h^2 var_h``).
 
     Returns
     -------
@@ -509,25 +602,32 @@ def ppi_mean_strata(
     >>> rest = np.setdiff1d(np.arange(2000), lab)
     >>> iv = ppi_mean_strata(truth[lab], judge[lab], judge[rest], topic[lab], topic[rest])
     >>> iv.method, iv.n_labeled
-    ('prediction-powered (PPI++), stratified', 200)
+    ('prediction-powered (PPI++, plus-four, t), stratified', 200)
     """
     level = check_level(ci)
     lam = _check_lam(lam)
+    adjusted = _check_interval(interval) == "adjusted"
     y, f, fu, r, u = _inputs(labels, judged_labeled, judged_unlabeled, weights, weights_unlabeled)
+    adjusted = adjusted and _bounded(y, f, fu)
     sl = _codes(strata_labeled, y.size, "strata_labeled")
     su = _codes(strata_unlabeled, fu.size, "strata_unlabeled")
     clustered = units_labeled is not None and units_unlabeled is not None
     ul = _codes(units_labeled, y.size, "units_labeled") if clustered else None
     uu = _codes(units_unlabeled, fu.size, "units_unlabeled") if clustered else None
-    fits = _strata_fits(y, f, fu, r, u, sl, su, ul, uu, lam)
+    fits = _strata_fits(y, f, fu, r, u, sl, su, ul, uu, lam, adjusted)
     estimate = sum(share * fit.estimate for _, share, fit in fits)
-    var = sum(share * share * fit.var for _, share, fit in fits)
+    parts = [share * share * fit.var for _, share, fit in fits]
+    var = sum(parts)
     var_human = sum(share * share * fit.var_human for _, share, fit in fits)
     lam_mean = sum(share * fit.lam for _, share, fit in fits)
-    method = (_METHOD_TUNED if lam is None else _METHOD_FIXED) + ", stratified" + (", clustered" if clustered else "")
+    df = math.inf
+    if adjusted:
+        spread = sum(v * v / max(fit.df, 1.0) for v, (_, _, fit) in zip(parts, fits))
+        df = var * var / spread if spread > 0 else float(y.size - len(fits))
+    method = _method(lam, adjusted, "stratified", "clustered" if clustered else "")
     return _interval(
         estimate, var, level=level, lam=lam_mean, tuned=lam is None, n_labeled=y.size, n_unlabeled=fu.size,
-        var_human=var_human, method=method,
+        var_human=var_human, method=method, df=df,
     )
 
 
