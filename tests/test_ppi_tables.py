@@ -58,7 +58,7 @@ def test_estimate_overall_is_ppi_mean_with_human_and_judge_only_beside() -> None
     assert (row.judge_only, row.judge_only_low, row.judge_only_high) == pytest.approx(
         (judge.mean(), judge.mean() - half, judge.mean() + half), abs=1e-12)
     assert row.lam == pytest.approx(iv.lam) and row.effective_labels == pytest.approx(iv.effective_labels)
-    assert row.method == "prediction-powered (PPI++), weighted 1/p" and not row.below_min_labels
+    assert row.method == "prediction-powered (PPI++, plus-four, t), weighted 1/p" and not row.below_min_labels
     assert row.high - row.low < row.human_only_high - row.human_only_low
     assert table.attrs["raglab"]["estimate"]["human"] == {"faithfulness": "human_faithful"}
 
@@ -72,7 +72,7 @@ def test_estimate_by_is_stratified_overall_and_ppi_per_slice() -> None:
     y, f, fu = _parts(rows)
     strat = ppi_mean_strata(y, f, fu, topic[lab], topic[~lab])
     assert tuple(table.iloc[0][["estimate", "low", "high"]]) == pytest.approx(tuple(strat), abs=1e-12)
-    assert table.method[0].startswith("prediction-powered (PPI++), stratified")
+    assert table.method[0].startswith("prediction-powered (PPI++, plus-four, t), stratified")
     for i, h in ((1, "a"), (2, "b")):
         iv = ppi_mean(*_parts(rows, topic == h))
         assert tuple(table.iloc[i][["estimate", "low", "high"]]) == pytest.approx(tuple(iv), abs=1e-12)
