@@ -150,7 +150,8 @@ def summary(
     such as the lexical tripwire's ``lexical_support``), a prediction-powered interval with the judge
     scores as labels (:func:`raglab.stats.ppi_mean`, stratified by the design's strata, weighted
     ``1 / inclusion_probability``); without one, the design-weighted mean of the judged rows (the
-    stratified mean, or the ``1 / p``-weighted mean) with a normal interval. ``method`` says which
+    stratified mean, or the ``1 / p``-weighted mean) with the same interval (plus-four, t for scores in
+    [0, 1]; normal otherwise). ``method`` says which
     and ``n`` counts the judged rows.
 
     Parameters

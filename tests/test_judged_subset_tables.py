@@ -17,7 +17,7 @@ import raglab  # noqa: F401  (registers df.rag)
 from raglab import runs
 from raglab._errors import RowTableError
 from raglab.sampling import draw
-from raglab.stats import MIN_LABELS
+from raglab.stats import MIN_LABELS, ppi_mean, ppi_mean_strata
 
 Z95 = float(sps.norm.ppf(0.975))
 
@@ -40,6 +40,10 @@ def _judged(rows, truth, n, *, by=None, seed=0, method="uniform", score=None, th
     return out
 
 
+def _bounds(interval):
+    return float(interval.low), float(interval.high)
+
+
 def _quiet(function, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -53,11 +57,17 @@ def test_uniform_sample_with_a_predictor_equals_ppi_py():
     row = judged.rag.summary(metrics=["faithfulness"], predictor="lexical_support").iloc[0]
     sel = judged["selected"].to_numpy()
     lex = judged["lexical_support"].to_numpy()
+    w = 1 / judged["inclusion_probability"].to_numpy()[sel]
     low, high = ppi_py.ppi_mean_ci(truth[sel], lex[sel], lex[~sel], alpha=0.05)
     point = ppi_py.ppi_mean_pointestimate(truth[sel], lex[sel], lex[~sel])
     assert row["mean"] == pytest.approx(float(np.ravel(point)[0]), abs=1e-9)
-    assert (row["low"], row["high"]) == pytest.approx((float(np.ravel(low)[0]), float(np.ravel(high)[0])), abs=1e-9)
-    assert row["n"] == 400 and row["method"].startswith("prediction-powered (PPI++)")
+    # the table's interval is raglab's default (adjusted) one on these arrays, whose Wald form is ppi_py's
+    adjusted = ppi_mean(truth[sel], lex[sel], lex[~sel], weights=w)
+    wald = ppi_mean(truth[sel], lex[sel], lex[~sel], weights=w, interval="wald")
+    assert (row["low"], row["high"]) == pytest.approx(_bounds(adjusted), abs=1e-12)
+    assert _bounds(wald) == pytest.approx((float(np.ravel(low)[0]), float(np.ravel(high)[0])), abs=1e-9)
+    assert _bounds(adjusted) != pytest.approx(_bounds(wald), abs=1e-6)  # the table does not give the Wald one
+    assert row["n"] == 400 and row["method"].startswith("prediction-powered (PPI++, plus-four, t)")
     assert "predictor 'lexical_support' on 3000 rows" in row["method"]
     # the cheap score helps: narrower than the design-weighted interval without it
     plain = judged.rag.summary(metrics=["faithfulness"]).iloc[0]
@@ -83,13 +93,23 @@ def test_stratified_sample_without_predictor_is_the_horvitz_thompson_mean_not_th
     p = out["inclusion_probability"].to_numpy()
     ht = float((truth[sel] / p[sel]).sum() / len(out))  # Horvitz-Thompson, by hand
     assert row["mean"] == pytest.approx(ht, abs=1e-12)
-    # its standard error by hand: sum_h W_h^2 var_h / n_h (population variance within the stratum)
+    # its Wald standard error by hand: sum_h W_h^2 var_h / n_h (population variance within the stratum) is
+    # the stratified estimator's at lam = 0 with interval="wald"
     topic = out["topic"].to_numpy()
     var = sum((np.mean(topic == h)) ** 2 * truth[sel & (topic == h)].var() / (sel & (topic == h)).sum()
               for h in ("a", "b"))
-    assert row["se"] == pytest.approx(np.sqrt(var), rel=1e-9)
-    assert (row["low"], row["high"]) == pytest.approx((ht - Z95 * np.sqrt(var), ht + Z95 * np.sqrt(var)), rel=1e-9)
-    assert row["method"].startswith("design-weighted mean of the judged sample (normal), stratified")
+    args = (truth[sel], np.zeros(sel.sum()), np.zeros((~sel).sum()), topic[sel], topic[~sel])
+    w = 1 / p[sel]
+    wald = ppi_mean_strata(*args, lam=0.0, weights=w, interval="wald")
+    assert wald.estimate == pytest.approx(ht, abs=1e-12)
+    assert wald.se == pytest.approx(np.sqrt(var), rel=1e-9)
+    assert _bounds(wald) == pytest.approx((ht - Z95 * np.sqrt(var), ht + Z95 * np.sqrt(var)), rel=1e-9)
+    # the table's interval is the same estimator's default (adjusted) one, a little wider
+    adjusted = ppi_mean_strata(*args, lam=0.0, weights=w)
+    assert row["se"] == pytest.approx(adjusted.se, rel=1e-12)
+    assert (row["low"], row["high"]) == pytest.approx(_bounds(adjusted), abs=1e-12)
+    assert row["high"] - row["low"] > wald.high - wald.low
+    assert row["method"].startswith("design-weighted mean of the judged sample (plus-four, t), stratified")
     assert row["n"] == int(sel.sum())
     naive = float(np.nanmean(out["faithfulness"]))
     assert abs(naive - ht) > 0.005  # the silent naive mean would differ
@@ -104,12 +124,18 @@ def test_poisson_sample_without_predictor_is_the_weighted_mean():
     w = 1 / out["inclusion_probability"].to_numpy()[sel]
     mean = float((w * truth[sel]).sum() / w.sum())  # Hajek, by hand
     assert row["mean"] == pytest.approx(mean, abs=1e-12)
-    # its interval is ppi_py's with the weights and lam = 0 (labels only); conservative here: the linearised
-    # Hajek variance sum w^2 (y - mean)^2 / (sum w)^2 covered 92.0% in 400 active draws, this one 96.5%
+    # its interval is raglab's default (adjusted) one with the weights and lam = 0 (labels only), whose Wald
+    # form is ppi_py's; the Wald one is conservative here: the linearised Hajek variance
+    # sum w^2 (y - mean)^2 / (sum w)^2 covered 92.0% in 400 active draws, this one 96.5%
     ppi_py = pytest.importorskip("ppi_py")
-    low, high = ppi_py.ppi_mean_ci(truth[sel], np.zeros(sel.sum()), np.zeros(len(out)), alpha=0.05, lam=0.0, w=w)
-    assert (row["low"], row["high"]) == pytest.approx((float(np.ravel(low)[0]), float(np.ravel(high)[0])), abs=1e-9)
-    assert row["method"] == ("design-weighted mean of the judged sample (normal), weighted 1/p, over 3000 rows")
+    args = (truth[sel], np.zeros(sel.sum()), np.zeros(len(out)))
+    adjusted = ppi_mean(*args, lam=0.0, weights=w)
+    wald = ppi_mean(*args, lam=0.0, weights=w, interval="wald")
+    assert (row["low"], row["high"]) == pytest.approx(_bounds(adjusted), abs=1e-12)
+    low, high = ppi_py.ppi_mean_ci(*args, alpha=0.05, lam=0.0, w=w)
+    assert _bounds(wald) == pytest.approx((float(np.ravel(low)[0]), float(np.ravel(high)[0])), abs=1e-9)
+    assert wald.estimate == pytest.approx(mean, abs=1e-12)
+    assert row["method"] == ("design-weighted mean of the judged sample (plus-four, t), weighted 1/p, over 3000 rows")
 
 
 def test_slices_and_other_metrics_keep_their_rows():
@@ -120,7 +146,7 @@ def test_slices_and_other_metrics_keep_their_rows():
     assert table[["metric", "slice"]].values.tolist() == [
         ["faithfulness", "overall"], ["faithfulness", "a"], ["faithfulness", "b"],
         ["lexical_support", "overall"], ["lexical_support", "a"], ["lexical_support", "b"]]
-    assert table["method"].iloc[0].startswith("prediction-powered (PPI++), stratified")
+    assert table["method"].iloc[0].startswith("prediction-powered (PPI++, plus-four, t), stratified")
     assert table["n"].tolist()[:3] == [400, int(judged.selected[judged.topic == "a"].sum()),
                                       int(judged.selected[judged.topic == "b"].sum())]
     assert table["n"].tolist()[3:] == [3000, int((judged.topic == "a").sum()), int((judged.topic == "b").sum())]
@@ -239,8 +265,13 @@ def test_rows_without_a_predictor_score_stay_in_the_whole_set_with_its_mean():
     lex = judged["lexical_support"].to_numpy()
     lex = np.where(np.isnan(lex), np.nanmean(lex), lex)
     sel = judged["selected"].to_numpy()
+    point = ppi_py.ppi_mean_pointestimate(truth[sel], lex[sel], lex[~sel])
+    assert row["mean"] == pytest.approx(float(np.ravel(point)[0]), abs=1e-9)
+    adjusted = ppi_mean(truth[sel], lex[sel], lex[~sel])
+    assert (row["low"], row["high"]) == pytest.approx(_bounds(adjusted), abs=1e-9)
     low, high = ppi_py.ppi_mean_ci(truth[sel], lex[sel], lex[~sel], alpha=0.05)
-    assert (row["low"], row["high"]) == pytest.approx((float(np.ravel(low)[0]), float(np.ravel(high)[0])), abs=1e-9)
+    wald = ppi_mean(truth[sel], lex[sel], lex[~sel], interval="wald")
+    assert _bounds(wald) == pytest.approx((float(np.ravel(low)[0]), float(np.ravel(high)[0])), abs=1e-9)
     assert row["n_excluded"] == 0 and "without a score given its mean" in row["method"]
 
 
@@ -288,9 +319,9 @@ def test_end_to_end_with_rows_rag_judge_sample_and_the_lexical_tripwire():
     strata = out["qtype"].to_numpy()
     by_hand = sum(np.mean(strata == h) * y[sel & (strata == h)].mean() for h in qtypes)  # stratified mean
     assert plain["mean"] == pytest.approx(by_hand, abs=1e-12)
-    assert plain["method"].startswith("design-weighted mean of the judged sample (normal), stratified")
+    assert plain["method"].startswith("design-weighted mean of the judged sample (plus-four, t), stratified")
     assert plain["n"] == powered["n"] == 80
-    assert powered["method"].startswith("prediction-powered (PPI++), stratified")
+    assert powered["method"].startswith("prediction-powered (PPI++, plus-four, t), stratified")
     full = rows.rag.judge(LexicalJudge(), metrics=["faithfulness"], progress=False)["faithfulness"].mean()
     assert powered["low"] <= full <= powered["high"]
 

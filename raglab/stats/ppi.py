@@ -849,8 +849,8 @@ def _subset_summary(
     With a predictor (a cheap score on every row) the judge scores on the sampled rows are the labels
     and the predictor the predictions (:func:`ppi_mean`, :func:`ppi_mean_strata` over the design's
     strata, weighted ``1 / probability``); without one, the design-weighted mean of the sampled rows
-    (the same estimators at ``lam = 0``: the stratified mean, or the ``1 / p``-weighted mean) with its
-    normal interval. Rows without a predictor score get the predictor's mean as their prediction.
+    (the same estimators at ``lam = 0``: the stratified mean, or the ``1 / p``-weighted mean) with their
+    interval (plus-four, t for scores in [0, 1]; normal otherwise). Rows without a predictor score get the predictor's mean as their prediction.
     """
     out: list[dict[str, Any]] = []
     low_cells: list[str] = []
@@ -895,7 +895,8 @@ def _subset_summary(
                 method = f"{made[0].method}, predictor {names[metric]!r} on {int(mask.sum())} rows" + (
                     f" ({filled} without a score given its mean)" if filled else "")
             else:
-                method = ("design-weighted mean of the judged sample (normal)" + (", stratified" if st is not None else "")
+                shape = _ADJUSTED if _ADJUSTED in made[1].method else "normal"  # the interval made[1] has
+                method = (f"design-weighted mean of the judged sample ({shape})" + (", stratified" if st is not None else "")
                           + (", clustered" if u is not None else "") + unequal + f", over {int(mask.sum())} rows")
             if n_lab < MIN_LABELS:
                 low_cells.append(f"{metric}/{label} ({n_lab})")
