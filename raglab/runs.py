@@ -213,8 +213,8 @@ def summary(
     ...             300, seed=0, kind="judged")
     >>> rows["faithfulness"] = np.where(rows["selected"], truth, np.nan)
     >>> row = runs.summary(rows, ["faithfulness"], predictor="lexical_support").iloc[0]
-    >>> int(row.n), row.method.split(",")[0], bool(row.low < truth.mean() < row.high)
-    (300, 'prediction-powered (PPI++)', True)
+    >>> int(row.n), row.method.split(" (")[0], bool(row.low < truth.mean() < row.high)
+    (300, 'prediction-powered', True)
     """
     df = rows
     caller_name = caller("raglab.runs.summary")
