@@ -661,7 +661,14 @@ _AUTO_BOOTSTRAP = ExpandedPercentileBootstrap()
 
 
 def compare_methods() -> tuple[str, ...]:
-    """The values ``compare(method=...)`` takes: ``"auto"`` and every registered paired estimator's."""
+    """The values ``compare(method=...)`` takes: ``"auto"`` and every registered paired estimator's.
+
+    Examples
+    --------
+    >>> methods = compare_methods()
+    >>> methods[0], {"score", "betting", "percentile", "bca", "ppi"} <= set(methods)
+    ('auto', True)
+    """
     return ("auto", *PAIRED)
 
 
