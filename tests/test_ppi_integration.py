@@ -73,3 +73,17 @@ def test_gate_reviews_paired_ppi_on_labels_drawn_with_unequal_probabilities():
     assert outcomes["active"]["decision"] == "review"
     assert "unequal probabilities" in outcomes["active"]["reason"]
     assert outcomes["uniform"]["decision"] == "pass"  # the same margin passes under a uniform draw
+
+
+def test_estimate_warns_when_few_conversations_are_labelled():
+    base, _ = _runs(n=400, clusters=20, labelled=0.6, seed=7)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        base.rag.estimate("faithfulness", human="human_faithful", units="conv")
+    texts = [str(w.message) for w in caught]
+    assert any("fewer than MIN_LABELED_CLUSTERS=30 labelled clusters" in t and "(20)" in t for t in texts)
+    many, _ = _runs(n=400, clusters=100, labelled=0.6, seed=7)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        many.rag.estimate("faithfulness", human="human_faithful", units="conv")
+    assert not any("MIN_LABELED_CLUSTERS" in str(w.message) for w in caught)

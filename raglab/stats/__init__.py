@@ -12,7 +12,8 @@ The pieces
 * :func:`ppi_mean`, :func:`ppi_mean_strata`, :func:`ppi_mean_clustered`, :func:`ppi_table`:
   prediction-powered intervals (PPI++), a judge's scores on every row debiased by human labels on a
   random subset; ``compare(labels=...)`` and ``gate(labels=...)`` use them on paired differences,
-  and the gate reviews below :data:`MIN_LABELS` labels.
+  and the gate reviews below :data:`MIN_LABELS` labels (or :data:`MIN_LABELED_CLUSTERS` labelled
+  clusters).
 * :func:`summary`, :func:`compare`: tidy tables, one row per metric x slice (``overall`` first).
 * :func:`gate`: :func:`compare` plus a non-inferiority decision per row, returned as a
   :class:`GateResult` that writes a JSON decision log; :func:`gate_comparison` decides on a
@@ -76,7 +77,15 @@ from raglab.stats.intervals import (  # noqa: F401
     paired_proportion_interval,
     proportion_interval,
 )
-from raglab.stats.ppi import MIN_LABELS, PPIInterval, ppi_mean, ppi_mean_clustered, ppi_mean_strata, ppi_table
+from raglab.stats.ppi import (
+    MIN_LABELED_CLUSTERS,
+    MIN_LABELS,
+    PPIInterval,
+    ppi_mean,
+    ppi_mean_clustered,
+    ppi_mean_strata,
+    ppi_table,
+)
 from raglab.stats.tables import compare, summary
 from raglab.stats.tests import (  # noqa: F401
     TestResult,
@@ -94,6 +103,7 @@ __all__ = [
     "MIN_CLUSTERS",
     "MIN_CHANGED",
     "MIN_RESAMPLED",
+    "MIN_LABELED_CLUSTERS",
     "MIN_LABELS",
     "PPIInterval",
     "GateResult",

@@ -36,7 +36,7 @@ from raglab._validation import check_option, warn
 from raglab._version import __version__
 from raglab.stats._engine import MIN_CLUSTERS
 from raglab.stats.estimators import interval_kind, test_kind
-from raglab.stats.ppi import MIN_LABELS
+from raglab.stats.ppi import MIN_LABELED_CLUSTERS, MIN_LABELS
 from raglab.stats.results import (
     GATE,
     GATE_NEEDS,
@@ -326,11 +326,12 @@ def _decide_rows(out: pd.DataFrame, p_worse: np.ndarray, adjusted: np.ndarray, f
     for i in np.flatnonzero(powered):
         metric, label = out["metric"].iloc[i], out["slice"].iloc[i] if "slice" in out.columns else "overall"
         decided[i] = _few_labels(decided[i], (counts_labelled.get(str(metric)) or {}).get(str(label)))
-        if clustered and decided[i][0] != "review" and int(0 if pd.isna(counts.iloc[i]) else counts.iloc[i]) < MIN_RESAMPLED:
+        n_clusters = int(0 if pd.isna(counts.iloc[i]) else counts.iloc[i])
+        if clustered and decided[i][0] != "review" and n_clusters < MIN_LABELED_CLUSTERS:
             decided[i] = "review", (
-                f"only {int(counts.iloc[i])} clusters: a cluster-robust prediction-powered interval undercovers "
-                f"with few clusters (80-93% for a nominal 95% below 25 labelled conversations, benchmarks/ppi.py); "
-                f"the gate needs at least {MIN_RESAMPLED} (the interval alone would say {decided[i][0]})")
+                f"only {n_clusters} clusters: a cluster-robust prediction-powered interval undercovers with few "
+                f"clusters (80-93% for a nominal 95% below 25 labelled conversations, benchmarks/ppi.py); the gate "
+                f"needs at least {MIN_LABELED_CLUSTERS} (the interval alone would say {decided[i][0]})")
         if comparison.get("unequal_weights") and decided[i][0] != "review":
             decided[i] = "review", (
                 "the labelled questions were drawn with unequal probabilities within a stratum (an active draw): "
