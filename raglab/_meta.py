@@ -239,6 +239,9 @@ class MetaRecord:
     SECTION: ClassVar[str] = ""
     #: Fields that do not change what the numbers mean (:meth:`differences` skips them).
     NEUTRAL: ClassVar[frozenset[str]] = frozenset()
+    #: fields that identify what was recorded: held by one record only, they still differ (a judge
+    #: without a fingerprint cannot be matched to one with it)
+    IDENTITY: ClassVar[frozenset[str]] = frozenset()
 
     extra: dict[Any, Any] = field(default_factory=dict, repr=False)
 
@@ -285,13 +288,14 @@ class MetaRecord:
 
         The one comparison rule of the pairing checks: fields in :attr:`NEUTRAL` (those that do not
         change what a number means) are skipped, and so is a field only one record holds (a record
-        from an older raglab is not a change).
+        from an older raglab is not a change), unless it is in :attr:`IDENTITY`.
         """
         if type(other) is not type(self):
             raise TypeError(f"{type(self).__name__}.differences: cannot compare with a {type(other).__name__}")
         ours, theirs = self._compared(), other._compared()
-        return [Difference(key, ours[key], theirs[key]) for key in sorted(set(ours) & set(theirs), key=str)
-                if ours[key] != theirs[key]]
+        keys = (set(ours) & set(theirs)) | ((set(ours) | set(theirs)) & self.IDENTITY)
+        return [Difference(key, ours.get(key), theirs.get(key)) for key in sorted(keys, key=str)
+                if ours.get(key) != theirs.get(key)]
 
     def _compared(self) -> dict[Any, Any]:
         return {key: value for key, value in self.to_dict().items() if key not in self.NEUTRAL}
@@ -369,6 +373,7 @@ class JudgeFingerprint(MetaRecord):
 
     SECTION: ClassVar[str] = "judge"
     NEUTRAL: ClassVar[frozenset[str]] = frozenset({"metrics", "noise", "run"})
+    IDENTITY: ClassVar[frozenset[str]] = frozenset({"fingerprint"})
 
     fingerprint: str | None = _field(_is_text)
     judge: str | None = _field(_is_text)
@@ -408,6 +413,7 @@ class EvalSetStamp(MetaRecord):
 
     SECTION: ClassVar[str] = "evalset"
     NEUTRAL: ClassVar[frozenset[str]] = frozenset({"name", "version", "n", "n_missing", "units"})
+    IDENTITY: ClassVar[frozenset[str]] = frozenset({"hash"})
 
     name: str | None = _field(_is_label)
     version: str | None = _field(_is_label)

@@ -836,8 +836,7 @@ def _check_evalsets(base: pd.DataFrame, cand: pd.DataFrame, *, caller: str, allo
 def _warn_on_judge_or_convention_change(base: pd.DataFrame, cand: pd.DataFrame, *, caller: str) -> None:
     a, b = record_of(base, JudgeFingerprint), record_of(cand, JudgeFingerprint)
     differences = a.differences(b) if a and b else []
-    # a fingerprint on one side only is a change too (differences() skips fields one record lacks)
-    if a and b and a.fingerprint != b.fingerprint:
+    if any(d.field == "fingerprint" for d in differences):  # an IDENTITY field: one side only differs too
         changed = [d.field for d in differences if d.field != "fingerprint"]
         warn(
             f"{caller}: THE RUNS WERE SCORED BY DIFFERENT JUDGES (fingerprint {str(a.fingerprint)[:12]} vs "

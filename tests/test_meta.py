@@ -206,3 +206,12 @@ def test_a_judge_fingerprint_on_one_side_only_still_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _warn_on_judge_or_convention_change(base, cand, caller="rag.compare")  # same judge: silent
+
+
+def test_identity_fields_differ_even_when_one_record_lacks_them():
+    from raglab._meta import EvalSetStamp, JudgeFingerprint, RetrievalConventions
+
+    assert [d.field for d in EvalSetStamp(hash="abc").differences(EvalSetStamp(name="x"))] == ["hash"]
+    assert [d.field for d in JudgeFingerprint(fingerprint="f").differences(JudgeFingerprint())] == ["fingerprint"]
+    # other fields held by one side only are an older record, not a change
+    assert RetrievalConventions(gain="linear").differences(RetrievalConventions()) == []
