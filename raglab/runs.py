@@ -392,7 +392,6 @@ def _paired_judged(
     """
     import numpy as np
 
-    from raglab._validation import warn
 
     frame = pairs.base.copy()
     frame.attrs = base.attrs
@@ -401,15 +400,11 @@ def _paired_judged(
         return {}
     labels: dict[str, tuple[Any, Any]] = {}
     for metric in subset:
-        b = base_scores[metric].to_numpy(dtype=float).copy()
-        c = cand_scores[metric].to_numpy(dtype=float).copy()
-        one = np.isnan(b) != np.isnan(c)
-        if one.any():
-            warn(f"{caller_name}: {int(one.sum())} question(s) have a {metric!r} judge score in only one run; the "
-                 "paired estimate needs both runs judged on the same random questions (judge both with the same "
-                 "sample= and seed=), so those are treated as not judged", UserWarning)
-            b, c = np.where(one, np.nan, b), np.where(one, np.nan, c)
-        labels[metric] = (b, c)
+        labels[metric] = _in_both_runs(
+            base_scores[metric].to_numpy(dtype=float), cand_scores[metric].to_numpy(dtype=float),
+            f"{caller_name}: {{n}} question(s) have a {metric!r} judge score in only one run; the paired estimate "
+            "needs both runs judged on the same random questions (judge both with the same sample= and seed=), so "
+            "those are treated as not judged")
         column = chosen.get(metric)
         for scores, paired, side in ((base_scores, pairs.base, "baseline"), (cand_scores, pairs.cand, "candidate")):
             if column is None:
@@ -532,6 +527,21 @@ def _label_design(
     return np.where(labelled, prob, 1.0), dict(design)
 
 
+def _in_both_runs(base: Any, cand: Any, message: str) -> tuple[Any, Any]:
+    """Labels (or judge scores on a sample) of questions scored in both runs; NaN, with a warning naming
+    how many (``message`` formats ``{n}``), where only one run has one: a pair needs both sides."""
+    import numpy as np
+
+    from raglab._validation import warn
+
+    base, cand = np.asarray(base, dtype=float), np.asarray(cand, dtype=float)
+    one = np.isnan(base) != np.isnan(cand)
+    if one.any():
+        warn(message.format(n=int(one.sum())), UserWarning)
+        base, cand = np.where(one, np.nan, base), np.where(one, np.nan, cand)
+    return base, cand
+
+
 def _paired_human(
     base: pd.DataFrame, pairs: Any, names: list[str], human: Mapping[str, str], on: str | None, caller_name: str
 ) -> dict[str, Any]:
@@ -543,7 +553,6 @@ def _paired_human(
     """
     import numpy as np
 
-    from raglab._validation import warn
 
     if not isinstance(human, Mapping):
         raise TypeError(f"{caller_name}: human must be {{metric: label column}}, got {human!r}")
@@ -553,15 +562,12 @@ def _paired_human(
     labels: dict[str, tuple[Any, Any]] = {}
     any_labelled = np.zeros(len(pairs.base), dtype=bool)
     for metric, column in human.items():
-        b = _score_frame(pairs.base, [column], caller_name, id_column=on, side="baseline")[column].to_numpy()
-        c = _score_frame(pairs.cand, [column], caller_name, id_column=on, side="candidate")[column].to_numpy()
-        one = np.isnan(b) != np.isnan(c)
-        if one.any():
-            warn(f"{caller_name}: {int(one.sum())} question(s) have a {column!r} label in only one run; paired "
-                 "prediction-powered inference needs both runs' answers labelled on the same random questions, "
-                 "so those are treated as unlabelled", UserWarning)
-            b, c = np.where(one, np.nan, b), np.where(one, np.nan, c)
-        labels[metric] = (b, c)
+        b, c = labels[metric] = _in_both_runs(
+            _score_frame(pairs.base, [column], caller_name, id_column=on, side="baseline")[column].to_numpy(),
+            _score_frame(pairs.cand, [column], caller_name, id_column=on, side="candidate")[column].to_numpy(),
+            f"{caller_name}: {{n}} question(s) have a {column!r} label in only one run; paired prediction-powered "
+            "inference needs both runs' answers labelled on the same random questions, so those are treated as "
+            "unlabelled")
         any_labelled |= ~np.isnan(b)
     frame = pairs.base.copy()
     frame.attrs = base.attrs
