@@ -22,15 +22,15 @@ each value equals the source JSON's number; an empty cell where the source has `
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
-import io
 import json
-import math
 import os
 import sys
 from collections import Counter
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts' shared writer
+from _csv_rows import csv_bytes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 HUMAN_FILE = "human_annotations.json"
@@ -75,27 +75,6 @@ METRICS = {
 }
 COLUMNS = ["question_id", "article_id", "system", "dataset", "split", "human_factuality",
            *ERRORS.values(), *METRICS.values()]
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        raise TypeError(f"unexpected boolean {value!r}")
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"unexpected non-finite number {value!r}")
-        return repr(value)
-    return str(value)
-
-
-def _csv(columns: list[str], rows: list[dict]) -> bytes:
-    buffer = io.StringIO(newline="")
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow([_cell(row.get(c)) for c in columns])
-    return buffer.getvalue().encode("utf-8")
 
 
 def _number(value: object, what: str) -> float | None:
@@ -151,7 +130,7 @@ def build(source: Path) -> dict[str, bytes]:
         rows.append(row)
     if len(seen) != len(by_key):
         raise ValueError(f"{METRICS_FILE} scores {len(by_key) - len(seen)} summaries {HUMAN_FILE} does not rate")
-    files = {"summaries.csv": _csv(COLUMNS, rows)}
+    files = {"summaries.csv": csv_bytes(COLUMNS, rows)}
     manifest = {
         "source": "https://github.com/artidoro/frank",
         "commit": "80a88fb12cc0bfc17ff6ee2c5ebb0c4f4dd8a5f4",

@@ -21,13 +21,14 @@ Outputs (CSV, UTF-8, "\\n" line endings, floats written with Python's shortest r
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
-import io
 import json
 import os
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts' shared writer
+from _csv_rows import csv_bytes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE_FILE = "reference_subset_with_human_evaluations.json"
@@ -52,25 +53,6 @@ TASK_COLUMNS = [
 ]
 RESPONSE_COLUMNS = ["task_id", "model_id", *AUTOMATIC.values()]
 RATING_COLUMNS = ["task_id", "model_id", "annotator_id", *(m.replace("-", "_") for m in HUMAN_METRICS)]
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        raise TypeError(f"unexpected boolean {value!r}")
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
-def _csv(columns: list[str], rows: list[dict]) -> bytes:
-    buffer = io.StringIO(newline="")
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow([_cell(row.get(c)) for c in columns])
-    return buffer.getvalue().encode("utf-8")
 
 
 def _domain(collection: str) -> str:
@@ -143,9 +125,9 @@ def build(source: Path) -> dict[str, bytes]:
     responses.sort(key=lambda r: (order[r["task_id"]], model_order.index(r["model_id"])))
     ratings.sort(key=lambda r: (order[r["task_id"]], model_order.index(r["model_id"]), r["annotator_id"]))
     files = {
-        "tasks.csv": _csv(TASK_COLUMNS, tasks),
-        "responses.csv": _csv(RESPONSE_COLUMNS, responses),
-        "ratings.csv": _csv(RATING_COLUMNS, ratings),
+        "tasks.csv": csv_bytes(TASK_COLUMNS, tasks),
+        "responses.csv": csv_bytes(RESPONSE_COLUMNS, responses),
+        "ratings.csv": csv_bytes(RATING_COLUMNS, ratings),
     }
     manifest = {
         "source": "https://github.com/IBM/mt-rag-benchmark",
