@@ -4,6 +4,8 @@ error rates carried over from a separate validation set."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -296,3 +298,22 @@ def test_only_labelled_rows_count_and_booleans_are_numbers():
     labelled = agreement.judge_biases(rows.iloc[:200].assign(human=rows["human"].iloc[:200]), human="human",
                                       judge="judge", warn=False)
     assert found.intervals["verbosity"] == labelled.intervals["verbosity"]
+
+
+@pytest.mark.parametrize(("judge_model", "system", "same"), [
+    ("gpt-4o-2024-08-06", "gpt-4o", True),
+    ("openai/gpt-4o", "gpt-4o-2024-11-20", True),
+    ("claude-3-5-sonnet-20241022", "anthropic/claude-3-5-sonnet-latest", True),
+    ("gpt-4-0613", "gpt-4", True),
+    ("gpt-4o-mini-2024-07-18", "gpt-4o", False),  # a different model, not a snapshot
+    ("gpt-4o", "gpt-4o-mini", False),
+])
+def test_self_preference_matches_dated_snapshots_of_one_model(judge_model, system, same):
+    rows = simulate(3)
+    update_meta(rows, "judge", {"model": judge_model})
+    rows.attrs["raglab"]["run"] = {"model": system}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", agreement.JudgeBiasWarning)
+        found = agreement.judge_biases(rows, human="human", judge="judge")
+    assert found.flagged["self_preference"] is same
+    assert ("is the system's model" in found.notes["self_preference"]) is same

@@ -9,6 +9,7 @@ method and level, or said to be not measured and why.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -228,11 +229,21 @@ def _verbosity(human: np.ndarray, score: np.ndarray, length: np.ndarray, level: 
     return rank, slope, note
 
 
+#: a dated or floating snapshot at the end of a model name: ``-2024-08-06``, ``-20241022``, ``-0613``
+#: (OpenAI's month-day), ``-2407`` (year-month), ``@20240620``, ``-latest``: one model, many snapshots
+_SNAPSHOT = re.compile(r"[-@_](?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest)$")
+
+
 def _clean_model(name: Any) -> str | None:
+    """The model's family for the self-preference check: lower case, without a ``provider/`` prefix
+    and without snapshot suffixes (``gpt-4o-2024-08-06`` and ``openai/gpt-4o`` are both ``gpt-4o``;
+    ``gpt-4o-mini`` stays a different model)."""
     if name is None or (isinstance(name, float) and math.isnan(name)):
         return None
-    text = str(name).strip().lower()
-    return text.rsplit("/", 1)[-1] or None
+    text = str(name).strip().lower().rsplit("/", 1)[-1]
+    while (shorter := _SNAPSHOT.sub("", text)) != text and shorter:
+        text = shorter
+    return text or None
 
 
 def _self_preference(rows: pd.DataFrame, human: np.ndarray, score: np.ndarray, model: str | None,
