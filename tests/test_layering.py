@@ -37,8 +37,8 @@ FLOORS: dict[str, int] = {
     "raglab.evalset": 3, "raglab.abstention": 3, "raglab.tripwires": 3, "raglab.sampling": 3,
     # 4 judges
     "raglab.judge": 4,
-    # 5 row-table functions (a table in, a table out: runs, retrieval, boundaries)
-    "raglab.runs": 5, "raglab.retrieval": 5, "raglab.boundaries": 5,
+    # 5 row-table functions (a table in, a table out: runs, retrieval, boundaries, monitor)
+    "raglab.runs": 5, "raglab.retrieval": 5, "raglab.boundaries": 5, "raglab.monitor": 5,
     # 6 looking (plots and explorers draw what the row-table functions compute)
     "raglab.plots": 6, "raglab.widgets": 6, "raglab.datasets": 6,
     # 7 the accessor (df.rag: one entry per table-level function or view)
