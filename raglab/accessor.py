@@ -52,6 +52,7 @@ METHODS: dict[str, str] = {
     # intervals, paired comparisons, the release gate, and looking at them
     "summary": "raglab.runs:summary",
     "estimate": "raglab.runs:estimate",
+    "over_time": "raglab.monitor:over_time",
     "compare": "raglab.runs:compare",
     "gate": "raglab.runs:gate",
     "forest": "raglab.plots:forest",

@@ -267,6 +267,15 @@ def _check_draw():
     _same_frame(rows.rag.draw(6, by="topic", seed=3), draw(rows, 6, by="topic", seed=3))
 
 
+def _check_over_time():
+    from raglab.monitor import over_time, simulate_log
+
+    log = simulate_log(5_000, days=4, seed=2)
+    kw = {"predictor": "lexical_support", "by": "topic"}
+    _same_frame(log.rag.over_time(["faithfulness", "citation_valid"], **kw),
+                over_time(log, ["faithfulness", "citation_valid"], **kw))
+
+
 PARITY = {
     "with_roles": _check_with_roles,
     "boundaries": _check_boundaries,
@@ -292,6 +301,7 @@ PARITY = {
     "forest": _check_forest,
     "judge_biases": _check_judge_biases,
     "draw": _check_draw,
+    "over_time": _check_over_time,
 }
 
 

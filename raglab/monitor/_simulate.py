@@ -146,7 +146,8 @@ def simulate_log(
         "truth_verdict": verdict.astype(float),
     })
     design: dict[str, Any] = {"kind": "judged", "method": "uniform", "n": int(chosen.sum()), "population": requests,
-                              "inclusion_probability": "inclusion_probability", "seed": int(seed), "poisson": True}
+                              "inclusion_probability": "inclusion_probability", "seed": int(seed), "poisson": True,
+                              "metrics": ["faithfulness"]}
     update_meta(log, "sampling", {"judged": design})
     update_meta(log, "judge", {"model": "simulated-judge", "metrics": ["faithfulness"]})
     return log

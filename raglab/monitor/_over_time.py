@@ -1,0 +1,330 @@
+"""Rates per period and slice of a production log, from sums over rows.
+
+Every number here is a function of per-(period, slice) sums, so a table cut into partitions gives the
+same result once their sums are added. Two kinds of metric:
+
+* **scored on every request** (tripwires such as ``citation_valid``): the mean of the period's
+  requests with an interval (Wilson for pass/fail, Wilson at the effective n for other scores in
+  [0, 1], t otherwise), as :func:`raglab.runs.summary` gives for one period;
+* **judged on a random sample** (NaN off the sample, the design recorded in
+  ``attrs["raglab"]["sampling"]["judged"]`` with each row's inclusion probability): the
+  design-weighted estimate for *all* the period's requests, never the plain mean of the judged ones;
+  with ``predictor`` (a cheap score on every request, e.g. ``lexical_support``) a prediction-powered
+  one (:func:`raglab.stats.ppi_mean`: judge verdicts as labels, the predictor as predictions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab._columns import _by_columns, _missing, _score_frame
+from raglab._errors import RowTableError
+from raglab._meta import carry_meta
+from raglab._rowtable import _row_labels
+from raglab._validation import caller, check_level, warn
+from raglab.stats.intervals import _wilson_arrays
+from raglab.stats.ppi import MIN_LABELS, _bounded, _fit, _method, _Sums, _z
+
+__all__ = ["COLUMNS", "over_time", "periods"]
+
+#: the columns of :func:`over_time`'s table, in order
+COLUMNS = ("period", "slice", "metric", "n_requests", "n_judged", "estimate", "low", "high", "se", "method",
+           "level")
+
+#: the per-row terms whose sums make a prediction-powered fit (the fields of ``_Sums``, in order)
+_LABELLED = ("n", "r", "ry", "rf", "r2", "r2y", "r2f", "r2yy", "r2ff", "r2yf")
+_UNLABELLED = ("N", "u", "uf", "u2", "u2f", "u2ff")
+
+
+def periods(times: Any, freq: str = "D", *, column: str = "timestamp", caller_name: str = "over_time") -> pd.Series:
+    """The start of each row's period: ``times`` floored to ``freq`` (``"h"``, ``"D"``, ``"W"``, ``"MS"``...).
+
+    Time zones are kept. Weeks start on Monday; ``"M"``/``"MS"`` periods are calendar months.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab.monitor import periods
+    >>> t = pd.Series(pd.to_datetime(["2026-09-01 10:00", "2026-09-01 23:59", "2026-09-03 00:00"], utc=True))
+    >>> periods(t, "D").dt.day.tolist()
+    [1, 1, 3]
+    >>> periods(t, "W").dt.strftime("%Y-%m-%d").tolist()
+    ['2026-08-31', '2026-08-31', '2026-08-31']
+    """
+    series = pd.Series(times)
+    if not pd.api.types.is_datetime64_any_dtype(series):
+        converted = pd.to_datetime(series, errors="coerce", utc=True)
+        bad = np.flatnonzero((converted.isna() & series.notna()).to_numpy())
+        if bad.size:
+            raise RowTableError(f"{caller_name}: time column {column!r} must hold timestamps; rows "
+                                f"{bad[:5].tolist()} hold {series.iloc[bad[0]]!r}")
+        series = converted
+    missing = np.flatnonzero(series.isna().to_numpy())
+    if missing.size:
+        raise RowTableError(f"{caller_name}: time column {column!r} has {missing.size} missing timestamp(s) "
+                            f"(rows {missing[:5].tolist()}); every request needs its time")
+    try:
+        offset = pd.tseries.frequencies.to_offset(freq)
+    except ValueError as error:
+        raise ValueError(f"{caller_name}: freq={freq!r} is not a pandas frequency ('h', 'D', 'W', 'MS', ...)") from error
+    if isinstance(offset, pd.offsets.Tick):
+        return series.dt.floor(offset)
+    tz = series.dt.tz
+    wall = series.dt.tz_localize(None) if tz is not None else series  # periods follow the local calendar
+    rule = offset.rule_code
+    code = {"MS": "M", "ME": "M", "QS": "Q", "QE": "Q", "YS": "Y", "YE": "Y"}.get(rule, rule)
+    start = wall.dt.to_period("W-SUN" if code == "W" else code).dt.start_time
+    if tz is None:
+        return start
+    return start.dt.tz_localize(tz, ambiguous=True, nonexistent="shift_forward")
+
+
+def _cells(period: pd.Series, labels: dict[str, np.ndarray | None]) -> tuple[pd.DataFrame, np.ndarray]:
+    """(period, slice) cells, the overall one and one per slice value; each row's cell in every grouping.
+
+    Returns the cells (``period``, ``slice``) and an integer array of shape (groupings, rows).
+    """
+    pcode, puniq = pd.factorize(period, sort=True)
+    names: list[str] = []
+    slice_codes = []
+    for name, values in labels.items():
+        if values is None:
+            slice_codes.append(np.full(pcode.size, len(names), dtype=np.int64))
+            names.append(name)
+        else:
+            code, uniq = pd.factorize(values, sort=True)
+            slice_codes.append(code.astype(np.int64) + len(names))
+            names.extend(str(u) for u in uniq)
+    width = max(len(names), 1)
+    full = np.stack([pcode.astype(np.int64) * width + c for c in slice_codes])
+    used, inverse = np.unique(full, return_inverse=True)
+    cells = pd.DataFrame({"period": puniq[used // width], "slice": np.asarray(names, dtype=object)[used % width]})
+    return cells, inverse.reshape(full.shape)
+
+
+def _sum_by(codes: np.ndarray, size: int, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per-cell sums of each row-level term; ``codes`` holds each row's cell in every grouping (one row of codes each)."""
+    return {name: sum(np.bincount(c, values, minlength=size) for c in codes) for name, values in columns.items()}
+
+
+def _every_row(y: np.ndarray, codes: np.ndarray, size: int, level: float) -> dict[str, np.ndarray]:
+    """Mean and interval per cell of a score present on (nearly) every request."""
+    ok = ~np.isnan(y)
+    v = np.where(ok, y, 0.0)
+    sums = _sum_by(codes, size, {"n": ok.astype(float), "s": v, "ss": v * v})
+    n, s, ss = sums["n"], sums["s"], sums["ss"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = s / n
+        var = np.maximum(ss - n * mean * mean, 0.0) / (n - 1)
+    binary = bool(np.isin(y[ok], (0.0, 1.0)).all())
+    bounded = bool(((y[ok] >= 0) & (y[ok] <= 1)).all())
+    low, high = np.full(size, np.nan), np.full(size, np.nan)
+    se = np.sqrt(var / n)
+    method = np.empty(size, dtype=object)
+    has = n >= 2
+    if binary:
+        z = _z(level)
+        lo, hi = _wilson_arrays(np.nan_to_num(mean), np.maximum(n, 1.0), z)
+        low, high = np.where(n >= 1, lo, np.nan), np.where(n >= 1, hi, np.nan)
+        method[:] = "wilson"
+    else:
+        t = np.array([_z(level, max(k - 1.0, 1.0)) for k in n])
+        if bounded:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                eff = np.where(var > 0, n * mean * (1 - mean) / var, n)
+            lo, hi = _wilson_arrays(np.nan_to_num(mean), np.maximum(eff, 1.0), t) if size else (low, high)
+            low, high = np.where(has, lo, np.nan), np.where(has, hi, np.nan)
+            method[:] = "wilson (bounded score, effective n)"
+        else:
+            low, high = np.where(has, mean - t * se, np.nan), np.where(has, mean + t * se, np.nan)
+            method[:] = "t"
+    partial = _sum_by(codes, size, {"missing": (~ok).astype(float)})["missing"] > 0
+    method = np.where(partial, method + ", over the requests with a value (not a random sample)", method)
+    return {"n_judged": n, "estimate": mean, "low": low, "high": high, "se": se, "method": method}
+
+
+def _judged(y: np.ndarray, f: np.ndarray | None, prob: np.ndarray | None, codes: np.ndarray, size: int,
+            level: float, predictor: str | None) -> dict[str, np.ndarray]:
+    """Design-weighted (prediction-powered with a predictor) estimate per cell of a metric judged on a sample."""
+    labelled = ~np.isnan(y)
+    w = np.ones(y.size) if prob is None else 1.0 / prob
+    pred = np.zeros(y.size) if f is None else f
+    yl = np.where(labelled, y, 0.0)
+    wl = np.where(labelled, w, 0.0)
+    w2 = wl * wl
+    un = (~labelled).astype(float)
+    terms = {
+        "n": labelled.astype(float), "r": wl, "ry": wl * yl, "rf": wl * pred, "r2": w2, "r2y": w2 * yl,
+        "r2f": w2 * pred, "r2yy": w2 * yl * yl, "r2ff": w2 * pred * pred, "r2yf": w2 * yl * pred,
+        "N": un, "u": un, "uf": un * pred, "u2": un, "u2f": un * pred, "u2ff": un * pred * pred,
+    }
+    sums = _sum_by(codes, size, terms)
+    # unequal inclusion probabilities among one cell's judged rows: not this estimator's design
+    if prob is not None:
+        pmin = np.full(size, np.inf)
+        pmax = np.full(size, -np.inf)
+        for c in codes:
+            np.minimum.at(pmin, c[labelled], prob[labelled])
+            np.maximum.at(pmax, c[labelled], prob[labelled])
+        unequal = (pmax - pmin) > 1e-12
+    else:
+        unequal = np.zeros(size, dtype=bool)
+    adjusted = _bounded(y[labelled], pred)
+    lam = None if f is not None else 0.0
+    out = {k: np.full(size, np.nan) for k in ("estimate", "low", "high", "se")}
+    method = np.empty(size, dtype=object)
+    base = _method(lam, adjusted) if f is not None else (
+        "design-weighted mean of the judged sample (" + ("plus-four, t" if adjusted else "normal") + ")")
+    suffix = f", predictor {predictor!r}" if predictor else ""
+    for i in range(size):
+        n_lab, n_unl = sums["n"][i], sums["N"][i]
+        if unequal[i]:
+            method[i] = ("not estimated: the judged rows of this period had unequal inclusion probabilities "
+                         "(use a uniform or stratified judged sample per period)")
+            continue
+        if n_lab < 2 or n_unl < 1:
+            method[i] = f"not estimated: {int(n_lab)} judged request(s) (at least 2 needed)" if n_lab < 2 else (
+                "not estimated: every request was judged (use the plain mean)")
+            continue
+        fit = _fit(_Sums(*(float(sums[k][i]) for k in _LABELLED + _UNLABELLED)), lam, adjusted)
+        half = _z(level, fit.df) * math.sqrt(max(fit.var, 0.0))
+        out["estimate"][i], out["se"][i] = fit.estimate, math.sqrt(max(fit.var, 0.0))
+        out["low"][i], out["high"][i] = fit.estimate - half, fit.estimate + half
+        method[i] = base + suffix
+    return {"n_judged": sums["n"], **out, "method": method}
+
+
+def over_time(
+    logs: pd.DataFrame,
+    metrics: str | Sequence[str],
+    *,
+    time: str = "timestamp",
+    freq: str = "D",
+    by: str | Sequence[str] | None = None,
+    predictor: str | Mapping[str, str] | None = None,
+    ci: float = 0.95,
+) -> pd.DataFrame:
+    """Each metric's rate per period (and slice) of a production log, with its interval.
+
+    Parameters
+    ----------
+    logs : pandas.DataFrame
+        One row per request: a time column, slice columns, scores. A metric judged on a random
+        sample holds NaN off the sample, and the table records the design
+        (``attrs["raglab"]["sampling"]["judged"]`` with an inclusion-probability column, as
+        :func:`raglab.sampling.draw` or ``rows.rag.judge(sample=...)`` write it).
+    metrics : str or list of str
+        Score columns: tripwires scored on every request, judge scores on the sample.
+    time : str
+        The column holding each request's time.
+    freq : str
+        Period length: a pandas frequency (``"h"``, ``"D"``, ``"W"``, ``"MS"``).
+    by : str or list of str, optional
+        Slice columns: a row per period and value of each, after the ``overall`` row.
+    predictor : str or dict, optional
+        A cheap score on every request (``lexical_support``), or ``{metric: column}``: judged
+        metrics get a prediction-powered estimate with it (narrower when it tracks the judge).
+    ci : float
+        Confidence level of every interval.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per period x slice x metric: ``period, slice, metric, n_requests, n_judged,
+        estimate, low, high, se, method, level``. ``n_judged`` counts the judged requests (all of
+        them for a tripwire). Cells that cannot be estimated (fewer than 2 judged requests) hold NaN
+        with the reason in ``method``. ``attrs["raglab"]["over_time"]`` records ``freq``, the time
+        column and the judged design.
+
+    Examples
+    --------
+    >>> import raglab
+    >>> from raglab.monitor import simulate_log
+    >>> log = simulate_log(50_000, days=10, drop_day=5, seed=0)
+    >>> daily = log.rag.over_time(["faithfulness", "citation_valid"], predictor="lexical_support")
+    >>> daily.columns.tolist()[:6]
+    ['period', 'slice', 'metric', 'n_requests', 'n_judged', 'estimate']
+    >>> row = daily[daily["metric"] == "faithfulness"].iloc[0]
+    >>> int(row["n_requests"]) > 4000, int(row["n_judged"]) < 200, row["method"].startswith("prediction-powered")
+    (True, True, True)
+    """
+    from raglab.runs import _judged_subset
+
+    caller_name = caller("raglab.monitor.over_time")
+    level = check_level(ci)
+    if not isinstance(logs, pd.DataFrame):
+        raise TypeError(f"{caller_name}: logs must be a pandas DataFrame, got {type(logs).__name__}")
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    if not names:
+        raise ValueError(f"{caller_name}: name at least one metric column")
+    if time not in logs.columns:
+        raise _missing(logs, time, caller_name, "each request's time; pass time='<column>'")
+    by_columns = _by_columns(by)
+    for column in by_columns:
+        if column not in logs.columns:
+            raise _missing(logs, column, caller_name, "a slice column named in by=")
+    period = periods(logs[time].reset_index(drop=True), freq, column=time, caller_name=caller_name)
+    scores = _score_frame(logs, names, caller_name, id_column=None)
+    subset, chosen, prob, design = _judged_subset(logs, names, predictor, caller_name, None)
+    labels: dict[str, np.ndarray | None] = {"overall": None}
+    for column in by_columns:
+        values = logs[column].astype(str).to_numpy()
+        missing = np.flatnonzero(logs[column].isna().to_numpy())
+        if missing.size:
+            raise RowTableError(f"{caller_name}: slice column {column!r} is missing on "
+                                f"{_row_labels(logs, missing[:5].tolist(), None)}")
+        labels[column] = values if len(by_columns) == 1 else np.char.add(f"{column}=", values.astype(str))
+    cells, codes = _cells(period, labels)
+    size = len(cells)
+    n_requests = _sum_by(codes, size, {"rows": np.ones(len(logs))})["rows"]
+    self_selected = [m for m in names if m not in subset and scores[m].isna().any() and scores[m].notna().any()]
+    if self_selected:
+        shares = ", ".join(f"{m!r} on {scores[m].notna().mean():.1%}" for m in self_selected)
+        warn(f"{caller_name}: {shares} of requests, with no sampling design recorded for them: each rate "
+             "describes the requests that have a value, not all requests (who answers, e.g. user feedback, is "
+             "not random: unhappy users answer more often)", UserWarning)
+    parts = []
+    for metric in names:
+        y = scores[metric].to_numpy(dtype=float)
+        if metric in subset:
+            column = chosen.get(metric)
+            f = None
+            if column is not None:
+                f = _score_frame(logs, [column], caller_name, id_column=None)[column].to_numpy(dtype=float)
+                if np.isnan(f).all():
+                    raise ValueError(f"{caller_name}: the predictor {column!r} of {metric!r} has no score")
+                f = np.where(np.isnan(f), np.nanmean(f), f)  # a fixed prediction keeps PPI unbiased
+            result = _judged(y, f, prob, codes, size, level, column)
+        else:
+            result = _every_row(y, codes, size, level)
+        part = cells.copy()
+        part.insert(2, "metric", metric)
+        part["n_requests"] = n_requests
+        for key in ("n_judged", "estimate", "low", "high", "se", "method"):
+            part[key] = result[key]
+        part["level"] = level
+        parts.append(part)
+    table = pd.concat(parts, ignore_index=True)
+    table["n_requests"] = table["n_requests"].astype("int64")
+    table["n_judged"] = table["n_judged"].astype("int64")
+    table["period"] = pd.to_datetime(table["period"], utc=period.dt.tz is not None)
+    if period.dt.tz is not None:
+        table["period"] = table["period"].dt.tz_convert(period.dt.tz)
+    order = {name: i for i, name in enumerate(names)}
+    slices = ["overall", *sorted(set(table["slice"]) - {"overall"})]
+    table["_m"] = table["metric"].map(order)
+    table["_s"] = table["slice"].map({s: i for i, s in enumerate(slices)})
+    table = table.sort_values(["_m", "period", "_s"], kind="stable").drop(columns=["_m", "_s"])
+    table = table.reset_index(drop=True)[list(COLUMNS)]
+    carry_meta(logs, table)
+    table.attrs.setdefault("raglab", {})["over_time"] = {
+        "time": time, "freq": freq, "by": by_columns, "judged": subset,
+        "predictor": {m: chosen.get(m) for m in subset}, "design": design,
+        "min_judged": MIN_LABELS,
+    }
+    return table

@@ -1,0 +1,148 @@
+"""over_time: rates per period and slice of a production log (issue 22), against independent oracles."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+import raglab  # noqa: F401  (registers the accessor)
+from raglab._errors import MissingColumnError, RowTableError
+from raglab.monitor import over_time, periods, simulate_log
+from raglab.stats import ppi_mean
+
+
+@pytest.fixture(scope="module")
+def log() -> pd.DataFrame:
+    return simulate_log(60_000, days=12, drop_day=6, seed=11)
+
+
+@pytest.fixture(scope="module")
+def daily(log) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return log.rag.over_time(["faithfulness", "citation_valid", "lexical_support", "thumbs"],
+                                 predictor="lexical_support", by="topic")
+
+
+def _cell(table, period, slice_, metric):
+    row = table[(table["period"] == period) & (table["slice"] == slice_) & (table["metric"] == metric)]
+    assert len(row) == 1
+    return row.iloc[0]
+
+
+def test_a_judged_cell_is_ppi_mean_on_that_cells_requests(log, daily):
+    day = log["timestamp"].dt.floor("D")
+    for period in day.unique()[[0, 5, 11]]:
+        for slice_ in ("overall", "billing"):
+            rows = log[(day == period) & ((log["topic"] == slice_) if slice_ != "overall" else True)]
+            lab = rows["selected"].to_numpy()
+            iv = ppi_mean(rows.loc[lab, "faithfulness"], rows.loc[lab, "lexical_support"],
+                          rows.loc[~lab, "lexical_support"])
+            got = _cell(daily, period, slice_, "faithfulness")
+            np.testing.assert_allclose([got["estimate"], got["low"], got["high"]], [iv.estimate, iv.low, iv.high],
+                                       rtol=0, atol=1e-12)
+            assert got["n_requests"] == len(rows) and got["n_judged"] == lab.sum()
+
+
+def test_a_day_equals_summary_on_that_days_rows(log, daily):
+    day = log["timestamp"].dt.floor("D")
+    period = day.unique()[3]
+    rows = log[day == period]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the design was drawn on the whole log
+        table = rows.rag.summary(metrics=["faithfulness"], predictor="lexical_support")
+    got = _cell(daily, period, "overall", "faithfulness")
+    np.testing.assert_allclose([got["estimate"], got["low"], got["high"]],
+                               table[["mean", "low", "high"]].iloc[0].to_numpy(float), atol=1e-12)
+
+
+def test_tripwire_cells_are_wilson_intervals(log, daily):
+    day = log["timestamp"].dt.floor("D")
+    for period in day.unique()[:3]:
+        rows = log[day == period]
+        got = _cell(daily, period, "overall", "citation_valid")
+        k, n = int(rows["citation_valid"].sum()), len(rows)
+        low, high = proportion_confint(k, n, alpha=0.05, method="wilson")
+        np.testing.assert_allclose([got["estimate"], got["low"], got["high"]], [k / n, low, high], atol=1e-12)
+        assert got["method"] == "wilson" and got["n_judged"] == n
+
+
+def test_feedback_is_the_answered_requests_and_says_so(log, daily):
+    with pytest.warns(UserWarning, match="who answers.*is not random"):
+        log.rag.over_time(["thumbs"])
+    got = daily[(daily["metric"] == "thumbs") & (daily["slice"] == "overall")]
+    assert (got["method"].str.contains("not a random sample")).all()
+    assert (got["n_judged"] < got["n_requests"] * 0.1).all()
+
+
+def test_row_order_and_partitions_do_not_change_a_number(log, daily):
+    shuffled = log.sample(frac=1.0, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = shuffled.rag.over_time(["faithfulness", "citation_valid", "lexical_support", "thumbs"],
+                                       predictor="lexical_support", by="topic")
+    pd.testing.assert_frame_equal(again.drop(columns=["se", "estimate", "low", "high"]),
+                                  daily.drop(columns=["se", "estimate", "low", "high"]))
+    np.testing.assert_allclose(again[["estimate", "low", "high", "se"]].to_numpy(float),
+                               daily[["estimate", "low", "high", "se"]].to_numpy(float), rtol=0, atol=1e-12)
+
+
+def test_slices_are_complete_and_ordered(daily):
+    one = daily[daily["metric"] == "faithfulness"]
+    assert one["slice"].iloc[:6].tolist() == ["overall", "account", "billing", "other", "product", "shipping"]
+    per_period = one.groupby("period")["n_requests"].apply(lambda s: s.iloc[0] - s.iloc[1:].sum())
+    assert (per_period == 0).all()  # the slices add up to the overall row
+
+
+def test_the_intervals_cover_the_known_truth(log, daily):
+    day = log["timestamp"].dt.floor("D")
+    truth = log.groupby([day, "topic"], observed=True)["truth_verdict"].mean()
+    cells = daily[(daily["metric"] == "faithfulness") & (daily["slice"] != "overall")]
+    hits = [row.low <= truth[(row.period, row.slice)] <= row.high for row in cells.itertuples()]
+    assert len(hits) == 60 and np.mean(hits) >= 0.85  # 95% nominal; 60 cells
+
+
+def test_without_a_predictor_the_design_weighted_mean(log):
+    table = log.rag.over_time("faithfulness", freq="W")
+    week = periods(log["timestamp"], "W")
+    first = log[week == week.min()]
+    got = table.iloc[0]
+    assert got["estimate"] == pytest.approx(first.loc[first["selected"], "faithfulness"].mean(), abs=1e-12)
+    assert got["method"].startswith("design-weighted mean of the judged sample")
+
+
+def test_a_cell_with_too_few_judged_rows_says_why():
+    tiny = simulate_log(3_000, days=30, judged=0.005, seed=1)
+    table = tiny.rag.over_time("faithfulness", predictor="lexical_support")
+    empty = table[table["n_judged"] < 2]
+    assert len(empty) and empty["estimate"].isna().all()
+    assert empty["method"].str.startswith("not estimated").all()
+
+
+def test_periods_hours_weeks_months_and_time_zones():
+    t = pd.Series(pd.to_datetime(["2026-09-30 23:30", "2026-10-01 00:10", "2026-10-05 12:00"]).tz_localize(
+        "Europe/Paris"))
+    assert periods(t, "h").dt.hour.tolist() == [23, 0, 12]
+    assert periods(t, "MS").dt.month.tolist() == [9, 10, 10]
+    assert str(periods(t, "D").dt.tz) == "Europe/Paris"
+    assert periods(pd.Series(["2026-09-01 10:00", "2026-09-02 11:00"]), "D").dt.day.tolist() == [1, 2]
+
+
+def test_bad_input_is_named(log):
+    with pytest.raises(MissingColumnError, match="'when'"):
+        over_time(log, "faithfulness", time="when")
+    with pytest.raises(MissingColumnError, match="'region'"):
+        over_time(log, "faithfulness", by="region")
+    bad = log.head(50).copy()
+    bad["timestamp"] = bad["timestamp"].astype(object)
+    bad.loc[bad.index[7], "timestamp"] = "yesterday"
+    with pytest.raises(RowTableError, match="'timestamp' must hold timestamps.*'yesterday'"):
+        over_time(bad, "citation_valid")
+    with pytest.raises(ValueError, match="freq='fortnightly'"):
+        over_time(log, "citation_valid", freq="fortnightly")
+    with pytest.raises(ValueError, match="at least one metric"):
+        over_time(log, [])
