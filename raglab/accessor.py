@@ -53,6 +53,7 @@ METHODS: dict[str, str] = {
     "summary": "raglab.runs:summary",
     "estimate": "raglab.runs:estimate",
     "over_time": "raglab.monitor:over_time",
+    "monitor": "raglab.monitor:monitor",
     "compare": "raglab.runs:compare",
     "gate": "raglab.runs:gate",
     "forest": "raglab.plots:forest",

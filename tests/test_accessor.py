@@ -276,6 +276,17 @@ def _check_over_time():
                 over_time(log, ["faithfulness", "citation_valid"], **kw))
 
 
+def _check_monitor():
+    from raglab.monitor import monitor, simulate_log
+
+    log = simulate_log(20_000, days=10, seed=2)
+    kw = {"reference": 3, "predictor": "lexical_support", "by": "topic"}
+    a, b = log.rag.monitor("faithfulness", **kw), monitor(log, "faithfulness", **kw)
+    _same_frame(a.table, b.table)
+    _same_frame(a.alarms, b.alarms)
+    assert a.guarantee == b.guarantee
+
+
 PARITY = {
     "with_roles": _check_with_roles,
     "boundaries": _check_boundaries,
@@ -302,6 +313,7 @@ PARITY = {
     "judge_biases": _check_judge_biases,
     "draw": _check_draw,
     "over_time": _check_over_time,
+    "monitor": _check_monitor,
 }
 
 

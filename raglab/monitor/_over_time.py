@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -102,14 +103,20 @@ def _cells(period: pd.Series, labels: dict[str, np.ndarray | None]) -> tuple[pd.
             names.extend(str(u) for u in uniq)
     width = max(len(names), 1)
     full = np.stack([pcode.astype(np.int64) * width + c for c in slice_codes])
-    used, inverse = np.unique(full, return_inverse=True)
+    inside = pcode >= 0  # rows without a period (NaT) belong to no cell
+    used, inverse = np.unique(full[:, inside], return_inverse=True)
+    codes = np.full(full.shape, -1, dtype=np.int64)
+    codes[:, inside] = inverse.reshape(full.shape[0], -1)
     cells = pd.DataFrame({"period": puniq[used // width], "slice": np.asarray(names, dtype=object)[used % width]})
-    return cells, inverse.reshape(full.shape)
+    return cells, codes
 
 
 def _sum_by(codes: np.ndarray, size: int, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Per-cell sums of each row-level term; ``codes`` holds each row's cell in every grouping (one row of codes each)."""
-    return {name: sum(np.bincount(c, values, minlength=size) for c in codes) for name, values in columns.items()}
+    """Per-cell sums of each row-level term; ``codes`` holds each row's cell in every grouping (one row of
+    codes each; -1: the row is in no cell)."""
+    kept = [(c >= 0) for c in codes]
+    return {name: sum(np.bincount(c[k], values[k], minlength=size) for c, k in zip(codes, kept))
+            for name, values in columns.items()}
 
 
 def _every_row(y: np.ndarray, codes: np.ndarray, size: int, level: float) -> dict[str, np.ndarray]:
@@ -169,8 +176,9 @@ def _judged(y: np.ndarray, f: np.ndarray | None, prob: np.ndarray | None, codes:
         pmin = np.full(size, np.inf)
         pmax = np.full(size, -np.inf)
         for c in codes:
-            np.minimum.at(pmin, c[labelled], prob[labelled])
-            np.maximum.at(pmax, c[labelled], prob[labelled])
+            m = labelled & (c >= 0)
+            np.minimum.at(pmin, c[m], prob[m])
+            np.maximum.at(pmax, c[m], prob[m])
         unequal = (pmax - pmin) > 1e-12
     else:
         unequal = np.zeros(size, dtype=bool)
@@ -253,9 +261,76 @@ def over_time(
     >>> int(row["n_requests"]) > 4000, int(row["n_judged"]) < 200, row["method"].startswith("prediction-powered")
     (True, True, True)
     """
+    caller_name = caller("raglab.monitor.over_time")
+    view = _prepare(logs, metrics, time=time, by=by, predictor=predictor, ci=ci, caller_name=caller_name)
+    period = periods(logs[time].reset_index(drop=True), freq, column=time, caller_name=caller_name)
+    table = view.table(period)
+    table.attrs.setdefault("raglab", {})["over_time"] = {
+        "time": time, "freq": freq, "by": view.by, "judged": view.subset,
+        "predictor": {m: view.chosen.get(m) for m in view.subset}, "design": view.design,
+        "min_judged": MIN_LABELS,
+    }
+    return table
+
+
+@dataclass
+class _LogView:
+    """A log read once (scores, slices, the judged design, predictors); :meth:`table` estimates any cells."""
+
+    logs: pd.DataFrame
+    names: list[str]
+    by: list[str]
+    level: float
+    scores: pd.DataFrame
+    subset: list[str]
+    chosen: dict[str, str]
+    prob: np.ndarray | None
+    design: dict[str, Any] | None
+    labels: dict[str, np.ndarray | None]
+    predictions: dict[str, np.ndarray | None]
+
+    def table(self, period: pd.Series, *, level: float | None = None) -> pd.DataFrame:
+        """One row per (period, slice) x metric; rows whose period is NaT are in no cell."""
+        level = self.level if level is None else level
+        cells, codes = _cells(period, self.labels)
+        size = len(cells)
+        n_requests = _sum_by(codes, size, {"rows": np.ones(len(period))})["rows"]
+        parts = []
+        for metric in self.names:
+            y = self.scores[metric].to_numpy(dtype=float)
+            if metric in self.subset:
+                result = _judged(y, self.predictions[metric], self.prob, codes, size, level, self.chosen.get(metric))
+            else:
+                result = _every_row(y, codes, size, level)
+            part = cells.copy()
+            part.insert(2, "metric", metric)
+            part["n_requests"] = n_requests
+            for key in ("n_judged", "estimate", "low", "high", "se", "method"):
+                part[key] = result[key]
+            part["level"] = level
+            parts.append(part)
+        table = pd.concat(parts, ignore_index=True)
+        table["n_requests"] = table["n_requests"].astype("int64")
+        table["n_judged"] = table["n_judged"].astype("int64")
+        tz = period.dt.tz
+        table["period"] = pd.to_datetime(table["period"], utc=tz is not None)
+        if tz is not None:
+            table["period"] = table["period"].dt.tz_convert(tz)
+        order = {name: i for i, name in enumerate(self.names)}
+        slices = ["overall", *sorted(set(table["slice"]) - {"overall"})]
+        table["_m"] = table["metric"].map(order)
+        table["_s"] = table["slice"].map({s: i for i, s in enumerate(slices)})
+        table = table.sort_values(["_m", "period", "_s"], kind="stable").drop(columns=["_m", "_s"])
+        table = table.reset_index(drop=True)[list(COLUMNS)]
+        carry_meta(self.logs, table)
+        return table
+
+
+def _prepare(logs: pd.DataFrame, metrics: str | Sequence[str], *, time: str, by: str | Sequence[str] | None,
+             predictor: str | Mapping[str, str] | None, ci: float, caller_name: str) -> _LogView:
+    """Check and read a log once: scores, slice labels, the judged design and the predictors."""
     from raglab.runs import _judged_subset
 
-    caller_name = caller("raglab.monitor.over_time")
     level = check_level(ci)
     if not isinstance(logs, pd.DataFrame):
         raise TypeError(f"{caller_name}: logs must be a pandas DataFrame, got {type(logs).__name__}")
@@ -268,7 +343,6 @@ def over_time(
     for column in by_columns:
         if column not in logs.columns:
             raise _missing(logs, column, caller_name, "a slice column named in by=")
-    period = periods(logs[time].reset_index(drop=True), freq, column=time, caller_name=caller_name)
     scores = _score_frame(logs, names, caller_name, id_column=None)
     subset, chosen, prob, design = _judged_subset(logs, names, predictor, caller_name, None)
     labels: dict[str, np.ndarray | None] = {"overall": None}
@@ -279,52 +353,21 @@ def over_time(
             raise RowTableError(f"{caller_name}: slice column {column!r} is missing on "
                                 f"{_row_labels(logs, missing[:5].tolist(), None)}")
         labels[column] = values if len(by_columns) == 1 else np.char.add(f"{column}=", values.astype(str))
-    cells, codes = _cells(period, labels)
-    size = len(cells)
-    n_requests = _sum_by(codes, size, {"rows": np.ones(len(logs))})["rows"]
     self_selected = [m for m in names if m not in subset and scores[m].isna().any() and scores[m].notna().any()]
     if self_selected:
         shares = ", ".join(f"{m!r} on {scores[m].notna().mean():.1%}" for m in self_selected)
         warn(f"{caller_name}: {shares} of requests, with no sampling design recorded for them: each rate "
              "describes the requests that have a value, not all requests (who answers, e.g. user feedback, is "
              "not random: unhappy users answer more often)", UserWarning)
-    parts = []
-    for metric in names:
-        y = scores[metric].to_numpy(dtype=float)
-        if metric in subset:
-            column = chosen.get(metric)
-            f = None
-            if column is not None:
-                f = _score_frame(logs, [column], caller_name, id_column=None)[column].to_numpy(dtype=float)
-                if np.isnan(f).all():
-                    raise ValueError(f"{caller_name}: the predictor {column!r} of {metric!r} has no score")
-                f = np.where(np.isnan(f), np.nanmean(f), f)  # a fixed prediction keeps PPI unbiased
-            result = _judged(y, f, prob, codes, size, level, column)
-        else:
-            result = _every_row(y, codes, size, level)
-        part = cells.copy()
-        part.insert(2, "metric", metric)
-        part["n_requests"] = n_requests
-        for key in ("n_judged", "estimate", "low", "high", "se", "method"):
-            part[key] = result[key]
-        part["level"] = level
-        parts.append(part)
-    table = pd.concat(parts, ignore_index=True)
-    table["n_requests"] = table["n_requests"].astype("int64")
-    table["n_judged"] = table["n_judged"].astype("int64")
-    table["period"] = pd.to_datetime(table["period"], utc=period.dt.tz is not None)
-    if period.dt.tz is not None:
-        table["period"] = table["period"].dt.tz_convert(period.dt.tz)
-    order = {name: i for i, name in enumerate(names)}
-    slices = ["overall", *sorted(set(table["slice"]) - {"overall"})]
-    table["_m"] = table["metric"].map(order)
-    table["_s"] = table["slice"].map({s: i for i, s in enumerate(slices)})
-    table = table.sort_values(["_m", "period", "_s"], kind="stable").drop(columns=["_m", "_s"])
-    table = table.reset_index(drop=True)[list(COLUMNS)]
-    carry_meta(logs, table)
-    table.attrs.setdefault("raglab", {})["over_time"] = {
-        "time": time, "freq": freq, "by": by_columns, "judged": subset,
-        "predictor": {m: chosen.get(m) for m in subset}, "design": design,
-        "min_judged": MIN_LABELS,
-    }
-    return table
+    predictions: dict[str, np.ndarray | None] = {}
+    for metric in subset:
+        column = chosen.get(metric)
+        f = None
+        if column is not None:
+            f = _score_frame(logs, [column], caller_name, id_column=None)[column].to_numpy(dtype=float)
+            if np.isnan(f).all():
+                raise ValueError(f"{caller_name}: the predictor {column!r} of {metric!r} has no score")
+            f = np.where(np.isnan(f), np.nanmean(f), f)  # a fixed prediction keeps PPI unbiased
+        predictions[metric] = f
+    return _LogView(logs, names, by_columns, level, scores, subset, dict(chosen), prob,
+                    dict(design) if design else None, labels, predictions)
