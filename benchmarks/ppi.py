@@ -669,7 +669,7 @@ def section_paired_designs(reps, kappas, ns):
     print(f"{'design':>8} {'kappa':>5} {'labels':>6} | {'HT cov (MCSE)':>13} {'old cov':>11} {'HT, Kish>=100':>13} "
           f"{'share':>5} | {'HT width':>8} {'old width':>9} {'unif. width':>11} | {'labels':>6} {'Kish':>5}")
     out = []
-    diff = 0.0
+    diff, same = 0.0, 0
     for d_i, (design, kw) in enumerate(PAIRED_DESIGNS):
         for i, kappa in enumerate(kappas):
             for k, n in enumerate(ns):
@@ -723,6 +723,9 @@ def section_paired_designs(reps, kappas, ns):
                         checked = True
                         for s in range(min(CHECK, r)):
                             m = xi[s] > 0
+                            if np.ptp(pi[s, m]) == 0:  # every label drawn at one probability: compare sees equal
+                                same += 1              # weights (it knows only the labelled rows') and takes PPI
+                                continue
                             labels = {"judged": (np.where(m, yb[s], np.nan), np.where(m, ya[s], np.nan))}
                             with warnings.catch_warnings():
                                 warnings.simplefilter("ignore")
@@ -744,8 +747,9 @@ def section_paired_designs(reps, kappas, ns):
           f"HT coverage min {100 * min(o[3] for o in out):.1f}%, on the seeds the gate decides (Kish >= 100) min "
           f"{100 * min((o[5] for o in out if o[6]), default=float('nan')):.1f}%")
     print(f"raglab.stats.compare(labels=..., weights=1/pi, method='ppi') on the first {CHECK} seeds of every cell: max "
-          f"|difference| of the ends from the vectorised HT {diff:.1e}" if compare_fn is not None else
-          "raglab.stats.compare not importable: the vectorised HT only")
+          f"|difference| of the ends from the vectorised HT {diff:.1e} (leaving out {same} seed(s) whose labels all "
+          "had one probability, where compare, seeing equal weights, takes the uniform PPI)" if compare_fn is not None
+          else "raglab.stats.compare not importable: the vectorised HT only")
     return out
 
 

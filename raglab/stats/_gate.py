@@ -354,7 +354,8 @@ def _few_effective_labels(decided: tuple[str, str], unequal: Any, label: str) ->
         return "review", (
             f"the labelled questions were drawn with unequal probabilities: they count as {float(effective):.0f} "
             f"effective labels (Kish, (sum w)^2 / sum w^2), below {MIN_LABELS}; the design-based prediction-powered "
-            "interval undercovers on a few heavily weighted labels (benchmarks/ppi.py section 10); label more "
+            "interval undercovers on a few heavily weighted labels (89.8% for a nominal 95% with 8 effective labels, "
+            "benchmarks/ppi.py section 10); label more "
             f"questions or draw them more evenly, e.g. a higher floor (the interval alone would say {decided[0]})")
     return decided
 

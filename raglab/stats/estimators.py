@@ -565,7 +565,7 @@ _SAMPLED = "Horvitz-Thompson"
 
 
 def _unequal(weights: np.ndarray, lab: np.ndarray, strata: np.ndarray | None) -> bool:
-    """Whether the labelled questions' weights differ (within a stratum, when stratified)."""
+    """Whether the weights of the questions ``lab`` differ (within a stratum, when stratified)."""
     groups = [np.ones(lab.size, dtype=bool)] if strata is None else [strata == h for h in np.unique(strata)]
     return any(np.ptp(weights[lab & g]) > 1e-12 * np.abs(weights[lab & g]).max() for g in groups if (lab & g).any())
 
