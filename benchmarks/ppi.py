@@ -31,6 +31,13 @@ Zrnic, arXiv 2311.01453) combines both. The claims checked, one printed table ea
    people exactly as often as the system is right.
 9. A diagnostic (no claim): two candidate small-sample remedies (t quantile; two pseudo-labels in the
    rectifier's variance) where the Wald PPI++ interval undercovers.
+10. **Paired differences, Neyman/active draws** (``--parts a``): section 5's two systems, with the
+   labelled questions drawn by ``raglab.sampling.draw`` (active on the judge's doubt, active on "the
+   two runs' verdicts differ", Neyman over difficulty terciles estimated without the strata); the
+   design-based paired PPI++ (``raglab.stats.ppi_mean_sampled``, Horvitz-Thompson over every
+   question) against the former ``1 / pi``-weighted ``ppi_mean``, and its coverage on the seeds with
+   Kish's effective labels ``(sum w)^2 / sum w^2 >= MIN_LABELS``, the ones the gate decides on;
+   checked against ``raglab.stats.compare(labels=..., weights=...)`` on the first seeds of every cell.
 
 Which code is measured: sections 1, 2, 5 and 8 use the benchmark's vectorised PPI++ (the formulas of
 ``ppi_py.ppi_mean_ci``), checked against ``raglab.stats.ppi_mean`` on the first seeds of every cell
@@ -53,7 +60,7 @@ array of shape (seeds, rows) per cell. The vectorised formulas are the ones of `
 
 Seeds: ``numpy.random.default_rng([SEED, section, cell])`` with ``SEED = 21``.
 
-Run: ``.venv/bin/python benchmarks/ppi.py [--quick] [--reps 2000] [--draws 2000] [--parts 123456789]``
+Run: ``.venv/bin/python benchmarks/ppi.py [--quick] [--reps 2000] [--draws 2000] [--parts 123456789a]``
 (about 4 minutes on 2 busy cores; ``--quick`` about 15 seconds).
 """
 
@@ -629,6 +636,123 @@ def section_paired(reps, kappas, ns):
     return out
 
 
+#: the designs of section 10: (name, raglab.sampling.draw keyword arguments); the score columns are made per seed
+PAIRED_DESIGNS = (
+    ("active", {"method": "active", "score": "doubt", "floor": 0.1}),
+    ("disagree", {"method": "active", "score": "differ", "floor": 0.1}),
+    ("neyman", {"method": "neyman", "score": "judge_diff", "by": "band"}),
+)
+
+
+def kish(w: np.ndarray) -> np.ndarray:
+    """Kish's effective sample size ``(sum w)^2 / sum w^2`` per row of ``w`` (0 off the sample)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((w * w).sum(1) > 0, w.sum(1) ** 2 / (w * w).sum(1), 0.0)
+
+
+def section_paired_designs(reps, kappas, ns):
+    """Section 10: paired PPI++ when the labelled questions were drawn with unequal probabilities."""
+    print("\n== 10. Paired differences, labels drawn with unequal probabilities (raglab.sampling.draw; Poisson or "
+          "stratified) ==")
+    draw, compare_fn, ours = raglab_draw(), raglab_ppi("compare"), raglab_ppi()
+    if draw is None:
+        print("raglab.sampling.draw not importable: section skipped")
+        return []
+    print("designs: 'active' = draw(method='active', score=the judge's doubt in either run, floor=0.1); 'disagree' = "
+          "active on 'the two runs' verdicts differ' (0/1: a sharp design, most questions at the floor); 'neyman' = "
+          "draw(method='neyman', by=difficulty tercile, score=the judge's difference), estimated without the strata "
+          "(a slice row, or compare without strata=)")
+    print("columns: 'HT' = raglab's design-based paired PPI++ (ppi_mean_sampled, Wald: differences lie outside [0, 1]), "
+          "vectorised; 'old' = ppi_mean with weights 1/pi and the judge over every question (before this change); "
+          "'HT, Kish>=100' = coverage on the seeds whose Kish effective labels (sum w)^2 / sum w^2 reach MIN_LABELS "
+          "(the gate decides only there; 'share' = their share); 'unif. width' = paired PPI++ with n uniform labels")
+    print(f"{'design':>8} {'kappa':>5} {'labels':>6} | {'HT cov (MCSE)':>13} {'old cov':>11} {'HT, Kish>=100':>13} "
+          f"{'share':>5} | {'HT width':>8} {'old width':>9} {'unif. width':>11} | {'labels':>6} {'Kish':>5}")
+    out = []
+    diff, same = 0.0, 0
+    for d_i, (design, kw) in enumerate(PAIRED_DESIGNS):
+        for i, kappa in enumerate(kappas):
+            for k, n in enumerate(ns):
+                rng = np.random.default_rng([SEED, 10, d_i, i, k])
+                rows = max(10 * n, 2000)
+                cov = cov_old = cov_k = decided = 0
+                wp, wo, wu, nl, ke = [], [], [], [], []
+                checked = False
+                for r in seeds_in_chunks(reps, rows):
+                    ease = rng.normal(0, 1.2, (r, rows))  # shared question difficulty: correlated outcomes
+                    ya = (rng.random((r, rows)) < expit(1.6 + ease)).astype(float)
+                    yb = (rng.random((r, rows)) < expit(1.3 + ease)).astype(float)
+                    verdicts, doubt = [], np.zeros((r, rows))
+                    for yy in (ya, yb):
+                        p = yy.mean()
+                        copied = rng.random((r, rows)) < copy_for_kappa(kappa, p, lenient(p))
+                        v = np.where(copied, yy, (rng.random((r, rows)) < lenient(p)).astype(float))
+                        # the judge's confidence: sure when it copied the truth, unsure when it guessed
+                        conf = expit((2 * v - 1) * np.where(copied, 2.0, 0.5) + rng.normal(0, 0.7, (r, rows)))
+                        verdicts.append(v)
+                        doubt += 1 - np.abs(2 * conf - 1)
+                    d, dh = ya - yb, verdicts[0] - verdicts[1]
+                    truth = d.mean(1)
+                    band = np.argsort(np.argsort(ease, 1), 1) * 3 // rows  # difficulty tercile
+                    pi, xi = np.empty((r, rows)), np.empty((r, rows))
+                    for s in range(r):
+                        frame = pd.DataFrame({"doubt": doubt[s], "differ": (dh[s] != 0).astype(float),
+                                              "judge_diff": dh[s], "band": band[s]})
+                        marked = draw(frame, n, seed=int(rng.integers(2**31)), **kw)
+                        pi[s] = marked["inclusion_probability"].to_numpy(float)
+                        xi[s] = marked["selected"].to_numpy(float)
+                    f = active_vec(d, dh, pi, xi)
+                    cov += int(f.covers(truth).sum())
+                    eff = kish(xi / pi)
+                    ok = eff >= 100
+                    decided += int(ok.sum())
+                    cov_k += int((f.covers(truth) & ok).sum())
+                    wp.append(f.width)
+                    wu.append(ppi_vec(d[:, :n], dh[:, :n], dh[:, n:]).width)
+                    nl.append(xi.sum(1))
+                    ke.append(eff)
+                    if ours is not None:
+                        for s in range(r):
+                            m = xi[s] > 0
+                            if m.sum() < 2:
+                                continue  # counted as not covering
+                            lo, hi = interval_of(ours(d[s, m], dh[s, m], dh[s], weights=1 / pi[s, m]))
+                            cov_old += lo <= truth[s] <= hi
+                            wo.append(hi - lo)
+                    if compare_fn is not None and not checked:  # raglab.stats.compare(labels=, weights=) on the first seeds
+                        checked = True
+                        for s in range(min(CHECK, r)):
+                            m = xi[s] > 0
+                            if np.ptp(pi[s, m]) == 0:  # every label drawn at one probability: compare sees equal
+                                same += 1              # weights (it knows only the labelled rows') and takes PPI
+                                continue
+                            labels = {"judged": (np.where(m, yb[s], np.nan), np.where(m, ya[s], np.nan))}
+                            with warnings.catch_warnings():
+                                warnings.simplefilter("ignore")
+                                table = compare_fn({"judged": verdicts[1][s]}, {"judged": verdicts[0][s]}, labels=labels,
+                                                   weights=1 / pi[s], method="ppi", n_permutations=0)
+                            row = table[table["slice"] == "overall"].iloc[0]
+                            diff = max(diff, abs(float(row["low"]) - f.low[s]), abs(float(row["high"]) - f.high[s]))
+                c, co = cov / reps, (cov_old / reps if ours is not None else float("nan"))
+                ck = cov_k / decided if decided else float("nan")
+                out.append((design, kappa, n, c, co, ck, decided))
+                print(f"{design:>8} {kappa:5.2f} {n:6d} | {fmt_cov(c, reps):>13} "
+                      + (f"{fmt_cov(co, reps):>11}" if ours is not None else f"{'-':>11}")
+                      + (f" {fmt_cov(ck, decided):>13}" if decided else f" {'-':>13}")
+                      + f" {decided / reps:5.2f} | {np.concatenate(wp).mean():8.4f} "
+                      + (f"{np.mean(wo):9.4f}" if wo else f"{'-':>9}")
+                      + f" {np.concatenate(wu).mean():11.4f} | {np.concatenate(nl).mean():6.0f} "
+                      f"{np.concatenate(ke).mean():5.0f}")
+    print(f"seeds per cell {reps}; pass rates about 0.77 and 0.72 (true difference about +0.05); labels = expected labels; "
+          f"HT coverage min {100 * min(o[3] for o in out):.1f}%, on the seeds the gate decides (Kish >= 100) min "
+          f"{100 * min((o[5] for o in out if o[6]), default=float('nan')):.1f}%")
+    print(f"raglab.stats.compare(labels=..., weights=1/pi, method='ppi') on the first {CHECK} seeds of every cell: max "
+          f"|difference| of the ends from the vectorised HT {diff:.1e} (leaving out {same} seed(s) whose labels all "
+          "had one probability, where compare, seeing equal weights, takes the uniform PPI)" if compare_fn is not None
+          else "raglab.stats.compare not importable: the vectorised HT only")
+    return out
+
+
 def inclusion(s: np.ndarray, n: int, how: str, floor: float = 0.1) -> np.ndarray:
     """Inclusion probabilities with mean n / rows: uniform, Neyman (sqrt(s (1 - s))) or active (uncertainty, floor)."""
     rows = s.shape[1]
@@ -934,6 +1058,14 @@ def claims(got: dict, reps: int) -> None:
         print(_coverage_line("clustered (whole conversations)", [(n, c) for _, n, c in got["4"]], reps))
     if "5" in got:
         print(_coverage_line("paired differences", [(n, c) for _, n, c in got["5"]], reps))
+    if got.get("a"):
+        print(_coverage_line("paired differences, Neyman/active draws", [(o[2], o[3]) for o in got["a"]], reps))
+        print(_coverage_line("  the same, former weighted formula", [(o[2], o[4]) for o in got["a"]], reps))
+        decided = [(o[5], o[6]) for o in got["a"] if o[6] >= 100]  # cells where the gate decides on 100+ seeds
+        short = sum(c + 2 * mcse(c, m) < TARGET for c, m in decided)
+        print(f"{'  the same, where the gate decides':<34} Kish effective labels >= 100: min "
+              f"{100 * min(c for c, _ in decided):.1f}% ({short}/{len(decided)} short; cells with >= 100 such seeds)"
+              if decided else f"{'  the same, where the gate decides':<34} no cell with 100 seeds at Kish >= 100")
     if "6" in got:
         print(_coverage_line("Neyman/active, raglab weighted", [(o[2], o[4]) for o in got["6"]], reps))
         print(_coverage_line("Neyman/active, active inference", [(o[2], o[3]) for o in got["6"]], reps))
@@ -985,7 +1117,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a small grid and 300 seeds per cell")
     parser.add_argument("--reps", type=int, default=None, help="seeds per cell (default 2000, --quick 300)")
     parser.add_argument("--draws", type=int, default=None, help="random label draws on real data (default 2000)")
-    parser.add_argument("--parts", default="123456789")
+    parser.add_argument("--parts", default="123456789a", help="sections to run: digits 1-9, 'a' for section 10")
     args = parser.parse_args(argv)
     reps = args.reps or (300 if args.quick else 2000)
     draws = args.draws or (200 if args.quick else 2000)
@@ -1015,6 +1147,8 @@ def main(argv: list[str] | None = None) -> None:
         got["8"] = dorner_line(reps)
     if "9" in args.parts:
         section_remedy(reps)
+    if "a" in args.parts:
+        got["a"] = section_paired_designs(reps, kappas, ns)
     claims(got, reps)
     print(f"\ntotal {time.time() - started:.0f} s")
 

@@ -53,26 +53,45 @@ def test_estimate_with_one_label_column_for_two_metrics():
     np.testing.assert_allclose(both[["estimate", "low", "high"]].iloc[0], one[["estimate", "low", "high"]].iloc[0])
 
 
-def test_gate_reviews_paired_ppi_on_labels_drawn_with_unequal_probabilities():
+def _gate_on_draw(n_labels: int, method: str, margin: float = 0.5):
+    """The gate's row on a 2,000-question comparison whose labels were drawn by ``draw(method=...)``."""
     from raglab.sampling import draw
 
     base, cand = _runs(n=2000, clusters=2000, labelled=1.0, seed=3)
     base["uncertain"] = (np.arange(2000) % 2).astype(float)  # half the questions: drawn far more often when active
-    outcomes = {}
-    for method in ("active", "uniform"):
-        drawn = draw(base, 600, method=method, seed=5, **({"score": "uncertain"} if method == "active" else {}))
-        unlabelled = ~drawn["selected"].to_numpy()
-        b, c = drawn.copy(), cand.copy()
-        b.loc[unlabelled, "human_faithful"] = np.nan
-        c.loc[unlabelled, "human_faithful"] = np.nan
-        c["selected"], c["inclusion_probability"] = drawn["selected"], drawn["inclusion_probability"]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            outcomes[method] = b.rag.gate(c, metrics=["faithfulness"], margin=0.5, units=False,
-                                          human={"faithfulness": "human_faithful"}).table.iloc[0]
-    assert outcomes["active"]["decision"] == "review"
-    assert "unequal probabilities" in outcomes["active"]["reason"]
-    assert outcomes["uniform"]["decision"] == "pass"  # the same margin passes under a uniform draw
+    drawn = draw(base, n_labels, method=method, seed=5, **({"score": "uncertain"} if method == "active" else {}))
+    unlabelled = ~drawn["selected"].to_numpy()
+    b, c = drawn.copy(), cand.copy()
+    b.loc[unlabelled, "human_faithful"] = np.nan
+    c.loc[unlabelled, "human_faithful"] = np.nan
+    c["selected"], c["inclusion_probability"] = drawn["selected"], drawn["inclusion_probability"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gated = b.rag.gate(c, metrics=["faithfulness"], margin=margin, units=False,
+                           human={"faithfulness": "human_faithful"})
+    w = 1 / drawn["inclusion_probability"].to_numpy()[drawn["selected"].to_numpy()]
+    return gated.table.iloc[0], float(w.sum() ** 2 / (w @ w)), int(drawn["selected"].sum())
+
+
+def test_gate_decides_on_paired_ppi_from_an_active_draw_with_enough_effective_labels():
+    # 1,000 expected labels, about 50 of them at the floor (weight 20): Kish's effective labels well above MIN_LABELS
+    row, effective, n_lab = _gate_on_draw(1000, "active")
+    assert effective >= 100 and n_lab >= 100
+    assert "Horvitz-Thompson" in row["method"]  # the design-based interval (ppi_mean_sampled)
+    assert row["decision"] == "pass", row["reason"]  # a true effect of +0.05 against a margin of 0.5
+    uniform, _, _ = _gate_on_draw(1000, "uniform")
+    assert uniform["decision"] == "pass" and "Horvitz-Thompson" not in uniform["method"]
+
+
+def test_gate_reviews_paired_ppi_from_an_active_draw_below_min_labels():
+    # 250 expected labels, about 12 of them at the floor with weight 80: about 50 effective labels
+    row, effective, n_lab = _gate_on_draw(250, "active")
+    assert n_lab >= 100 > effective
+    assert row["decision"] == "review"
+    assert "effective labels" in row["reason"] and f"{effective:.0f} effective" in row["reason"]
+    # and fewer than MIN_LABELS labelled questions at all: the label count's review
+    few, _, n_few = _gate_on_draw(60, "active")
+    assert n_few < 100 and few["decision"] == "review" and "questions labelled by people" in few["reason"]
 
 
 def test_estimate_warns_when_few_conversations_are_labelled():

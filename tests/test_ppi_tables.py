@@ -89,7 +89,9 @@ def test_estimate_units_is_clustered() -> None:
 
 
 def test_unequal_inclusion_probabilities_weight_labels_and_judge_every_row() -> None:
-    """Labels drawn at unequal rates: weighted 1/p, the judged set is every row (design-unbiased)."""
+    """Labels drawn at unequal rates: the design-based (Horvitz-Thompson) estimator over every judged row."""
+    from raglab.stats import ppi_mean_sampled
+
     n = 4000
     rng = np.random.default_rng(1)
     p = np.where(rng.random(n) < 0.5, 0.05, 0.3)
@@ -97,9 +99,9 @@ def test_unequal_inclusion_probabilities_weight_labels_and_judge_every_row() -> 
     table = runs.estimate(rows, "faithfulness", human="human_faithful")
     lab = rows["human_faithful"].notna().to_numpy()
     y, f = rows["human_faithful"].to_numpy()[lab], rows["faithfulness"].to_numpy()[lab]
-    iv = ppi_mean(y, f, rows["faithfulness"].to_numpy(), weights=1 / p[lab])
+    iv = ppi_mean_sampled(y, f, rows["faithfulness"].to_numpy()[~lab], p[lab])
     assert tuple(table.iloc[0][["estimate", "low", "high"]]) == pytest.approx(tuple(iv), abs=1e-12)
-    assert "every judged row" in table.method[0]
+    assert "Horvitz-Thompson" in table.method[0] and "every judged row" in table.method[0]
     assert table.human_only[0] == pytest.approx(np.average(y, weights=1 / p[lab]))
 
 

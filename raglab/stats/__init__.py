@@ -11,7 +11,7 @@ The pieces
 * :func:`mcnemar`, :func:`sign_flip_test`, :func:`holm`: paired tests beside the intervals.
 * :func:`ppi_mean`, :func:`ppi_mean_strata`, :func:`ppi_mean_clustered`, :func:`ppi_table`:
   prediction-powered intervals (PPI++), a judge's scores on every row debiased by human labels on a
-  random subset; ``compare(labels=...)`` and ``gate(labels=...)`` use them on paired differences,
+  random subset (:func:`ppi_mean_sampled` when it was drawn with unequal probabilities); ``compare(labels=...)`` and ``gate(labels=...)`` use them on paired differences,
   and the gate reviews below :data:`MIN_LABELS` labels (or :data:`MIN_LABELED_CLUSTERS` labelled
   clusters).
 * :func:`summary`, :func:`compare`: tidy tables, one row per metric x slice (``overall`` first).
@@ -83,6 +83,7 @@ from raglab.stats.ppi import (
     PPIInterval,
     ppi_mean,
     ppi_mean_clustered,
+    ppi_mean_sampled,
     ppi_mean_strata,
     ppi_table,
 )
@@ -119,6 +120,7 @@ __all__ = [
     "paired_proportion_interval",
     "ppi_mean",
     "ppi_mean_clustered",
+    "ppi_mean_sampled",
     "ppi_mean_strata",
     "ppi_table",
     "proportion_interval",

@@ -332,12 +332,31 @@ def _decide_rows(out: pd.DataFrame, p_worse: np.ndarray, adjusted: np.ndarray, f
                 f"only {n_clusters} clusters: a cluster-robust prediction-powered interval undercovers with few "
                 f"clusters (80-93% for a nominal 95% below 25 labelled conversations, benchmarks/ppi.py); the gate "
                 f"needs at least {MIN_LABELED_CLUSTERS} (the interval alone would say {decided[i][0]})")
-        if comparison.get("unequal_weights") and decided[i][0] != "review":
-            decided[i] = "review", (
-                "the labelled questions were drawn with unequal probabilities within a stratum (an active draw): "
-                "paired prediction-powered intervals under such draws are not yet shown to keep their level "
-                f"(91.5% measured for a nominal 95%); draw labels uniformly or by strata to let the gate decide "
-                f"(the interval alone would say {decided[i][0]})")
+        decided[i] = _few_effective_labels(decided[i], comparison.get("unequal_weights"), str(label))
+    return decided
+
+
+def _few_effective_labels(decided: tuple[str, str], unequal: Any, label: str) -> tuple[str, str]:
+    """A prediction-powered row whose labels were drawn with unequal probabilities reviews below MIN_LABELS
+    *effective* labels (Kish's ``(sum w)^2 / sum w^2``, ``comparison["unequal_weights"][slice]``): its
+    design-based interval (``ppi_mean_sampled``) keeps its level there, and not with a few heavily
+    weighted labels (benchmarks/ppi.py section 10). A table from before the counts (``True``) reviews."""
+    if decided[0] == "review" or not unequal:
+        return decided
+    effective = unequal.get(label) if isinstance(unequal, Mapping) else None
+    if isinstance(unequal, Mapping) and effective is None:
+        return decided  # this row's labels were drawn with equal probabilities (within its strata)
+    if effective is None or pd.isna(effective):
+        return "review", ("the labelled questions were drawn with unequal probabilities and the comparison does not "
+                          "record their effective number (attrs['raglab']['comparison']['unequal_weights']): compare "
+                          f"again to let the gate decide (the interval alone would say {decided[0]})")
+    if float(effective) < MIN_LABELS:
+        return "review", (
+            f"the labelled questions were drawn with unequal probabilities: they count as {float(effective):.0f} "
+            f"effective labels (Kish, (sum w)^2 / sum w^2), below {MIN_LABELS}; the design-based prediction-powered "
+            "interval undercovers on a few heavily weighted labels (89.8% for a nominal 95% with 8 effective labels, "
+            "benchmarks/ppi.py section 10); label more "
+            f"questions or draw them more evenly, e.g. a higher floor (the interval alone would say {decided[0]})")
     return decided
 
 

@@ -68,7 +68,7 @@ from raglab.stats.intervals import (
     _tango_bounds,
     proportion_interval,
 )
-from raglab.stats.ppi import ppi_mean, ppi_mean_clustered, ppi_mean_strata
+from raglab.stats.ppi import ppi_mean, ppi_mean_clustered, ppi_mean_sampled, ppi_mean_strata
 from raglab.stats.results import (
     CLUSTER_SIGN_FLIP_TEST,
     MCNEMAR_TEST,
@@ -560,10 +560,12 @@ class BCaBootstrap(_PairedBootstrap):
 
 
 _PPI_LABEL = "paired prediction-powered (PPI++)"
+#: the paired PPI label's suffix when labels were drawn with unequal probabilities (:func:`raglab.stats.ppi_mean_sampled`)
+_SAMPLED = "Horvitz-Thompson"
 
 
 def _unequal(weights: np.ndarray, lab: np.ndarray, strata: np.ndarray | None) -> bool:
-    """Whether the labelled questions' weights differ (within a stratum, when stratified)."""
+    """Whether the weights of the questions ``lab`` differ (within a stratum, when stratified)."""
     groups = [np.ones(lab.size, dtype=bool)] if strata is None else [strata == h for h in np.unique(strata)]
     return any(np.ptp(weights[lab & g]) > 1e-12 * np.abs(weights[lab & g]).max() for g in groups if (lab & g).any())
 
@@ -575,7 +577,10 @@ class PredictionPowered(PairedEstimator):
     the judge's difference ``cand - base`` on every complete pair is the prediction, the human
     difference on the labelled pairs the label, and the interval is
     :func:`raglab.stats.ppi_mean`'s on those differences (clustered with ``units=``, stratified by
-    the sample's ``strata`` on the overall row, labels weighted by the sample's ``weights``). The
+    the sample's ``strata`` on the overall row, labels weighted by the sample's ``weights``). When the
+    labelled questions were drawn with unequal probabilities (within a stratum; ``weights`` are
+    ``1 / inclusion probability``), the interval is the design-based one over every complete pair,
+    :func:`raglab.stats.ppi_mean_sampled` (Horvitz-Thompson; the label says so). The
     estimate is the PPI estimate of the *human* mean difference, not the judge's. Two-sided and
     one-sided p-values are normal (the estimate over its standard error). The gate reviews rows with
     fewer than :data:`raglab.stats.MIN_LABELS` labelled questions.
@@ -588,8 +593,9 @@ class PredictionPowered(PairedEstimator):
     requirement = "human labels (compare(..., human=...)) in both runs"
 
     def labels(self) -> tuple[str, ...]:
-        return (self.label, self.label + ", clustered", self.label + ", stratified",
-                self.label + ", stratified, clustered")
+        plain = (self.label, self.label + ", clustered", self.label + ", stratified",
+                 self.label + ", stratified, clustered")
+        return (*plain, *(x + ", " + _SAMPLED for x in plain))
 
     def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:
         if sample.labels is None:
@@ -606,6 +612,7 @@ class PredictionPowered(PairedEstimator):
         human = sample.labels[1] - sample.labels[0]
         label = self.label + (", stratified" if sample.strata is not None else "") + (
             ", clustered" if layout.clustered else "")
+        used_sampled = False
         for c, j in enumerate(cols):
             for r in range(len(layout.rows)):
                 rows = np.zeros(sample.diffs.shape[0], dtype=bool)
@@ -617,22 +624,29 @@ class PredictionPowered(PairedEstimator):
                 if lab.sum() < 2 or not unl.any():
                     continue
                 stratified = r == 0 and sample.strata is not None
-                if sample.weights is not None and _unequal(sample.weights, lab, sample.strata if stratified else None):
-                    # labels drawn with unequal probabilities (within a stratum): the unlabelled questions are not
-                    # a random sample, so the judge's mean is taken over every question (as ppi_table does)
-                    unl = rows
+                sampled = sample.weights is not None and _unequal(sample.weights, lab,
+                                                                  sample.strata if stratified else None)
                 args = (human[lab, j], sample.diffs[lab, j], sample.diffs[unl, j])
-                w = None if sample.weights is None else sample.weights[lab]
-                kw: dict[str, Any] = {"ci": settings.level, "weights": w}
+                kw: dict[str, Any] = {"ci": settings.level}
+                if stratified:
+                    kw.update(strata_labeled=sample.strata[lab], strata_unlabeled=sample.strata[unl])
+                if layout.clustered:
+                    kw.update(units_labeled=layout.units[lab], units_unlabeled=layout.units[unl])
                 try:
-                    if stratified:
-                        if layout.clustered:
-                            kw.update(units_labeled=layout.units[lab], units_unlabeled=layout.units[unl])
-                        iv = ppi_mean_strata(*args, sample.strata[lab], sample.strata[unl], **kw)
-                    elif layout.clustered:
-                        iv = ppi_mean_clustered(*args, layout.units[lab], layout.units[unl], **kw)
+                    if sampled:
+                        # labels drawn with unequal probabilities (within a stratum): the design-based estimator
+                        # over every complete pair, the labelled ones inside it (Horvitz-Thompson)
+                        assert sample.weights is not None
+                        iv = ppi_mean_sampled(*args, 1.0 / sample.weights[lab], **kw)
+                        used_sampled = True
                     else:
-                        iv = ppi_mean(*args, **kw)
+                        kw["weights"] = None if sample.weights is None else sample.weights[lab]
+                        if stratified:
+                            iv = ppi_mean_strata(*args, **kw)
+                        elif layout.clustered:
+                            iv = ppi_mean_clustered(*args, **kw)
+                        else:
+                            iv = ppi_mean(*args, **kw)
                 except ValueError as error:
                     warn(f"compare: no prediction-powered interval for {sample.names[j]!r} in row "
                          f"{layout.rows[r]!r}: {error}", UserWarning)
@@ -644,6 +658,8 @@ class PredictionPowered(PairedEstimator):
                     p_increase[r, c] = float(_sps.norm.sf(z))
                     p_value[r, c] = min(1.0, 2 * min(p_decrease[r, c], p_increase[r, c]))
         k = len(cols)
+        if used_sampled:
+            label += ", " + _SAMPLED
         return PairedBlock(tuple(cols), low, high, p_value, p_decrease, p_increase, label, self.kind,
                            (PPI_TEST,) * k, (TestKind.NORMAL,) * k, (None,) * k, (None,) * k,
                            estimate=est, n_labeled=n_lab)

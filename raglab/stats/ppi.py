@@ -36,6 +36,9 @@ The pieces
 * :func:`ppi_mean_strata`: one PPI estimate per stratum, combined with stratum weights ``N_h / N``.
 * :func:`ppi_mean_clustered`: whole conversations (clusters) as the independent units, with a
   cluster-robust variance and ``lam`` tuned on it.
+* :func:`ppi_mean_sampled`: labels drawn with unequal, known probabilities (an active or Neyman
+  draw of :func:`raglab.sampling.draw`): the design-based (Horvitz-Thompson) estimator over every
+  row, stratified and clustered as needed.
 * :func:`ppi_table`: the tidy table of :func:`raglab.runs.estimate` (one row per metric and slice,
   with the human-only and judge-only intervals beside the PPI one).
 * :data:`MIN_LABELS`: below it a PPI interval is flagged (and the gate reviews instead of deciding).
@@ -54,7 +57,8 @@ from raglab._interval import Interval
 from raglab._validation import check_level, warn
 from raglab.stats.results import PPI_TABLE, frame_of
 
-__all__ = ["MIN_LABELED_CLUSTERS", "MIN_LABELS", "PPIInterval", "ppi_mean", "ppi_mean_clustered", "ppi_mean_strata", "ppi_table"]
+__all__ = ["MIN_LABELED_CLUSTERS", "MIN_LABELS", "PPIInterval", "ppi_mean", "ppi_mean_clustered", "ppi_mean_sampled", "ppi_mean_strata",
+           "ppi_table"]
 
 #: Fewest human labels for a PPI interval to be trusted: below it the interval is flagged
 #: (``below_min_labels``), :func:`ppi_table` warns, and the gate reviews instead of deciding. With few
@@ -639,6 +643,185 @@ def ppi_mean_strata(
     )
 
 
+#: ``method`` suffix of the design-based estimator (:func:`ppi_mean_sampled`)
+_HT = "Horvitz-Thompson"
+
+
+def _ht_fit(
+    a: np.ndarray, b: np.ndarray, units: np.ndarray | None, lam: float | None, pseudo: tuple[np.ndarray, np.ndarray] | None,
+    df: float,
+) -> _Fit:
+    """The active-inference fit of ``z = a + lam b`` over every row: mean, variance of the mean, tuned ``lam``.
+
+    ``units``: the deviations ``a - mean(a)``, ``b - mean(b)`` are summed per cluster (one row per
+    cluster without); the variance is ``G / (G - 1) sum_g (A_g + lam B_g)^2 / N^2`` (``var(z, ddof=1) / N``
+    with one row per cluster) and the tuned ``lam`` minimises it (``-sum A B / sum B^2``, clipped to
+    [0, 1]). ``pseudo``: the ``a, b`` of pseudo-rows counted as extra one-row clusters in the variance only.
+    """
+    size = a.size
+    mean_a, mean_b = float(a.mean()), float(b.mean())
+    da, db = a - mean_a, b - mean_b
+    if units is not None:
+        _, inverse = np.unique(units.astype(str), return_inverse=True)
+        da, db = np.bincount(inverse, da), np.bincount(inverse, db)
+    if lam is None:
+        bb = float(db @ db)
+        lam_ = float(min(1.0, max(0.0, -float(da @ db) / bb))) if bb > 0 else 0.0
+    else:
+        lam_ = float(lam)
+    if pseudo is not None:
+        da, db = np.concatenate([da, pseudo[0] - mean_a]), np.concatenate([db, pseudo[1] - mean_b])
+    groups = da.size
+    scale = groups / (groups - 1) / (size * size) if groups > 1 else float("inf")
+    influence = da + lam_ * db
+    return _Fit(
+        estimate=mean_a + lam_ * mean_b, var=scale * float(influence @ influence), lam=lam_,
+        var_human=scale * float(da @ da), judge_mean=mean_b, var_judge=float("nan"), df=df,
+    )
+
+
+def ppi_mean_sampled(
+    labels: Any,
+    judged_labeled: Any,
+    judged_unlabeled: Any,
+    inclusion_labeled: Any,
+    *,
+    lam: float | None = None,
+    ci: float = 0.95,
+    strata_labeled: Any = None,
+    strata_unlabeled: Any = None,
+    units_labeled: Any = None,
+    units_unlabeled: Any = None,
+    interval: str = "adjusted",
+) -> PPIInterval:
+    """Prediction-powered interval when the labelled rows were drawn with known, unequal probabilities.
+
+    Design-based (Horvitz-Thompson) prediction-powered inference for Poisson sampling, the
+    active-inference estimator of Zrnic and Candes (2024): every row ``i`` of the table (labelled or
+    not, ``N`` in all) gets ``z_i = lam f_i + (y_i - lam f_i) xi_i / pi_i`` (``xi_i`` 1 when labelled,
+    ``pi_i`` its inclusion probability), the estimate is ``mean(z)`` and its variance
+    ``var(z, ddof=1) / N``. The labelled rows are part of the table, not a second sample beside it,
+    so the judge's mean and the rectifier share their rows and their covariance is in ``var(z)``
+    (:func:`ppi_mean` with weights ``1 / pi`` treats them as independent samples). ``lam=None``
+    takes the ``lam`` that minimises that variance, clipped to [0, 1]. The estimate is unbiased for
+    the mean of ``y`` over the table under the design, whatever the judge and ``lam``; rows drawn
+    with a fixed size (stratified, Neyman) are treated as Poisson draws, which is conservative.
+    With equal probabilities ``pi = n / N`` and a fixed ``lam`` it is :func:`ppi_mean`'s estimate
+    with the judge's mean over every row.
+
+    Parameters
+    ----------
+    labels : array-like of float
+        The human labels on the labelled rows.
+    judged_labeled : array-like of float
+        The judge's scores on the same rows.
+    judged_unlabeled : array-like of float
+        The judge's scores on every other row of the table (the rows that were not drawn).
+    inclusion_labeled : array-like of float
+        Each labelled row's inclusion probability, in (0, 1] (``inclusion_probability`` of
+        :func:`raglab.sampling.draw`).
+    lam : float, optional
+        The judge's weight: ``None`` (the default) tunes it; ``0`` is the Horvitz-Thompson mean of
+        the labels alone.
+    ci : float
+        Confidence level.
+    strata_labeled, strata_unlabeled : array-like, optional
+        The stratum of each labelled and unlabelled row: one estimate (and ``lam``) per stratum,
+        combined with the strata's shares of the rows ``N_h / N``. Every stratum needs 2 labels.
+    units_labeled, units_unlabeled : array-like, optional
+        Clusters (conversations): ``z`` is summed per cluster and the variance is cluster-robust
+        (``G / (G - 1)``).
+    interval : {"adjusted", "wald"}
+        ``"adjusted"`` (the default), for labels and scores in [0, 1]: the variance also counts the
+        four pseudo-rows of :func:`ppi_mean` (label, judge) = (0, 0), (1, 1), (1, 0), (0, 1), each
+        labelled with the mean sampling rate ``n / N`` (as one-row clusters; the estimate and ``lam``
+        are unchanged), and the quantile is Student's t on ``labels - 1`` degrees of freedom
+        (labelled clusters - 1; Welch-Satterthwaite over strata). Values outside [0, 1] (paired
+        differences) get ``"wald"``: the normal quantile, no pseudo-rows.
+
+    Returns
+    -------
+    PPIInterval
+        Its ``method`` says ``Horvitz-Thompson``; ``n_labeled`` and ``n_unlabeled`` count rows and
+        ``effective_labels`` compares with the variance of the ``1 / pi``-weighted (Hajek) mean of the
+        labels alone.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from raglab.stats import ppi_mean_sampled
+    >>> rng = np.random.default_rng(0)
+    >>> truth = (rng.random(4000) < 0.7).astype(float)
+    >>> judge = np.clip(truth + rng.normal(0, 0.4, 4000), 0, 1)
+    >>> pi = np.clip(0.2 * (1 - np.abs(2 * judge - 1)) + 0.02, 0, 1)   # label where the judge is unsure
+    >>> chosen = rng.random(4000) < pi
+    >>> iv = ppi_mean_sampled(truth[chosen], judge[chosen], judge[~chosen], pi[chosen])
+    >>> iv.method
+    'prediction-powered (PPI++, plus-four, t), Horvitz-Thompson'
+    >>> bool(iv.low < truth.mean() < iv.high)
+    True
+    """
+    level = check_level(ci)
+    lam = _check_lam(lam)
+    adjusted = _check_interval(interval) == "adjusted"
+    y, f, fu, _, _ = _inputs(labels, judged_labeled, judged_unlabeled, None, None)
+    pi = _vector(inclusion_labeled, "inclusion_labeled")
+    if pi.size != y.size:
+        raise ValueError(f"inclusion_labeled has {pi.size} values for {y.size} labelled rows")
+    if not (np.isfinite(pi).all() and ((pi > 0) & (pi <= 1)).all()):
+        raise ValueError("inclusion_labeled must be probabilities in (0, 1] (a labelled row was drawn with them)")
+    adjusted = adjusted and _bounded(y, f, fu)
+    stratified = strata_labeled is not None and strata_unlabeled is not None
+    clustered = units_labeled is not None and units_unlabeled is not None
+    w = 1.0 / pi
+    a = np.concatenate([y * w, np.zeros(fu.size)])
+    b = np.concatenate([f * (1.0 - w), fu])
+    lab = np.concatenate([np.ones(y.size, dtype=bool), np.zeros(fu.size, dtype=bool)])
+    units = None
+    if clustered:
+        units = np.concatenate([_codes(units_labeled, y.size, "units_labeled").astype(str),
+                                _codes(units_unlabeled, fu.size, "units_unlabeled").astype(str)])
+    strata = np.zeros(a.size, dtype=int).astype(str)
+    if stratified:
+        strata = np.concatenate([_codes(strata_labeled, y.size, "strata_labeled").astype(str),
+                                 _codes(strata_unlabeled, fu.size, "strata_unlabeled").astype(str)])
+    wl = np.concatenate([w, np.zeros(fu.size)])  # 1 / pi on the labelled rows, 0 elsewhere
+    yl = np.concatenate([y, np.zeros(fu.size)])
+    fits: list[tuple[float, _Fit]] = []
+    for h in np.unique(strata):
+        m = strata == h
+        nl = int((m & lab).sum())
+        if nl < 2:
+            raise ValueError(f"stratum {str(h)!r} has {nl} labelled row(s); the Horvitz-Thompson PPI needs at least 2 "
+                             "in every stratum (label more rows there, or merge strata)")
+        pseudo = pseudo_h = None
+        df = math.inf
+        hajek = float(wl[m] @ yl[m] / wl[m].sum())  # the 1/p-weighted mean of the labels alone
+        if adjusted:
+            rate = nl / int(m.sum())  # the stratum's mean sampling rate
+            pseudo = (np.array([py / rate for py, _ in _PSEUDO]), np.array([pf * (1 - 1 / rate) for _, pf in _PSEUDO]))
+            pseudo_h = (np.array([(py - hajek) / rate for py, _ in _PSEUDO]), np.zeros(len(_PSEUDO)))
+            df = float((np.unique(units[m & lab]).size if units is not None else nl) - 1)
+        um = None if units is None else units[m]
+        fit = _ht_fit(a[m], b[m], um, lam, pseudo, df)
+        # effective labels compare with the weighted (Hajek) mean of the labels alone, not the (noisier) HT one
+        human = _ht_fit(wl[m] * (yl[m] - hajek), np.zeros(int(m.sum())), um, 0.0, pseudo_h, df)
+        fits.append((int(m.sum()) / a.size, fit._replace(var_human=human.var)))
+    estimate = sum(share * fit.estimate for share, fit in fits)
+    parts = [share * share * fit.var for share, fit in fits]
+    var = sum(parts)
+    var_human = sum(share * share * fit.var_human for share, fit in fits)
+    df = fits[0][1].df
+    if adjusted and len(fits) > 1:
+        spread = sum(v * v / max(fit.df, 1.0) for v, (_, fit) in zip(parts, fits))
+        df = var * var / spread if spread > 0 else float(y.size - len(fits))
+    method = _method(lam, adjusted, _HT, "stratified" if stratified else "", "clustered" if clustered else "")
+    return _interval(
+        estimate, var, level=level, lam=sum(share * fit.lam for share, fit in fits), tuned=lam is None,
+        n_labeled=y.size, n_unlabeled=fu.size, var_human=var_human, method=method, df=df,
+    )
+
+
 class _Row(NamedTuple):
     metric: str
     slice: str
@@ -686,8 +869,9 @@ def _one_cell(
     """The PPI interval and the human-only one (lam = 0) on one slice; a reason text when it cannot be made.
 
     Unlabelled rows are the judged rows without a label. When the labelled rows were drawn with unequal
-    probabilities (within a stratum, if stratified), every judged row is the judged set instead, so the
-    judge's mean is over the whole table and the estimate stays unbiased under the design.
+    probabilities (within a stratum, if stratified), the PPI interval is the design-based one over every
+    judged row (:func:`ppi_mean_sampled`, Horvitz-Thompson); the human-only one stays the ``1 / p``-weighted
+    (Hajek) mean of the labels, which has no judge term to share rows with.
     """
     n_lab = int(labelled.sum())
     if n_lab < 2:
@@ -696,30 +880,33 @@ def _one_cell(
     if prob is not None:
         groups = [np.ones(prob.size, dtype=bool)] if strata is None else [strata == h for h in np.unique(strata)]
         unequal = any(np.ptp(prob[labelled & g]) > 1e-12 for g in groups if (labelled & g).any())
-    unl = np.ones_like(labelled) if unequal else ~labelled
+    unl = ~labelled
     if not unl.any():
         return "every judged row is labelled (use summary on the labels)"
-    w = None if prob is None else 1.0 / prob[labelled]
     args = (y[labelled], f[labelled], f[unl])
-    kw: dict[str, Any] = {"ci": level, "weights": w}
+    kw: dict[str, Any] = {"ci": level}
+    if strata is not None:
+        kw.update(strata_labeled=strata[labelled], strata_unlabeled=strata[unl])
+    if units is not None:
+        kw.update(units_labeled=units[labelled], units_unlabeled=units[unl])
     try:
+        ppi = ppi_mean_sampled(*args, prob[labelled], lam=lam, **kw) if unequal and prob is not None else None
+        kw["weights"] = None if prob is None else 1.0 / prob[labelled]
+        lams = (0.0,) if ppi is not None else (lam, 0.0)
         if strata is not None:
-            kw.update(strata_labeled=strata[labelled], strata_unlabeled=strata[unl])
-            if units is not None:
-                kw.update(units_labeled=units[labelled], units_unlabeled=units[unl])
-            ppi, human = ppi_mean_strata(*args, lam=lam, **kw), ppi_mean_strata(*args, lam=0.0, **kw)
+            made = [ppi_mean_strata(*args, lam=x, **kw) for x in lams]
         elif units is not None:
-            ppi = ppi_mean_clustered(*args, units[labelled], units[unl], lam=lam, **kw)
-            human = ppi_mean_clustered(*args, units[labelled], units[unl], lam=0.0, **kw)
+            made = [ppi_mean_clustered(*args, lam=x, **kw) for x in lams]
         else:
-            ppi, human = ppi_mean(*args, lam=lam, **kw), ppi_mean(*args, lam=0.0, **kw)
+            made = [ppi_mean(*args, lam=x, **kw) for x in lams]
     except ValueError as error:
         return str(error)
-    if unequal:
-        ppi.method += ", weighted 1/p (every judged row as the judged set)"
-    elif prob is not None:
-        ppi.method += ", weighted 1/p"
-    return ppi, human
+    if ppi is not None:
+        ppi.method += ", weighted 1/p over every judged row"
+        return ppi, made[0]
+    if prob is not None:
+        made[0].method += ", weighted 1/p"
+    return made[0], made[1]
 
 
 def ppi_table(

@@ -392,13 +392,28 @@ def compare(
     return table
 
 
-def _unequal_label_weights(sample: PairedSample) -> bool:
-    """Whether labelled questions were drawn with unequal probabilities within a stratum (an active
-    draw): the gate does not decide on those rows yet (paired coverage measured at 91.5%)."""
+def _unequal_label_weights(sample: PairedSample) -> dict[str, float]:
+    """``{slice: effective labels}`` for the rows whose labelled questions were drawn with unequal
+    probabilities (within a stratum on the stratified ``overall`` row; an active draw, or a Neyman one
+    read without its strata); empty when none were. The effective labels are Kish's ``(sum w)^2 / sum w^2``
+    of the labelled questions' weights (summed over strata on the stratified row): the gate reviews such
+    rows below ``MIN_LABELS`` of them (the design-based interval undercovered with few, benchmarks/ppi.py
+    section 10). Labelled means labelled in both runs on some metric."""
     if sample.weights is None or sample.labels is None:
-        return False
+        return {}
     labelled = np.isfinite(sample.labels[1] - sample.labels[0]).any(axis=1)  # labelled in both runs
-    return _unequal(sample.weights, labelled, sample.strata)
+    out: dict[str, float] = {}
+    for r, label in enumerate(sample.layout.rows):
+        rows = np.zeros(labelled.size, dtype=bool)
+        rows[sample.layout.select(r)] = True
+        lab = rows & labelled
+        strata = sample.strata if r == 0 else None
+        if not lab.any() or not _unequal(sample.weights, lab, strata):
+            continue
+        groups = [lab] if strata is None else [lab & (strata == h) for h in np.unique(strata[lab])]
+        out[str(label)] = float(sum(sample.weights[g].sum() ** 2 / float(sample.weights[g] @ sample.weights[g])
+                                    for g in groups))
+    return out
 
 
 def _labelled_counts(sample: PairedSample, blocks: Sequence[PairedBlock]) -> dict[str, dict[str, int]]:
