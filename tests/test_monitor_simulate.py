@@ -24,7 +24,8 @@ def test_the_same_seed_gives_the_same_log_and_another_seed_another():
 
 
 def test_columns_order_and_times(log):
-    assert list(log.columns) == ["request_id", "timestamp", "topic", "channel", "citation_valid", "lexical_support",
+    assert list(log.columns) == ["request_id", "timestamp", "topic", "channel", "question", "citation_valid",
+                                 "lexical_support",
                                  "faithfulness", "selected", "inclusion_probability", "thumbs", "truth_faithful",
                                  "truth_verdict"]
     assert log["request_id"].is_unique and log["timestamp"].is_monotonic_increasing
@@ -96,3 +97,9 @@ def test_the_whole_log_estimate_from_the_judged_sample_covers_the_truth(log):
 def test_bad_arguments_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         simulate_log(**{"requests": 100, "days": 3, **kwargs})
+
+
+def test_questions_belong_to_their_topic(log):
+    billing = log.loc[log["topic"] == "billing", "question"].astype(str)
+    assert billing.str.contains("charged|card|invoice|refund").all()
+    assert log["question"].nunique() == 5 * 4 * 8

@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _sps
 
-from raglab._columns import _missing
+from raglab._columns import _by_columns, _missing
 from raglab._validation import caller
 from raglab.monitor._detect import GUARANTEES, gaussian_e_values, shiryaev_roberts, threshold
 from raglab.monitor._over_time import _prepare, periods
+from raglab.monitor._postmortem import PostMortem, change_point, slice_shifts
 
 __all__ = ["Monitor", "monitor"]
 
@@ -48,6 +49,56 @@ class Monitor:
     guarantee: str
     references: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
+    _source: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def post_mortem(self, alarm: int = 0, *, by: str | Sequence[str] | None = None, ci: float = 0.95,
+                    n_resamples: int = 2000, seed: int = 0) -> PostMortem:
+        """Take alarm number ``alarm`` apart: when the change started (with an interval), where, which requests.
+
+        Parameters
+        ----------
+        alarm : int
+            Row of :attr:`alarms`.
+        by : str or list of str, optional
+            Slice columns to compare before and after the change (default: the monitor's ``by``).
+        ci : float
+            Level of the change point's interval and of the slices' (Bonferroni over slices).
+        n_resamples, seed : int
+            The change point's parametric bootstrap.
+
+        Returns
+        -------
+        PostMortem
+        """
+        if self.alarms.empty:
+            raise ValueError("post_mortem: this monitor raised no alarm")
+        if not 0 <= alarm < len(self.alarms):
+            raise IndexError(f"post_mortem: alarm={alarm} is not one of the {len(self.alarms)} alarm(s)")
+        src = self._source
+        row = self.alarms.iloc[alarm]
+        series = self.table[(self.table["metric"] == row["metric"]) & (self.table["slice"] == row["slice"])]
+        series = series.sort_values("period")
+        restarts = [p for p in self.settings.get("restarts", []) if p <= row["period"]]
+        if restarts:
+            series = series[series["period"] >= max(restarts)]
+        grid = pd.DatetimeIndex(series["period"])
+        found = change_point(series["estimate"].to_numpy(), series["se"].to_numpy(), ci=ci,
+                             n_resamples=n_resamples, seed=seed)
+        split = grid[found.index]
+        logs, time, period = src["logs"], src["time"], src["period"]
+        columns = _by_columns(by) if by is not None else list(src["by"])
+        parts = []
+        for column in columns or [None]:
+            view = _prepare(logs, [row["metric"]], time=time, by=column, predictor=src["predictor"], ci=ci,
+                            caller_name="post_mortem")
+            part = slice_shifts(view, period, row["metric"], grid[0], split, grid[-1], ci)
+            parts.append(part if not parts else part[part["column"] != "overall"])
+        slices = pd.concat(parts, ignore_index=True).sort_values("difference", kind="stable").reset_index(drop=True)
+        values = pd.to_numeric(logs[row["metric"]], errors="coerce").to_numpy(dtype=float)
+        mask = (period >= split).to_numpy() & (values < 0.5)
+        if row["slice"] != "overall" and src["by"]:
+            mask &= (logs[src["by"][0]].astype(str) == row["slice"]).to_numpy()
+        return PostMortem(row, found, grid, slices, logs.loc[mask])
 
     def __repr__(self) -> str:
         lines = [f"Monitor: {self.settings.get('series', 0)} series x {self.settings.get('looks', 0)} looks "
@@ -300,4 +351,5 @@ def monitor(
     settings = {"series": k, "looks": looks, "freq": freq, "alpha": alpha, "drop": drop, "drops": drops,
                 "guarantee": guarantee, "horizon": horizon_ if guarantee == "horizon" else None, "arl": arl,
                 "threshold": limit, "judge": judge_column, "restarts": restarts}
-    return Monitor(table, alarm_table, text, pd.DataFrame(ref_rows), settings)
+    return Monitor(table, alarm_table, text, pd.DataFrame(ref_rows), settings,
+                   {"logs": logs, "time": time, "period": period, "by": view.by, "predictor": predictor})

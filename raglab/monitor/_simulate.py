@@ -1,7 +1,7 @@
 """A seeded production log with known truth, written by the raglab developers (no third-party text).
 
 One row per request of a RAG assistant over ``days`` days: when it came (``timestamp``, UTC), two
-slice columns (``topic``, ``channel``), two tripwires scored on *every* request (``citation_valid``,
+slice columns (``topic``, ``channel``), the user's ``question`` (from templates written here), two tripwires scored on *every* request (``citation_valid``,
 0/1; ``lexical_support``, a score in [0, 1] that tracks faithfulness loosely), an LLM judge's
 ``faithfulness`` verdict on a uniform random sample (``selected``, ``inclusion_probability``; NaN
 elsewhere), and user feedback ``thumbs`` (1 up, 0 down, NaN when the user did not answer; unhappy
@@ -35,6 +35,21 @@ TOPICS: dict[str, tuple[float, float]] = {
     "other": (0.15, 0.88),
 }
 _CHANNELS = ("web", "app")
+#: question templates per topic, written for this simulator: "{thing}" is filled from _THINGS
+_QUESTIONS: dict[str, tuple[str, ...]] = {
+    "billing": ("Why was I charged twice for {thing}?", "How do I change the card used for {thing}?",
+                "When is the next invoice for {thing} due?", "Can I get a refund for {thing}?"),
+    "account": ("How do I reset the password for {thing}?", "Can two people share {thing}?",
+                "How do I close {thing}?", "Where do I change the email on {thing}?"),
+    "product": ("Does {thing} work offline?", "What is the battery life of {thing}?",
+                "Is {thing} compatible with the older dock?", "How do I update the firmware of {thing}?"),
+    "shipping": ("Where is my order of {thing}?", "Can {thing} be delivered to a locker?",
+                 "How long does shipping {thing} abroad take?", "Can I change the address for {thing}?"),
+    "other": ("Who do I contact about {thing}?", "Is there a student discount on {thing}?",
+              "Where can I read the terms for {thing}?", "Can I give {thing} as a gift?"),
+}
+_THINGS = ("the Lumen lamp", "the Basalt kettle", "the Heron headset", "the Quill tablet", "the Ember heater",
+           "my family plan", "the Orbit speaker", "the Tundra backpack")
 #: the judge: P(verdict 1 | faithful), P(verdict 1 | not faithful) (Cohen's kappa about 0.7 at a rate of 0.9)
 _JUDGE = (0.97, 0.20)
 #: P(user answers | faithful, not), P(thumbs up | faithful, not)
@@ -74,7 +89,7 @@ def simulate_log(
     Returns
     -------
     pandas.DataFrame
-        ``request_id, timestamp, topic, channel, citation_valid, lexical_support, faithfulness,
+        ``request_id, timestamp, topic, channel, question, citation_valid, lexical_support, faithfulness,
         selected, inclusion_probability, thumbs, truth_faithful, truth_verdict``, sorted by time.
 
     Examples
@@ -130,12 +145,16 @@ def simulate_log(
     support = 1.0 / (1.0 + np.exp(-(0.8 + 1.4 * np.where(faithful, 1.0, -1.0) + rng.normal(0.0, 1.1, requests))))
     answered = rng.random(requests) < np.where(faithful, _FEEDBACK[0][0], _FEEDBACK[0][1])
     up = rng.random(requests) < np.where(faithful, _FEEDBACK[1][0], _FEEDBACK[1][1])
+    questions = [q.format(thing=t) for name in names for q in _QUESTIONS[name] for t in _THINGS]
+    per_topic = len(_QUESTIONS[names[0]]) * len(_THINGS)
+    question_code = topic_code * per_topic + rng.integers(0, per_topic, requests)
 
     log = pd.DataFrame({
         "request_id": np.arange(1, requests + 1, dtype=np.int64),
         "timestamp": timestamp,
         "topic": pd.Categorical.from_codes(topic_code, categories=names),
         "channel": pd.Categorical.from_codes(channel_code, categories=list(_CHANNELS)),
+        "question": pd.Categorical.from_codes(question_code, categories=questions),
         "citation_valid": citation.astype(float),
         "lexical_support": np.round(support, 4),
         "faithfulness": np.where(chosen, verdict.astype(float), np.nan),
