@@ -17,7 +17,8 @@ from scipy.special import expit, logit
 from raglab.stats import ppi_mean_clustered, ppi_mean_strata
 
 PSEUDO = [(0.0, 0.0), (1.0, 1.0), (1.0, 0.0), (0.0, 1.0)]
-METHOD = "prediction-powered (PPI++, plus-four, t), clustered, max(CR1, jackknife) variance"
+METHOD = "prediction-powered (PPI++, plus-four, t), clustered, max(CR1, jackknife) + lam-tuning variance"
+FIXED = "prediction-powered (PPI, fixed lam, plus-four, t), clustered, max(CR1, jackknife) variance"
 
 
 def _hand_fit(y, f, fu, cl, cu, lam, r=None):
@@ -44,7 +45,8 @@ def _hand_fit(y, f, fu, cl, cu, lam, r=None):
 
 
 def _hand_variances(y, f, fu, cl, cu, lam_arg, r=None, jackknife=True):
-    """(CR1 by sample with the pseudo-rows, jackknife re-tuning lam, old adjusted CR1, estimate, lam, G_L)."""
+    """(CR1 by sample with the pseudo-rows, jackknife at the fit's lam, jackknife re-tuning lam (lam_arg None),
+    the old adjusted CR1, estimate, lam, G_L)."""
     est, lam, a, b, my, mf = _hand_fit(y, f, fu, cl, cu, lam_arg, r)
     n = len(y)
     labelled = set(cl)
@@ -54,16 +56,23 @@ def _hand_variances(y, f, fu, cl, cu, lam_arg, r=None, jackknife=True):
     g_l, g_u, g_all = len(labelled), len(a) - len(labelled), len(a)
     cr1 = g_l / (g_l - 1) * inside + (g_u / (g_u - 1) if g_u > 1 else 1.0) * outside
     old = (g_all + 4) / (g_all + 3) * (inside + outside)
-    jack = {True: 0.0, False: 0.0}
-    for g in a if jackknife else []:  # drop cluster g, refit, re-tune lam (when lam_arg is None)
+    jack = {(fixed, inside): 0.0 for fixed in (True, False) for inside in (True, False)}
+    for g in a if jackknife else []:  # drop cluster g, refit at the fit's lam and re-tuning lam (lam_arg None)
         keep_l = [i for i in range(n) if cl[i] != g]
         keep_u = [j for j in range(len(fu)) if cu[j] != g]
         rr = None if r is None else [r[i] for i in keep_l]
-        est_g = _hand_fit([y[i] for i in keep_l], [f[i] for i in keep_l], [fu[j] for j in keep_u],
-                          [cl[i] for i in keep_l], [cu[j] for j in keep_u], lam_arg, rr)[0]
-        jack[g in labelled] += (est_g - est) ** 2
-    jk = (g_l - 1) / g_l * jack[True] + ((g_u - 1) / g_u * jack[False] if g_u else 0.0)
-    return cr1, jk, old, est, lam, g_l
+        for fixed in (True, False):
+            est_g = _hand_fit([y[i] for i in keep_l], [f[i] for i in keep_l], [fu[j] for j in keep_u],
+                              [cl[i] for i in keep_l], [cu[j] for j in keep_u], lam if fixed else lam_arg, rr)[0]
+            jack[fixed, g in labelled] += (est_g - est) ** 2
+    jf, jt = ((g_l - 1) / g_l * jack[x, True] + ((g_u - 1) / g_u * jack[x, False] if g_u else 0.0)
+              for x in (True, False))
+    return cr1, jf, jt, old, est, lam, g_l
+
+
+def _documented(cr1, jf, jt):
+    """max(V_CR1, V_J) + max(V_JT - V_J, 0) / 2."""
+    return max(cr1, jf) + max(jt - jf, 0.0) / 2
 
 
 def _conversations(rng, total, labelled, kappa=0.2):
@@ -79,34 +88,39 @@ def _conversations(rng, total, labelled, kappa=0.2):
 
 @pytest.mark.parametrize("lam", [None, 0.0, 0.4])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_interval_is_the_larger_of_hand_cr1_and_hand_jackknife(lam, weighted) -> None:
+def test_interval_is_the_documented_mix_of_hand_cr1_and_hand_jackknives(lam, weighted) -> None:
     rng = np.random.default_rng(3 + weighted)
     y, yh, conv, lab = _conversations(rng, 40, 7)
     r = rng.uniform(0.5, 2.0, int(lab.sum())) if weighted else None
     iv = ppi_mean_clustered(y[lab], yh[lab], yh[~lab], conv[lab], conv[~lab], lam=lam, weights=r)
-    cr1, jk, _, est, lam_, g_l = _hand_variances(
+    cr1, jf, jt, _, est, lam_, g_l = _hand_variances(
         list(y[lab]), list(yh[lab]), list(yh[~lab]), list(conv[lab]), list(conv[~lab]), lam, r)
-    assert iv.method == (METHOD if lam is None else METHOD.replace("PPI++", "PPI, fixed lam"))
+    if lam is not None:
+        assert jt == jf
+    var = _documented(cr1, jf, jt)
+    assert iv.method == (METHOD if lam is None else FIXED)
     assert iv.estimate == pytest.approx(est, abs=1e-12)
     assert iv.lam == pytest.approx(lam_, abs=1e-12)
-    assert iv.se**2 == pytest.approx(max(cr1, jk), rel=1e-9)
-    assert iv.high - iv.estimate == pytest.approx(stats.t.ppf(0.975, g_l - 1) * math.sqrt(max(cr1, jk)), rel=1e-9)
+    assert iv.se**2 == pytest.approx(var, rel=1e-9)
+    assert iv.high - iv.estimate == pytest.approx(stats.t.ppf(0.975, g_l - 1) * math.sqrt(var), rel=1e-9)
     wald = ppi_mean_clustered(y[lab], yh[lab], yh[~lab], conv[lab], conv[~lab], lam=lam, weights=r, interval="wald")
     assert (wald.estimate, wald.lam) == (iv.estimate, iv.lam)
 
 
-def test_the_jackknife_decides_with_a_tuned_lam_on_few_clusters() -> None:
-    """Both branches of the max occur on small samples: the jackknife (re-tuned lam) is often the larger."""
-    jack_larger = 0
-    for seed in range(20):
+def test_each_part_of_the_variance_matters_on_few_clusters() -> None:
+    """On 6 labelled conversations both branches of the max occur, and re-tuning lam adds variance."""
+    jack_larger = tuning = 0
+    for seed in range(30):
         rng = np.random.default_rng(seed)
         y, yh, conv, lab = _conversations(rng, 30, 6)
-        cr1, jk, *_ = _hand_variances(list(y[lab]), list(yh[lab]), list(yh[~lab]), list(conv[lab]),
-                                      list(conv[~lab]), None)
+        cr1, jf, jt, *_ = _hand_variances(list(y[lab]), list(yh[lab]), list(yh[~lab]), list(conv[lab]),
+                                          list(conv[~lab]), None)
         iv = ppi_mean_clustered(y[lab], yh[lab], yh[~lab], conv[lab], conv[~lab])
-        assert iv.se**2 == pytest.approx(max(cr1, jk), rel=1e-9)
-        jack_larger += jk > cr1
-    assert 0 < jack_larger < 20
+        assert iv.se**2 == pytest.approx(_documented(cr1, jf, jt), rel=1e-9)
+        jack_larger += jf > cr1
+        tuning += jt > jf * 1.01
+    assert 0 < jack_larger < 30
+    assert tuning > 0
 
 
 def test_one_row_per_cluster_with_fixed_lam_is_the_plus_four_ddof1_formula() -> None:
@@ -124,7 +138,7 @@ def test_one_row_per_cluster_with_fixed_lam_is_the_plus_four_ddof1_formula() -> 
         assert iv.se**2 == pytest.approx(var, rel=1e-10)
         assert iv.high - iv.estimate == pytest.approx(stats.t.ppf(0.975, 39) * math.sqrt(var), rel=1e-10)
         # the jackknife alone is the PPI variance with ddof 1 (ppi_py's Wald variance has ddof 0)
-        jk = _hand_variances(list(y), list(f), list(fu), list(range(40)), list(range(40, 340)), lam)[1]
+        jk = _hand_variances(list(y), list(f), list(fu), list(range(40)), list(range(40, 340)), lam)[2]
         assert jk == pytest.approx(x.var(ddof=1) / 40 + lam**2 * fu.var(ddof=1) / 300, rel=1e-9)
         lo, hi = ppi_py.ppi_mean_ci(y, f, fu, alpha=0.05, lam=lam)
         ddof0 = x.var() / 40 + lam**2 * fu.var() / 300
@@ -169,7 +183,7 @@ def test_stratified_clusters_name_the_variance() -> None:
     strata = np.where(conv % 2 == 0, "even", "odd")
     iv = ppi_mean_strata(y[lab], yh[lab], yh[~lab], strata[lab], strata[~lab],
                          units_labeled=conv[lab], units_unlabeled=conv[~lab])
-    assert iv.method == "prediction-powered (PPI++, plus-four, t), stratified, clustered, max(CR1, jackknife) variance"
+    assert iv.method == METHOD.replace("t), clustered", "t), stratified, clustered")
 
 
 def test_covers_with_six_labelled_conversations_where_the_old_interval_does_not() -> None:
@@ -187,7 +201,7 @@ def test_covers_with_six_labelled_conversations_where_the_old_interval_does_not(
         truth = y.mean()
         iv = ppi_mean_clustered(y[lab], yh[lab], yh[~lab], conv[lab], conv[~lab])
         covered += iv.low <= truth <= iv.high
-        _, _, old, est, _, g_l = _hand_variances(list(y[lab]), list(yh[lab]), list(yh[~lab]), list(conv[lab]),
+        _, _, _, old, est, _, g_l = _hand_variances(list(y[lab]), list(yh[lab]), list(yh[~lab]), list(conv[lab]),
                                                  list(conv[~lab]), None)
         covered_old += abs(est - truth) <= stats.t.ppf(0.975, g_l - 1) * math.sqrt(old)
     print(f"coverage {covered / reps:.4f}, old {covered_old / reps:.4f}")

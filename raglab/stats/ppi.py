@@ -435,14 +435,18 @@ def _clustered_fit(
     sum_L (w f - mean) / n``; the variance is ``G/(G-1) sum_g (A_g + lam B_g)^2`` and the tuned ``lam``
     minimises it (``-sum A B / sum B^2``, clipped to [0, 1]).
 
-    ``adjusted`` (``lam`` and the estimate are unchanged; ``_CLUSTER_ADJUSTED`` names it): the variance is
-    the larger of (a) the cluster-robust one by sample, ``G_L/(G_L-1)`` times the sum over the ``G_L``
-    labelled clusters (any labelled row) and the four pseudo-rows of ``_PSEUDO`` as four one-row labelled
-    clusters, plus ``G_U/(G_U-1)`` times the sum over the ``G_U`` unlabelled-only clusters (the two are
-    independent samples: the small-sample factor counts each one's clusters), and (b) the delete-one-cluster
-    jackknife of ``_cluster_jackknife``, which re-tunes ``lam`` in every replicate. The t quantile has
-    ``G_L - 1`` degrees of freedom. With one labelled cluster (a) uses ``G/(G-1)`` over every cluster
-    and there is no (b).
+    ``adjusted`` (``lam`` and the estimate are unchanged; ``_cluster_label`` names it): the variance is
+    ``max(V_CR1, V_J) + max(V_JT - V_J, 0) / 2``. ``V_CR1``, cluster-robust by sample: ``G_L/(G_L-1)``
+    times the sum over the ``G_L`` labelled clusters (any labelled row) and the four pseudo-rows of
+    ``_PSEUDO`` as four one-row labelled clusters, plus ``G_U/(G_U-1)`` times the sum over the ``G_U``
+    unlabelled-only clusters (two independent samples: each small-sample factor counts its own
+    clusters). ``V_J``: the delete-one-cluster jackknife of ``_cluster_jackknife`` at the fit's ``lam``;
+    ``V_JT``: the same jackknife re-tuning ``lam`` in every replicate (``V_JT = V_J`` for a fixed
+    ``lam``). Their difference is the cost of tuning ``lam``, a second-order term (the error of the
+    tuned ``lam`` times the difference of the judge's means), which the delete-one jackknife counts
+    about twice (Efron and Stein 1981): half of it is added. The t quantile has ``G_L - 1`` degrees of
+    freedom. With one labelled cluster ``V_CR1`` uses ``(G+4)/(G+3)`` over every cluster and the
+    pseudo-rows, and there is no jackknife; nor when a replicate would leave no unlabelled row.
     """
     n, big_n = y.size, fu.size
     w, wu = r * n / r.sum(), u * big_n / u.sum()
@@ -482,9 +486,12 @@ def _clustered_fit(
 
     var, var_human = by_sample(influence, pa + lam_ * pb), by_sample(a, pa)
     if g_l > 1:
-        jack, jack_human = _cluster_jackknife(il, iu, groups, y, f, fu, r, u, lam, float(estimate), float(wy.mean()))
+        jack, tuned, jack_human = _cluster_jackknife(
+            il, iu, groups, y, f, fu, r, u, lam_, lam is None, float(estimate), float(wy.mean())
+        )
         if math.isfinite(jack):  # nan: a replicate left no labelled or no unlabelled row
-            var, var_human = max(var, jack), max(var_human, jack_human)
+            var = max(var, jack) + max(tuned - jack, 0.0) / 2
+            var_human = max(var_human, jack_human)
     return _Fit(
         estimate=float(estimate), var=var, lam=lam_, var_human=var_human, judge_mean=float(wfu.mean()),
         var_judge=var_judge, df=float(g_l - 1),
@@ -493,15 +500,15 @@ def _clustered_fit(
 
 def _cluster_jackknife(
     il: np.ndarray, iu: np.ndarray, groups: int, y: np.ndarray, f: np.ndarray, fu: np.ndarray, r: np.ndarray,
-    u: np.ndarray, lam: float | None, estimate: float, human: float,
-) -> tuple[float, float]:
-    """Delete-one-cluster jackknife variances of the estimate and of the human-only one (``lam`` 0).
+    u: np.ndarray, lam: float, tune: bool, estimate: float, human: float,
+) -> tuple[float, float, float]:
+    """Delete-one-cluster jackknife variances: at ``lam``, re-tuning ``lam``, and of the human-only estimate.
 
     Each replicate drops one cluster (its labelled and unlabelled rows) and refits from the remaining
-    clusters' sums, re-tuning ``lam`` when ``lam`` is ``None`` (so the variance counts the tuning). The
-    replicates are computed together from per-cluster sums: the fit's totals minus one cluster's, and
-    the sums of squares and cross-products of the clusters' influences from their 5 x 5 Gram matrix
-    minus the dropped cluster's. Labelled clusters (any labelled row) and unlabelled-only clusters are
+    clusters' sums, with ``lam`` and, when ``tune``, with ``lam`` re-tuned on them (as ``_clustered_fit``
+    tunes it; without ``tune`` the second variance is the first). The replicates are computed together
+    from per-cluster sums: the fit's totals minus one cluster's, and the sums of squares and
+    cross-products of the clusters' influences from their 5 x 5 Gram matrix minus the dropped cluster's. Labelled clusters (any labelled row) and unlabelled-only clusters are
     two independent samples: ``(G_s - 1) / G_s sum_s (theta_(g) - theta)^2`` in each (a stratified
     jackknife, centred on the full-sample estimate). ``nan`` when a replicate leaves no labelled or no
     unlabelled row.
@@ -512,7 +519,7 @@ def _cluster_jackknife(
     sums += [np.bincount(iu, x, minlength=groups) for x in (u, u * fu)]
     n_, rr, ry, rf, big_n, uu, uf = (float(t.sum()) - t for t in (cnt_l, *sums[:3], cnt_u, *sums[3:]))
     if not ((n_ > 0).all() and (big_n > 0).all()):
-        return math.nan, math.nan
+        return math.nan, math.nan, math.nan
     # a cluster's influences are linear in v = (labelled rows, sum r y, sum r f, unlabelled rows, sum u fu)
     v = np.stack([cnt_l, sums[1], sums[2], cnt_u, sums[4]], axis=1)
     gram, gram_abs = v.T @ v, np.abs(v).T @ np.abs(v)
@@ -524,31 +531,38 @@ def _cluster_jackknife(
     def cross(p: np.ndarray, q: np.ndarray, m: np.ndarray, x: np.ndarray) -> np.ndarray:
         return np.einsum("gi,ij,gj->g", p, m, q) - (p * x).sum(1) * (q * x).sum(1)
 
-    if lam is None:
+    thetas = [lam * mu + my - lam * mf]
+    if tune:
         bb = cross(beta, beta, gram, v)
         size = cross(np.abs(beta), np.abs(beta), gram_abs, np.zeros_like(v))
         ok = bb > 1e-10 * size  # a judge constant on the remaining rows: no tuning (lam 0), as the full fit
         lam_g = np.where(ok, np.clip(-cross(alpha, beta, gram, v) / np.where(ok, bb, 1.0), 0.0, 1.0), 0.0)
-    else:
-        lam_g = np.full(groups, float(lam))
-    theta = lam_g * mu + my - lam_g * mf
+        thetas.append(lam_g * mu + my - lam_g * mf)
     labelled = cnt_l > 0
-    var = var_h = 0.0
-    for part in (labelled, ~labelled):
-        g = int(part.sum())
-        if g > 0:
-            var += (g - 1) / g * float(np.sum((theta[part] - estimate) ** 2))
-            var_h += (g - 1) / g * float(np.sum((my[part] - human) ** 2))
-    return var, var_h
+
+    def spread(reps: np.ndarray, centre: float) -> float:
+        total = 0.0
+        for part in (labelled, ~labelled):
+            g = int(part.sum())
+            if g > 0:
+                total += (g - 1) / g * float(np.sum((reps[part] - centre) ** 2))
+        return total
+
+    fixed = spread(thetas[0], estimate)
+    return fixed, spread(thetas[-1], estimate), spread(my, human)
 
 
 #: the clustered adjusted interval's variance, in ``method`` (see ``_clustered_fit``)
 _CLUSTER_ADJUSTED = "clustered, max(CR1, jackknife) variance"
+#: ... and with a tuned ``lam``, the half re-tuning increment of the jackknife added
+_CLUSTER_TUNED = "clustered, max(CR1, jackknife) + lam-tuning variance"
 
 
-def _cluster_label(adjusted: bool) -> str:
+def _cluster_label(adjusted: bool, tuned: bool) -> str:
     """The design's suffix in ``method``: ``clustered`` and, when adjusted, the variance used."""
-    return _CLUSTER_ADJUSTED if adjusted else "clustered"
+    if not adjusted:
+        return "clustered"
+    return _CLUSTER_TUNED if tuned else _CLUSTER_ADJUSTED
 
 
 def ppi_mean_clustered(
@@ -580,18 +594,21 @@ def ppi_mean_clustered(
     units_labeled, units_unlabeled : array-like
         The cluster (e.g. conversation id) of each labelled and each unlabelled row.
     interval : {"adjusted", "wald"}
-        ``"adjusted"`` (the default, for labels and scores in [0, 1]): the variance is the larger of
-        two, and the quantile is Student's t on ``G_L - 1`` degrees of freedom (``G_L`` clusters with
-        a labelled row). (1) CR1 by sample: ``G_L / (G_L - 1)`` times the sum of squared influences
-        over the labelled clusters and the four pseudo-rows of :func:`ppi_mean` (as four one-row
-        labelled clusters), plus ``G_U / (G_U - 1)`` times the sum over the ``G_U`` clusters with
-        unlabelled rows only. (2) The delete-one-cluster jackknife, ``(G_s - 1) / G_s sum_g
-        (theta_(g) - theta)^2`` within each of the two sets of clusters, where ``theta_(g)`` refits
-        without cluster ``g`` and re-tunes ``lam`` (so the interval pays for tuning ``lam`` on few
-        clusters). With 6-13 labelled conversations of unequal size the CR1 interval covered 91.7-93%
-        of a nominal 95% and this one 94-95% (``benchmarks/ppi.py``, section 4); the two agree as
-        clusters grow. ``method`` says ``max(CR1, jackknife) variance``. Estimate and ``lam`` are
-        those of ``"wald"``.
+        ``"adjusted"`` (the default, for labels and scores in [0, 1]), with the quantile Student's t on
+        ``G_L - 1`` degrees of freedom (``G_L`` clusters with a labelled row): the variance is
+        ``max(V_CR1, V_J) + max(V_JT - V_J, 0) / 2``. ``V_CR1``, CR1 by sample: ``G_L / (G_L - 1)``
+        times the sum of squared influences over the labelled clusters and the four pseudo-rows of
+        :func:`ppi_mean` (as four one-row labelled clusters), plus ``G_U / (G_U - 1)`` times the sum
+        over the ``G_U`` clusters with unlabelled rows only. ``V_J``, the delete-one-cluster
+        jackknife, ``(G_s - 1) / G_s sum_g (theta_(g) - theta)^2`` within each of the two sets of
+        clusters, ``theta_(g)`` refitted without cluster ``g`` at the same ``lam``; ``V_JT``, the same
+        with ``lam`` re-tuned in every replicate (for a fixed ``lam``, ``V_JT = V_J``). Their
+        difference is the price of tuning ``lam`` on few clusters; the jackknife counts such a
+        second-order term about twice (Efron and Stein 1981), so half is added. With 6-13 labelled
+        conversations of unequal size the former interval (CR1 over all clusters) covered 91.7-93% of
+        a nominal 95%, this one 94.2-97% (``benchmarks/ppi.py``, section 4), 19-20% wider at 6
+        conversations, 5% at 26 and 2% at 63; the two agree as clusters grow. The estimate and ``lam``
+        are those of ``"wald"``, and ``method`` names the variance.
 
     Returns
     -------
@@ -608,7 +625,7 @@ def ppi_mean_clustered(
     >>> judge = np.where(rng.random(2000) < 0.85, truth, ~truth).astype(float)
     >>> iv = ppi_mean_clustered(truth[:400], judge[:400], judge[400:], conv[:400], conv[400:])
     >>> iv.method
-    'prediction-powered (PPI++, plus-four, t), clustered, max(CR1, jackknife) variance'
+    'prediction-powered (PPI++, plus-four, t), clustered, max(CR1, jackknife) + lam-tuning variance'
     >>> ppi_mean_clustered(truth[:400], judge[:400], judge[400:], conv[:400], conv[400:], interval="wald").method
     'prediction-powered (PPI++), clustered'
     """
@@ -622,7 +639,7 @@ def ppi_mean_clustered(
     fit, _ = _clustered_fit(y, f, fu, r, u, ul, uu, lam, adjusted)
     return _interval(
         fit.estimate, fit.var, level=level, lam=fit.lam, tuned=lam is None, n_labeled=y.size,
-        n_unlabeled=fu.size, var_human=fit.var_human, method=_method(lam, adjusted, _cluster_label(adjusted)), df=fit.df,
+        n_unlabeled=fu.size, var_human=fit.var_human, method=_method(lam, adjusted, _cluster_label(adjusted, lam is None)), df=fit.df,
     )
 
 
@@ -726,7 +743,7 @@ def ppi_mean_strata(
     if adjusted:
         spread = sum(v * v / max(fit.df, 1.0) for v, (_, _, fit) in zip(parts, fits))
         df = var * var / spread if spread > 0 else float(y.size - len(fits))
-    method = _method(lam, adjusted, "stratified", _cluster_label(adjusted) if clustered else "")
+    method = _method(lam, adjusted, "stratified", _cluster_label(adjusted, lam is None) if clustered else "")
     return _interval(
         estimate, var, level=level, lam=lam_mean, tuned=lam is None, n_labeled=y.size, n_unlabeled=fu.size,
         var_human=var_human, method=method, df=df,
