@@ -606,9 +606,9 @@ def ppi_mean_clustered(
         difference is the price of tuning ``lam`` on few clusters; the jackknife counts such a
         second-order term about twice (Efron and Stein 1981), so half is added. With 6-13 labelled
         conversations of unequal size the former interval (CR1 over all clusters) covered 91.7-93% of
-        a nominal 95%, this one 94.2-97% (``benchmarks/ppi.py``, section 4), 19-20% wider at 6
-        conversations, 5% at 26 and 2% at 63; the two agree as clusters grow. The estimate and ``lam``
-        are those of ``"wald"``, and ``method`` names the variance.
+        a nominal 95% at a poor judge, this one 94.2-99.5% (``benchmarks/ppi.py``, section 4); it is
+        19-22% wider at 6 conversations, 4-6% at 25 and about 2% at 63, and the two agree as clusters
+        grow. The estimate and ``lam`` are those of ``"wald"``, and ``method`` names the variance.
 
     Returns
     -------
