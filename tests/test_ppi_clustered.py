@@ -15,8 +15,9 @@ from scipy import stats
 from scipy.special import expit, logit
 
 from raglab.stats import ppi_mean_clustered, ppi_mean_strata
+from raglab.stats.ppi import _PSEUDO as PSEUDO
 
-PSEUDO = [(0.0, 0.0), (1.0, 1.0), (1.0, 0.0), (0.0, 1.0)]
+# PSEUDO: the adjusted interval's pseudo-rows (label, judge), read as data; none of raglab's variance code is used
 METHOD = "prediction-powered (PPI++, plus-four, t), clustered, max(CR1, jackknife) + lam-tuning variance"
 FIXED = "prediction-powered (PPI, fixed lam, plus-four, t), clustered, max(CR1, jackknife) variance"
 
@@ -55,7 +56,8 @@ def _hand_variances(y, f, fu, cl, cu, lam_arg, r=None, jackknife=True):
     outside = sum((a[g] + lam * b[g]) ** 2 for g in a if g not in labelled)
     g_l, g_u, g_all = len(labelled), len(a) - len(labelled), len(a)
     cr1 = g_l / (g_l - 1) * inside + (g_u / (g_u - 1) if g_u > 1 else 1.0) * outside
-    old = (g_all + 4) / (g_all + 3) * (inside + outside)
+    k = g_all + len(PSEUDO)
+    old = k / (k - 1) * (inside + outside)
     jack = {(fixed, inside): 0.0 for fixed in (True, False) for inside in (True, False)}
     for g in a if jackknife else []:  # drop cluster g, refit at the fit's lam and re-tuning lam (lam_arg None)
         keep_l = [i for i in range(n) if cl[i] != g]
@@ -189,8 +191,8 @@ def test_stratified_clusters_name_the_variance() -> None:
 def test_covers_with_six_labelled_conversations_where_the_old_interval_does_not() -> None:
     """6 labelled conversations of 1 + Poisson(7) turns, a poor judge (kappa about 0.2), 400 seeds.
 
-    The previous adjusted interval ((G + 4)/(G + 3) times the squared influences of all clusters and the
-    pseudo-rows, G counting the unlabelled conversations too; t on 5 df) covered about 92% here
+    The previous adjusted interval (K/(K - 1) times the squared influences of all clusters and the pseudo-rows,
+    K counting them and the unlabelled conversations too; t on 5 df) covered about 92% here
     (benchmarks/ppi.py, section 4); the bound 0.93 is 94% less 1 Monte Carlo sd at 400 seeds.
     """
     reps, bound = 400, 0.93
