@@ -15,8 +15,11 @@ Zrnic, arXiv 2311.01453) combines both. The claims checked, one printed table ea
    stratum's residual sd, at least 10 per stratum), one PPI++ weight per stratum, combined with
    weights ``N_h / N``.
 4. **Clustered designs**: conversations of 1 + Poisson(7) turns with a conversation effect on both the
-   truth and the judge's quality; people label whole conversations. The cluster-aware interval
-   (ratio linearisation over conversations) against the row-level interval that ignores them.
+   truth and the judge's quality; people label whole conversations (6 to 63 of them). raglab's
+   cluster-aware interval (default: variance ``max(CR1 by sample, delete-one-conversation jackknife)``
+   plus half the jackknife's increase when it re-tunes ``lam``; t on labelled conversations - 1 df)
+   against its Wald form, the ratio linearisation over conversations and the row-level interval that
+   ignores them.
 5. **Paired differences**: two systems on the same questions (correlated outcomes), people label the
    same random questions in both runs; PPI++ on the per-question differences.
 6. **Neyman and active sampling** with Horvitz-Thompson weights: a continuous judge score ``s``;
@@ -501,8 +504,8 @@ def section_strata(reps, ns):
 def section_cluster(reps, kappas, ns):
     print("\n== 4. Clustered designs: conversations of 1 + Poisson(7) turns, people label whole conversations ==")
     clus_fn = raglab_ppi("ppi_mean_clustered")
-    print(("cluster PPI++ = raglab.stats.ppi_mean_clustered (cluster-robust variance); 'ratio-lin.' = the benchmark's "
-           "ratio linearisation over whole labelled conversations") if clus_fn is not None else
+    print(("cluster PPI++ = raglab.stats.ppi_mean_clustered (CR1 and jackknife variances); 'ratio-lin.' = the "
+           "benchmark's ratio linearisation over whole labelled conversations") if clus_fn is not None else
           "cluster PPI++ = the benchmark's ratio linearisation (raglab.stats.ppi_mean_clustered not importable)")
     print(f"{'kappa':>5} {'labels~':>7} {'convs':>5} | {'cluster PPI++ cov':>17} {'Wald cov':>11} {'ratio-lin.':>11} "
           f"{'row-level cov':>13} "
@@ -570,9 +573,12 @@ def section_cluster(reps, kappas, ns):
                   f"{fmt_cov(cov_t / reps, reps):>11} {lin_txt:>11} "
                   f"{fmt_cov(cov_row / reps, reps):>13} {fmt_cov(cov_h / reps, reps):>17} | "
                   f"{np.concatenate(wc).mean():13.4f} {np.concatenate(wh).mean():11.4f} {eff:11.0f}")
-    print("'cluster PPI++': raglab's default (adjusted: four one-row pseudo-clusters in the cluster-robust variance, "
-          "t on labelled conversations - 1 df); 'Wald': raglab's interval='wald' (normal quantile; without raglab, "
-          "the ratio linearisation with the t quantile)")
+    print("'cluster PPI++': raglab's default (adjusted: variance max(V_CR1, V_J) + max(V_JT - V_J, 0)/2 with V_CR1 "
+          "by sample - G_L/(G_L-1) on the labelled conversations and four one-row pseudo-clusters, G_U/(G_U-1) on "
+          "the unlabelled ones - V_J the delete-one-conversation jackknife, V_JT the same re-tuning lam; t on "
+          "labelled conversations - 1 df); 'Wald': "
+          "raglab's interval='wald' (CR1 G/(G-1) over all conversations, normal quantile; without raglab, the ratio "
+          "linearisation with the t quantile); 'cluster human': the same default interval with lam = 0")
     print(f"seeds per cell {reps}; base rate 0.8, conversation effect sd 1 (logit), judge quality varies by "
           f"conversation (sd 0.15); cluster PPI++ coverage min {100 * min(c for *_, c in out):.1f}%")
     return out

@@ -325,7 +325,7 @@ def test_adjusted_strata_and_clusters() -> None:
     conv_l, conv_u = np.arange(60) // 6, 10 + np.arange(600) // 6
     c_adj = ppi_mean_clustered(y, f, fu, conv_l, conv_u)
     c_wald = ppi_mean_clustered(y, f, fu, conv_l, conv_u, interval="wald")
-    assert c_adj.method == "prediction-powered (PPI++, plus-four, t), clustered"
+    assert c_adj.method == "prediction-powered (PPI++, plus-four, t), clustered, max(CR1, jackknife) + lam-tuning variance"
     assert c_adj.estimate == c_wald.estimate and c_adj.lam == c_wald.lam
     ratio = (c_adj.high - c_adj.estimate) / c_adj.se
     assert ratio == pytest.approx(stats.t.ppf(0.975, 9), abs=1e-12)
