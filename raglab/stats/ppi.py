@@ -28,7 +28,7 @@ Every statistic is a sum over rows (counts, sums, sums of squares and cross-prod
 
 The saving is bounded: when the judge is no better than the system judged, labels are worth at most
 about twice as many (Dorner et al., ICLR 2025). ``effective_labels`` on every interval says how many
-human labels alone would give the same variance.
+human labels, drawn uniformly at random and used alone, would give the same variance.
 
 The pieces
 ----------
@@ -68,10 +68,12 @@ __all__ = ["MIN_LABELED_CLUSTERS", "MIN_LABELS", "PPIInterval", "ppi_mean", "ppi
 #: paired rows the gate decides on use the Wald interval.
 MIN_LABELS = 100
 
-#: Fewest labelled clusters (conversations) for a clustered PPI interval to be trusted: the
-#: cluster-robust variance covered 80-93% of a nominal 95% below about 25 labelled conversations with
-#: the Wald interval and 91.7-93.5% with the adjusted one (``benchmarks/ppi.py``); ``ppi_table`` warns
-#: and the gate reviews below it.
+#: Fewest labelled clusters (conversations) for a clustered PPI interval to be decided on: with the
+#: Wald interval the cluster-robust variance covered 80-93% of a nominal 95% below about 25 labelled
+#: conversations; the adjusted one (CR1 by sample, a leave-one-conversation-out jackknife with the
+#: tuning's share) covers 94.2% or more down to 6 conversations in ``benchmarks/ppi.py`` section 4,
+#: but that rests on one family of conversation shapes, and its width on a handful of clusters. So
+#: ``ppi_table`` warns and the gate reviews below it.
 MIN_LABELED_CLUSTERS = 30
 
 _METHOD_TUNED = "prediction-powered (PPI++)"
@@ -88,7 +90,9 @@ class PPIInterval(Interval):
 
     Beyond ``estimate, low, high, method, level, n`` it carries ``lam`` (the judge's weight: 1 is
     plain PPI, 0 human-only), ``n_labeled`` and ``n_unlabeled`` (rows with a human label, rows with
-    the judge only), ``effective_labels`` (how many human labels alone would give the same variance),
+    the judge only), ``effective_labels`` (how many human labels, drawn uniformly at random and used
+    alone, would give the same variance: for a uniform draw, labels x human-only variance / this
+    variance; for a stratified, active or clustered draw the design's own gain or cost is in it too),
     ``se`` (the standard error) and ``below_min_labels`` (fewer than :data:`MIN_LABELS` labels).
 
     Examples
@@ -302,15 +306,45 @@ def _method(lam: float | None, adjusted: bool, *suffixes: str) -> str:
     return ", ".join([base, *[x for x in suffixes if x]])
 
 
-def _effective(n_labeled: float, var_human: float, var: float) -> float:
+def _label_variance(y: np.ndarray, row_weights: np.ndarray | None, adjusted: bool) -> float:
+    """The variance of one human label drawn uniformly from the whole table, estimated from the labelled rows.
+
+    ``row_weights``: how much of the table each labelled row stands for (``1 / p``, times the stratum's
+    share when stratified); ``None``: equally. ``adjusted`` adds the four pseudo-rows' labels with the
+    mean weight and uses ddof 1 (as the adjusted intervals do); otherwise ddof 0 (as ppi_py). With
+    equal weights it is the human-only interval's ``n x variance``, so effective labels of a uniform
+    draw are unchanged by this definition.
+    """
+    w = np.ones(y.size) if row_weights is None else row_weights * (y.size / row_weights.sum())
+    values = y
+    if adjusted:
+        values = np.concatenate([y, [py for py, _ in _PSEUDO]])
+        w = np.concatenate([w, np.ones(len(_PSEUDO))])
+    mean = float(w @ values / w.sum())
+    var = float(w @ (values - mean) ** 2 / w.sum())
+    return var * values.size / (values.size - 1) if adjusted else var
+
+
+def _effective(label_var: float, var: float, n_labeled: float) -> float:
+    """Labels drawn uniformly at random that, used alone, give variance ``var``: ``label_var / var``."""
     if var > 0:
-        return float(n_labeled * var_human / var)
-    return float("inf") if var_human > 0 else float(n_labeled)
+        return float(label_var / var)
+    return float("inf") if label_var > 0 else float(n_labeled)
+
+
+def _strata_weights(keys: np.ndarray, shares: dict[str, float], weights: np.ndarray) -> np.ndarray:
+    """Each labelled row's share of the table under a stratified design: the stratum's share split by weight."""
+    out = np.empty(keys.size)
+    for h, share in shares.items():
+        m = keys == h
+        if m.any():
+            out[m] = share * weights[m] / weights[m].sum()
+    return out
 
 
 def _interval(
     estimate: float, var: float, *, level: float, lam: float, tuned: bool, n_labeled: int, n_unlabeled: int,
-    var_human: float, method: str | None = None, df: float = math.inf,
+    label_var: float, method: str | None = None, df: float = math.inf,
 ) -> PPIInterval:
     se = math.sqrt(max(var, 0.0))
     half = _z(level, df) * se
@@ -318,7 +352,7 @@ def _interval(
         estimate, estimate - half, estimate + half,
         method=method or (_METHOD_TUNED if tuned else _METHOD_FIXED), level=level, n=n_labeled + n_unlabeled,
         lam=lam, n_labeled=n_labeled, n_unlabeled=n_unlabeled,
-        effective_labels=_effective(n_labeled, var_human, var), se=se,
+        effective_labels=_effective(label_var, var, n_labeled), se=se,
     )
 
 
@@ -416,7 +450,8 @@ def ppi_mean(
     fit = _fit(_sums(y, f, fu, r, u), lam, adjusted)
     return _interval(
         fit.estimate, fit.var, level=level, lam=fit.lam, tuned=lam is None, n_labeled=y.size,
-        n_unlabeled=fu.size, var_human=fit.var_human, method=_method(lam, adjusted), df=fit.df,
+        n_unlabeled=fu.size, label_var=_label_variance(y, None if weights is None else r, adjusted),
+        method=_method(lam, adjusted), df=fit.df,
     )
 
 
@@ -643,7 +678,8 @@ def ppi_mean_clustered(
     fit, _ = _clustered_fit(y, f, fu, r, u, ul, uu, lam, adjusted)
     return _interval(
         fit.estimate, fit.var, level=level, lam=fit.lam, tuned=lam is None, n_labeled=y.size,
-        n_unlabeled=fu.size, var_human=fit.var_human, method=_method(lam, adjusted, _cluster_label(adjusted, lam is None)), df=fit.df,
+        n_unlabeled=fu.size, label_var=_label_variance(y, None if weights is None else r, adjusted),
+        method=_method(lam, adjusted, _cluster_label(adjusted, lam is None)), df=fit.df,
     )
 
 
@@ -741,7 +777,8 @@ def ppi_mean_strata(
     estimate = sum(share * fit.estimate for _, share, fit in fits)
     parts = [share * share * fit.var for _, share, fit in fits]
     var = sum(parts)
-    var_human = sum(share * share * fit.var_human for _, share, fit in fits)
+    label_var = _label_variance(y, _strata_weights(sl.astype(str), {str(h): share for h, share, _ in fits}, r),
+                                adjusted)
     lam_mean = sum(share * fit.lam for _, share, fit in fits)
     df = math.inf
     if adjusted:
@@ -750,7 +787,7 @@ def ppi_mean_strata(
     method = _method(lam, adjusted, "stratified", _cluster_label(adjusted, lam is None) if clustered else "")
     return _interval(
         estimate, var, level=level, lam=lam_mean, tuned=lam is None, n_labeled=y.size, n_unlabeled=fu.size,
-        var_human=var_human, method=method, df=df,
+        label_var=label_var, method=method, df=df,
     )
 
 
@@ -896,8 +933,6 @@ def ppi_mean_sampled(
     if stratified:
         strata = np.concatenate([_codes(strata_labeled, y.size, "strata_labeled").astype(str),
                                  _codes(strata_unlabeled, fu.size, "strata_unlabeled").astype(str)])
-    wl = np.concatenate([w, np.zeros(fu.size)])  # 1 / pi on the labelled rows, 0 elsewhere
-    yl = np.concatenate([y, np.zeros(fu.size)])
     fits: list[tuple[float, _Fit]] = []
     for h in np.unique(strata):
         m = strata == h
@@ -905,23 +940,20 @@ def ppi_mean_sampled(
         if nl < 2:
             raise ValueError(f"stratum {str(h)!r} has {nl} labelled row(s); the Horvitz-Thompson PPI needs at least 2 "
                              "in every stratum (label more rows there, or merge strata)")
-        pseudo = pseudo_h = None
+        pseudo = None
         df = math.inf
-        hajek = float(wl[m] @ yl[m] / wl[m].sum())  # the 1/p-weighted mean of the labels alone
         if adjusted:
             rate = nl / int(m.sum())  # the stratum's mean sampling rate
             pseudo = (np.array([py / rate for py, _ in _PSEUDO]), np.array([pf * (1 - 1 / rate) for _, pf in _PSEUDO]))
-            pseudo_h = (np.array([(py - hajek) / rate for py, _ in _PSEUDO]), np.zeros(len(_PSEUDO)))
             df = float((np.unique(units[m & lab]).size if units is not None else nl) - 1)
         um = None if units is None else units[m]
-        fit = _ht_fit(a[m], b[m], um, lam, pseudo, df)
-        # effective labels compare with the weighted (Hajek) mean of the labels alone, not the (noisier) HT one
-        human = _ht_fit(wl[m] * (yl[m] - hajek), np.zeros(int(m.sum())), um, 0.0, pseudo_h, df)
-        fits.append((int(m.sum()) / a.size, fit._replace(var_human=human.var)))
+        fits.append((int(m.sum()) / a.size, _ht_fit(a[m], b[m], um, lam, pseudo, df)))
     estimate = sum(share * fit.estimate for share, fit in fits)
     parts = [share * share * fit.var for share, fit in fits]
     var = sum(parts)
-    var_human = sum(share * share * fit.var_human for share, fit in fits)
+    keys = strata[: y.size]
+    shares = {str(h): float((strata == h).mean()) for h in np.unique(strata)}
+    label_var = _label_variance(y, _strata_weights(keys, shares, w), adjusted)
     df = fits[0][1].df
     if adjusted and len(fits) > 1:
         spread = sum(v * v / max(fit.df, 1.0) for v, (_, fit) in zip(parts, fits))
@@ -929,7 +961,7 @@ def ppi_mean_sampled(
     method = _method(lam, adjusted, _HT, "stratified" if stratified else "", "clustered" if clustered else "")
     return _interval(
         estimate, var, level=level, lam=sum(share * fit.lam for share, fit in fits), tuned=lam is None,
-        n_labeled=y.size, n_unlabeled=fu.size, var_human=var_human, method=method, df=df,
+        n_labeled=y.size, n_unlabeled=fu.size, label_var=label_var, method=method, df=df,
     )
 
 
@@ -1138,8 +1170,9 @@ def ppi_table(
              f"{' ...' if len(low_cells) > 5 else ''}; review them, do not decide on them")
     if few_clusters:
         warn(f"ppi_table: {len(few_clusters)} cell(s) rest on fewer than MIN_LABELED_CLUSTERS={MIN_LABELED_CLUSTERS} "
-             f"labelled clusters, where cluster-robust PPI intervals undercover (91.7-93.5% for a nominal 95% "
-             f"below 20 conversations, benchmarks/ppi.py): {', '.join(few_clusters[:5])}"
+             f"labelled clusters, where a cluster-robust interval rests on a handful of conversations (the Wald "
+             f"one covered 80-93% for a nominal 95% below 25; the adjusted one 94% or more on the conversation "
+             f"shapes of benchmarks/ppi.py): {', '.join(few_clusters[:5])}"
              f"{' ...' if len(few_clusters) > 5 else ''}; label more conversations before deciding on them")
     return frame_of(rows, PPI_TABLE)
 

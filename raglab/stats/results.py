@@ -183,7 +183,7 @@ PPI_TABLE = _columns(
     Column("n_labeled", "int64", "rows with both a human label and a judge score"),
     Column("n_judged", "int64", "rows with a judge score (labelled and unlabelled)"),
     Column("lam", "float64", "the judge's weight (PPI++ tuned in [0, 1]; a stratum-weighted mean when stratified)"),
-    Column("effective_labels", "float64", "human labels alone that would give the same variance"),
+    Column("effective_labels", "float64", "human labels drawn uniformly at random that, alone, would give the same variance"),
     Column("below_min_labels", "bool", "fewer than MIN_LABELS labels: review, do not decide"),
     Column("method", "str", "the interval method's label"),
     Column("level", "float64", "the confidence level"),
