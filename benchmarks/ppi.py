@@ -46,9 +46,9 @@ Which code is measured: sections 1, 2, 5 and 8 use the benchmark's vectorised PP
 ``ppi_py.ppi_mean_ci``), checked against ``raglab.stats.ppi_mean`` on the first seeds of every cell
 of section 1 (the difference is printed); section 3 computes ``raglab.stats.ppi_mean_strata`` on
 every seed, section 4 ``raglab.stats.ppi_mean_clustered``, section 5 is checked against
-``raglab.stats.compare(labels=..., method="ppi")`` (the paired PPI) on the first seeds of every cell, section 6 ``raglab.stats.ppi_mean`` with
-weights ``1 / pi`` (as ``ppi_table`` does for unequal probabilities) and designs from
-``raglab.sampling.draw``, section 7 ``raglab.stats.ppi_mean`` against ``ppi_py``. When a raglab
+``raglab.stats.compare(labels=..., method="ppi")`` (the paired PPI) on the first seeds of every cell,
+section 6 ``raglab.stats.ppi_mean_sampled`` (the design-based estimator ``ppi_table`` uses for unequal
+probabilities) and designs from ``raglab.sampling.draw``, section 7 ``raglab.stats.ppi_mean`` against ``ppi_py``. When a raglab
 function is not importable the section says so and uses the benchmark's own formula.
 
 Every coverage cell prints its Monte Carlo standard error ``sqrt(c (1 - c) / reps)``; widths are means
@@ -776,11 +776,12 @@ def inclusion(s: np.ndarray, n: int, how: str, floor: float = 0.1) -> np.ndarray
 
 def section_designs(reps, ns):
     print("\n== 6. Neyman and active sampling (Horvitz-Thompson weights, Poisson sampling, continuous judge score) ==")
-    ours, draw = raglab_ppi(), raglab_draw()
+    ours, draw = raglab_ppi("ppi_mean_sampled"), raglab_draw()
     designs = ["uniform", "neyman", "active"] + (["draw"] if draw is not None else [])
     print("columns: 'AI PPI++' = active inference (Zrnic and Candes 2024), mean of lam s + (y - lam s) xi / pi over all "
-          "rows; 'raglab' = raglab.stats.ppi_mean(labels, judge on labelled, judge on every row, weights=1/pi) as "
-          "ppi_table does for unequal probabilities" + ("" if ours is not None else " (not importable: '-')")
+          "rows (Wald); 'raglab' = raglab.stats.ppi_mean_sampled(labels, judge on labelled, judge on the others, "
+          "inclusion probabilities) as ppi_table does for unequal probabilities (its default adjusted interval)"
+          + ("" if ours is not None else " (not importable: '-')")
           + "; design 'draw' = raglab.sampling.draw(method='active', score=judge, threshold=0.5, floor=0.1)"
           + ("" if draw is not None else " (not importable: skipped)"))
     print(f"{'judge':>6} {'design':>8} {'labels':>6} | {'AI PPI++ cov':>12} {'raglab cov':>12} {'HT human cov':>12} | "
@@ -818,7 +819,7 @@ def section_designs(reps, ns):
                             m = xi[d] > 0
                             if m.sum() < 2:
                                 continue  # counted as not covering
-                            iv = ours(y[d, m], s[d, m], s[d], weights=1 / pi[d, m])
+                            iv = ours(y[d, m], s[d, m], s[d, ~m], pi[d, m])
                             lo, hi = interval_of(iv)
                             cov_r += lo <= truth[d] <= hi
                             wr.append(hi - lo)
