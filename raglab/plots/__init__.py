@@ -11,8 +11,10 @@ figure, so a plain ``fig.savefig(...)`` keeps it.
 from raglab.plots._agreement import confusion_heatmap
 from raglab.plots._boundaries import boundary_metric, boundary_positions
 from raglab.plots._forest import forest
+from raglab.plots._over_time import over_time
 from raglab.plots._postmortem import wins_losses
 from raglab.plots._power import power_curve
 from raglab.plots._threshold import judge_thresholds
 
-__all__ = ["boundary_metric", "boundary_positions", "confusion_heatmap", "forest", "judge_thresholds", "power_curve", "wins_losses"]
+__all__ = ["boundary_metric", "boundary_positions", "confusion_heatmap", "forest", "judge_thresholds", "over_time", "power_curve",
+           "wins_losses"]
