@@ -289,3 +289,29 @@ def test_explorers_use_the_roles_set_on_the_table():
     assert box.static_html() == widgets.explore_pair(renamed, cand, metric="human_faithful",
                                                      roles={"answer": "response", "question_id": "qid",
                                                             "retrieved": "ranked"}).static_html()
+
+
+def test_alarms_walks_from_an_alarm_to_its_requests():
+    import raglab  # noqa: F401
+    from raglab.monitor import simulate_log
+
+    log = simulate_log(200_000, days=40, drop_day=20, seed=1)
+    found = log.rag.monitor("faithfulness", reference=0.88, by="topic", predictor="lexical_support",
+                            guarantee="arl", arl=365)
+    box = widgets.alarms(found)
+    controls, navigation, view = box.children
+    (picker,) = controls.children
+    previous, following, position, status = navigation.children
+    billing = next(value for label, value in picker.options if "[billing]" in label)
+    picker.value = billing
+    pm = found.post_mortem(billing)
+    assert "Post-mortem of the alarm on faithfulness [billing]" in view.value
+    assert status.value.startswith(f"1 of {len(pm.requests)} failing request(s) since {pm.started:%Y-%m-%d}")
+    first, second = pm.requests.iloc[0], pm.requests.iloc[1]
+    assert str(first["request_id"]) in view.value and "truth_faithful" not in view.value
+    following.click()
+    assert str(second["request_id"]) in view.value and position.value == 2
+    quiet = simulate_log(20_000, days=10, drop_topic=None, seed=2).rag.monitor("faithfulness", reference=0.5)
+    assert widgets.alarms(quiet).children[2].value.startswith("<p><i>No alarm")
+    with pytest.raises(TypeError, match="alarms needs what raglab.monitor.monitor returns"):
+        widgets.alarms(log)

@@ -6,10 +6,11 @@ gold (``gold_spans``) and the retrieved chunks' spans (``retrieved_spans``) the 
 offsets, marks each retrieved chunk that overlaps gold with the gold characters it holds, counts the gold
 characters that reached the model, and says when a question is unanswerable. ``explore_pair`` puts a
 baseline and a candidate run side by side per question, filtered by slice and by how a metric flipped
-(pass->fail, fail->pass).
+(pass->fail, fail->pass). ``alarms`` walks from a production monitor's alarm to the requests behind it.
 """
 
+from raglab.widgets._alarms import alarms, render_request
 from raglab.widgets._explore import explore, render_row
 from raglab.widgets._pair import explore_pair, render_pair
 
-__all__ = ["explore", "explore_pair", "render_pair", "render_row"]
+__all__ = ["alarms", "explore", "explore_pair", "render_pair", "render_request", "render_row"]
