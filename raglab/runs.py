@@ -856,6 +856,8 @@ def gate(
     bounds: Mapping[str, tuple[float, float]] | None = None,
     human: Mapping[str, str] | None = None,
     predictor: str | Mapping[str, str] | None = None,
+    sequential: bool = False,
+    time: str = "timestamp",
     roles: Roles | Mapping[str, str | None] | None = None,
     resampling: Resampling | None = None,
     **options: Any,
@@ -890,6 +892,14 @@ def gate(
         :data:`raglab.stats.MIN_LABELS` questions judged in both runs review.
     adjust : {"holm", None}
         Blocks need Holm-adjusted evidence over all rows (default) or, with None, only the row's own.
+    sequential : bool
+        A canary looked at again and again (every hour, say) on paired traffic: the rows are taken in
+        the order of ``time`` and every row is decided on the betting confidence sequence
+        (``method="sequential"``, :class:`raglab.stats.estimators.SequentialBetting`), valid at every
+        look at once, so looking as often as one likes keeps the gate's error rates (a fixed-n
+        interval looked at hourly does not). Scores must lie in [0, 1] (or ``bounds=``); no ``units``.
+    time : str
+        With ``sequential=True``: the column of the baseline's rows giving their arrival order.
 
     Returns
     -------
@@ -915,12 +925,41 @@ def gate(
             f"{caller_name} needs metrics=[...]: a release gate is a rule decided in advance, on named metrics "
             "(e.g. metrics=['recall@5', 'faithfulness']), never on whatever numeric columns a table happens to hold."
         )
+    if sequential:
+        base, options = _sequential(base, time, options, resampling, units, caller_name)
     cols, res = _options(base, roles, resampling, options, RESAMPLING_SETTINGS, caller_name)
     with called_as(caller_name):  # the comparison's errors name the gate
         table = compare(base, cand, metrics=metrics, by=by, on=on, how=how, units=units,
                         allow_evalset_mismatch=allow_evalset_mismatch, bounds=bounds, human=human, predictor=predictor, roles=cols,
                         resampling=res)
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
+
+
+def _sequential(base: pd.DataFrame, time: str, options: dict[str, Any], resampling: Resampling | None,
+                units: Any, caller_name: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The baseline in arrival order and ``method="sequential"``, for a gate looked at again and again."""
+    import numpy as np
+
+    chosen = options.get("method", resampling.method if resampling is not None else None)
+    if chosen not in (None, "auto", "sequential"):
+        raise ValueError(f"{caller_name}: sequential=True decides on the betting confidence sequence; method={chosen!r} "
+                         "is a fixed-n interval, which loses its error rate when looked at repeatedly (drop method=)")
+    if units:
+        raise ValueError(f"{caller_name}: sequential=True has no clustered confidence sequence; drop units=")
+    if time not in base.columns:
+        raise _missing(base, time, caller_name, "each row's arrival time, the order a sequential gate reads rows in; "
+                       "pass time='<column>'")
+    stamps = pd.to_datetime(base[time], errors="coerce", utc=True) if not pd.api.types.is_numeric_dtype(
+        base[time]) else base[time]
+    bad = stamps.isna() & base[time].notna() | base[time].isna()
+    if bad.any():
+        rows = np.flatnonzero(bad.to_numpy())[:5].tolist()
+        raise RowTableError(f"{caller_name}: time column {time!r} must hold a time (or an order number) on every row; "
+                            f"rows {rows} do not")
+    order = np.argsort(stamps.to_numpy(), kind="stable")
+    ordered = base.iloc[order]
+    carry_meta(base, ordered)
+    return ordered, {**options, "method": "sequential"}
 
 
 def agreement(

@@ -61,9 +61,12 @@ from raglab.stats.intervals import (
     _BETTING_LABEL,
     _CAPITAL_TEST,
     _SCORE_LABEL,
+    _SEQUENTIAL_LABEL,
     _betting_bounds,
     _betting_p_values,
     _bounded_t,
+    _sequence_bounds,
+    _sequence_p_values,
     _t_bounds,
     _tango_bounds,
     proportion_interval,
@@ -87,6 +90,7 @@ __all__ = [
     "PAIRED",
     "ONE_SAMPLE",
     "Betting",
+    "SequentialBetting",
     "BCaBootstrap",
     "ExpandedPercentileBootstrap",
     "Layout",
@@ -467,6 +471,36 @@ class Betting(PairedEstimator):
                            (_CAPITAL_TEST,) * k, (TestKind.CAPITAL,) * k, (settings.seed,) * k, (None,) * k)
 
 
+class SequentialBetting(Betting):
+    """The betting confidence *sequence* (Waudby-Smith and Ramdas 2023) on differences in arrival order.
+
+    For a canary looked at every hour: the rows are taken in the order given (``gate(...,
+    sequential=True)`` sorts them by time), the bets do not depend on how many rows will come, and a
+    mean once rejected stays rejected, so each side holds at ``(1 - level) / 2`` at every look at
+    once; the p-values ``min(1, 1 / max_s K_s)`` are anytime-valid. Wider than :class:`Betting` at any
+    one look: the price of looking as often as one likes. Never chosen by ``auto``.
+    """
+
+    method = "sequential"
+    label = _SEQUENTIAL_LABEL
+    in_auto = False
+
+    def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
+                 shared: Shared) -> PairedBlock:
+        cols = list(columns)
+        low, high, p_decrease, p_increase = (_cells(sample, cols) for _ in range(4))
+        for c, j in enumerate(cols):
+            lo, hi = sample.bounds.get(sample.names[j], (0.0, 1.0))
+            for r in range(len(sample.layout.rows)):
+                x = sample.cell(r, j)
+                low[r, c], high[r, c] = _sequence_bounds(x, lo - hi, hi - lo, settings.level)
+                p_decrease[r, c], p_increase[r, c] = _sequence_p_values(x, lo - hi, hi - lo, settings.level)
+        p_value = np.minimum(1.0, 2.0 * np.minimum(p_decrease, p_increase))
+        k = len(cols)
+        return PairedBlock(tuple(cols), low, high, p_value, p_decrease, p_increase, self.label, self.kind,
+                           (_CAPITAL_TEST,) * k, (TestKind.CAPITAL,) * k, (None,) * k, (None,) * k)
+
+
 class _PairedBootstrap(PairedEstimator):
     """A bootstrap interval on the mean difference (questions, or whole clusters, resampled), with
     exact McNemar tests for pass/fail columns (no clusters) and sign flips for the others (one-sided
@@ -670,6 +704,7 @@ PAIRED: dict[str, PairedEstimator] = {
     "ppi": PredictionPowered(),  # first: with human labels on a metric, auto takes it
     "score": TangoScore(),
     "betting": Betting(),
+    "sequential": SequentialBetting(),
     "percentile": PercentileBootstrap(),
     "bca": BCaBootstrap(),
 }

@@ -501,3 +501,84 @@ def _betting_p_values(
         log_mean_capital = float(_log_capital(seq, lam, np.array([at]))[0]) - math.log(orders)
         out.append(math.exp(-max(log_mean_capital, 0.0)))  # min(1, 1 / K), without overflow
     return out[0], out[1]
+
+
+# --------------------------------------------------------------------------------------------------
+# Looked at every hour: the betting confidence sequence (valid at every look, in arrival order)
+# --------------------------------------------------------------------------------------------------
+
+_SEQUENTIAL_LABEL = "paired betting confidence sequence (arrival order; valid at every look)"
+
+
+def _sequence_lambdas(x: np.ndarray, alpha: float) -> np.ndarray:
+    """WSR's predictable plug-in bets for a confidence *sequence* (their eq. 27, one-sided):
+    ``sqrt(2 log(1/alpha) / (sigma^2_{t-1} t log(1 + t)))`` with the shrunk running mean and variance;
+    unlike the fixed-n rule they do not know n, so the bound holds at every t at once."""
+    t = np.arange(1, x.size + 1)
+    mu = (0.5 + np.cumsum(x)) / (t + 1)
+    var = (0.25 + np.cumsum((x - mu) ** 2)) / (t + 1)
+    previous = np.concatenate([[0.25], var[:-1]])
+    return np.sqrt(2.0 * np.log(1.0 / alpha) / (previous * t * np.log1p(t)))
+
+
+def _sequence_max_log_capital(x: np.ndarray, lam: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """``max_{s <= n} log K_s(m)`` per candidate ``m``: the capital's running maximum (a CS rejects ``m``
+    once the capital has ever reached ``1 / alpha``, so a look never un-rejects it)."""
+    out = np.empty(grid.size)
+    per = max(1, int(2**22 // max(x.size, 1)))
+    for start in range(0, grid.size, per):
+        m = grid[start : start + per, None]
+        with np.errstate(divide="ignore"):
+            cap = np.where(m > 0, np.minimum(lam[None], _BETTING_TRUNCATION / np.where(m > 0, m, 1.0)), lam[None])
+        path = np.cumsum(np.log1p(cap * (x[None] - m)), axis=-1)
+        out[start : start + per] = np.maximum(path.max(axis=-1), 0.0)
+    return out
+
+
+def _sequence_lower(x: np.ndarray, alpha: float) -> float:
+    """Lower (1 - alpha) bound of the betting confidence sequence on the mean of ``x`` in [0, 1], in the
+    given (arrival) order. Every factor falls as ``m`` rises, so the rejected means are a prefix."""
+    lam = _sequence_lambdas(x, alpha)
+    threshold = math.log(1.0 / alpha)
+    probes = np.array([0.0, float(x.mean()), 1.0])
+    rejected = _sequence_max_log_capital(x, lam, probes) >= threshold
+    if not rejected[0]:
+        return 0.0
+    k = int(rejected.sum())
+    low, high = probes[k - 1], probes[k] if k < probes.size else 1.0
+    for _ in range(_BETTING_ROUNDS):
+        grid = np.linspace(low, high, _BETTING_GRID + 2)[1:-1]
+        k = int((_sequence_max_log_capital(x, lam, grid) >= threshold).sum())
+        low, high = (grid[k - 1] if k else low), (grid[k] if k < grid.size else high)
+    return float(low)
+
+
+def _sequence_bounds(values: np.ndarray, lower: float, upper: float, level: float) -> tuple[float, float]:
+    """Two-sided betting confidence sequence at ``level`` for the mean of ``values`` (in arrival order, in
+    [lower, upper]): each side holds at ``(1 - level) / 2`` at every look at once, for any distribution
+    on the bounds (Waudby-Smith and Ramdas 2023, predictable plug-in). NaN below two values."""
+    values = np.asarray(values, dtype=float)
+    if values.size < 2:
+        return float("nan"), float("nan")
+    span = upper - lower
+    x = np.clip((values - lower) / span, 0.0, 1.0)
+    alpha = (1.0 - level) / 2.0
+    return lower + span * _sequence_lower(x, alpha), lower + span * (1.0 - _sequence_lower(1.0 - x, alpha))
+
+
+def _sequence_p_values(values: np.ndarray, lower: float, upper: float, level: float,
+                       null: float = 0.0) -> tuple[float, float]:
+    """Anytime-valid one-sided p-values ``(p_below, p_above)``: ``min(1, 1 / max_s K_s(null))`` with the
+    bets of :func:`_sequence_bounds`; ``P(p_t <= a for some t) <= a`` when the mean is ``null``."""
+    values = np.asarray(values, dtype=float)
+    if values.size < 2:
+        return float("nan"), float("nan")
+    span = upper - lower
+    x = np.clip((values - lower) / span, 0.0, 1.0)
+    m = min(max((null - lower) / span, 0.0), 1.0)
+    alpha = (1.0 - level) / 2.0
+    out = []
+    for side, at in ((1.0 - x, 1.0 - m), (x, m)):
+        lam = _sequence_lambdas(side, alpha)
+        out.append(math.exp(-float(_sequence_max_log_capital(side, lam, np.array([at]))[0])))
+    return out[0], out[1]
