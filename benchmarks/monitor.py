@@ -24,9 +24,14 @@ B. **Detection delay** of a 3-point drop (0.90 to 0.87 from day 30), one series,
 A cross-check runs ``raglab.monitor.monitor`` on row-level logs of a few seeds and compares its daily
 estimates, standard errors and alarms with this script's vectorised path (printed).
 
-The sequential canary (``gate(..., sequential=True)``) is not built yet; its part will be added with it.
+C. **The sequential canary**: two systems answer the same requests (paired traffic, 50 pairs an hour,
+   pass/fail), the gate (margin 0.05) is looked at every hour for 72 hours. A wrong pass (true
+   difference exactly -0.05, the margin) and a wrong block (true difference 0) at *any* look, for
+   ``gate(..., sequential=True)`` (the betting confidence sequence, raglab's code) against the default
+   gate's Tango interval looked at every hour and looked at once, at 72 hours; and how soon each
+   passes a candidate that is as good as the baseline.
 
-Run: ``.venv/bin/python benchmarks/monitor.py [--runs 2000] [--parts AB] [--quick]``
+Run: ``.venv/bin/python benchmarks/monitor.py [--runs 2000] [--parts ABC] [--quick]``
 (about 1 minute on 2 cores; ``--quick``: 300 runs).
 """
 
@@ -40,6 +45,7 @@ import pandas as pd
 
 from raglab.monitor._detect import cusum, gaussian_e_values, shiryaev_roberts, threshold
 from raglab.monitor._monitor import DROP_MULTIPLES
+from raglab.stats.intervals import _BETTING_TRUNCATION, _sequence_lambdas, _sequence_p_values, _tango_bounds
 
 SEED = 22
 LOOKS = 90
@@ -176,6 +182,80 @@ def part_b(runs: int) -> list[tuple[str, float, float]]:
     return out
 
 
+def capital_at_looks(d: np.ndarray, null: float, looks: np.ndarray, side: str) -> np.ndarray:
+    """The sequential gate's running-max log capital at each look (rows in arrival order; d in [-1, 1]).
+
+    ``side="above"``: the bettor on "the mean difference exceeds ``null``" (its reaching log(1/alpha)
+    is a pass when ``null = -margin``); ``"below"``: on "it is below ``null``" (a block when ``null = 0``).
+    The bets are raglab's (``_sequence_lambdas``, truncation ``_BETTING_TRUNCATION``)."""
+    x = (d + 1.0) / 2.0
+    m = (null + 1.0) / 2.0
+    if side == "below":
+        x, m = 1.0 - x, 1.0 - m
+    lam = _sequence_lambdas(x, (1 - 0.95) / 2)
+    if m > 0:
+        lam = np.minimum(lam, _BETTING_TRUNCATION / m)
+    path = np.maximum.accumulate(np.maximum(np.cumsum(np.log1p(lam * (x - m))), 0.0))
+    return path[looks - 1]
+
+
+def part_c(runs: int, margin: float = 0.05, per_hour: int = 50, hours: int = 72) -> list[tuple[str, float, float]]:
+    print(f"\n== C. The sequential canary: paired traffic, {per_hour} pairs an hour, looked at every hour for {hours} "
+          f"hours, margin {margin} ==")
+    n = per_hour * hours
+    looks = per_hour * np.arange(1, hours + 1)
+    threshold_log = np.log(1 / ((1 - 0.95) / 2))
+    print(f"{'true difference':>15} {'error':>12} | {'sequential, hourly':>18} {'Tango, hourly':>14} {'Tango, at 72 h':>14} | "
+          f"{'hours to pass: seq.':>19} {'Tango at 72 h':>13}")
+    out = []
+    for i, (truth, error) in enumerate(((-margin, "wrong pass"), (0.0, "wrong block"))):
+        rng = np.random.default_rng([SEED, 3, i])
+        # paired outcomes with the stated true difference: 15% discordant pairs, split to give it
+        disc = 0.15
+        up, down = (disc + truth) / 2, (disc - truth) / 2
+        u = rng.random((runs, n))
+        d = np.where(u < up, 1.0, np.where(u < up + down, -1.0, 0.0))
+        seq_err = np.zeros(runs, dtype=bool)
+        seq_pass_hour = np.full(runs, np.nan)
+        for r in range(runs):
+            if error == "wrong pass":
+                cap = capital_at_looks(d[r], -margin, looks, "above")
+                seq_err[r] = (cap >= threshold_log).any()
+            else:
+                cap = capital_at_looks(d[r], 0.0, looks, "below")
+                seq_err[r] = (cap >= threshold_log).any()
+                passed = capital_at_looks(d[r], -margin, looks, "above") >= threshold_log
+                seq_pass_hour[r] = np.argmax(passed) + 1 if passed.any() else np.nan
+        # the default gate's Tango interval at every hourly look, vectorised over runs and looks
+        cum_up = np.cumsum(d == 1, axis=1)[:, looks - 1]
+        cum_down = np.cumsum(d == -1, axis=1)[:, looks - 1]
+        low, high = _tango_bounds(cum_down.ravel(), cum_up.ravel(), np.tile(looks, runs), 0.95)
+        low, high = low.reshape(runs, hours), high.reshape(runs, hours)
+        wrong = (low >= -margin) if error == "wrong pass" else (high < 0)
+        tango_hourly, tango_end = wrong.any(axis=1).mean(), wrong[:, -1].mean()
+        tango_pass_end = float((low[:, -1] >= -margin).mean())
+        if error == "wrong block":
+            med = float(np.nanmedian(seq_pass_hour)) if np.isfinite(seq_pass_hour).any() else float("nan")
+            share = float(np.isfinite(seq_pass_hour).mean())
+            speed = f"{med:9.0f} ({100 * share:3.0f}%)"
+            end = f"{100 * tango_pass_end:9.0f}% at 72"
+        else:
+            speed, end = "-", "-"
+        print(f"{truth:15.2f} {error:>12} | {fmt(float(seq_err.mean()), runs):>18} {fmt(float(tango_hourly), runs):>14} "
+              f"{fmt(float(tango_end), runs):>14} | {speed:>19} {end:>13}")
+        out.append((f"sequential {error}", float(seq_err.mean()), 0.025))
+        out.append((f"Tango hourly {error}", float(tango_hourly), 0.025))
+    # the vectorised capital is the gate's own: one run checked against _sequence_p_values over all rows
+    rng = np.random.default_rng([SEED, 3, 9])
+    d = np.where(rng.random(n) < 0.04, 1.0, np.where(rng.random(n) < 0.04, -1.0, 0.0))
+    full = capital_at_looks(d, -margin, np.array([n]), "above")[0]
+    assert abs(np.exp(-full) - _sequence_p_values(d, -1.0, 1.0, 0.95, null=-margin)[1]) < 1e-12
+    print(f"runs per cell {runs}; each error's bound is 0.025 (one side of a 95% sequence); 'hours to pass': median "
+          f"hour of the first pass (share of runs that passed within {hours} h) with no true difference; the "
+          f"sequence's capital here is raglab's (checked against the gate's p-value to 1e-12)")
+    return out
+
+
 def cross_check(seeds: int = 3) -> float:
     """raglab.monitor.monitor on row-level logs against this script's vectorised path: max |difference|."""
     import raglab  # noqa: F401  (registers the accessor)
@@ -212,7 +292,7 @@ def cross_check(seeds: int = 3) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=2000)
-    parser.add_argument("--parts", default="AB")
+    parser.add_argument("--parts", default="ABC")
     parser.add_argument("--quick", action="store_true", help="300 runs per cell")
     args = parser.parse_args(argv)
     runs = 300 if args.quick else args.runs
@@ -222,6 +302,7 @@ def main(argv: list[str] | None = None) -> None:
           f"max |difference| of daily estimates and standard errors {worst:.1e}, identical alarms")
     claims = part_a(runs) if "A" in args.parts else []
     delays = part_b(runs) if "B" in args.parts else []
+    canary = part_c(min(runs, 1000)) if "C" in args.parts else []
     if claims:
         print("\n== Claims ==")
         worst_cell = max(claims, key=lambda c: c[1] - c[2])
@@ -229,6 +310,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"no-change false alarms within the stated alpha = {ALPHA} over 90 looks for 1-20 series (given "
               f"reference and 14-day window): largest {100 * worst_cell[1]:.1f}% ({worst_cell[0]}); cells above alpha "
               f"by more than 2 MCSE: {len(short)} -> {'holds' if not short else 'FAILS'}")
+    if canary:
+        short = [c for c in canary if c[0].startswith("sequential") and c[1] > c[2] + 2 * mcse(c[2], min(runs, 1000))]
+        print("sequential canary, 72 hourly looks: " + "; ".join(f"{name} {100 * rate:.1f}%" for name, rate, _ in canary)
+              + f" (bound 2.5% each) -> {'holds' if not short else 'FAILS'}")
     if delays:
         print("median detection delays (days): " + "; ".join(f"{name}: {med:.0f}" for name, med, _ in delays
                                                               if "n=" in name and "0.88" not in name))

@@ -31,3 +31,9 @@ def test_no_change_keeps_the_horizon_guarantee_and_a_drop_is_seen(bench, capsys)
     assert delays["raglab monitor, arl 365 n=2000"] <= 3  # 2,000 judged a day: a 3-point drop in days
     out = capsys.readouterr().out
     assert "A. False alarms" in out and "B. Detection delay" in out
+
+
+def test_the_sequential_canary_keeps_its_error_under_hourly_looks(bench):
+    results = dict((name, rate) for name, rate, _ in bench.part_c(150))
+    assert results["sequential wrong pass"] <= 0.025 + 0.03 and results["sequential wrong block"] <= 0.025 + 0.03
+    assert results["Tango hourly wrong pass"] > results["sequential wrong pass"]  # looking hourly at a fixed-n gate
