@@ -20,7 +20,16 @@ def _alarm_name(row: Any) -> str:
 
 
 def render_request(request: pd.Series, *, columns: Sequence[str] | None = None) -> str:
-    """One request as an HTML table of its fields (text escaped; ``truth_`` columns left out)."""
+    """One request as an HTML table of its fields (text escaped; ``truth_`` columns left out).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from raglab.widgets import render_request
+    >>> html = render_request(pd.Series({"request_id": 7, "question": "<b>?</b>", "truth_faithful": 1.0}))
+    >>> "&lt;b&gt;" in html, "truth_faithful" in html
+    (True, False)
+    """
     names = [c for c in (columns or request.index) if c not in _HIDDEN and not str(c).startswith("truth_")]
     cells = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(str(c))}</th>"
                     f"<td>{html.escape(str(request[c]))}</td></tr>" for c in names)
