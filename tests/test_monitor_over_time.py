@@ -146,3 +146,33 @@ def test_bad_input_is_named(log):
         over_time(log, "citation_valid", freq="fortnightly")
     with pytest.raises(ValueError, match="at least one metric"):
         over_time(log, [])
+
+
+def test_unequal_probabilities_take_the_design_based_estimate():
+    """Billing judged at 10%, the rest at 2%: the overall cell is Horvitz-Thompson (ppi_mean_sampled), a topic's is ppi_mean."""
+    from raglab.stats import ppi_mean_sampled
+
+    log = simulate_log(40_000, days=4, seed=12)
+    rng = np.random.default_rng(0)
+    p = np.where(log["topic"] == "billing", 0.10, 0.02)
+    chosen = rng.random(len(log)) < p
+    log["selected"], log["inclusion_probability"] = chosen, p
+    log["faithfulness"] = np.where(chosen, log["truth_verdict"], np.nan)
+    log.attrs["raglab"]["sampling"]["judged"].update(method="stratified", strata="topic", n=int(chosen.sum()))
+    table = log.rag.over_time("faithfulness", predictor="lexical_support", by="topic")
+    day = log["timestamp"].dt.floor("D")
+    first = day.min()
+    rows = log[day == first]
+    lab = rows["selected"].to_numpy()
+    iv = ppi_mean_sampled(rows.loc[lab, "faithfulness"], rows.loc[lab, "lexical_support"],
+                          rows.loc[~lab, "lexical_support"], rows.loc[lab, "inclusion_probability"])
+    got = _cell(table, first, "overall", "faithfulness")
+    np.testing.assert_allclose([got["estimate"], got["low"], got["high"]], [iv.estimate, iv.low, iv.high], atol=1e-12)
+    assert "Horvitz-Thompson" in got["method"]
+    billing = rows[rows["topic"] == "billing"]
+    bl = billing["selected"].to_numpy()
+    iv_b = ppi_mean(billing.loc[bl, "faithfulness"], billing.loc[bl, "lexical_support"],
+                    billing.loc[~bl, "lexical_support"])
+    got_b = _cell(table, first, "billing", "faithfulness")
+    np.testing.assert_allclose([got_b["estimate"], got_b["low"], got_b["high"]], [iv_b.estimate, iv_b.low, iv_b.high],
+                               atol=1e-12)

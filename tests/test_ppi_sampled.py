@@ -171,3 +171,27 @@ def test_covers_the_table_mean_under_an_active_draw_of_paired_differences():
         widths.append(iv.width)
     assert "plus-four" not in iv.method  # differences: the Wald interval
     assert covered / reps >= 0.92  # nominal 95%; 300 seeds: MCSE 1.3%
+
+
+@pytest.mark.parametrize("lam", [None, 0.0, 0.5])
+@pytest.mark.parametrize("interval", ["adjusted", "wald"])
+def test_the_sums_form_equals_the_row_form(lam, interval):
+    """over_time's cells (sums over rows, so partitions add) give ppi_mean_sampled's interval."""
+    from raglab.stats.ppi import _ht_from_sums, _z
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    y = (rng.random(n) < 0.7).astype(float)
+    f = np.clip(y * 0.6 + 0.4 * rng.random(n), 0, 1)
+    pi = np.where(f > 0.5, 0.05, 0.2)
+    xi = rng.random(n) < pi
+    iv = ppi_mean_sampled(y[xi], f[xi], f[~xi], pi[xi], lam=lam, interval=interval)
+    w = np.where(xi, 1 / pi, 0.0)
+    a, b = w * y, f * (1 - w)
+    halves = [np.array_split(v, 3) for v in (a, b)]  # three partitions, summed
+    sums = [sum(float((p * q).sum()) for p, q in zip(*pair)) for pair in
+            ((halves[0], [np.ones_like(x) for x in halves[0]]), (halves[1], [np.ones_like(x) for x in halves[1]]),
+             (halves[0], halves[0]), (halves[1], halves[1]), (halves[0], halves[1]))]
+    est, var, _, df = _ht_from_sums(n, int(xi.sum()), *sums, lam, interval == "adjusted")
+    half = _z(0.95, df) * np.sqrt(var)
+    np.testing.assert_allclose([est, est - half, est + half], [iv.estimate, iv.low, iv.high], atol=1e-12)

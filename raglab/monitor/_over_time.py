@@ -29,7 +29,7 @@ from raglab._meta import carry_meta
 from raglab._rowtable import _row_labels
 from raglab._validation import caller, check_level, warn
 from raglab.stats.intervals import _wilson_arrays
-from raglab.stats.ppi import MIN_LABELS, _bounded, _fit, _method, _Sums, _z
+from raglab.stats.ppi import _HT, MIN_LABELS, _bounded, _fit, _ht_from_sums, _method, _Sums, _z
 
 __all__ = ["COLUMNS", "over_time", "periods"]
 
@@ -184,6 +184,11 @@ def _judged(y: np.ndarray, f: np.ndarray | None, prob: np.ndarray | None, codes:
         unequal = np.zeros(size, dtype=bool)
     adjusted = _bounded(y[labelled], pred)
     lam = None if f is not None else 0.0
+    ht = None
+    if unequal.any():  # the design-based (Horvitz-Thompson) form over every request, from its sums
+        a = wl * yl
+        b = pred * (1.0 - wl)
+        ht = _sum_by(codes, size, {"a": a, "b": b, "aa": a * a, "bb": b * b, "ab": a * b})
     out = {k: np.full(size, np.nan) for k in ("estimate", "low", "high", "se")}
     method = np.empty(size, dtype=object)
     base = _method(lam, adjusted) if f is not None else (
@@ -191,19 +196,22 @@ def _judged(y: np.ndarray, f: np.ndarray | None, prob: np.ndarray | None, codes:
     suffix = f", predictor {predictor!r}" if predictor else ""
     for i in range(size):
         n_lab, n_unl = sums["n"][i], sums["N"][i]
-        if unequal[i]:
-            method[i] = ("not estimated: the judged rows of this period had unequal inclusion probabilities "
-                         "(use a uniform or stratified judged sample per period)")
-            continue
         if n_lab < 2 or n_unl < 1:
             method[i] = f"not estimated: {int(n_lab)} judged request(s) (at least 2 needed)" if n_lab < 2 else (
                 "not estimated: every request was judged (use the plain mean)")
             continue
-        fit = _fit(_Sums(*(float(sums[k][i]) for k in _LABELLED + _UNLABELLED)), lam, adjusted)
-        half = _z(level, fit.df) * math.sqrt(max(fit.var, 0.0))
-        out["estimate"][i], out["se"][i] = fit.estimate, math.sqrt(max(fit.var, 0.0))
-        out["low"][i], out["high"][i] = fit.estimate - half, fit.estimate + half
-        method[i] = base + suffix
+        if unequal[i] and ht is not None:
+            estimate, var, _, df = _ht_from_sums(n_lab + n_unl, n_lab, *(float(ht[k][i]) for k in ("a", "b", "aa", "bb", "ab")),
+                                                 lam, adjusted)
+            text = (_method(lam, adjusted, _HT) if f is not None else
+                    "Horvitz-Thompson mean of the judged sample (" + ("plus-four, t" if adjusted else "normal") + ")")
+        else:
+            fit = _fit(_Sums(*(float(sums[k][i]) for k in _LABELLED + _UNLABELLED)), lam, adjusted)
+            estimate, var, df, text = fit.estimate, fit.var, fit.df, base
+        half = _z(level, df) * math.sqrt(max(var, 0.0))
+        out["estimate"][i], out["se"][i] = estimate, math.sqrt(max(var, 0.0))
+        out["low"][i], out["high"][i] = estimate - half, estimate + half
+        method[i] = text + suffix
     return {"n_judged": sums["n"], **out, "method": method}
 
 

@@ -828,6 +828,28 @@ def _ht_fit(
     )
 
 
+def _ht_from_sums(rows: float, n_labeled: float, sa: float, sb: float, saa: float, sbb: float, sab: float,
+                  lam: float | None, adjusted: bool) -> tuple[float, float, float, float]:
+    """:func:`_ht_fit` without clusters, from sums over the rows of ``a = y xi / p`` and ``b = f (1 - xi / p)``.
+
+    Returns (estimate, variance of the estimate, lam, df); partitions combine by adding their sums.
+    """
+    mean_a, mean_b = sa / rows, sb / rows
+    aa, bb, ab = saa - rows * mean_a**2, sbb - rows * mean_b**2, sab - rows * mean_a * mean_b
+    lam_ = (float(min(1.0, max(0.0, -ab / bb))) if bb > 0 else 0.0) if lam is None else float(lam)
+    total = aa + 2 * lam_ * ab + lam_ * lam_ * bb
+    groups = rows
+    df = math.inf
+    if adjusted:
+        rate = n_labeled / rows
+        for py, pf in _PSEUDO:
+            total += (py / rate - mean_a + lam_ * (pf * (1 - 1 / rate) - mean_b)) ** 2
+        groups += len(_PSEUDO)
+        df = n_labeled - 1
+    var = groups / (groups - 1) / (rows * rows) * max(total, 0.0) if groups > 1 else float("inf")
+    return mean_a + lam_ * mean_b, var, lam_, df
+
+
 def ppi_mean_sampled(
     labels: Any,
     judged_labeled: Any,
