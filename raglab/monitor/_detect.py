@@ -14,11 +14,15 @@ evidence of a drop starting at every past period. Two guarantees follow without 
   the chance of *any* false alarm in the horizon is at most ``alpha``, however often one looks;
 * **arl** (average run length): ``R_t - t`` is a supermartingale, so with threshold ``A`` the mean
   time to a false alarm is at least ``A`` periods (Shin, Ramdas and Rinaldo, 2023: e-detectors).
+  With a restart after each alarm, ``R_t + A N_t - t`` (``N_t`` alarms so far) is a supermartingale
+  too, so the expected number of false alarms in any ``T`` periods is at most ``T / A``; holding the
+  alarm instead of restarting only removes alarms.
 
 Several series (metrics x slices) split ``alpha`` (horizon) or multiply ``A`` (arl) by their number
 (Bonferroni). Several alternatives (falls of 3, 6, 12 and 24 points) run side by side and the
-statistic is their mean: still a Shiryaev-Roberts statistic of e-values, so both guarantees hold. At an alarm the change is dated by the start ``s`` that maximises ``prod_{i=s..t} e_i``
-(the CUSUM's last reset), and the statistic restarts.
+statistic is their mean: still a Shiryaev-Roberts statistic of e-values, so both guarantees hold.
+At an alarm the change is dated by the start ``s`` that maximises ``prod_{i=s..t} e_i`` (the CUSUM's
+last reset), and the statistic restarts (or holds the alarm).
 """
 
 from __future__ import annotations
@@ -157,8 +161,9 @@ def threshold(guarantee: str, *, alpha: float | None = None, horizon: int | None
 
     ``"horizon"``: ``horizon * series / alpha`` (any false alarm in ``horizon`` looks of any series:
     at most ``alpha``); ``"arl"``: ``arl * series`` (each series' mean run length to a false alarm is
-    at least ``arl * series`` periods, so false alarms of the family come at most once per ``arl``
-    periods on average).
+    at least ``arl * series`` periods and its expected false alarms in ``T`` periods at most
+    ``T / (arl * series)``, so the family's expected false alarms in ``T`` periods are at most
+    ``T / arl``: one per ``arl`` periods on average).
 
     Examples
     --------

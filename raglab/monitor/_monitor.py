@@ -214,8 +214,8 @@ def monitor(
     ...                         guarantee="arl", arl=365)              # one false alarm a year, on average
     >>> print(found)  # doctest: +NORMALIZE_WHITESPACE
     Monitor: 6 series x 60 looks (D); average run length: false alarms of 6 series (1 metric(s) x 6 slice(s))
-    at most once per 365 periods on average; Shiryaev-Roberts e-detector, threshold 2190, Gaussian e-values
-    for falls of 0.03, 0.06, 0.12, 0.24
+    at most once per 365 periods on average (expected false alarms in T periods <= T/365); Shiryaev-Roberts
+    e-detector, threshold 2190, Gaussian e-values for falls of 0.03, 0.06, 0.12, 0.24
     ALARM faithfulness [billing] at 2026-10-07: from 2026-10-01 0.737 [0.681, 0.793] vs reference 0.880
     (170 judged)
     >>> slow = log.rag.monitor("faithfulness", reference=14, by="topic", predictor="lexical_support")
@@ -344,7 +344,8 @@ def monitor(
         text = (f"anytime-valid: P(any false alarm in {horizon_} looks of {family}) <= {alpha_seq:g}"
                 + (f" (+ {alpha / 2:g} for the reference windows' bounds)" if windowed else "") + f"; {detector}")
     else:
-        text = (f"average run length: false alarms of {family} at most once per {arl:g} periods on average"
+        text = (f"average run length: false alarms of {family} at most once per {arl:g} periods on average "
+                f"(expected false alarms in T periods <= T/{arl:g})"
                 + (f" (reference windows' bounds at {alpha / 2:g})" if windowed else "") + f"; {detector}")
     if restarts:
         text += f"; restarted at judge change(s) on {', '.join(_day(p) for p in restarts)}"

@@ -10,7 +10,9 @@ same result once their sums are added. Two kinds of metric:
   ``attrs["raglab"]["sampling"]["judged"]`` with each row's inclusion probability): the
   design-weighted estimate for *all* the period's requests, never the plain mean of the judged ones;
   with ``predictor`` (a cheap score on every request, e.g. ``lexical_support``) a prediction-powered
-  one (:func:`raglab.stats.ppi_mean`: judge verdicts as labels, the predictor as predictions).
+  one (:func:`raglab.stats.ppi_mean`: judge verdicts as labels, the predictor as predictions). A cell
+  whose judged requests were drawn with unequal probabilities (the overall row of a stratified
+  judged sample) takes the design-based form (:func:`raglab.stats.ppi_mean_sampled`).
 """
 
 from __future__ import annotations
