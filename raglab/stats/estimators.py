@@ -453,22 +453,29 @@ class Betting(PairedEstimator):
             return True
         return sample.in_unit[j] and (not auto or metric_info(name).bounded)
 
+    def cell(self, x: np.ndarray, lower: float, upper: float, settings: Settings) -> tuple[float, float, float, float]:
+        """``(low, high, p_decrease, p_increase)`` for the differences ``x`` known to lie in [lower, upper]."""
+        stream = [settings.seed, 2]  # the betting orders' own stream
+        low, high = _betting_bounds(x, lower, upper, settings.level, stream)
+        # the capital the bounds are read from: on the same range (declared bounds included)
+        return (low, high, *_betting_p_values(x, lower, upper, settings.level, stream))
+
+    def seeds(self, settings: Settings) -> Any:
+        return settings.seed
+
     def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
                  shared: Shared) -> PairedBlock:
         cols = list(columns)
         low, high, p_decrease, p_increase = (_cells(sample, cols) for _ in range(4))
-        stream = [settings.seed, 2]  # the betting orders' own stream
         for c, j in enumerate(cols):
             lo, hi = sample.bounds.get(sample.names[j], (0.0, 1.0))
             for r in range(len(sample.layout.rows)):
-                x = sample.cell(r, j)
-                low[r, c], high[r, c] = _betting_bounds(x, lo - hi, hi - lo, settings.level, stream)
-                # the capital the bounds are read from: on the same range (declared bounds included)
-                p_decrease[r, c], p_increase[r, c] = _betting_p_values(x, lo - hi, hi - lo, settings.level, stream)
+                low[r, c], high[r, c], p_decrease[r, c], p_increase[r, c] = self.cell(
+                    sample.cell(r, j), lo - hi, hi - lo, settings)
         p_value = np.minimum(1.0, 2.0 * np.minimum(p_decrease, p_increase))
         k = len(cols)
         return PairedBlock(tuple(cols), low, high, p_value, p_decrease, p_increase, self.label, self.kind,
-                           (_CAPITAL_TEST,) * k, (TestKind.CAPITAL,) * k, (settings.seed,) * k, (None,) * k)
+                           (_CAPITAL_TEST,) * k, (TestKind.CAPITAL,) * k, (self.seeds(settings),) * k, (None,) * k)
 
 
 class SequentialBetting(Betting):
@@ -485,20 +492,12 @@ class SequentialBetting(Betting):
     label = _SEQUENTIAL_LABEL
     in_auto = False
 
-    def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
-                 shared: Shared) -> PairedBlock:
-        cols = list(columns)
-        low, high, p_decrease, p_increase = (_cells(sample, cols) for _ in range(4))
-        for c, j in enumerate(cols):
-            lo, hi = sample.bounds.get(sample.names[j], (0.0, 1.0))
-            for r in range(len(sample.layout.rows)):
-                x = sample.cell(r, j)
-                low[r, c], high[r, c] = _sequence_bounds(x, lo - hi, hi - lo, settings.level)
-                p_decrease[r, c], p_increase[r, c] = _sequence_p_values(x, lo - hi, hi - lo, settings.level)
-        p_value = np.minimum(1.0, 2.0 * np.minimum(p_decrease, p_increase))
-        k = len(cols)
-        return PairedBlock(tuple(cols), low, high, p_value, p_decrease, p_increase, self.label, self.kind,
-                           (_CAPITAL_TEST,) * k, (TestKind.CAPITAL,) * k, (None,) * k, (None,) * k)
+    def cell(self, x: np.ndarray, lower: float, upper: float, settings: Settings) -> tuple[float, float, float, float]:
+        low, high = _sequence_bounds(x, lower, upper, settings.level)
+        return (low, high, *_sequence_p_values(x, lower, upper, settings.level))
+
+    def seeds(self, settings: Settings) -> Any:
+        return None  # no random orders: the arrival order is the data's
 
 
 class _PairedBootstrap(PairedEstimator):

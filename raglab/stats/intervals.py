@@ -423,14 +423,20 @@ def _betting_lower(x: np.ndarray, alpha: float, seed: Any, orders: int) -> float
     spread = 4.0 * (float(ordered.std()) + 0.1) * math.sqrt(math.log(1.0 / alpha) / x.size)
     # Bracket: low rejected (or 0, which bounds the mean anyway), high not rejected.
     probes = np.array([0.0, max(0.0, mean - spread), mean, 1.0])
-    rejected = _log_capital(seq, lam, probes) >= threshold
+    return _first_not_rejected(lambda grid: _log_capital(seq, lam, grid) >= threshold, probes)
+
+
+def _first_not_rejected(rejects: Any, probes: np.ndarray) -> float:
+    """The smallest mean in [0, 1] a bettor does not reject, when the rejected means are a prefix (the
+    capital falls as the mean rises): checked at ``probes`` (0 first), then refined on a grid in rounds."""
+    rejected = rejects(probes)
     if not rejected[0]:
         return 0.0
-    k = int(rejected.sum())  # rejected candidates are a prefix: K falls as m rises
+    k = int(rejected.sum())
     low, high = probes[k - 1], probes[k] if k < probes.size else 1.0
     for _ in range(_BETTING_ROUNDS):
         grid = np.linspace(low, high, _BETTING_GRID + 2)[1:-1]
-        k = int((_log_capital(seq, lam, grid) >= threshold).sum())
+        k = int(rejects(grid).sum())
         low, high = (grid[k - 1] if k else low), (grid[k] if k < grid.size else high)
     return float(low)
 
@@ -449,6 +455,15 @@ def _log_capital(seq: np.ndarray, lam: np.ndarray, grid: np.ndarray) -> np.ndarr
     return out
 
 
+def _unit_scaled(values: Any, lower: float, upper: float, null: float = 0.0) -> tuple[np.ndarray, float] | None:
+    """``values`` and ``null`` mapped from [lower, upper] onto [0, 1] for a bettor; None below two values."""
+    values = np.asarray(values, dtype=float)
+    if values.size < 2:
+        return None
+    span = upper - lower
+    return np.clip((values - lower) / span, 0.0, 1.0), min(max((null - lower) / span, 0.0), 1.0)
+
+
 def _betting_bounds(
     values: np.ndarray, lower: float, upper: float, level: float, seed: Any, orders: int = _BETTING_ORDERS
 ) -> tuple[float, float]:
@@ -458,12 +473,10 @@ def _betting_bounds(
     normal approximation, no resampling): a wrong "within the margin" has probability at most that.
     NaN bounds below two values. The same multiset of values and seed give the same bounds.
     """
-    values = np.asarray(values, dtype=float)
-    if values.size < 2:
+    scaled = _unit_scaled(values, lower, upper)
+    if scaled is None:
         return float("nan"), float("nan")
-    span = upper - lower
-    x = np.clip((values - lower) / span, 0.0, 1.0)
-    alpha = (1.0 - level) / 2.0
+    x, span, alpha = scaled[0], upper - lower, (1.0 - level) / 2.0
     # One seed for both sides (not one stream read twice): the high side is the low side's mirror image.
     low = _betting_lower(x, alpha, seed, orders)
     high = 1.0 - _betting_lower(1.0 - x, alpha, seed, orders)
@@ -488,12 +501,10 @@ def _betting_p_values(
     random orders too; with one seed fixed, exact enumeration in ``tests/test_gate_tails.py`` finds
     ``P(p < 0.025)`` at most 0.0063 on every mean-0 law it tries.) NaN below two values.
     """
-    values = np.asarray(values, dtype=float)
-    if values.size < 2:
+    scaled = _unit_scaled(values, lower, upper, null)
+    if scaled is None:
         return float("nan"), float("nan")
-    span = upper - lower
-    x = np.clip((values - lower) / span, 0.0, 1.0)
-    m = min(max((null - lower) / span, 0.0), 1.0)
+    x, m = scaled
     alpha = (1.0 - level) / 2.0
     out = []
     for side, at in ((1.0 - x, 1.0 - m), (x, m)):  # betting on a mean below null, then above it
@@ -541,28 +552,17 @@ def _sequence_lower(x: np.ndarray, alpha: float) -> float:
     lam = _sequence_lambdas(x, alpha)
     threshold = math.log(1.0 / alpha)
     probes = np.array([0.0, float(x.mean()), 1.0])
-    rejected = _sequence_max_log_capital(x, lam, probes) >= threshold
-    if not rejected[0]:
-        return 0.0
-    k = int(rejected.sum())
-    low, high = probes[k - 1], probes[k] if k < probes.size else 1.0
-    for _ in range(_BETTING_ROUNDS):
-        grid = np.linspace(low, high, _BETTING_GRID + 2)[1:-1]
-        k = int((_sequence_max_log_capital(x, lam, grid) >= threshold).sum())
-        low, high = (grid[k - 1] if k else low), (grid[k] if k < grid.size else high)
-    return float(low)
+    return _first_not_rejected(lambda grid: _sequence_max_log_capital(x, lam, grid) >= threshold, probes)
 
 
 def _sequence_bounds(values: np.ndarray, lower: float, upper: float, level: float) -> tuple[float, float]:
     """Two-sided betting confidence sequence at ``level`` for the mean of ``values`` (in arrival order, in
     [lower, upper]): each side holds at ``(1 - level) / 2`` at every look at once, for any distribution
     on the bounds (Waudby-Smith and Ramdas 2023, predictable plug-in). NaN below two values."""
-    values = np.asarray(values, dtype=float)
-    if values.size < 2:
+    scaled = _unit_scaled(values, lower, upper)
+    if scaled is None:
         return float("nan"), float("nan")
-    span = upper - lower
-    x = np.clip((values - lower) / span, 0.0, 1.0)
-    alpha = (1.0 - level) / 2.0
+    x, span, alpha = scaled[0], upper - lower, (1.0 - level) / 2.0
     return lower + span * _sequence_lower(x, alpha), lower + span * (1.0 - _sequence_lower(1.0 - x, alpha))
 
 
@@ -570,12 +570,10 @@ def _sequence_p_values(values: np.ndarray, lower: float, upper: float, level: fl
                        null: float = 0.0) -> tuple[float, float]:
     """Anytime-valid one-sided p-values ``(p_below, p_above)``: ``min(1, 1 / max_s K_s(null))`` with the
     bets of :func:`_sequence_bounds`; ``P(p_t <= a for some t) <= a`` when the mean is ``null``."""
-    values = np.asarray(values, dtype=float)
-    if values.size < 2:
+    scaled = _unit_scaled(values, lower, upper, null)
+    if scaled is None:
         return float("nan"), float("nan")
-    span = upper - lower
-    x = np.clip((values - lower) / span, 0.0, 1.0)
-    m = min(max((null - lower) / span, 0.0), 1.0)
+    x, m = scaled
     alpha = (1.0 - level) / 2.0
     out = []
     for side, at in ((1.0 - x, 1.0 - m), (x, m)):
