@@ -895,7 +895,7 @@ def gate(
     sequential : bool
         A canary looked at again and again (every hour, say) on paired traffic: the rows are taken in
         the order of ``time`` and every row is decided on the betting confidence sequence
-        (``method="sequential"``, :class:`raglab.stats.estimators.SequentialBetting`), valid at every
+        (``method="sequential"``, ``raglab.stats.estimators.SequentialBetting``), valid at every
         look at once, so looking as often as one likes keeps the gate's error rates (a fixed-n
         interval looked at hourly does not). Scores must lie in [0, 1] (or ``bounds=``); no ``units``.
     time : str
