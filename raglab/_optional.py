@@ -101,6 +101,8 @@ EXTRAS: dict[str, str] = {
     "nbformat": "notebooks",
     "ipykernel": "notebooks",
     "jupyter": "notebooks",
+    "dask": "dask",
+    "distributed": "dask",
 }
 """Top-level module name -> the raglab extra that installs it."""
 

@@ -1,0 +1,16 @@
+"""``ddf.rag`` on Dask DataFrames: the same methods and the same pandas tables as on pandas.
+
+``import raglab.dask`` registers the accessor. Workers turn their partition into small statistics
+(counts, sums, sums of squares and cross-products); one combine step adds them and the pandas code
+finishes the tables, so no result depends on how the rows are partitioned or ordered.
+"""
+
+from __future__ import annotations
+
+from raglab._optional import import_optional
+
+import_optional("dask.dataframe", extra="dask", purpose="raglab.dask")
+
+from raglab.dask._monitor import monitor, over_time  # noqa: E402  (after the extra's check)
+
+__all__ = ["monitor", "over_time"]
