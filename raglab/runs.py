@@ -274,7 +274,7 @@ def _predictors(
 
 def _judged_subset(
     df: pd.DataFrame, names: list[str], predictor: str | Mapping[str, str] | None, caller_name: str,
-    id_column: str | None,
+    id_column: str | None, check_population: bool = True,
 ) -> tuple[list[str], dict[str, str], Any, dict[str, Any] | None]:
     """The metrics judged on a random sample, their predictors, the rows' inclusion probabilities and the design.
 
@@ -330,7 +330,7 @@ def _judged_subset(
                      "treated as not drawn, which is valid only if the failures are unrelated to the score",
                      UserWarning)
         population = design.get("population")
-        if population is not None and int(population) != len(df):
+        if check_population and population is not None and int(population) != len(df):
             warn(f"{caller_name}: the judged sample was drawn from {population} rows and this table has "
                  f"{len(df)}; the estimate describes this table only if it is the table the sample was drawn from",
                  UserWarning)

@@ -176,3 +176,44 @@ def test_unequal_probabilities_take_the_design_based_estimate():
     got_b = _cell(table, first, "billing", "faithfulness")
     np.testing.assert_allclose([got_b["estimate"], got_b["low"], got_b["high"]], [iv_b.estimate, iv_b.low, iv_b.high],
                                atol=1e-12)
+
+
+def test_partitions_combine_to_the_whole_log(log):
+    """The cells of any split of the rows, combined, are the whole log's cells (sums add, extremes min/max)."""
+    from raglab.monitor._over_time import _prepare, combine_sums
+
+    kw = {"time": "timestamp", "freq": "D", "by": "topic", "predictor": "lexical_support", "ci": 0.95,
+          "caller_name": "test"}
+    names = ["faithfulness", "citation_valid", "lexical_support"]
+    whole = _prepare(log, names, **kw)
+    fill = {"lexical_support": float(log["lexical_support"].mean())}
+    shuffled = log.sample(frac=1.0, random_state=5)
+    parts = [_prepare(part, names, fill=fill, check_population=False, **kw).daily
+             for part in (shuffled.iloc[i::7] for i in range(7))]
+    combined = combine_sums(parts[::-1]).sort_values(["period", "slice"], ignore_index=True)
+    expected = whole.daily.sort_values(["period", "slice"], ignore_index=True)
+    assert list(combined.columns) == list(expected.columns)
+    np.testing.assert_allclose(combined.drop(columns=["period", "slice"]).to_numpy(float),
+                               expected.drop(columns=["period", "slice"]).to_numpy(float), rtol=1e-12, atol=1e-9)
+    pd.testing.assert_frame_equal(whole.spec.finish(combined, combined).drop(columns=["estimate", "low", "high", "se"]),
+                                  whole.table().drop(columns=["estimate", "low", "high", "se"]), check_like=False)
+
+
+def test_a_window_is_a_regrouping_of_the_daily_cells(log):
+    """Pooling days 2-5 from the daily cells equals summing those days' rows as one period."""
+    from raglab.monitor._over_time import _prepare
+
+    kw = {"time": "timestamp", "freq": "D", "by": None, "predictor": "lexical_support", "ci": 0.95,
+          "caller_name": "test"}
+    view = _prepare(log, ["faithfulness"], **kw)
+    days = pd.DatetimeIndex(sorted(view.daily["period"].unique()))
+    lo, hi = days[2], days[6]
+    from raglab.monitor._monitor import _window
+
+    pooled = view.table(view.regroup(_window(lo, hi)))
+    inside = log[(log["timestamp"] >= lo) & (log["timestamp"] < hi)].assign(timestamp=lo)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = inside.rag.over_time("faithfulness", predictor="lexical_support")
+    np.testing.assert_allclose(pooled[["estimate", "low", "high"]].to_numpy(float),
+                               direct[["estimate", "low", "high"]].to_numpy(float), atol=1e-12)

@@ -13,7 +13,7 @@ from scipy import stats as _sps
 from raglab._columns import _by_columns, _missing
 from raglab._validation import caller
 from raglab.monitor._detect import GUARANTEES, gaussian_e_values, shiryaev_roberts, threshold
-from raglab.monitor._over_time import _prepare, periods
+from raglab.monitor._over_time import _prepare
 from raglab.monitor._postmortem import PostMortem, change_point, slice_shifts
 
 __all__ = ["Monitor", "monitor"]
@@ -85,20 +85,15 @@ class Monitor:
         found = change_point(series["estimate"].to_numpy(), series["se"].to_numpy(), ci=ci,
                              n_resamples=n_resamples, seed=seed)
         split = grid[found.index]
-        logs, time, period = src["logs"], src["time"], src["period"]
-        columns = _by_columns(by) if by is not None else list(src["by"])
+        view = src["view"]
+        columns = _by_columns(by) if by is not None else list(view.by)
         parts = []
         for column in columns or [None]:
-            view = _prepare(logs, [row["metric"]], time=time, by=column, predictor=src["predictor"], ci=ci,
-                            caller_name="post_mortem")
-            part = slice_shifts(view, period, row["metric"], grid[0], split, grid[-1], ci)
+            sliced = view if column is not None and [column] == view.by else src["make_view"](column)
+            part = slice_shifts(sliced, row["metric"], grid[0], split, grid[-1], ci)
             parts.append(part if not parts else part[part["column"] != "overall"])
         slices = pd.concat(parts, ignore_index=True).sort_values("difference", kind="stable").reset_index(drop=True)
-        values = pd.to_numeric(logs[row["metric"]], errors="coerce").to_numpy(dtype=float)
-        mask = (period >= split).to_numpy() & (values < 0.5)
-        if row["slice"] != "overall" and src["by"]:
-            mask &= (logs[src["by"][0]].astype(str) == row["slice"]).to_numpy()
-        return PostMortem(row, found, grid, slices, logs.loc[mask])
+        return PostMortem(row, found, grid, slices, view.failing(row["metric"], row["slice"], split))
 
     def __repr__(self) -> str:
         lines = [f"Monitor: {self.settings.get('series', 0)} series x {self.settings.get('looks', 0)} looks "
@@ -115,6 +110,14 @@ class Monitor:
 def _day(value: Any) -> str:
     stamp = pd.Timestamp(value)
     return stamp.strftime("%Y-%m-%d %H:%M") if (stamp.hour or stamp.minute) else stamp.strftime("%Y-%m-%d")
+
+
+def _window(start: pd.Timestamp, end: pd.Timestamp, *, closed: bool = False) -> Any:
+    """A regrouping label: periods from ``start`` to ``end`` (included when ``closed``) become ``start``."""
+    def label(p: pd.DatetimeIndex) -> Any:
+        inside = (p >= start) & ((p <= end) if closed else (p < end))
+        return pd.Series(p, dtype=p.dtype).where(inside, pd.NaT).where(~inside, start).to_numpy()
+    return label
 
 
 def _reference_window(reference: Any, first: pd.Series, caller_name: str) -> tuple[pd.Timestamp, pd.Timestamp]:
@@ -233,13 +236,14 @@ def monitor(
         raise ValueError(f"{caller_name}: drop must be a fall of the rate in (0, 1), got {drop!r}")
     if by is not None and not isinstance(by, str):
         raise TypeError(f"{caller_name}: by must be one slice column (a str), got {by!r}")
-    view = _prepare(logs, metrics, time=time, by=by, predictor=predictor, ci=1 - alpha, caller_name=caller_name)
+    view = _prepare(logs, metrics, time=time, freq=freq, by=by, predictor=predictor, ci=1 - alpha,
+                    caller_name=caller_name)
     names = view.names
     judge_column = judge if judge is not None else ("judge_fingerprint" if "judge_fingerprint" in logs.columns else None)
     if judge_column is not None and judge_column not in logs.columns:
         raise _missing(logs, judge_column, caller_name, "each request's judge fingerprint")
-    period = periods(logs[time].reset_index(drop=True), freq, column=time, caller_name=caller_name)
-    table = view.table(period)
+    period = view.period
+    table = view.table()
     grid = pd.DatetimeIndex(table["period"].unique()).sort_values()
     series = list(dict.fromkeys(zip(table["metric"], table["slice"])))
     k = len(series)
@@ -273,8 +277,7 @@ def monitor(
         epochs = [(lo, hi), *((c, c + (hi - lo)) for c in restarts if c >= hi)]
         z = float(_sps.norm.ppf(1 - alpha / 2 / k))
         for start, end in epochs:
-            inside = (period >= start) & (period < end)
-            pooled = view.table(period.where(inside, pd.NaT).where(~inside, start))
+            pooled = view.table(view.regroup(_window(start, end)))
             in_grid = (grid >= start) & (grid < end)
             monitored[in_grid] = False
             for row in pooled.itertuples():
@@ -327,8 +330,7 @@ def monitor(
     for t, j in zip(*np.nonzero(found.alarm & monitored)):
         metric, slice_ = series[j]
         start = grid[found.start[t, j]]
-        inside = (period >= start) & (period <= grid[t])
-        since = view.table(period.where(inside, pd.NaT).where(~inside, start))
+        since = view.table(view.regroup(_window(start, grid[t], closed=True)), level=1 - alpha)
         since = since[(since["metric"] == metric) & (since["slice"] == slice_)].iloc[0]
         alarms.append({"metric": metric, "slice": slice_, "period": grid[t], "start": start,
                        "reference": float(ref[t, j]), "estimate": float(since["estimate"]),
@@ -353,4 +355,6 @@ def monitor(
                 "guarantee": guarantee, "horizon": horizon_ if guarantee == "horizon" else None, "arl": arl,
                 "threshold": limit, "judge": judge_column, "restarts": restarts}
     return Monitor(table, alarm_table, text, pd.DataFrame(ref_rows), settings,
-                   {"logs": logs, "time": time, "period": period, "by": view.by, "predictor": predictor})
+                   {"view": view, "make_view": lambda column: _prepare(
+                       logs, [*names], time=time, freq=freq, by=column, predictor=predictor, ci=1 - alpha,
+                       caller_name="post_mortem")})

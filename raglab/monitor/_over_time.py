@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from raglab._meta import carry_meta
 from raglab._rowtable import _row_labels
 from raglab._validation import caller, check_level, warn
 from raglab.stats.intervals import _wilson_arrays
-from raglab.stats.ppi import _HT, MIN_LABELS, _bounded, _fit, _ht_from_sums, _method, _Sums, _z
+from raglab.stats.ppi import _HT, MIN_LABELS, _fit, _ht_from_sums, _method, _Sums, _z
 
 __all__ = ["COLUMNS", "over_time", "periods"]
 
@@ -121,29 +122,105 @@ def _sum_by(codes: np.ndarray, size: int, columns: dict[str, np.ndarray]) -> dic
             for name, values in columns.items()}
 
 
-def _every_row(y: np.ndarray, codes: np.ndarray, size: int, level: float) -> dict[str, np.ndarray]:
-    """Mean and interval per cell of a score present on (nearly) every request."""
+def _extreme(column: str) -> str | None:
+    """How a per-cell statistic (``metric|term``) combines: ``min_*`` terms by minimum, ``max_*`` by maximum,
+    the rest by adding."""
+    term = column.rsplit("|", 1)[-1]
+    return "min" if term.startswith("min_") else "max" if term.startswith("max_") else None
+
+
+def _every_row_terms(y: np.ndarray) -> dict[str, np.ndarray]:
+    """Row-level terms of a score present on (nearly) every request; their per-cell sums make its interval."""
     ok = ~np.isnan(y)
     v = np.where(ok, y, 0.0)
-    sums = _sum_by(codes, size, {"n": ok.astype(float), "s": v, "ss": v * v})
-    n, s, ss = sums["n"], sums["s"], sums["ss"]
+    return {"n": ok.astype(float), "s": v, "ss": v * v, "missing": (~ok).astype(float),
+            "nonbinary": (ok & ~np.isin(y, (0.0, 1.0))).astype(float),
+            "min_y": np.where(ok, y, np.inf), "max_y": np.where(ok, y, -np.inf)}
+
+
+def _judged_terms(y: np.ndarray, f: np.ndarray | None, prob: np.ndarray | None) -> dict[str, np.ndarray]:
+    """Row-level terms of a metric judged on a sample: the PPI sums (``_Sums``), the Horvitz-Thompson
+    sums (``_ht_from_sums``), and the extremes that say whether probabilities differ within a cell and
+    whether labels and predictions lie in [0, 1]."""
+    labelled = ~np.isnan(y)
+    w = np.ones(y.size) if prob is None else 1.0 / prob
+    pred = np.zeros(y.size) if f is None else f
+    yl = np.where(labelled, y, 0.0)
+    wl = np.where(labelled, w, 0.0)
+    w2 = wl * wl
+    un = (~labelled).astype(float)
+    a, b = wl * yl, pred * (1.0 - wl)
+    p = np.ones(y.size) if prob is None else prob
+    return {
+        "n": labelled.astype(float), "r": wl, "ry": wl * yl, "rf": wl * pred, "r2": w2, "r2y": w2 * yl,
+        "r2f": w2 * pred, "r2yy": w2 * yl * yl, "r2ff": w2 * pred * pred, "r2yf": w2 * yl * pred,
+        "N": un, "u": un, "uf": un * pred, "u2": un, "u2f": un * pred, "u2ff": un * pred * pred,
+        "a": a, "b": b, "aa": a * a, "bb": b * b, "ab": a * b,
+        "min_p": np.where(labelled, p, np.inf), "max_p": np.where(labelled, p, -np.inf),
+        "min_y": np.where(labelled, y, np.inf), "max_y": np.where(labelled, y, -np.inf),
+        "min_f": pred, "max_f": pred,
+    }
+
+
+def cell_sums(period: pd.Series, labels: dict[str, np.ndarray | None], terms: dict[str, np.ndarray]) -> pd.DataFrame:
+    """One row per (period, slice) cell: the sums (or extremes) of every row-level term, plus ``rows``.
+
+    Rows whose period is NaT are in no cell. This is what a partition of a log reduces to; cells of
+    several partitions combine with :func:`combine_sums`.
+    """
+    cells, codes = _cells(period, labels)
+    size = len(cells)
+    out = {"rows": _sum_by(codes, size, {"rows": np.ones(len(period))})["rows"]}
+    for name, values in terms.items():
+        how = _extreme(name)
+        if how is None:
+            out[name] = _sum_by(codes, size, {name: values})[name]
+            continue
+        acc = np.full(size, np.inf if how == "min" else -np.inf)
+        for c in codes:
+            keep = c >= 0
+            (np.minimum if how == "min" else np.maximum).at(acc, c[keep], values[keep])
+        out[name] = acc
+    return pd.concat([cells, pd.DataFrame(out)], axis=1)
+
+
+def combine_sums(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Cells of several partitions (or several periods' cells under one new label) as one: sums add,
+    extremes take their minimum or maximum. Associative and commutative: any order, any grouping."""
+    frame = pd.concat([p for p in parts if len(p)], ignore_index=True) if parts else pd.DataFrame()
+    if frame.empty:
+        return parts[0].iloc[:0] if parts else frame
+    agg = {c: (_extreme(c) or "sum") for c in frame.columns if c not in ("period", "slice")}
+    return frame.groupby(["period", "slice"], sort=True, dropna=True).agg(agg).reset_index()
+
+
+def regroup(sums: pd.DataFrame, label: Any) -> pd.DataFrame:
+    """The cells again under new period labels: ``label(periods)`` gives each period's new label (NaT:
+    left out), and the cells sharing a label combine. A window or "since the change" is a regrouping
+    of the daily cells, so it needs no second pass over the rows."""
+    new = pd.Series(label(pd.DatetimeIndex(sums["period"])), index=sums.index)
+    kept = sums[new.notna().to_numpy()].assign(period=new[new.notna()])
+    return combine_sums([kept])
+
+
+def _every_row_finish(cols: pd.DataFrame, flags: dict[str, bool], level: float) -> dict[str, np.ndarray]:
+    """Mean and interval per cell from a score's sums (``flags``: binary, bounded, over the whole log)."""
+    n, s, ss = (cols[k].to_numpy(dtype=float) for k in ("n", "s", "ss"))
+    size = n.size
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = s / n
         var = np.maximum(ss - n * mean * mean, 0.0) / (n - 1)
-    binary = bool(np.isin(y[ok], (0.0, 1.0)).all())
-    bounded = bool(((y[ok] >= 0) & (y[ok] <= 1)).all())
     low, high = np.full(size, np.nan), np.full(size, np.nan)
     se = np.sqrt(var / n)
     method = np.empty(size, dtype=object)
     has = n >= 2
-    if binary:
-        z = _z(level)
-        lo, hi = _wilson_arrays(np.nan_to_num(mean), np.maximum(n, 1.0), z)
+    if flags["binary"]:
+        lo, hi = _wilson_arrays(np.nan_to_num(mean), np.maximum(n, 1.0), _z(level))
         low, high = np.where(n >= 1, lo, np.nan), np.where(n >= 1, hi, np.nan)
         method[:] = "wilson"
     else:
         t = np.array([_z(level, max(k - 1.0, 1.0)) for k in n])
-        if bounded:
+        if flags["bounded"]:
             with np.errstate(invalid="ignore", divide="ignore"):
                 eff = np.where(var > 0, n * mean * (1 - mean) / var, n)
             lo, hi = _wilson_arrays(np.nan_to_num(mean), np.maximum(eff, 1.0), t) if size else (low, high)
@@ -152,69 +229,41 @@ def _every_row(y: np.ndarray, codes: np.ndarray, size: int, level: float) -> dic
         else:
             low, high = np.where(has, mean - t * se, np.nan), np.where(has, mean + t * se, np.nan)
             method[:] = "t"
-    partial = _sum_by(codes, size, {"missing": (~ok).astype(float)})["missing"] > 0
+    partial = cols["missing"].to_numpy() > 0
     method = np.where(partial, method + ", over the requests with a value (not a random sample)", method)
     return {"n_judged": n, "estimate": mean, "low": low, "high": high, "se": se, "method": method}
 
 
-def _judged(y: np.ndarray, f: np.ndarray | None, prob: np.ndarray | None, codes: np.ndarray, size: int,
-            level: float, predictor: str | None) -> dict[str, np.ndarray]:
-    """Design-weighted (prediction-powered with a predictor) estimate per cell of a metric judged on a sample."""
-    labelled = ~np.isnan(y)
-    w = np.ones(y.size) if prob is None else 1.0 / prob
-    pred = np.zeros(y.size) if f is None else f
-    yl = np.where(labelled, y, 0.0)
-    wl = np.where(labelled, w, 0.0)
-    w2 = wl * wl
-    un = (~labelled).astype(float)
-    terms = {
-        "n": labelled.astype(float), "r": wl, "ry": wl * yl, "rf": wl * pred, "r2": w2, "r2y": w2 * yl,
-        "r2f": w2 * pred, "r2yy": w2 * yl * yl, "r2ff": w2 * pred * pred, "r2yf": w2 * yl * pred,
-        "N": un, "u": un, "uf": un * pred, "u2": un, "u2f": un * pred, "u2ff": un * pred * pred,
-    }
-    sums = _sum_by(codes, size, terms)
-    # unequal inclusion probabilities among one cell's judged rows: not this estimator's design
-    if prob is not None:
-        pmin = np.full(size, np.inf)
-        pmax = np.full(size, -np.inf)
-        for c in codes:
-            m = labelled & (c >= 0)
-            np.minimum.at(pmin, c[m], prob[m])
-            np.maximum.at(pmax, c[m], prob[m])
-        unequal = (pmax - pmin) > 1e-12
-    else:
-        unequal = np.zeros(size, dtype=bool)
-    adjusted = _bounded(y[labelled], pred)
-    lam = None if f is not None else 0.0
-    ht = None
-    if unequal.any():  # the design-based (Horvitz-Thompson) form over every request, from its sums
-        a = wl * yl
-        b = pred * (1.0 - wl)
-        ht = _sum_by(codes, size, {"a": a, "b": b, "aa": a * a, "bb": b * b, "ab": a * b})
+def _judged_finish(cols: pd.DataFrame, adjusted: bool, level: float, predictor: str | None) -> dict[str, np.ndarray]:
+    """Design-weighted (prediction-powered with a predictor) estimate per cell from a judged metric's sums."""
+    size = len(cols)
+    unequal = (cols["max_p"] - cols["min_p"]).to_numpy() > 1e-12
+    lam = None if predictor is not None else 0.0
     out = {k: np.full(size, np.nan) for k in ("estimate", "low", "high", "se")}
     method = np.empty(size, dtype=object)
-    base = _method(lam, adjusted) if f is not None else (
+    base = _method(lam, adjusted) if predictor is not None else (
         "design-weighted mean of the judged sample (" + ("plus-four, t" if adjusted else "normal") + ")")
     suffix = f", predictor {predictor!r}" if predictor else ""
+    ppi = cols[list(_LABELLED + _UNLABELLED)].to_numpy(dtype=float)
+    ht = cols[["a", "b", "aa", "bb", "ab"]].to_numpy(dtype=float)
     for i in range(size):
-        n_lab, n_unl = sums["n"][i], sums["N"][i]
+        n_lab, n_unl = ppi[i, 0], ppi[i, len(_LABELLED)]
         if n_lab < 2 or n_unl < 1:
             method[i] = f"not estimated: {int(n_lab)} judged request(s) (at least 2 needed)" if n_lab < 2 else (
                 "not estimated: every request was judged (use the plain mean)")
             continue
-        if unequal[i] and ht is not None:
-            estimate, var, _, df = _ht_from_sums(n_lab + n_unl, n_lab, *(float(ht[k][i]) for k in ("a", "b", "aa", "bb", "ab")),
-                                                 lam, adjusted)
-            text = (_method(lam, adjusted, _HT) if f is not None else
+        if unequal[i]:  # the design-based (Horvitz-Thompson) form over every request
+            estimate, var, _, df = _ht_from_sums(n_lab + n_unl, n_lab, *ht[i], lam, adjusted)
+            text = (_method(lam, adjusted, _HT) if predictor is not None else
                     "Horvitz-Thompson mean of the judged sample (" + ("plus-four, t" if adjusted else "normal") + ")")
         else:
-            fit = _fit(_Sums(*(float(sums[k][i]) for k in _LABELLED + _UNLABELLED)), lam, adjusted)
+            fit = _fit(_Sums(*ppi[i]), lam, adjusted)
             estimate, var, df, text = fit.estimate, fit.var, fit.df, base
         half = _z(level, df) * math.sqrt(max(var, 0.0))
         out["estimate"][i], out["se"][i] = estimate, math.sqrt(max(var, 0.0))
         out["low"][i], out["high"][i] = estimate - half, estimate + half
         method[i] = text + suffix
-    return {"n_judged": sums["n"], **out, "method": method}
+    return {"n_judged": cols["n"].to_numpy(dtype=float), **out, "method": method}
 
 
 def over_time(
@@ -272,49 +321,50 @@ def over_time(
     (True, True, True)
     """
     caller_name = caller("raglab.monitor.over_time")
-    view = _prepare(logs, metrics, time=time, by=by, predictor=predictor, ci=ci, caller_name=caller_name)
-    period = periods(logs[time].reset_index(drop=True), freq, column=time, caller_name=caller_name)
-    table = view.table(period)
-    table.attrs.setdefault("raglab", {})["over_time"] = {
-        "time": time, "freq": freq, "by": view.by, "judged": view.subset,
-        "predictor": {m: view.chosen.get(m) for m in view.subset}, "design": view.design,
-        "min_judged": MIN_LABELS,
-    }
-    return table
+    view = _prepare(logs, metrics, time=time, freq=freq, by=by, predictor=predictor, ci=ci, caller_name=caller_name)
+    return view.table()
 
 
 @dataclass
-class _LogView:
-    """A log read once (scores, slices, the judged design, predictors); :meth:`table` estimates any cells."""
+class LogSpec:
+    """What a log's tables are made of, read from its columns and attrs before any row is summed:
+    the metrics, which of them are judged on a sample (and their predictors), the slice columns, the
+    period, the level. The pandas and the Dask engines share it."""
 
-    logs: pd.DataFrame
     names: list[str]
     by: list[str]
     level: float
-    scores: pd.DataFrame
     subset: list[str]
     chosen: dict[str, str]
-    prob: np.ndarray | None
     design: dict[str, Any] | None
-    labels: dict[str, np.ndarray | None]
-    predictions: dict[str, np.ndarray | None]
+    time: str
+    freq: str
 
-    def table(self, period: pd.Series, *, level: float | None = None) -> pd.DataFrame:
-        """One row per (period, slice) x metric; rows whose period is NaT are in no cell."""
+    def predictor(self, metric: str) -> str | None:
+        return self.chosen.get(metric) if metric in self.subset else None
+
+    def finish(self, sums: pd.DataFrame, whole: pd.DataFrame, *, level: float | None = None) -> pd.DataFrame:
+        """The table from cell sums; ``whole``: the log's own cells (whole-log facts: which scores are
+        pass/fail, which lie in [0, 1])."""
         level = self.level if level is None else level
-        cells, codes = _cells(period, self.labels)
-        size = len(cells)
-        n_requests = _sum_by(codes, size, {"rows": np.ones(len(period))})["rows"]
+        overall = whole[whole["slice"] == "overall"]
         parts = []
         for metric in self.names:
-            y = self.scores[metric].to_numpy(dtype=float)
+            cols = sums[[c for c in sums.columns if c.startswith(metric + "|")]].rename(
+                columns=lambda c: c.split("|", 1)[1])
+            every = overall[[c for c in overall.columns if c.startswith(metric + "|")]].rename(
+                columns=lambda c: c.split("|", 1)[1])
             if metric in self.subset:
-                result = _judged(y, self.predictions[metric], self.prob, codes, size, level, self.chosen.get(metric))
+                adjusted = bool(every["min_y"].min() >= 0 and every["max_y"].max() <= 1
+                                and every["min_f"].min() >= 0 and every["max_f"].max() <= 1)
+                result = _judged_finish(cols, adjusted, level, self.predictor(metric))
             else:
-                result = _every_row(y, codes, size, level)
-            part = cells.copy()
+                flags = {"binary": bool(every["nonbinary"].sum() == 0),
+                         "bounded": bool(every["min_y"].min() >= 0 and every["max_y"].max() <= 1)}
+                result = _every_row_finish(cols, flags, level)
+            part = sums[["period", "slice"]].copy()
             part.insert(2, "metric", metric)
-            part["n_requests"] = n_requests
+            part["n_requests"] = sums["rows"].to_numpy()
             for key in ("n_judged", "estimate", "low", "high", "se", "method"):
                 part[key] = result[key]
             part["level"] = level
@@ -322,22 +372,65 @@ class _LogView:
         table = pd.concat(parts, ignore_index=True)
         table["n_requests"] = table["n_requests"].astype("int64")
         table["n_judged"] = table["n_judged"].astype("int64")
-        tz = period.dt.tz
-        table["period"] = pd.to_datetime(table["period"], utc=tz is not None)
-        if tz is not None:
-            table["period"] = table["period"].dt.tz_convert(tz)
         order = {name: i for i, name in enumerate(self.names)}
         slices = ["overall", *sorted(set(table["slice"]) - {"overall"})]
         table["_m"] = table["metric"].map(order)
         table["_s"] = table["slice"].map({s: i for i, s in enumerate(slices)})
         table = table.sort_values(["_m", "period", "_s"], kind="stable").drop(columns=["_m", "_s"])
         table = table.reset_index(drop=True)[list(COLUMNS)]
-        carry_meta(self.logs, table)
+        table.attrs["raglab"] = {"over_time": {
+            "time": self.time, "freq": self.freq, "by": self.by, "judged": self.subset,
+            "predictor": {m: self.chosen.get(m) for m in self.subset}, "design": self.design,
+            "min_judged": MIN_LABELS}}
         return table
 
 
-def _prepare(logs: pd.DataFrame, metrics: str | Sequence[str], *, time: str, by: str | Sequence[str] | None,
-             predictor: str | Mapping[str, str] | None, ci: float, caller_name: str) -> _LogView:
+@dataclass
+class _LogView:
+    """A pandas log read once: its spec, each row's period and slices, the row-level terms; the
+    per-period cells (:attr:`daily`) are summed once, and every other grouping regroups them."""
+
+    spec: LogSpec
+    logs: pd.DataFrame
+    period: pd.Series
+    labels: dict[str, np.ndarray | None]
+    terms: dict[str, np.ndarray]
+
+    @property
+    def names(self) -> list[str]:
+        return self.spec.names
+
+    @property
+    def by(self) -> list[str]:
+        return self.spec.by
+
+    @cached_property
+    def daily(self) -> pd.DataFrame:
+        return cell_sums(self.period, self.labels, self.terms)
+
+    def table(self, sums: pd.DataFrame | None = None, *, level: float | None = None) -> pd.DataFrame:
+        """The table of ``sums`` (default: the per-period cells), with the log's attrs."""
+        table = self.spec.finish(self.daily if sums is None else sums, self.daily, level=level)
+        meta = table.attrs["raglab"]
+        carry_meta(self.logs, table)
+        table.attrs.setdefault("raglab", {}).update(meta)
+        return table
+
+    def regroup(self, label: Any) -> pd.DataFrame:
+        return regroup(self.daily, label)
+
+    def failing(self, metric: str, slice_: str, since: pd.Timestamp) -> pd.DataFrame:
+        """The log's requests of ``slice_`` from period ``since`` on whose ``metric`` failed (below 0.5)."""
+        values = pd.to_numeric(self.logs[metric], errors="coerce").to_numpy(dtype=float)
+        mask = (self.period >= since).to_numpy() & (values < 0.5)
+        if slice_ != "overall" and self.by:
+            mask &= (self.logs[self.by[0]].astype(str) == slice_).to_numpy()
+        return self.logs.loc[mask]
+
+
+def _prepare(logs: pd.DataFrame, metrics: str | Sequence[str], *, time: str, freq: str,
+             by: str | Sequence[str] | None, predictor: str | Mapping[str, str] | None, ci: float,
+             caller_name: str, fill: Mapping[str, float] | None = None, check_population: bool = True) -> _LogView:
     """Check and read a log once: scores, slice labels, the judged design and the predictors."""
     from raglab.runs import _judged_subset
 
@@ -354,7 +447,7 @@ def _prepare(logs: pd.DataFrame, metrics: str | Sequence[str], *, time: str, by:
         if column not in logs.columns:
             raise _missing(logs, column, caller_name, "a slice column named in by=")
     scores = _score_frame(logs, names, caller_name, id_column=None)
-    subset, chosen, prob, design = _judged_subset(logs, names, predictor, caller_name, None)
+    subset, chosen, prob, design = _judged_subset(logs, names, predictor, caller_name, None, check_population)
     labels: dict[str, np.ndarray | None] = {"overall": None}
     for column in by_columns:
         values = logs[column].astype(str).to_numpy()
@@ -369,15 +462,24 @@ def _prepare(logs: pd.DataFrame, metrics: str | Sequence[str], *, time: str, by:
         warn(f"{caller_name}: {shares} of requests, with no sampling design recorded for them: each rate "
              "describes the requests that have a value, not all requests (who answers, e.g. user feedback, is "
              "not random: unhappy users answer more often)", UserWarning)
-    predictions: dict[str, np.ndarray | None] = {}
-    for metric in subset:
-        column = chosen.get(metric)
-        f = None
-        if column is not None:
-            f = _score_frame(logs, [column], caller_name, id_column=None)[column].to_numpy(dtype=float)
-            if np.isnan(f).all():
-                raise ValueError(f"{caller_name}: the predictor {column!r} of {metric!r} has no score")
-            f = np.where(np.isnan(f), np.nanmean(f), f)  # a fixed prediction keeps PPI unbiased
-        predictions[metric] = f
-    return _LogView(logs, names, by_columns, level, scores, subset, dict(chosen), prob,
-                    dict(design) if design else None, labels, predictions)
+    terms: dict[str, np.ndarray] = {}
+    for metric in names:
+        y = scores[metric].to_numpy(dtype=float)
+        if metric not in subset:
+            found = _every_row_terms(y)
+        else:
+            column = chosen.get(metric)
+            f = None
+            if column is not None:
+                f = _score_frame(logs, [column], caller_name, id_column=None)[column].to_numpy(dtype=float)
+                filler = (fill or {}).get(column)
+                if filler is None:
+                    if np.isnan(f).all():
+                        raise ValueError(f"{caller_name}: the predictor {column!r} of {metric!r} has no score")
+                    filler = float(np.nanmean(f))
+                f = np.where(np.isnan(f), filler, f)  # a fixed prediction keeps PPI unbiased
+            found = _judged_terms(y, f, prob)
+        terms.update({f"{metric}|{k}": v for k, v in found.items()})
+    spec = LogSpec(names, by_columns, level, subset, dict(chosen), dict(design) if design else None, time, freq)
+    period = periods(logs[time].reset_index(drop=True), freq, column=time, caller_name=caller_name)
+    return _LogView(spec, logs, period, labels, terms)

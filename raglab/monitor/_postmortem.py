@@ -188,13 +188,16 @@ def _day(value: Any) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M") if (stamp.hour or stamp.minute) else stamp.strftime("%Y-%m-%d")
 
 
-def slice_shifts(view: Any, period: pd.Series, metric: str, start: pd.Timestamp, split: pd.Timestamp,
-                 end: pd.Timestamp, level: float) -> pd.DataFrame:
+def slice_shifts(view: Any, metric: str, start: pd.Timestamp, split: pd.Timestamp, end: pd.Timestamp,
+                 level: float) -> pd.DataFrame:
     """Each slice's rate before ``split`` (from ``start``) and after it (to ``end``), and the difference."""
-    before = (period >= start) & (period < split)
-    after = (period >= split) & (period <= end)
-    labels = period.where(before | after, pd.NaT).where(~before, start).where(~after, split)
-    table = view.table(labels)
+    def label(p: pd.DatetimeIndex) -> Any:
+        out = pd.Series(pd.NaT, index=range(len(p)), dtype=p.dtype)
+        out[(p >= start) & (p < split)] = start
+        out[(p >= split) & (p <= end)] = split
+        return out.to_numpy()
+
+    table = view.table(view.regroup(label))
     table = table[table["metric"] == metric]
     out = []
     shown = table["slice"].nunique()
