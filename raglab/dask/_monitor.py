@@ -1,17 +1,247 @@
-"""Production logs on Dask: ``over_time`` and ``monitor`` from per-partition cell sums."""
+"""Production logs on Dask: ``over_time`` and ``monitor`` from per-partition cell sums.
+
+Each partition is read by the pandas code (:func:`raglab.monitor._over_time._prepare`) into its
+per-period cell sums; the sums of all partitions are combined exactly (``combine_sums``) and the
+pandas code finishes the tables, so the numbers do not depend on how rows are partitioned or ordered.
+Only the failing requests of a post-mortem come back as rows.
+"""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab._columns import _by_columns, _missing
+from raglab._optional import import_optional
+from raglab._validation import caller, warn
+from raglab.monitor._monitor import GUARANTEES, Monitor, watch
+from raglab.monitor._over_time import _prepare, combine_sums, modal_judges, periods, regroup
 
 __all__ = ["monitor", "over_time"]
 
-
-def over_time(logs: Any, metrics: Any, **kwargs: Any) -> Any:
-    """Not built yet (issue 23)."""
-    raise NotImplementedError("raglab.dask.over_time is being built (issue 23)")
+#: the warning each partition would give about a metric with no design: said once, for the whole log
+_SELF_SELECTED = "with no sampling design recorded for them"
 
 
-def monitor(logs: Any, metrics: Any, **kwargs: Any) -> Any:
-    """Not built yet (issue 23)."""
-    raise NotImplementedError("raglab.dask.monitor is being built (issue 23)")
+def _partition(part: pd.DataFrame, index: int, names: list[str], time: str, freq: str, by: str | None,
+               predictor: Any, ci: float, fill: dict[str, float], judge: str | None) -> tuple[Any, Any, list]:
+    """One partition's cell sums, its (period, judge) counts and the warnings it raised."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            view = _prepare(part, names, time=time, freq=freq, by=by, predictor=predictor, ci=ci,
+                            caller_name="raglab.dask", fill=fill, check_population=False)
+        except (ValueError, TypeError, KeyError) as error:  # RowTableError and MissingColumnError included
+            raise type(error)(f"partition {index}: {error}") from error
+        daily = view.daily
+        judges = None
+        if judge is not None:
+            frame = pd.DataFrame({"p": view.period.to_numpy(), "j": part[judge].astype(str).to_numpy()})
+            judges = frame.groupby(["p", "j"]).size()
+    return daily, judges, [(w.category, str(w.message)) for w in caught if _SELF_SELECTED not in str(w.message)]
+
+
+class DaskLogView:
+    """A Dask log read partition by partition into per-period cells (the pandas view's interface)."""
+
+    def __init__(self, logs: Any, metrics: str | Sequence[str], *, time: str, freq: str, by: str | None,
+                 predictor: str | Mapping[str, str] | None, ci: float, caller_name: str,
+                 judge: str | None = None) -> None:
+        self.logs, self.time, self.freq, self.by_column = logs, time, freq, by
+        self.predictor, self.ci, self.caller_name, self.judge = predictor, ci, caller_name, judge
+        meta = logs._meta
+        columns = [predictor] if isinstance(predictor, str) else list((predictor or {}).values())
+        for column in columns:
+            if column not in meta.columns:
+                raise _missing(meta, column, caller_name, "the predictor (a cheap score on every row)")
+        self.fill = {c: float(v) for c, v in zip(columns, _compute(*(logs[c].mean() for c in columns)))}
+        for column, value in self.fill.items():
+            if not np.isfinite(value):
+                raise ValueError(f"{caller_name}: the predictor {column!r} has no score on any row")
+        # the spec from the empty meta frame: column checks, the recorded design, which metrics are judged
+        self.spec = _prepare(meta, metrics, time=time, freq=freq, by=by, predictor=predictor, ci=ci,
+                             caller_name=caller_name, fill=self.fill, check_population=False).spec
+
+    @property
+    def names(self) -> list[str]:
+        return self.spec.names
+
+    @property
+    def by(self) -> list[str]:
+        return self.spec.by
+
+    @cached_property
+    def _read(self) -> tuple[pd.DataFrame, pd.Series | None]:
+        delayed = import_optional("dask", extra="dask", purpose="raglab.dask").delayed
+        tasks = [delayed(_partition)(part, i, self.names, self.time, self.freq, self.by_column, self.predictor,
+                                     self.ci, self.fill, self.judge)
+                 for i, part in enumerate(self.logs.to_delayed())]
+        results = _compute(*tasks)
+        daily = combine_sums([r[0] for r in results])
+        judges = [r[1] for r in results if r[1] is not None]
+        seen: set[str] = set()
+        for category, message in (m for r in results for m in r[2]):
+            if message not in seen:
+                seen.add(message)
+                warn(message, category)
+        self._warn_self_selected(daily)
+        return daily, (pd.concat(judges) if judges else None)
+
+    def _warn_self_selected(self, daily: pd.DataFrame) -> None:
+        overall = daily[daily["slice"] == "overall"]
+        shares = []
+        for metric in self.names:
+            if metric in self.spec.subset:
+                continue
+            n, missing = overall[f"{metric}|n"].sum(), overall[f"{metric}|missing"].sum()
+            if missing > 0 and n > 0:
+                shares.append(f"{metric!r} on {n / (n + missing):.1%}")
+        if shares:
+            warn(f"{self.caller_name}: {', '.join(shares)} of requests, {_SELF_SELECTED}: each rate describes the "
+                 "requests that have a value, not all requests (who answers, e.g. user feedback, is not random: "
+                 "unhappy users answer more often)", UserWarning)
+
+    @property
+    def daily(self) -> pd.DataFrame:
+        return self._read[0]
+
+    def table(self, sums: pd.DataFrame | None = None, *, level: float | None = None) -> pd.DataFrame:
+        table = self.spec.finish(self.daily if sums is None else sums, self.daily, level=level)
+        meta = dict(self.logs._meta.attrs)
+        meta.setdefault("raglab", {})
+        table.attrs = {**meta, "raglab": {**meta["raglab"], **table.attrs["raglab"]}}
+        return table
+
+    def regroup(self, label: Any) -> pd.DataFrame:
+        return regroup(self.daily, label)
+
+    def judges(self, column: str) -> pd.Series:
+        counts = self._read[1]
+        if counts is None:
+            raise ValueError(f"{self.caller_name}: the judge column {column!r} was not read")
+        return modal_judges(counts)
+
+    def failing(self, metric: str, slice_: str, since: pd.Timestamp) -> pd.DataFrame:
+        time, freq, by = self.time, self.freq, self.by
+
+        def pick(part: pd.DataFrame) -> pd.DataFrame:
+            if part.empty:
+                return part
+            period = periods(part[time].reset_index(drop=True), freq, column=time)
+            values = pd.to_numeric(part[metric], errors="coerce").to_numpy(dtype=float)
+            mask = (period >= since).to_numpy() & (values < 0.5)
+            if slice_ != "overall" and by:
+                mask &= (part[by[0]].astype(str) == slice_).to_numpy()
+            return part.loc[mask]
+
+        found = self.logs.map_partitions(pick, meta=self.logs._meta).compute()
+        return found.sort_values(time, kind="stable")
+
+
+def _compute(*things: Any) -> tuple:
+    dask = import_optional("dask", extra="dask", purpose="raglab.dask")
+    return dask.compute(*things) if things else ()
+
+
+def _check(logs: Any, caller_name: str) -> None:
+    dd = import_optional("dask.dataframe", extra="dask", purpose="raglab.dask")
+    if not isinstance(logs, dd.DataFrame):
+        raise TypeError(f"{caller_name}: logs must be a Dask DataFrame, got {type(logs).__name__} (for pandas use "
+                        "raglab.monitor)")
+
+
+def over_time(
+    logs: Any,
+    metrics: str | Sequence[str],
+    *,
+    time: str = "timestamp",
+    freq: str = "D",
+    by: str | None = None,
+    predictor: str | Mapping[str, str] | None = None,
+    ci: float = 0.95,
+) -> pd.DataFrame:
+    """:func:`raglab.monitor.over_time` on a Dask DataFrame: the same pandas table.
+
+    Each partition reduces to its per-period cell sums; they are added and finished by the pandas
+    code, so the table equals the pandas one (to rounding) however the rows are partitioned.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd
+    >>> import raglab
+    >>> from raglab.dask import over_time
+    >>> from raglab.monitor import simulate_log
+    >>> log = simulate_log(20_000, days=5, seed=0)
+    >>> table = over_time(dd.from_pandas(log, npartitions=4), "faithfulness", predictor="lexical_support")
+    >>> same = log.rag.over_time("faithfulness", predictor="lexical_support")
+    >>> bool(abs(table["high"] - same["high"]).max() < 1e-12)
+    True
+    """
+    caller_name = caller("raglab.dask.over_time")
+    _check(logs, caller_name)
+    if by is not None and len(_by_columns(by)) != 1:
+        raise TypeError(f"{caller_name}: by must be one slice column on Dask, got {by!r}")
+    by = by if isinstance(by, str) or by is None else _by_columns(by)[0]
+    view = DaskLogView(logs, metrics, time=time, freq=freq, by=by, predictor=predictor, ci=ci, caller_name=caller_name)
+    return view.table()
+
+
+def monitor(
+    logs: Any,
+    metrics: str | Sequence[str],
+    *,
+    reference: Any,
+    time: str = "timestamp",
+    freq: str = "D",
+    by: str | None = None,
+    predictor: str | Mapping[str, str] | None = None,
+    drop: float = 0.03,
+    alpha: float = 0.05,
+    guarantee: str = "horizon",
+    horizon: int | None = None,
+    arl: float | None = None,
+    judge: str | None = None,
+) -> Monitor:
+    """:func:`raglab.monitor.monitor` on a Dask DataFrame: the same alarms, guarantee and tables.
+
+    One pass reads every partition into per-period cells (and each period's judges); reference
+    windows and the rates since each alarm's start regroup those cells; a post-mortem reads the log
+    again for other slice columns and brings back only the failing requests.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd
+    >>> from raglab.dask import monitor
+    >>> from raglab.monitor import simulate_log
+    >>> log = simulate_log(100_000, days=30, drop_day=15, seed=0)
+    >>> found = monitor(dd.from_pandas(log, npartitions=4), "faithfulness", reference=0.88, by="topic",
+    ...                 predictor="lexical_support", guarantee="arl", arl=365)
+    >>> found.guarantee.startswith("average run length")
+    True
+    """
+    caller_name = caller("raglab.dask.monitor")
+    _check(logs, caller_name)
+    if guarantee not in GUARANTEES:
+        raise ValueError(f"{caller_name}: guarantee must be one of {GUARANTEES}, got {guarantee!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"{caller_name}: alpha must be in (0, 1), got {alpha!r}")
+    if not 0 < drop < 1:
+        raise ValueError(f"{caller_name}: drop must be a fall of the rate in (0, 1), got {drop!r}")
+    if by is not None and not isinstance(by, str):
+        raise TypeError(f"{caller_name}: by must be one slice column (a str), got {by!r}")
+    meta = logs._meta
+    judge_column = judge if judge is not None else ("judge_fingerprint" if "judge_fingerprint" in meta.columns else None)
+    if judge_column is not None and judge_column not in meta.columns:
+        raise _missing(meta, judge_column, caller_name, "each request's judge fingerprint")
+
+    def make_view(column: str | None) -> DaskLogView:
+        return DaskLogView(logs, metrics, time=time, freq=freq, by=column, predictor=predictor, ci=1 - alpha,
+                           caller_name=caller_name, judge=judge_column)
+
+    return watch(make_view(by), make_view, reference=reference, drop=drop, alpha=alpha, guarantee=guarantee,
+                 horizon=horizon, arl=arl, judge=judge_column, caller_name=caller_name)

@@ -236,13 +236,26 @@ def monitor(
         raise ValueError(f"{caller_name}: drop must be a fall of the rate in (0, 1), got {drop!r}")
     if by is not None and not isinstance(by, str):
         raise TypeError(f"{caller_name}: by must be one slice column (a str), got {by!r}")
-    view = _prepare(logs, metrics, time=time, freq=freq, by=by, predictor=predictor, ci=1 - alpha,
-                    caller_name=caller_name)
-    names = view.names
     judge_column = judge if judge is not None else ("judge_fingerprint" if "judge_fingerprint" in logs.columns else None)
     if judge_column is not None and judge_column not in logs.columns:
         raise _missing(logs, judge_column, caller_name, "each request's judge fingerprint")
-    period = view.period
+
+    def make_view(column: str | None) -> Any:
+        return _prepare(logs, metrics, time=time, freq=freq, by=column, predictor=predictor, ci=1 - alpha,
+                        caller_name=caller_name)
+
+    return watch(make_view(by), make_view, reference=reference, drop=drop, alpha=alpha, guarantee=guarantee,
+                 horizon=horizon, arl=arl, judge=judge_column, caller_name=caller_name)
+
+
+def watch(view: Any, make_view: Any, *, reference: Any, drop: float, alpha: float, guarantee: str,
+          horizon: int | None, arl: float | None, judge: str | None, caller_name: str) -> Monitor:
+    """:func:`monitor` on a log already read by an engine: ``view`` gives the per-period cells
+    (``table``, ``regroup``), each period's most common judge (``judges``) and the failing requests
+    (``failing``); ``make_view(column)`` reads the log again sliced by another column."""
+    names = view.names
+    freq = view.spec.freq
+    judge_column = judge
     table = view.table()
     grid = pd.DatetimeIndex(table["period"].unique()).sort_values()
     series = list(dict.fromkeys(zip(table["metric"], table["slice"])))
@@ -251,8 +264,7 @@ def monitor(
     # judge changes: the periods from which a new fingerprint is the most common one
     restarts: list[pd.Timestamp] = []
     if judge_column is not None:
-        fp = pd.DataFrame({"p": period.to_numpy(), "j": logs[judge_column].astype(str).to_numpy()})
-        modal = fp.groupby("p")["j"].agg(lambda v: v.value_counts().index[0]).sort_index()
+        modal = view.judges(judge_column)
         changed = (modal != modal.shift()) & modal.shift().notna()
         restarts = [pd.Timestamp(p) for p in modal.index[changed.to_numpy()]]
 
@@ -355,6 +367,4 @@ def monitor(
                 "guarantee": guarantee, "horizon": horizon_ if guarantee == "horizon" else None, "arl": arl,
                 "threshold": limit, "judge": judge_column, "restarts": restarts}
     return Monitor(table, alarm_table, text, pd.DataFrame(ref_rows), settings,
-                   {"view": view, "make_view": lambda column: _prepare(
-                       logs, [*names], time=time, freq=freq, by=column, predictor=predictor, ci=1 - alpha,
-                       caller_name="post_mortem")})
+                   {"view": view, "make_view": make_view})

@@ -419,6 +419,11 @@ class _LogView:
     def regroup(self, label: Any) -> pd.DataFrame:
         return regroup(self.daily, label)
 
+    def judges(self, column: str) -> pd.Series:
+        """Each period's most common judge fingerprint (ties: the first in sorted order), by period."""
+        frame = pd.DataFrame({"p": self.period.to_numpy(), "j": self.logs[column].astype(str).to_numpy()})
+        return modal_judges(frame.groupby(["p", "j"]).size())
+
     def failing(self, metric: str, slice_: str, since: pd.Timestamp) -> pd.DataFrame:
         """The log's requests of ``slice_`` from period ``since`` on whose ``metric`` failed (below 0.5)."""
         values = pd.to_numeric(self.logs[metric], errors="coerce").to_numpy(dtype=float)
@@ -426,6 +431,13 @@ class _LogView:
         if slice_ != "overall" and self.by:
             mask &= (self.logs[self.by[0]].astype(str) == slice_).to_numpy()
         return self.logs.loc[mask]
+
+
+def modal_judges(counts: pd.Series) -> pd.Series:
+    """The most common judge per period from ``(period, judge) -> count`` (counts of partitions add)."""
+    counts = counts.groupby(level=[0, 1]).sum().rename("n").reset_index()
+    counts = counts.sort_values(["n", counts.columns[1]], ascending=[False, True], kind="stable")
+    return counts.drop_duplicates(counts.columns[0]).set_index(counts.columns[0])[counts.columns[1]].sort_index()
 
 
 def _prepare(logs: pd.DataFrame, metrics: str | Sequence[str], *, time: str, freq: str,
