@@ -133,3 +133,18 @@ def test_slices_sort_as_pandas_numbers_and_categories() -> None:
     stats = P.combine(P.partition_stats(values[:3], ["latency_s"], cats[:3]),
                       P.partition_stats(values[3:], ["latency_s"], cats[3:]))
     _assert_same(expected, P.summary_table(stats, slice_dtype=cats.dtype))
+
+
+@pytest.mark.parametrize("case", ["wide", "cancel", "subnormal", "near zero", "integers"])
+def test_the_vectorised_exact_sum_is_exact(case: str) -> None:
+    rng = np.random.default_rng(5)
+    x = {
+        "wide": rng.random(1000) * 10.0 ** rng.integers(-300, 300, 1000) * rng.choice([-1, 1], 1000),
+        "cancel": np.array([1e16, 1.0, -1e16, 3e-30, 2.0**-60]),
+        "subnormal": rng.normal(0, 1, 500) * 1e-310,
+        "near zero": rng.beta(0.01, 1, 3000),
+        "integers": rng.integers(0, 2, 10_000).astype(float),
+    }[case]
+    terms = P._exact_sum(x)
+    assert sum(map(Fraction, terms)) == sum(map(Fraction, x.tolist()))
+    assert terms == P._exact(x.tolist())  # the same canonical tuple as repeated fsum
