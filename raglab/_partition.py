@@ -326,6 +326,8 @@ def summary_rows(stats: Stats, method: str = "auto", level: float = 0.95, slice_
     """One typed row per metric and slice (``overall`` first, then the slices in
     :func:`raglab.stats.summary`'s order), from combined statistics. ``slice_dtype``: the dtype of the
     slice column (a categorical's slices follow its categories, as in pandas)."""
+    if not sum(stats.rows):
+        raise ValueError("summary needs at least one question (the scores are empty)")
     keys = list(stats.keys)
     if stats.grouped:
         codes, labels = _slice_codes(_key_series(keys, slice_dtype), len(keys))

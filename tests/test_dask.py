@@ -87,6 +87,48 @@ def test_summary_does_not_depend_on_row_order_or_partitioning(npartitions: int) 
     pd.testing.assert_frame_equal(got, again)  # between partitionings: the same bits
 
 
+def test_summary_on_64_partitions_and_an_empty_one() -> None:
+    rows = _scores(n=400, seed=9)
+    expected = runs.summary(rows, by="qtype")
+    ddf = dd.from_pandas(rows, npartitions=64)
+    assert ddf.npartitions == 64
+    _assert_same(expected, ddf.rag.summary(by="qtype"))
+    with_empty = dd.concat([dd.from_pandas(rows.iloc[:0], npartitions=1), ddf])
+    _assert_same(expected, with_empty.rag.summary(by="qtype"))
+    with pytest.raises(ValueError, match="at least one question"):
+        dd.from_pandas(rows.iloc[:0], npartitions=1).rag.summary(["hit@5"])
+
+
+@pytest.mark.parametrize("kind", ["int", "category", "float with missing"])
+def test_slices_come_in_the_pandas_order(kind: str) -> None:
+    rows = _scores(n=90, seed=6)
+    codes = np.random.default_rng(1).integers(0, 3, len(rows))
+    if kind == "int":
+        rows["group"] = np.array([10, 9, 100])[codes]
+    elif kind == "category":
+        rows["group"] = pd.Categorical(np.array(["z", "a", "m"])[codes], categories=["z", "m", "a"])
+    else:
+        rows["group"] = np.array([2.5, np.nan, 0.5])[codes]
+    expected = runs.summary(rows, ["hit@5", "latency_s"], by="group")
+    got = dd.from_pandas(rows, npartitions=4).rag.summary(["hit@5", "latency_s"], by="group")
+    _assert_same(expected, got)
+
+
+def test_recorded_clusters_and_judged_samples_are_not_silently_ignored() -> None:
+    # data of its own: Dask caches a frame's meta (attrs included) by its data's token, across tests
+    rows = _scores(seed=12)
+    rows.attrs["raglab"] = {"evalset": {"name": "demo", "units": "lang"}}
+    ddf = dd.from_pandas(rows, npartitions=2)
+    with pytest.raises(NotImplementedError, match="units='lang'.*eval set records it.*units=False"):
+        ddf.rag.summary(["hit@5"])
+    expected = runs.summary(rows, ["hit@5"], units=False)
+    _assert_same(expected, ddf.rag.summary(["hit@5"], units=False))
+    judged = _scores(seed=13)
+    judged.attrs["raglab"] = {"sampling": {"judged": {"metrics": ["faithfulness"]}}}
+    with pytest.raises(NotImplementedError, match="judged sample"):
+        dd.from_pandas(judged, npartitions=2).rag.summary(["faithfulness"])
+
+
 @pytest.mark.parametrize("method", ["wilson", "exact", "normal", "t"])
 def test_named_methods_equal_pandas(method: str) -> None:
     rows = _scores(seed=2)

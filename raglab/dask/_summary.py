@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from raglab import _partition
-from raglab._columns import _by_columns, _metric_names, _missing, _score_frame, _slice_labels
+from raglab._columns import _by_columns, _metric_names, _missing, _resolve_units, _score_frame, _slice_labels
 from raglab._errors import RowTableError
 from raglab._meta import get_meta, set_meta
 from raglab._results import jsonable
@@ -91,8 +91,11 @@ def summary(
         The intervals that partition statistics give: ``"auto"`` is Wilson for pass/fail metrics,
         Wilson at the effective n for other scores in [0, 1], t otherwise. The bootstrap
         (``"percentile"``, ``"bca"``) and ``"betting"`` need the rows and are not available on Dask yet.
-    units, bounds
-        Not available on Dask yet (they need the rows: a cluster bootstrap, a betting interval).
+    units : str or False, optional
+        As on pandas, the eval set's recorded cluster column is used by default; clusters need the
+        cluster bootstrap, not available on Dask yet: pass ``units=False`` to treat questions as independent.
+    bounds : dict, optional
+        Not available on Dask yet (the betting interval needs the rows).
     **columns
         Column roles, e.g. ``question_id="qid"``.
 
@@ -124,16 +127,23 @@ def summary(
             "Or compute a sample to pandas (ddf.compute()) and use rows.rag.summary.")
     if method not in SUMMARY_METHODS:
         raise ValueError(f"{_CALLER}: method must be one of {list(_partition.ANALYTIC_METHODS)} on Dask, got {method!r}")
-    if units not in (None, False):
+    meta = ddf._meta
+    cluster = _resolve_units(meta, units, _CALLER)  # the eval set's cluster column by default, as on pandas
+    if cluster is not None:
         raise NotImplementedError(
-            f"{_CALLER}: units= (a cluster bootstrap) needs the rows, which raglab does not yet do on Dask; the "
-            f"methods that work on Dask are {list(_partition.ANALYTIC_METHODS)}, without units=.")
+            f"{_CALLER}: units={cluster!r} (a cluster bootstrap{'' if units else ', the eval set records it'}) needs "
+            "the rows, which raglab does not yet do on Dask; the methods that work on Dask are "
+            f"{list(_partition.ANALYTIC_METHODS)}, with units=False (questions treated as independent).")
+    if (get_meta(meta).get("sampling") or {}).get("judged") is not None:
+        raise NotImplementedError(
+            f"{_CALLER}: this table records a judged sample (attrs['raglab']['sampling']['judged']), whose "
+            "design-weighted or prediction-powered summary raglab does not yet compute on Dask; the methods that "
+            f"work on Dask are {list(_partition.ANALYTIC_METHODS)}, on tables without a sampling design.")
     if bounds:
         raise NotImplementedError(
             f"{_CALLER}: bounds= (the betting interval) needs the rows, which raglab does not yet do on Dask; "
             f"the methods that work on Dask are {list(_partition.ANALYTIC_METHODS)}.")
     level = check_level(ci)
-    meta = ddf._meta
     question_id = table_roles(meta, None, columns, caller=_CALLER).column("question_id")
     by_columns = _by_columns(by)
     for column in by_columns:
