@@ -191,6 +191,10 @@ def test_a_non_numeric_cell_names_its_partition_and_row() -> None:
     ddf = dd.from_pandas(rows, npartitions=3)  # rows 0-9, 10-19, 20-29
     with pytest.raises(RowTableError, match=r"partition 2 .*'latency_s'.*row 25 \(question_id 'q25'\).*'slow'"):
         ddf.rag.summary(["latency_s"])
+    rows = _scores(n=30, seed=21)
+    rows.loc[14, "latency_s"] = np.inf
+    with pytest.raises(RowTableError, match=r"partition 1 .*'latency_s'.*infinite.*row 14 \(question_id 'q14'\)"):
+        dd.from_pandas(rows, npartitions=3).rag.summary(["latency_s"])
 
 
 def test_a_score_out_of_its_range_names_its_partition_and_row() -> None:
@@ -225,6 +229,40 @@ def test_retrieval_equals_pandas(npartitions: int) -> None:
     got = lazy.compute()
     pd.testing.assert_frame_equal(got, expected)  # columns, values and dtypes
     assert got.attrs["raglab"]["retrieval"] == expected.attrs["raglab"]["retrieval"]
+
+
+def _span(doc: str, start: int, end: int, **extra: object) -> dict[str, object]:
+    return {"doc_id": doc, "start": start, "end": end, **extra}
+
+
+SPAN_ROWS = pd.DataFrame({  # as tests/test_retrieval.py's rows: graded ids, spans, candidates
+    "question_id": ["q1", "q2", "q3", "q4", "q5"],
+    "retrieved": [["d7", "d2", "d9", "d4", "d1"], ["d1", "d3"], [], ["d5"], ["d8", "d6", "d2"]],
+    "candidates": [["d7", "d2", "d9", "d4", "d1", "d5"], ["d1", "d3", "d2"], ["d4"], ["d5", "d6"],
+                   ["d8", "d6", "d2", "d3"]],
+    "gold": [{"d2": 3, "d4": 1, "d5": 2}, ["d2"], ["d4"], {"d5": 0}, {"d3": 2}],
+    "retrieved_spans": [[_span("a", 0, 10)] * 5, [_span("a", 0, 10)] * 2, [], [_span("b", 0, 5)],
+                        [_span("b", 0, 10)] * 3],
+    "candidate_spans": [[_span("a", 0, 10)] * 6, [_span("a", 0, 10)] * 3, [_span("a", 0, 10)],
+                        [_span("b", 0, 5)] * 2, [_span("b", 0, 10)] * 4],
+    "gold_spans": [[_span("a", 2, 4)], [_span("a", 5, 9, grade=2)], [], [_span("b", 7, 9)], [_span("b", 1, 3)]],
+})
+
+
+@pytest.mark.filterwarnings("ignore:raglab.retrieval.retrieval. k=")
+@pytest.mark.parametrize("options", [
+    {},
+    {"k": [1, 3, 5], "gain": "linear"},
+    {"k": 2, "no_relevant": "zero", "gold_by": "ids"},
+    {"k": [1, 5], "retrieved": "candidates", "gold_by": "ids"},
+    {"k": 3, "gold_by": "spans", "min_overlap": 0.5},
+    {"k": [1, 2], "gold_by": "spans", "retrieved_spans": "candidate_spans", "no_relevant": "zero", "min_overlap": 2},
+    {"k": 5, "metrics": ["recall", "map"]},
+])
+def test_retrieval_options_and_span_gold_equal_pandas(options: dict[str, object]) -> None:
+    expected = SPAN_ROWS.rag.retrieval(**options)
+    got = dd.from_pandas(SPAN_ROWS, npartitions=3).rag.retrieval(**options).compute()
+    pd.testing.assert_frame_equal(got, expected)
 
 
 def test_retrieval_then_summary_equal_pandas_on_shuffled_rows() -> None:
