@@ -160,6 +160,19 @@ def test_units_and_bounds_say_which_methods_work() -> None:
         ddf.rag.summary(["latency_s"], bounds={"latency_s": (0, 30)})
     with pytest.raises(ValueError, match="method must be one of"):
         ddf.rag.summary(method="nope")
+    with pytest.raises(NotImplementedError, match="predictor="):
+        ddf.rag.summary(["faithfulness"], predictor="recall@5")
+
+
+def test_settings_come_as_on_pandas() -> None:
+    from raglab import Resampling
+
+    rows = _scores(seed=15)
+    ddf = dd.from_pandas(rows, npartitions=3)
+    expected = runs.summary(rows, resampling=Resampling(ci=0.8, method="t"), seed=3, n_resamples=50)
+    _assert_same(expected, ddf.rag.summary(resampling=Resampling(ci=0.8, method="t"), seed=3, n_resamples=50))
+    with pytest.raises(TypeError):
+        ddf.rag.summary(nonsense=1)
 
 
 # ---- bad input: clear errors -------------------------------------------------------------------

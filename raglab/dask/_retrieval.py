@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pandas as pd
@@ -20,7 +21,9 @@ def _score_partition(part: pd.DataFrame, options: dict[str, Any], columns: list[
 
     number = (partition_info or {}).get("number", "?")
     try:
-        scored = _retrieval(part, **options)
+        with warnings.catch_warnings():  # a partition's longest list is not the table's: that check is not run here
+            warnings.filterwarnings("ignore", message=r".*is larger than the longest list", category=UserWarning)
+            scored = _retrieval(part, **options)
     except (ValueError, TypeError, KeyError) as exc:
         raise _in_partition(exc, number) from None  # type: ignore[arg-type]
     if list(scored.columns) != columns:
@@ -45,7 +48,8 @@ def retrieval(ddf: Any, k: int | Any = 5, **options: Any) -> Any:
 
     Row-wise, so each partition is scored where it lies (lazily: nothing is computed until you ask);
     the computed frame equals ``rows.rag.retrieval(...)`` (columns, values and dtypes) for any
-    partitioning. The conventions recorded in ``attrs["raglab"]["retrieval"]`` are kept; the counts
+    partitioning. The warning pandas gives when k exceeds the longest retrieved list is not given (a
+    partition's longest list is not the table's). The conventions recorded in ``attrs["raglab"]["retrieval"]`` are kept; the counts
     (``retrieval_counts``) are not: a partition's counts do not describe the table.
 
     Parameters

@@ -16,9 +16,11 @@ from raglab import _partition
 from raglab._columns import _by_columns, _metric_names, _missing, _resolve_units, _score_frame, _slice_labels
 from raglab._errors import RowTableError
 from raglab._meta import get_meta, set_meta
+from raglab._options import Resampling
 from raglab._results import jsonable
-from raglab._rowtable import _row_labels, table_roles
+from raglab._rowtable import Roles, _row_labels
 from raglab._validation import check_level
+from raglab.runs import _INTERVAL, _options
 from raglab.stats.estimators import SUMMARY_METHODS
 from raglab.stats.tables import _check_unit_range
 
@@ -65,11 +67,12 @@ def summary(
     metrics: str | Sequence[str] | None = None,
     *,
     by: str | Sequence[str] | None = None,
-    ci: float = 0.95,
-    method: str = "auto",
     units: str | bool | None = None,
     bounds: Mapping[str, tuple[float, float]] | None = None,
-    **columns: str,
+    predictor: str | Mapping[str, str] | None = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
+    resampling: Resampling | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Mean and interval per metric and slice of a Dask DataFrame: the table :func:`raglab.runs.summary` makes.
 
@@ -85,19 +88,24 @@ def summary(
         Score columns (default: the metric columns, chosen as :func:`raglab.runs.summary` does).
     by : str or list of str, optional
         Slice column(s): an ``overall`` row plus one row per slice.
-    ci : float
-        Confidence level.
-    method : {"auto", "wilson", "exact", "normal", "t"}
-        The intervals that partition statistics give: ``"auto"`` is Wilson for pass/fail metrics,
-        Wilson at the effective n for other scores in [0, 1], t otherwise. The bootstrap
-        (``"percentile"``, ``"bca"``) and ``"betting"`` need the rows and are not available on Dask yet.
     units : str or False, optional
         As on pandas, the eval set's recorded cluster column is used by default; clusters need the
         cluster bootstrap, not available on Dask yet: pass ``units=False`` to treat questions as independent.
     bounds : dict, optional
         Not available on Dask yet (the betting interval needs the rows).
-    **columns
-        Column roles, e.g. ``question_id="qid"``.
+    predictor : str or dict, optional
+        Not available on Dask yet (a judged sample's prediction-powered interval).
+    roles : Roles or dict, optional
+        Column roles: the ``question_id`` column is left out of the default metrics.
+    resampling : Resampling, optional
+        ``ci`` and ``method`` as one :class:`raglab.Resampling` (``n_resamples`` and ``seed`` are
+        not used: no interval here resamples).
+    **options
+        The same settings as keywords (they win): ``ci``; ``method`` in ``{"auto", "wilson", "exact",
+        "normal", "t"}``, the intervals that partition statistics give (``"auto"`` is Wilson for
+        pass/fail metrics, Wilson at the effective n for other scores in [0, 1], t otherwise; the
+        bootstrap and ``"betting"`` need the rows and are not available on Dask yet); and column
+        roles, e.g. ``question_id="qid"``.
 
     Returns
     -------
@@ -120,6 +128,9 @@ def summary(
     """
     import dask
 
+    meta = ddf._meta
+    cols, res = _options(meta, roles, resampling, options, _INTERVAL, _CALLER)
+    method = res.method
     if method in _RAW_ROWS:
         raise NotImplementedError(
             f"{_CALLER}: method={method!r} needs the rows themselves (resampling or betting on each score), which "
@@ -127,7 +138,14 @@ def summary(
             "Or compute a sample to pandas (ddf.compute()) and use rows.rag.summary.")
     if method not in SUMMARY_METHODS:
         raise ValueError(f"{_CALLER}: method must be one of {list(_partition.ANALYTIC_METHODS)} on Dask, got {method!r}")
-    meta = ddf._meta
+    if bounds:
+        raise NotImplementedError(
+            f"{_CALLER}: bounds= (the betting interval) needs the rows, which raglab does not yet do on Dask; "
+            f"the methods that work on Dask are {list(_partition.ANALYTIC_METHODS)}.")
+    if predictor is not None:
+        raise NotImplementedError(
+            f"{_CALLER}: predictor= (a prediction-powered interval on a judged sample) is not computed on Dask yet; "
+            f"the methods that work on Dask are {list(_partition.ANALYTIC_METHODS)}.")
     cluster = _resolve_units(meta, units, _CALLER)  # the eval set's cluster column by default, as on pandas
     if cluster is not None:
         raise NotImplementedError(
@@ -139,12 +157,8 @@ def summary(
             f"{_CALLER}: this table records a judged sample (attrs['raglab']['sampling']['judged']), whose "
             "design-weighted or prediction-powered summary raglab does not yet compute on Dask; the methods that "
             f"work on Dask are {list(_partition.ANALYTIC_METHODS)}, on tables without a sampling design.")
-    if bounds:
-        raise NotImplementedError(
-            f"{_CALLER}: bounds= (the betting interval) needs the rows, which raglab does not yet do on Dask; "
-            f"the methods that work on Dask are {list(_partition.ANALYTIC_METHODS)}.")
-    level = check_level(ci)
-    question_id = table_roles(meta, None, columns, caller=_CALLER).column("question_id")
+    level = check_level(res.ci)
+    question_id = cols.column("question_id")
     by_columns = _by_columns(by)
     for column in by_columns:
         if column not in meta.columns:
