@@ -148,3 +148,24 @@ def test_the_vectorised_exact_sum_is_exact(case: str) -> None:
     terms = P._exact_sum(x)
     assert sum(map(Fraction, terms)) == sum(map(Fraction, x.tolist()))
     assert terms == P._exact(x.tolist())  # the same canonical tuple as repeated fsum
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_small_and_ragged_cells_match_pandas(seed: int) -> None:
+    """Cells of 0, 1 and 2 scores, equal values, all-missing slices: the edge cases of the t and Wilson rules."""
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(1, 14))
+    values = np.c_[
+        rng.integers(0, 2, n).astype(float),
+        rng.choice([0.0, 0.5, 1.0, 0.25], n),
+        rng.normal(3.0, 2.0, n).round(int(rng.integers(0, 3))),
+    ]
+    values[rng.random(values.shape) < 0.3] = np.nan
+    names = ["hit@5", "recall@5", "latency_s"]
+    slices = rng.choice(np.array(["x", "y", "z", None], dtype=object), n)
+    ci = float(rng.choice([0.8, 0.9, 0.95, 0.99]))
+    expected = summary(dict(zip(names, values.T)), slices=slices, ci=ci)
+    cut = int(rng.integers(0, n + 1))
+    stats = P.combine(P.partition_stats(values[:cut], names, slices[:cut]),
+                      P.partition_stats(values[cut:], names, slices[cut:]))
+    _assert_same(expected, P.summary_table(stats, level=ci))
