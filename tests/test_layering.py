@@ -35,6 +35,7 @@ FLOORS: dict[str, int] = {
     "raglab.metrics": 3, "raglab.chunks": 3, "raglab.simulate": 3, "raglab.stats": 3,
     "raglab.gate": 3, "raglab.agreement": 3, "raglab.sizing": 3, "raglab.io": 3, "raglab.trec": 3,
     "raglab.evalset": 3, "raglab.abstention": 3, "raglab.tripwires": 3, "raglab.sampling": 3,
+    "raglab._partition": 3,
     # 4 judges
     "raglab.judge": 4,
     # 5 row-table functions (a table in, a table out: runs, retrieval, boundaries, monitor)

@@ -11,6 +11,9 @@ from raglab._optional import import_optional
 
 import_optional("dask.dataframe", extra="dask", purpose="raglab.dask")
 
-from raglab.dask._monitor import monitor, over_time  # noqa: E402  (after the extra's check)
+from raglab.dask._accessor import DaskRagAccessor  # noqa: E402  (after the extra's check; registers ddf.rag)
+from raglab.dask._monitor import monitor, over_time  # noqa: E402
+from raglab.dask._retrieval import retrieval  # noqa: E402
+from raglab.dask._summary import summary  # noqa: E402
 
-__all__ = ["monitor", "over_time"]
+__all__ = ["DaskRagAccessor", "monitor", "over_time", "retrieval", "summary"]
