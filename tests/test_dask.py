@@ -127,6 +127,9 @@ def test_recorded_clusters_and_judged_samples_are_not_silently_ignored() -> None
     judged.attrs["raglab"] = {"sampling": {"judged": {"metrics": ["faithfulness"]}}}
     with pytest.raises(NotImplementedError, match="judged sample"):
         dd.from_pandas(judged, npartitions=2).rag.summary(["faithfulness"])
+    # the metrics scored on every row of a judged table are summarised as on pandas
+    _assert_same(runs.summary(judged, ["hit@5"], units=False),
+                 dd.from_pandas(judged, npartitions=2).rag.summary(["hit@5"], units=False))
 
 
 @pytest.mark.parametrize("method", ["wilson", "exact", "normal", "t"])

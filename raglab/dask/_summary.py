@@ -152,11 +152,6 @@ def summary(
             f"{_CALLER}: units={cluster!r} (a cluster bootstrap{'' if units else ', the eval set records it'}) needs "
             "the rows, which raglab does not yet do on Dask; the methods that work on Dask are "
             f"{list(_partition.ANALYTIC_METHODS)}, with units=False (questions treated as independent).")
-    if (get_meta(meta).get("sampling") or {}).get("judged") is not None:
-        raise NotImplementedError(
-            f"{_CALLER}: this table records a judged sample (attrs['raglab']['sampling']['judged']), whose "
-            "design-weighted or prediction-powered summary raglab does not yet compute on Dask; the methods that "
-            f"work on Dask are {list(_partition.ANALYTIC_METHODS)}, on tables without a sampling design.")
     level = check_level(res.ci)
     question_id = cols.column("question_id")
     by_columns = _by_columns(by)
@@ -165,6 +160,14 @@ def summary(
             raise _missing(meta, column, _CALLER, "a slice column")
     exclude = {question_id, *by_columns, "selected", "inclusion_probability"}
     names = _metric_names(metrics, [meta], exclude, _CALLER)
+    design = (get_meta(meta).get("sampling") or {}).get("judged")
+    judged = [m for m in names if design is not None and m in (design.get("metrics") or names)]
+    if judged:  # the tripwires of a judged log are summarised; the judged metrics need the design
+        raise NotImplementedError(
+            f"{_CALLER}: {judged} come from a judged sample (attrs['raglab']['sampling']['judged']), whose "
+            "design-weighted or prediction-powered summary raglab does not yet compute on Dask (ddf.rag.over_time "
+            f"does); the methods that work on Dask are {list(_partition.ANALYTIC_METHODS)}, on metrics scored on "
+            "every row.")
     _score_frame(meta, names, _CALLER, id_column=None)  # a missing or non-numeric column, before any work
     parts = [dask.delayed(_statistics, pure=True)(p, i, names, by_columns, question_id)
              for i, p in enumerate(ddf.to_delayed())]
