@@ -52,6 +52,7 @@ from raglab.stats._engine import (
     _boot_label,
     _bootstrap_cells,
     _is_binary,
+    _one_blas_thread,
     _Resampler,
     _row_counts,
     _row_sums,
@@ -821,29 +822,54 @@ class PoissonSums:
         n, m = diffs.shape
         complete = ~np.isnan(diffs)
         d = np.where(complete, diffs, 0.0)
-        c = 65.0 * d  # Veltkamp: hi keeps 47 bits, so a weight (at most 31) times hi or lo is exact
-        hi = c - (c - d)
-        lo = d - hi
-        weight = np.zeros((n_groups, m, n_resamples), dtype=np.int64)
-        parts: list[list[list[np.ndarray]]] = [[[] for _ in range(m)] for _ in range(n_groups)]
+        width = n_groups * m  # one column per (group, metric) cell
+        weight = np.zeros((width, n_resamples), dtype=np.int64)
         step = max(1, _WEIGHT_CELLS // max(1, n_resamples))
-        for start in range(0, n, step):
+        groups = np.arange(n_groups)
+        with _one_blas_thread(n * n_resamples):  # thin products: BLAS threads cost more than they give
+            parts = cls._chunks(keys, d, complete, codes, groups, weight, step, n_resamples)
+        stacked = np.stack(parts) if parts else np.zeros((0, width, n_resamples))
+        terms = tuple(tuple(_exact_columns(stacked[:, g * m + j, :]) for j in range(m)) for g in range(n_groups))
+        return cls(weight.reshape(n_groups, m, n_resamples), terms)
+
+    @staticmethod
+    def _chunks(keys: np.ndarray, d: np.ndarray, complete: np.ndarray, codes: np.ndarray, groups: np.ndarray,
+                weight: np.ndarray, step: int, n_resamples: int) -> list[np.ndarray]:
+        """The exact products of the rows, ``step`` at a time (adds the weights' sums into ``weight``)."""
+        width = weight.shape[0]
+        parts: list[np.ndarray] = []
+        for start in range(0, d.shape[0], step):
             rows = slice(start, start + step)
-            w = _poisson_weights(keys[rows], 0, n_resamples)
-            for g in range(n_groups):
-                in_group = codes[rows] == g
-                for j in range(m):
-                    sel = in_group & complete[rows, j]
-                    if not sel.any():
-                        continue
-                    wg = w[sel]
-                    weight[g, j] += wg.sum(axis=0, dtype=np.int64)
-                    wf = wg.astype(float)
-                    parts[g][j].append(_exact_columns(np.concatenate(
-                        [wf * hi[rows][sel, j, None], wf * lo[rows][sel, j, None]])))
-        terms = tuple(tuple(_exact_columns(np.concatenate(p)) if p else np.zeros((0, n_resamples)) for p in row)
-                      for row in parts)
-        return cls(weight, terms)
+            w = _poisson_weights(keys[rows], 0, n_resamples).astype(float)
+            member = (np.asarray(codes[rows])[:, None] == groups[None, :])[:, :, None]
+            in_cell = (member & complete[rows][:, None, :]).reshape(-1, width).astype(float)
+            weight += np.rint(in_cell.T @ w).astype(np.int64)  # integers below 2**53: exact in any order
+            parts.extend(_grid_dot((member * d[rows][:, None, :]).reshape(-1, width), w))
+        return parts
+
+
+def _grid_dot(x: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
+    """Arrays whose sum is *exactly* ``x.T @ w``, for weights ``w`` that are integers in [0, 31].
+
+    Each pass rounds every column of ``x`` to a grid (Rump, Ogita and Oishi's extraction with
+    ``sigma = 2**(M + ceil(log2 max|x|))``, ``2**M >= 64 rows``) on which every product and partial sum
+    of the product is an integer multiple of the grid below ``2**53`` of it, so the matrix product
+    (BLAS, in any order) is exact; what rounding left goes round again.
+    """
+    x = np.array(x, dtype=float)
+    if not x.size:
+        return []
+    m = math.ceil(math.log2(64 * x.shape[0] + 2))
+    out = []
+    for _ in range(2200 // max(1, 52 - m) + 2):
+        mu = np.max(np.abs(x), axis=0)
+        if not mu.any():
+            break
+        sigma = np.ldexp(1.0, m + np.frexp(mu)[1])
+        q = (sigma + x) - sigma
+        out.append(q.T @ w)
+        x -= q
+    return out
 
 
 def _poisson_replicates(sums: PoissonSums, grouped: bool) -> np.ndarray:
