@@ -119,7 +119,7 @@ def test_row_order_invariance() -> None:
     t2 = runs.compare(base.iloc[rng.permutation(len(base))], cand.iloc[rng.permutation(len(cand))], **kw)
     pd.testing.assert_frame_equal(t, t2, check_exact=True)
     # with clusters the cluster label keys the weights
-    base["cluster"] = base["question_id"].str[:2]
+    base["cluster"] = base["question_id"].str[:3]
     cand["cluster"] = base["cluster"]
     kw["units"] = "cluster"
     t = runs.compare(base, cand, **kw)
@@ -140,3 +140,34 @@ def test_coverage_near_nominal() -> None:
         hits += bool(t["low"].iloc[0] <= 0.0 <= t["high"].iloc[0])
     print(f"Poisson bootstrap coverage at 95%: {hits / sims:.3f}")
     assert 0.86 <= hits / sims <= 0.99, hits / sims
+
+
+def test_replicate_sums_are_exact() -> None:
+    from fractions import Fraction
+
+    from raglab.stats.estimators import PoissonSums
+
+    rng = np.random.default_rng(8)
+    d = rng.normal(size=300) * 10.0 ** rng.integers(-12, 12, 300)  # a wide range of magnitudes
+    d[:3] = [1e15, 1.0, -1e15]  # cancellation
+    ids = np.arange(300)
+    sums = PoissonSums.of(_id_keys(ids, 1), d[:, None], np.zeros(300, dtype=int), 1, 20)
+    w = _poisson_weights(_id_keys(ids, 1), 0, 20)
+    total, weight = sums.cell([(0, 0)])
+    for b in range(20):
+        exact = sum((Fraction(int(w[i, b])) * Fraction(float(d[i])) for i in range(300)), Fraction(0))
+        assert total[b] == float(exact)  # the exact sum, rounded once
+        assert weight[b] == int(w[:, b].sum())
+    # the same sums from two halves, added
+    halves = [PoissonSums.of(_id_keys(ids[s], 1), d[s, None], np.zeros(150, dtype=int), 1, 20)
+              for s in (slice(150, None), slice(0, 150))]
+    again, _ = (halves[0] + halves[1]).cell([(0, 0)])
+    np.testing.assert_array_equal(again, total)
+
+
+def test_few_clusters_give_no_interval() -> None:
+    base, cand = _runs(60)
+    units = np.repeat(np.arange(6), 10)
+    with pytest.warns(UserWarning, match=r"only \[6\] clusters"):
+        t = compare(base[["latency_s"]], cand[["latency_s"]], units=units, method="poisson", n_resamples=50)
+    assert np.isnan(t["low"].iloc[0]) and t["n_clusters"].iloc[0] == 6

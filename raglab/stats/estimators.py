@@ -15,6 +15,9 @@ Paired estimators (``compare(method=...)``):
   ``"auto"`` takes for the rest) and :class:`BCaBootstrap` (``"bca"``): resampled intervals, with
   sign-flip tests (exact McNemar for pass/fail columns). Given clusters (``units=``) each resamples
   whole clusters: that is the cluster bootstrap.
+* :class:`PoissonBootstrap` (``"poisson"``, never ``"auto"``): the Poisson bootstrap, weights keyed by
+  a hash of (seed, question or cluster id, replicate), so that row order and partitioning do not
+  matter (:mod:`raglab.dask` computes it from per-partition sums).
 
 One-sample estimators (``summary(method=...)``): :class:`Proportion` (``"wilson"``, ``"exact"``,
 ``"normal"``), :class:`StudentT` (``"t"``, Wilson's interval at the effective n for scores known to
@@ -960,6 +963,11 @@ class PoissonBootstrap(PairedEstimator):
         replicates = _poisson_replicates(sums, layout.grouped)
         units = shared.engine.units_per_cell[:, cols]
         usable = units >= (MIN_CLUSTERS if layout.clustered else 2)
+        if layout.clustered and ((units >= 2) & ~usable).any():
+            counts = sorted({int(c) for c in units[(units >= 2) & ~usable]})
+            warn(f"units=: some rows rest on only {counts} clusters; a cluster bootstrap needs at least "
+                 f"{MIN_CLUSTERS} to say anything about sampling error, so those rows get no interval (a gate "
+                 "sends them to review). Use finer clusters, fewer slices, or no units=.", UserWarning)
         return _poisson_block(cols, replicates, usable, [sample.binary[j] for j in cols], layout.clustered,
                               sample.down[:, cols], sample.up[:, cols], settings)
 

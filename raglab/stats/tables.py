@@ -297,7 +297,11 @@ def compare(
         for the row's ``n`` questions or clusters. ``"score"`` asks for the score interval
         (pass/fail metrics only), ``"betting"`` for the betting interval (scores in [0, 1]). ``"percentile"`` and ``"bca"`` give the
         plain bootstrap intervals for every metric (as ``scipy.stats.bootstrap``). ``"ppi"`` (and ``"auto"`` for
-        metrics given ``labels``) is the paired prediction-powered interval (see ``labels``). All bootstrap
+        metrics given ``labels``) is the paired prediction-powered interval (see ``labels``). ``"poisson"`` is the
+        Poisson bootstrap (``raglab.stats.estimators.PoissonBootstrap``; percentile interval, every metric):
+        replicate ``b`` weighs question ``i`` by ``Poisson(1)`` drawn from a hash of (seed, ``ids[i]`` or
+        its cluster's label, ``b``), so it depends on no row order or partitioning (it is what
+        ``raglab.dask`` computes). All bootstrap
         rows of one call share the same resampled question sets; the same call with the same seed
         reproduces every number exactly (row order does not matter), while adding metrics or slices
         changes how the shared resamples are drawn (bounds move by Monte Carlo error).
