@@ -14,7 +14,7 @@ import raglab.dask  # noqa: E402,F401  (registers ddf.rag)
 from raglab import _partition, runs  # noqa: E402
 from raglab._errors import RowTableError  # noqa: E402
 
-PARTITIONS = [1, 3, 8]
+PARTITIONS = [1, 3, 8, 64]
 EXACT = ["n", "n_dropped", "n_changed", "method", "level", "n_resamples", "seed", "test", "n_permutations"]
 
 
