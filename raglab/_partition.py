@@ -378,3 +378,298 @@ def summary_table(stats: Stats, method: str = "auto", level: float = 0.95, slice
     [['hit@5', 'overall', 4, 0.75, 'wilson']]
     """
     return frame_of(summary_rows(stats, method, level, slice_dtype), SUMMARY)
+
+
+# --------------------------------------------------------------------------------------------------
+# The paired comparison: per-partition statistics of two runs' paired scores
+# --------------------------------------------------------------------------------------------------
+
+#: The paired methods computed from partition statistics (no raw rows needed).
+PAIRED_METHODS = ("score", "poisson")
+
+
+def _fraction(terms: tuple[float, ...]) -> Fraction:
+    return sum(map(Fraction, terms), Fraction(0))
+
+
+@dataclass(frozen=True)
+class PairCell:
+    """The statistics of one metric's complete pairs on one slice: ``n`` pairs, ``nonbinary`` of them with
+    a score not 0 or 1, ``changed`` with ``d = cand - base != 0``, ``down``/``up`` with ``d = -1``/``+1``
+    (Tango's discordant pairs), the exact sums (tuples of floats) of ``base``, ``cand``, ``d``, ``d**2`` and
+    ``d**3``."""
+
+    n: int
+    nonbinary: int
+    changed: int
+    down: int
+    up: int
+    base: tuple[float, ...]
+    cand: tuple[float, ...]
+    sums: tuple[float, ...]
+    squares: tuple[float, ...]
+    cubes: tuple[float, ...]
+
+    @classmethod
+    def of(cls, base: np.ndarray, cand: np.ndarray) -> PairCell:
+        """The statistics of 1-D arrays of paired scores (NaN on either side: no pair)."""
+        b, c = np.asarray(base, dtype=float), np.asarray(cand, dtype=float)
+        keep = ~(np.isnan(b) | np.isnan(c))
+        b, c = b[keep], c[keep]
+        if not b.size:
+            return PAIR_EMPTY
+        d = c - b
+        p, e = _two_product(d, d)
+        p1, e1 = _two_product(p, d)
+        p2, e2 = _two_product(e, d)
+        nonbinary = int((~(np.isin(b, (0.0, 1.0)) & np.isin(c, (0.0, 1.0)))).sum())
+        return cls(int(d.size), nonbinary, int(np.count_nonzero(d)), int((d == -1).sum()), int((d == 1).sum()),
+                   _exact_sum(b), _exact_sum(c), _exact_sum(d), _exact_sum(np.concatenate([p, e])),
+                   _exact_sum(np.concatenate([p1, e1, p2, e2])))
+
+    def __add__(self, other: PairCell) -> PairCell:
+        return PairCell(self.n + other.n, self.nonbinary + other.nonbinary, self.changed + other.changed,
+                        self.down + other.down, self.up + other.up, _exact(self.base + other.base),
+                        _exact(self.cand + other.cand), _exact(self.sums + other.sums),
+                        _exact(self.squares + other.squares), _exact(self.cubes + other.cubes))
+
+    def skew(self) -> float:
+        """The sample skewness ``m3 / m2**1.5`` of the differences (NaN below 3 pairs or at zero spread)."""
+        n = self.n
+        if n < 3:
+            return math.nan
+        s1, s2, s3 = _fraction(self.sums), _fraction(self.squares), _fraction(self.cubes)
+        mean = s1 / n
+        m2 = s2 / n - mean * mean
+        m3 = s3 / n - 3 * mean * s2 / n + 2 * mean ** 3
+        if m2 <= Fraction(1, 10**24):
+            return math.nan
+        return float(m3) / float(m2) ** 1.5
+
+
+PAIR_EMPTY = PairCell(0, 0, 0, 0, 0, (), (), (), (), ())
+
+
+@dataclass(frozen=True)
+class PairStats:
+    """One partition's (or the combined) statistics of two paired runs: per slice key, the paired rows,
+    one ``PairCell`` per metric and, with ``n_resamples``, the Poisson bootstrap's replicate sums
+    (``raglab.stats.estimators.PoissonSums``, one group) keyed by (``seed``, question id, replicate)."""
+
+    names: tuple[str, ...]
+    grouped: bool
+    keys: tuple[Hashable, ...]
+    rows: tuple[int, ...]
+    cells: tuple[tuple[PairCell, ...], ...]
+    boot: tuple[Any, ...]
+    n_resamples: int
+    seed: int
+
+    def total(self, j: int) -> PairCell:
+        """Metric ``j`` over every key."""
+        out = PAIR_EMPTY
+        for cells in self.cells:
+            out = out + cells[j]
+        return out
+
+
+def pair_stats(base: np.ndarray, cand: np.ndarray, names: Sequence[str], slices: Any = None, ids: Any = None,
+               n_resamples: int = 0, seed: int = 0) -> PairStats:
+    """The statistics of one partition of paired rows: ``base`` and ``cand`` (rows, metrics) with NaN for no
+    score, ``slices`` a label per row (None: not sliced), ``ids`` the question (or cluster) id per row that
+    keys the Poisson bootstrap's ``n_resamples`` replicates (0: none).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = pair_stats(np.array([[1.0], [0.0], [1.0]]), np.array([[1.0], [1.0], [0.0]]), ["hit@5"])
+    >>> c = s.cells[0][0]
+    >>> c.n, c.up, c.down, c.changed
+    (3, 1, 1, 2)
+    """
+    from raglab.stats.estimators import PoissonSums, _id_keys
+
+    k = len(names)
+    base = np.asarray(base, dtype=float).reshape(len(base), k)
+    cand = np.asarray(cand, dtype=float).reshape(len(cand), k)
+    n = base.shape[0]
+    if slices is None:
+        codes, keys = np.zeros(n, dtype=np.intp), [None]
+    else:
+        labels = pd.Series(list(slices), dtype=object)
+        if len(labels) != n:
+            raise ValueError(f"`slices` must give one label per row: {len(labels)} labels for {n} rows")
+        codes, uniques = pd.factorize(labels, sort=False, use_na_sentinel=True)
+        keys = [_key(u) for u in uniques]
+        if (codes < 0).any():
+            codes = np.where(codes < 0, len(keys), codes)
+            keys.append(None)
+    boot: list[Any] = [None] * len(keys)
+    if n_resamples:
+        if ids is None:
+            raise ValueError("pair_stats needs the question ids to key the Poisson bootstrap's weights")
+        sums = PoissonSums.of(_id_keys(ids, seed), cand - base, codes, len(keys), n_resamples)
+        boot = [type(sums)(sums.weight[g:g + 1], sums.terms[g:g + 1]) for g in range(len(keys))]
+    rows, cells = [], []
+    for g in range(len(keys)):
+        mask = codes == g
+        rows.append(int(mask.sum()))
+        cells.append(tuple(PairCell.of(base[mask, j], cand[mask, j]) for j in range(k)))
+    return _pair_merged(tuple(names), slices is not None, keys, rows, cells, boot, n_resamples, seed)
+
+
+def _pair_merged(names: tuple[str, ...], grouped: bool, keys: Sequence[Hashable], rows: Sequence[int],
+                 cells: Sequence[tuple[PairCell, ...]], boot: Sequence[Any], n_resamples: int, seed: int) -> PairStats:
+    """PairStats with equal keys added together (keys kept in first-seen order)."""
+    at: dict[Hashable, int] = {}
+    out_keys: list[Hashable] = []
+    out_rows: list[int] = []
+    out_cells: list[tuple[PairCell, ...]] = []
+    out_boot: list[Any] = []
+    for key, r, c, s in zip(keys, rows, cells, boot):
+        if key in at:
+            i = at[key]
+            out_rows[i] += r
+            out_cells[i] = tuple(a + b for a, b in zip(out_cells[i], c))
+            out_boot[i] = None if s is None else out_boot[i] + s
+        else:
+            at[key] = len(out_keys)
+            out_keys.append(key)
+            out_rows.append(r)
+            out_cells.append(tuple(c))
+            out_boot.append(s)
+    return PairStats(names, grouped, tuple(out_keys), tuple(out_rows), tuple(out_cells), tuple(out_boot),
+                     n_resamples, seed)
+
+
+def combine_pairs(*parts: PairStats) -> PairStats:
+    """The paired statistics of the partitions together: exact, so any order or grouping gives the same bits.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> b, c = np.array([[0.1], [0.2], [0.7]]), np.array([[0.3], [0.2], [0.4]])
+    >>> whole = pair_stats(b, c, ["x"], ids=["q1", "q2", "q3"], n_resamples=5)
+    >>> parts = [pair_stats(b[i:i + 1], c[i:i + 1], ["x"], ids=[f"q{i + 1}"], n_resamples=5) for i in (2, 0, 1)]
+    >>> combined = combine_pairs(*parts)
+    >>> combined.cells == whole.cells, bool((combined.boot[0].weight == whole.boot[0].weight).all())
+    (True, True)
+    """
+    if not parts:
+        raise ValueError("combine_pairs needs at least one partition's statistics")
+    first = parts[0]
+    for p in parts[1:]:
+        if (p.names, p.grouped, p.n_resamples, p.seed) != (first.names, first.grouped, first.n_resamples, first.seed):
+            raise ValueError(f"cannot combine paired statistics of metrics {list(p.names)} with {list(first.names)} "
+                             "(or of other slices, resamples or seeds)")
+    return _pair_merged(first.names, first.grouped, [k for p in parts for k in p.keys],
+                        [r for p in parts for r in p.rows], [c for p in parts for c in p.cells],
+                        [s for p in parts for s in p.boot], first.n_resamples, first.seed)
+
+
+def compare_rows(stats: PairStats, method: str, level: float = 0.95, n_permutations: int = 10_000,
+                 slice_dtype: Any = None) -> list[Any]:
+    """One typed row (``raglab.stats.results.ComparisonRow``) per metric and slice, as
+    :func:`raglab.stats.compare` makes them, from combined paired statistics: ``method="score"``
+    (Tango's interval, pass/fail metrics) or ``"poisson"`` (the Poisson bootstrap with the statistics'
+    ``n_resamples`` and ``seed``)."""
+    from raglab.stats.estimators import PAIRED, Settings, _poisson_block, _poisson_replicates
+    from raglab.stats.intervals import _tango_bounds
+    from raglab.stats.results import MCNEMAR_TEST, NO_TEST, ComparisonRow, TestKind
+    from raglab.stats.tests import _mcnemar_p, _one_sided_mcnemar
+
+    if method not in PAIRED_METHODS:
+        raise ValueError(f"compare from partition statistics takes method in {list(PAIRED_METHODS)}, got {method!r}")
+    if not sum(stats.rows):
+        raise ValueError("compare needs at least one question (the scores are empty)")
+    keys = list(stats.keys)
+    if stats.grouped:
+        codes, labels = _slice_codes(_key_series(keys, slice_dtype), len(keys))
+        groups = [[i for i in range(len(keys))]] + [[i for i, c in enumerate(codes) if c == g]
+                                                    for g in range(len(labels))]
+        row_labels = [OVERALL, *labels]
+    else:
+        groups, row_labels = [list(range(len(keys)))], [OVERALL]
+    k = len(stats.names)
+    cells = [[_sum_cells(stats.cells[i][j] for i in members) for j in range(k)] for members in groups]
+    n_rows = [sum(stats.rows[i] for i in members) for members in groups]
+    n = np.array([[c.n for c in row] for row in cells])
+    down = np.array([[c.down for c in row] for row in cells])
+    up = np.array([[c.up for c in row] for row in cells])
+    binary = [stats.total(j).n > 0 and stats.total(j).nonbinary == 0 for j in range(k)]
+    settings = Settings(method=method, level=level, n_resamples=stats.n_resamples, seed=stats.seed,
+                        n_permutations=n_permutations)
+    if method == "score":
+        others = [name for j, name in enumerate(stats.names) if not binary[j]]
+        if others:
+            raise ValueError(f"compare: method='score' {PAIRED['score'].refusal(others)}. "
+                             "Use method='auto' to take the bootstrap for those.")
+        low, high = _tango_bounds(down, up, n, level)
+        low, high = np.where(n < 2, np.nan, low), np.where(n < 2, np.nan, high)
+        p_decrease, p_increase = _one_sided_mcnemar(down, up)
+        p_value = _mcnemar_p(down, up) if n_permutations else np.full(down.shape, np.nan)
+        test, test_kind = (MCNEMAR_TEST, TestKind.EXACT) if n_permutations else (NO_TEST, TestKind.NONE)
+        label, kind, n_resamples, seeds = PAIRED["score"].label, IntervalKind.SCORE, None, [None] * k
+        tests, test_kinds = [test] * k, [test_kind] * k
+    else:
+        if stats.n_resamples < 1 or any(s is None for s in stats.boot):
+            raise ValueError("compare: method='poisson' needs statistics made with n_resamples >= 1")
+        stacked = [_sum_boot(stats.boot[i] for i in members) for members in groups[1:]] or [
+            _sum_boot(stats.boot[i] for i in groups[0])]
+        total = type(stacked[0])(np.concatenate([s.weight for s in stacked]),
+                                 tuple(t for s in stacked for t in s.terms))
+        replicates = _poisson_replicates(total, stats.grouped)
+        block = _poisson_block(list(range(k)), replicates, n >= 2, binary, False, down, up, settings)
+        low, high, p_value, p_decrease, p_increase = (block.low, block.high, block.p_value, block.p_decrease,
+                                                      block.p_increase)
+        label, kind, n_resamples, seeds = block.label, block.kind, block.n_resamples, list(block.seeds)
+        tests, test_kinds = list(block.tests), list(block.test_kinds)
+    out = []
+    for j, name in enumerate(stats.names):
+        for r, label_r in enumerate(row_labels):
+            cell = cells[r][j]
+            m = cell.n
+            base = float(_fraction(cell.base) / m) if m else math.nan
+            cand = float(_fraction(cell.cand) / m) if m else math.nan
+            diff = float(_fraction(cell.sums) / m) if m else math.nan
+            p = [float(x[r, j]) if m else math.nan for x in (p_value, p_decrease, p_increase)]
+            out.append(ComparisonRow(
+                metric=name, slice=label_r, n=m, n_dropped=n_rows[r] - m, n_changed=cell.changed, base=base,
+                cand=cand, diff=diff, low=float(low[r, j]), high=float(high[r, j]), p_value=p[0], p_decrease=p[1],
+                p_increase=p[2], skew=cell.skew(), method=label, level=level, n_resamples=n_resamples,
+                seed=seeds[j], test=tests[j], n_permutations=None, n_clusters=None, kind=kind,
+                test_kind=test_kinds[j]))
+    return out
+
+
+def _sum_cells(cells: Iterable[PairCell]) -> PairCell:
+    out = PAIR_EMPTY
+    for c in cells:
+        out = out + c
+    return out
+
+
+def _sum_boot(parts: Iterable[Any]) -> Any:
+    items = list(parts)
+    out = items[0]
+    for s in items[1:]:
+        out = out + s
+    return out
+
+
+def compare_table(stats: PairStats, method: str, level: float = 0.95, n_permutations: int = 10_000,
+                  slice_dtype: Any = None) -> pd.DataFrame:
+    """The comparison table (columns ``raglab.stats.results.COMPARISON``) from combined paired statistics.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> b = np.array([[1.0], [0.0], [1.0], [1.0]] * 10)
+    >>> c = np.array([[1.0], [1.0], [1.0], [0.0]] * 10)
+    >>> t = compare_table(pair_stats(b, c, ["hit@5"]), "score")
+    >>> t[["metric", "n", "n_changed", "diff", "method"]].values.tolist()
+    [['hit@5', 40, 20, 0.0, 'paired score (Tango)']]
+    """
+    from raglab.stats.results import COMPARISON
+
+    return frame_of(compare_rows(stats, method, level, n_permutations, slice_dtype), COMPARISON)

@@ -817,6 +817,7 @@ def compare(
         **res.settings(),
         adjust=adjust,
         bounds=bounds,
+        ids=pairs.base[on],
         **labelled,
     )
     if judged_subset:

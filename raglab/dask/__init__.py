@@ -12,8 +12,9 @@ from raglab._optional import import_optional
 import_optional("dask.dataframe", extra="dask", purpose="raglab.dask")
 
 from raglab.dask._accessor import DaskRagAccessor  # noqa: E402  (after the extra's check; registers ddf.rag)
+from raglab.dask._compare import compare, gate  # noqa: E402
 from raglab.dask._monitor import monitor, over_time  # noqa: E402
 from raglab.dask._retrieval import retrieval  # noqa: E402
 from raglab.dask._summary import summary  # noqa: E402
 
-__all__ = ["DaskRagAccessor", "monitor", "over_time", "retrieval", "summary"]
+__all__ = ["DaskRagAccessor", "compare", "gate", "monitor", "over_time", "retrieval", "summary"]

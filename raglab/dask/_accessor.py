@@ -21,7 +21,7 @@ class DaskRagAccessor:
     >>> import raglab.dask
     >>> ddf = dd.from_pandas(pd.DataFrame({"hit@5": [1, 0, 1]}), npartitions=2)
     >>> sorted(m for m in dir(ddf.rag) if not m.startswith("_"))
-    ['monitor', 'over_time', 'retrieval', 'summary']
+    ['compare', 'gate', 'monitor', 'over_time', 'retrieval', 'summary']
     """
 
     def __init__(self, ddf: Any) -> None:
@@ -50,3 +50,15 @@ class DaskRagAccessor:
         from raglab.dask import _monitor
 
         return _monitor.monitor(self._ddf, metrics, **options)
+
+    def compare(self, cand: Any, metrics: Any = None, **options: Any) -> Any:
+        """Paired comparison with another Dask run by question id; see :func:`raglab.dask.compare`."""
+        from raglab.dask._compare import compare
+
+        return compare(self._ddf, cand, metrics, **options)
+
+    def gate(self, cand: Any, **options: Any) -> Any:
+        """Release gate against another Dask run; see :func:`raglab.dask.gate`."""
+        from raglab.dask._compare import gate
+
+        return gate(self._ddf, cand, **options)

@@ -15,6 +15,9 @@ Paired estimators (``compare(method=...)``):
   ``"auto"`` takes for the rest) and :class:`BCaBootstrap` (``"bca"``): resampled intervals, with
   sign-flip tests (exact McNemar for pass/fail columns). Given clusters (``units=``) each resamples
   whole clusters: that is the cluster bootstrap.
+* :class:`PoissonBootstrap` (``"poisson"``, never ``"auto"``): the Poisson bootstrap, weights keyed by
+  a hash of (seed, question or cluster id, replicate), so that row order and partitioning do not
+  matter (:mod:`raglab.dask` computes it from per-partition sums).
 
 One-sample estimators (``summary(method=...)``): :class:`Proportion` (``"wilson"``, ``"exact"``,
 ``"normal"``), :class:`StudentT` (``"t"``, Wilson's interval at the effective n for scores known to
@@ -47,10 +50,12 @@ from scipy import stats as _sps
 from raglab._registry import metric_info
 from raglab._validation import warn
 from raglab.stats._engine import (
+    MIN_CLUSTERS,
     OVERALL,
     _boot_label,
     _bootstrap_cells,
     _is_binary,
+    _one_blas_thread,
     _Resampler,
     _row_counts,
     _row_sums,
@@ -102,6 +107,7 @@ __all__ = [
     "PairedSample",
     "Shared",
     "PercentileBootstrap",
+    "PoissonBootstrap",
     "PredictionPowered",
     "Proportion",
     "Settings",
@@ -185,6 +191,8 @@ class PairedSample:
     carries ``labels`` (the reference scores ``(base, cand)``, each (questions, metrics), NaN where a
     question was not labelled), ``weights`` (one per question: 1 / its inclusion probability) and
     ``strata`` (one stratum code per question). The estimators here read none of the three.
+    ``ids``: per question the label its Poisson bootstrap weights are keyed by (:class:`PoissonBootstrap`):
+    its cluster's label with clusters, else its question id (None: its position in the table).
     Derived arrays (``diffs``, ``complete``, the discordant counts) are computed once, on first use.
     """
 
@@ -196,6 +204,7 @@ class PairedSample:
     labels: tuple[np.ndarray, np.ndarray] | None = None
     weights: np.ndarray | None = None
     strata: np.ndarray | None = None
+    ids: np.ndarray | None = None
 
     @cached_property
     def complete(self) -> np.ndarray:
@@ -698,6 +707,271 @@ class PredictionPowered(PairedEstimator):
                            estimate=est, n_labeled=n_lab)
 
 
+# --------------------------------------------------------------------------------------------------
+# The Poisson bootstrap: weights keyed by (seed, question or cluster id, replicate), any partitioning
+# --------------------------------------------------------------------------------------------------
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_POISSON_LABEL = "Poisson"  # inside the label: "paired bootstrap (Poisson)"
+_WEIGHT_CELLS = 2**21  # rows x replicates of weights held at once
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """Steele, Lea and Flood's SplitMix64 finaliser, element-wise on uint64 (wrapping arithmetic)."""
+    z = np.asarray(x, dtype=np.uint64) + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+def _poisson_cdf() -> np.ndarray:
+    """The Poisson(1) distribution function at 0, 1, ..., 31 (exactly rounded partial sums; 1.0 from about 18)."""
+    terms = [math.exp(-1.0) / math.factorial(k) for k in range(32)]
+    cdf = np.array([math.fsum(terms[:k + 1]) for k in range(32)])
+    cdf[-1] = 1.0  # every uniform below 1 maps to at most 31: a weight times a score stays exact (5 bits)
+    return cdf
+
+
+_POISSON_CDF = _poisson_cdf()
+
+
+def _id_keys(ids: Any, seed: int) -> np.ndarray:
+    """A 64-bit key per question from its id's text and the seed (pandas' stable SipHash of the text)."""
+    import pandas as pd
+
+    text = pd.Series(np.asarray(ids, dtype=object)).astype(str).to_numpy(dtype=object)
+    hashed = pd.util.hash_array(text, categorize=False)
+    return _splitmix64(hashed ^ _splitmix64(np.array([seed % 2**64], dtype=np.uint64)))
+
+
+def _poisson_weights(keys: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Poisson(1) weights of replicates ``start..stop-1`` for questions with ``keys``: (questions, replicates) uint8.
+
+    Replicate ``b`` of a question is the inverse Poisson(1) distribution function at the uniform of
+    ``splitmix64(key ^ splitmix64(b))``: a pure function of (seed, id, b), whatever else is in the table.
+
+    Examples
+    --------
+    >>> keys = _id_keys(["q1", "q2", "q3"], seed=0)
+    >>> w = _poisson_weights(keys, 0, 4)
+    >>> w.shape, bool((w == _poisson_weights(keys[::-1], 0, 4)[::-1]).all())
+    ((3, 4), True)
+    """
+    stream = _splitmix64(np.arange(start, stop, dtype=np.uint64))
+    bits = _splitmix64(np.asarray(keys, dtype=np.uint64)[:, None] ^ stream[None, :])
+    uniform = (bits >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    return np.searchsorted(_POISSON_CDF, uniform, side="right").astype(np.uint8)
+
+
+def _exact_columns(x: np.ndarray) -> np.ndarray:
+    """A few rows of floats whose column sums are *exactly* the column sums of ``x`` (any row order).
+
+    Rump, Ogita and Oishi's error-free extraction (AccSum), one column per replicate: with
+    ``sigma = 2**(M + ceil(log2 max|x|))`` and ``2**M >= rows + 2``, ``(sigma + x) - sigma`` rounds
+    each value to a grid on which the column's sum is exact; what is left goes round again.
+    """
+    x = np.asarray(x, dtype=float)
+    width = x.shape[1] if x.ndim == 2 else 0
+    if not x.size:
+        return np.zeros((0, width))
+    m = math.ceil(math.log2(x.shape[0] + 2))
+    out = []
+    for _ in range(2200 // max(1, 52 - m) + 2):
+        mu = np.max(np.abs(x), axis=0)
+        if not mu.any():
+            break
+        sigma = np.ldexp(1.0, m + np.frexp(mu)[1])
+        q = (sigma + x) - sigma
+        out.append(q.sum(axis=0))
+        x = x - q
+    return np.array(out).reshape(-1, width)
+
+
+def _rounded_columns(terms: np.ndarray, width: int) -> np.ndarray:
+    """The column sums of ``terms``, each correctly rounded once (``math.fsum``)."""
+    if not terms.shape[0]:
+        return np.zeros(width)
+    return np.array([math.fsum(column) for column in terms.T])
+
+
+@dataclass(frozen=True)
+class PoissonSums:
+    """Per (slice, metric) cell, the ``n_resamples`` replicate sums of the Poisson bootstrap: ``weight``
+    (sum of the weights of the complete pairs, exact integers, (groups, metrics, B)) and ``terms``
+    (per cell a (t, B) float array whose column sums are exactly sum_i w_ib d_i). Added exactly (``+``),
+    so the sums of a table do not depend on how its rows were partitioned or ordered."""
+
+    weight: np.ndarray
+    terms: tuple[tuple[np.ndarray, ...], ...]
+
+    def __add__(self, other: PoissonSums) -> PoissonSums:
+        terms = tuple(tuple(_exact_columns(np.concatenate([a, b])) for a, b in zip(ra, rb))
+                      for ra, rb in zip(self.terms, other.terms))
+        return PoissonSums(self.weight + other.weight, terms)
+
+    def cell(self, cells: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        """``(sum w d, sum w)`` per replicate over the cells ``[(group, metric), ...]``, each rounded once."""
+        width = self.weight.shape[2]
+        terms = _exact_columns(np.concatenate([self.terms[g][j] for g, j in cells] or [np.zeros((0, width))]))
+        weight = np.sum([self.weight[g, j] for g, j in cells], axis=0) if cells else np.zeros(width, np.int64)
+        return _rounded_columns(terms, width), weight
+
+    @classmethod
+    def of(cls, keys: np.ndarray, diffs: np.ndarray, codes: np.ndarray, n_groups: int,
+           n_resamples: int) -> PoissonSums:
+        """The replicate sums of the paired differences ``diffs`` (questions, metrics; NaN: no pair),
+        questions keyed by ``keys`` (:func:`_id_keys`) and sliced by ``codes`` (0..n_groups-1)."""
+        n, m = diffs.shape
+        complete = ~np.isnan(diffs)
+        d = np.where(complete, diffs, 0.0)
+        width = n_groups * m  # one column per (group, metric) cell
+        weight = np.zeros((width, n_resamples), dtype=np.int64)
+        step = max(1, _WEIGHT_CELLS // max(1, n_resamples))
+        groups = np.arange(n_groups)
+        with _one_blas_thread(n * n_resamples):  # thin products: BLAS threads cost more than they give
+            parts = cls._chunks(keys, d, complete, codes, groups, weight, step, n_resamples)
+        stacked = np.stack(parts) if parts else np.zeros((0, width, n_resamples))
+        terms = tuple(tuple(_exact_columns(stacked[:, g * m + j, :]) for j in range(m)) for g in range(n_groups))
+        return cls(weight.reshape(n_groups, m, n_resamples), terms)
+
+    @staticmethod
+    def _chunks(keys: np.ndarray, d: np.ndarray, complete: np.ndarray, codes: np.ndarray, groups: np.ndarray,
+                weight: np.ndarray, step: int, n_resamples: int) -> list[np.ndarray]:
+        """The exact products of the rows, ``step`` at a time (adds the weights' sums into ``weight``)."""
+        width = weight.shape[0]
+        parts: list[np.ndarray] = []
+        for start in range(0, d.shape[0], step):
+            rows = slice(start, start + step)
+            w = _poisson_weights(keys[rows], 0, n_resamples).astype(float)
+            member = (np.asarray(codes[rows])[:, None] == groups[None, :])[:, :, None]
+            in_cell = (member & complete[rows][:, None, :]).reshape(-1, width).astype(float)
+            weight += np.rint(in_cell.T @ w).astype(np.int64)  # integers below 2**53: exact in any order
+            parts.extend(_grid_dot((member * d[rows][:, None, :]).reshape(-1, width), w))
+        return parts
+
+
+def _grid_dot(x: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
+    """Arrays whose sum is *exactly* ``x.T @ w``, for weights ``w`` that are integers in [0, 31].
+
+    Each pass rounds every column of ``x`` to a grid (Rump, Ogita and Oishi's extraction with
+    ``sigma = 2**(M + ceil(log2 max|x|))``, ``2**M >= 64 rows``) on which every product and partial sum
+    of the product is an integer multiple of the grid below ``2**53`` of it, so the matrix product
+    (BLAS, in any order) is exact; what rounding left goes round again.
+    """
+    x = np.array(x, dtype=float)
+    if not x.size:
+        return []
+    m = math.ceil(math.log2(64 * x.shape[0] + 2))
+    out = []
+    for _ in range(2200 // max(1, 52 - m) + 2):
+        mu = np.max(np.abs(x), axis=0)
+        if not mu.any():
+            break
+        sigma = np.ldexp(1.0, m + np.frexp(mu)[1])
+        q = (sigma + x) - sigma
+        out.append(q.T @ w)
+        x -= q
+    return out
+
+
+def _poisson_replicates(sums: PoissonSums, grouped: bool) -> np.ndarray:
+    """The replicate estimates ``sum w d / sum w`` per (row, metric, replicate), rows ``overall`` then the
+    slices (NaN where a replicate weighs no pair)."""
+    n_groups, m, width = sums.weight.shape
+    rows = [list(range(n_groups))] + ([[g] for g in range(n_groups)] if grouped else [])
+    out = np.full((len(rows), m, width), np.nan)
+    for r, groups in enumerate(rows):
+        for j in range(m):
+            total, weight = sums.cell([(g, j) for g in groups])
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[r, j] = np.where(weight > 0, total / np.where(weight > 0, weight, 1), np.nan)
+    return out
+
+
+def _poisson_bounds(replicates: np.ndarray, usable: np.ndarray, level: float) -> tuple[np.ndarray, ...]:
+    """Percentile bounds and the one-sided p-values ``(1 + #{rep >= 0}) / (B' + 1)`` (and ``<= 0``) per cell,
+    from (rows, metrics, B) replicates (NaN ones skipped); NaN bounds where ``usable`` is false."""
+    shape = replicates.shape[:2]
+    low, high, p_decrease, p_increase = (np.full(shape, np.nan) for _ in range(4))
+    alpha = (1.0 - level) / 2.0
+    for r in range(shape[0]):
+        for c in range(shape[1]):
+            x = replicates[r, c]
+            x = x[~np.isnan(x)]
+            if not x.size:
+                continue
+            p_decrease[r, c] = (1.0 + np.count_nonzero(x >= 0)) / (x.size + 1.0)
+            p_increase[r, c] = (1.0 + np.count_nonzero(x <= 0)) / (x.size + 1.0)
+            if usable[r, c]:
+                low[r, c], high[r, c] = np.quantile(x, [alpha, 1.0 - alpha])
+    return low, high, p_decrease, p_increase
+
+
+def _poisson_block(columns: Sequence[int], replicates: np.ndarray, usable: np.ndarray, binary: Sequence[bool],
+                   clustered: bool, down: np.ndarray, up: np.ndarray, settings: Settings) -> PairedBlock:
+    """The block of :class:`PoissonBootstrap` from its replicates (shared by pandas and partition statistics):
+    exact McNemar tests for pass/fail columns without clusters, the bootstrap distribution's one-sided
+    p-values for the others."""
+    cols = list(columns)
+    low, high, p_decrease, p_increase = _poisson_bounds(replicates, usable, settings.level)
+    p_value = np.full(low.shape, np.nan)
+    tests, kinds = [NO_TEST] * len(cols), [TestKind.NONE] * len(cols)
+    exact = [c for c in range(len(cols)) if binary[c] and not clustered]
+    if exact:
+        p_decrease[:, exact], p_increase[:, exact] = _one_sided_mcnemar(down[:, exact], up[:, exact])
+        if settings.n_permutations:
+            p_value[:, exact] = _mcnemar_p(down[:, exact], up[:, exact])
+            for c in exact:
+                tests[c], kinds[c] = MCNEMAR_TEST, TestKind.EXACT
+    label = _boot_label(_POISSON_LABEL, paired=True, clustered=clustered)
+    return PairedBlock(tuple(cols), low, high, p_value, p_decrease, p_increase, label, IntervalKind.BOOTSTRAP,
+                       tuple(tests), tuple(kinds), (settings.seed,) * len(cols), (None,) * len(cols),
+                       n_resamples=settings.n_resamples)
+
+
+class PoissonBootstrap(PairedEstimator):
+    """The Poisson bootstrap of the mean paired difference: replicate ``b`` weighs question ``i`` by
+    ``w_ib ~ Poisson(1)`` drawn from a hash of (seed, question id, b), or of the cluster's label with
+    clusters, and estimates ``sum_i w_ib d_i / sum_i w_ib``; the interval is the replicates' percentile
+    interval. The weights depend on nothing else, so the result is the same whatever the row order or
+    partitioning (:mod:`raglab.dask` computes it from per-partition sums, bit for bit). Tests: exact
+    McNemar for pass/fail metrics without clusters, else one-sided p-values from the replicates.
+    Never chosen by ``auto``.
+    """
+
+    method = "poisson"
+    kind = IntervalKind.BOOTSTRAP
+    label = _boot_label(_POISSON_LABEL, paired=True, clustered=False)
+    in_auto = False
+
+    def eligible(self, sample: PairedSample, j: int, *, auto: bool) -> bool:
+        return True
+
+    def labels(self) -> tuple[str, ...]:
+        return tuple(_boot_label(_POISSON_LABEL, paired=True, clustered=c) for c in (False, True))
+
+    def estimate(self, sample: PairedSample, columns: Sequence[int], settings: Settings,
+                 shared: Shared) -> PairedBlock:
+        cols = list(columns)
+        layout = sample.layout
+        n = sample.diffs.shape[0]
+        ids = sample.ids if sample.ids is not None else np.arange(n)
+        assert settings.seed is not None
+        sums = PoissonSums.of(_id_keys(ids, settings.seed), sample.diffs[:, cols], layout.codes, layout.n_groups,
+                              settings.n_resamples)
+        replicates = _poisson_replicates(sums, layout.grouped)
+        units = shared.engine.units_per_cell[:, cols]
+        usable = units >= (MIN_CLUSTERS if layout.clustered else 2)
+        if layout.clustered and ((units >= 2) & ~usable).any():
+            counts = sorted({int(c) for c in units[(units >= 2) & ~usable]})
+            warn(f"units=: some rows rest on only {counts} clusters; a cluster bootstrap needs at least "
+                 f"{MIN_CLUSTERS} to say anything about sampling error, so those rows get no interval (a gate "
+                 "sends them to review). Use finer clusters, fewer slices, or no units=.", UserWarning)
+        return _poisson_block(cols, replicates, usable, [sample.binary[j] for j in cols], layout.clustered,
+                              sample.down[:, cols], sample.up[:, cols], settings)
+
+
 #: the paired estimators by their ``compare(method=...)`` value, in the order the auto choice tries them
 PAIRED: dict[str, PairedEstimator] = {
     "ppi": PredictionPowered(),  # first: with human labels on a metric, auto takes it
@@ -706,6 +980,7 @@ PAIRED: dict[str, PairedEstimator] = {
     "sequential": SequentialBetting(),
     "percentile": PercentileBootstrap(),
     "bca": BCaBootstrap(),
+    "poisson": PoissonBootstrap(),  # never auto: the bootstrap that partition statistics can give
 }
 _AUTO_BOOTSTRAP = ExpandedPercentileBootstrap()
 

@@ -267,6 +267,7 @@ def compare(
     labels: Mapping[str, tuple[Any, Any]] | None = None,
     weights: Any = None,
     strata: Any = None,
+    ids: Any = None,
 ) -> pd.DataFrame:
     """Paired comparison of two runs on the same questions: interval and test per metric and slice.
 
@@ -282,7 +283,7 @@ def compare(
         Cluster labels per question: resample (and sign-flip) whole clusters.
     ci : float
         Confidence level.
-    method : {"auto", "ppi", "score", "betting", "percentile", "bca"}
+    method : {"auto", "ppi", "score", "betting", "percentile", "bca", "poisson"}
         The interval on ``mean(cand - base)``. ``"auto"`` (the default) takes, per metric, the
         interval that keeps its coverage at small n: for pass/fail metrics (every value 0 or 1 on
         both sides, no ``units``) Tango's score interval for paired proportions
@@ -296,7 +297,11 @@ def compare(
         for the row's ``n`` questions or clusters. ``"score"`` asks for the score interval
         (pass/fail metrics only), ``"betting"`` for the betting interval (scores in [0, 1]). ``"percentile"`` and ``"bca"`` give the
         plain bootstrap intervals for every metric (as ``scipy.stats.bootstrap``). ``"ppi"`` (and ``"auto"`` for
-        metrics given ``labels``) is the paired prediction-powered interval (see ``labels``). All bootstrap
+        metrics given ``labels``) is the paired prediction-powered interval (see ``labels``). ``"poisson"`` is the
+        Poisson bootstrap (``raglab.stats.estimators.PoissonBootstrap``; percentile interval, every metric):
+        replicate ``b`` weighs question ``i`` by ``Poisson(1)`` drawn from a hash of (seed, ``ids[i]`` or
+        its cluster's label, ``b``), so it depends on no row order or partitioning (it is what
+        ``raglab.dask`` computes). All bootstrap
         rows of one call share the same resampled question sets; the same call with the same seed
         reproduces every number exactly (row order does not matter), while adding metrics or slices
         changes how the shared resamples are drawn (bounds move by Monte Carlo error).
@@ -330,6 +335,10 @@ def compare(
         Per question ``1 / inclusion probability`` of being labelled (with ``labels``).
     strata : array-like, optional
         Per question the stratum of the label draw: the ``overall`` prediction-powered row is stratified.
+    ids : array-like, optional
+        Per question its id: ``method="poisson"`` (a Poisson bootstrap whose weights are keyed by the
+        id, or by the cluster label with ``units``, so that row order does not matter) reads it; by
+        default a question's id is its position.
 
     Returns
     -------
@@ -365,6 +374,7 @@ def compare(
     check_option("adjust", adjust, _ADJUST)
     settings = _settings(method, ci, n_resamples, seed, n_permutations)
     sample, resolved = _paired_sample(base, cand, slices, units, bounds, seed)
+    sample = _with_ids(sample, ids, units)
     if labels is not None:
         sample = _with_labels(sample, labels, weights, strata)
     settings = replace(settings, seed=resolved)
@@ -454,6 +464,19 @@ def _paired_sample(base: Any, cand: Any, slices: Any, units: Any, bounds: Any,
     _check_declared_range(declared, names, c, "cand", "compare")
     seed = _resolve_seed(seed)
     return PairedSample(tuple(names), b, c, Layout.of(b.shape[0], slices, units), declared), seed
+
+
+def _with_ids(sample: PairedSample, ids: Any, units: Any) -> PairedSample:
+    """The sample with the labels the Poisson bootstrap keys its weights by: the cluster labels with
+    ``units``, else the question ids (None when neither is given: positions)."""
+    keys = units if units is not None else ids
+    if keys is None:
+        return sample
+    values = np.asarray(pd.Series(list(keys), dtype=object).astype(str), dtype=object)
+    n = sample.base.shape[0]
+    if values.size != n:
+        raise ValueError(f"ids must have one value per question ({n}), got {values.size}")
+    return replace(sample, ids=values)
 
 
 def _with_labels(sample: PairedSample, labels: Mapping[str, tuple[Any, Any]], weights: Any,

@@ -1,0 +1,322 @@
+"""``ddf.rag.compare`` and ``ddf.rag.gate``: two Dask runs paired by question id, from partition statistics.
+
+The runs are joined on the question id's text (a Dask merge, so a question's two rows meet in one
+partition wherever they started); each partition of pairs becomes ``raglab._partition.PairStats``
+(per metric and slice: the pairs, exact sums, Tango's discordant counts and the Poisson bootstrap's
+replicate sums, keyed by a hash of the question id) on its worker; the statistics are added in a
+tree and ``raglab._partition.compare_table`` makes the table :func:`raglab.runs.compare` makes from
+the rows, whatever the partitioning or row order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from raglab import _partition
+from raglab._columns import _by_columns, _metric_names, _missing, _paired_labels, _resolve_units, _score_frame
+from raglab._errors import RowTableError
+from raglab._meta import get_meta, set_meta
+from raglab._options import RESAMPLING_SETTINGS, Resampling
+from raglab._results import jsonable
+from raglab._rowtable import Roles, _row_labels
+from raglab._validation import check_level, check_option, warn
+from raglab.dask._summary import _in_partition, _tree
+from raglab.runs import _options
+from raglab.stats._engine import _resolve_seed
+from raglab.stats.estimators import compare_methods
+from raglab.stats.results import COMPARISON, frame_of
+from raglab.stats.tables import _check_unit_range
+from raglab.stats.tests import holm
+
+__all__ = ["compare", "gate"]
+
+_CALLER = "ddf.rag.compare"
+_KEY, _IN_BASE, _IN_CAND, _CAND = "__raglab_key", "__raglab_in_base", "__raglab_in_cand", "__raglab_cand__"
+_SHOWN = 5  # ids shown in an error
+
+
+def _works() -> list[str]:
+    return ["auto (pass/fail metrics)", *_partition.PAIRED_METHODS]
+
+
+def _text_key(part: pd.DataFrame, on: str) -> pd.Series:
+    """The question id as text (7 and "7" pair, as on pandas)."""
+    return pd.Series(part[on].astype(str).to_numpy(dtype=object), index=part.index, name=_KEY, dtype=object)
+
+
+def _side(ddf: Any, on: str, columns: list[str], marker: str, suffix: str) -> Any:
+    """One run's id, key, marker and ``columns`` (renamed with ``suffix``), ready to be merged."""
+    frame = ddf[list(dict.fromkeys([on, *columns]))]
+    frame = frame.assign(**{_KEY: ddf.map_partitions(_text_key, on, meta=(_KEY, object)), marker: 1.0})
+    return frame.rename(columns={c: c + suffix for c in dict.fromkeys([on, *columns])}) if suffix else frame
+
+
+def _pair_partition(part: pd.DataFrame, number: int, names: list[str], by: list[str], by_base: list[str],
+                    by_cand: list[str], on: str, n_resamples: int, seed: int) -> tuple[Any, ...]:
+    """One partition of the joined runs -> (statistics of its pairs, ids only in base, only in cand, counts)."""
+    try:
+        repeated = part[_KEY][part[_KEY].duplicated(keep=False)]
+        if len(repeated):
+            raise RowTableError(
+                f"{_CALLER}: question ids in {on!r} repeat within a run ({repeated.nunique()} id(s), e.g. "
+                f"{repeated.iloc[0]!r}); each question must have one row per run to be paired.", column=on)
+        in_base, in_cand = part[_IN_BASE].notna().to_numpy(), part[_IN_CAND].notna().to_numpy()
+        both = in_base & in_cand
+        base_only = part.loc[in_base & ~in_cand, on].tolist()
+        cand_only = part.loc[in_cand & ~in_base, on + _CAND].tolist()
+        paired = part[both]
+        base = paired[list(dict.fromkeys([on, *names, *by_base]))].reset_index(drop=True)
+        cand = paired[[c + _CAND for c in dict.fromkeys([on, *names, *by_cand])]].reset_index(drop=True)
+        cand.columns = [c[: -len(_CAND)] for c in cand.columns]
+        values = {}
+        for side, frame in (("baseline", base), ("candidate", cand)):
+            scores = _score_frame(frame, names, _CALLER, id_column=on, side=side).to_numpy(dtype=float)
+            values[side] = scores.reshape(len(frame), len(names))
+
+            def locate(positions: Any, frame: pd.DataFrame = frame) -> tuple[list[str], list[int]]:
+                rows = [int(p) for p in positions]
+                return [_row_labels(frame, [r], on) for r in rows], rows
+
+            _check_unit_range(names, values[side], f"the {side} run (partition {number})", _CALLER, locate)
+        slices = (_paired_labels(SimpleNamespace(base=base, cand=cand), by, on, _CALLER, kind="slice")
+                  if by else None)
+    except (RowTableError, TypeError) as exc:
+        raise _in_partition(exc, number) from None
+    stats = _partition.pair_stats(values["baseline"], values["candidate"], names, slices, base[on], n_resamples, seed)
+    return stats, base_only[:50], cand_only[:50], len(base_only), len(cand_only)
+
+
+def _combine(*parts: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (_partition.combine_pairs(*(p[0] for p in parts)), [i for p in parts for i in p[1]][:50],
+            [i for p in parts for i in p[2]][:50], sum(p[3] for p in parts), sum(p[4] for p in parts))
+
+
+def _refuse(method: str) -> None:
+    raise NotImplementedError(
+        f"{_CALLER}: method={method!r} needs the rows themselves (resampling, betting or labels on each pair), "
+        f"which raglab does not do on Dask; the methods that work on Dask are {_works()}. Or compute a sample to "
+        "pandas (ddf.compute()) and use rows.rag.compare.")
+
+
+def compare(
+    ddf_base: Any,
+    ddf_cand: Any,
+    metrics: str | Sequence[str] | None = None,
+    *,
+    by: str | Sequence[str] | None = None,
+    on: str | None = None,
+    how: str = "exact",
+    units: str | bool | None = None,
+    adjust: str | None = None,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+    human: Mapping[str, str] | None = None,
+    predictor: str | Mapping[str, str] | None = None,
+    roles: Roles | Mapping[str, str | None] | None = None,
+    resampling: Resampling | None = None,
+    **options: Any,
+) -> pd.DataFrame:
+    """Paired comparison of two Dask runs by question id: the table :func:`raglab.runs.compare` makes.
+
+    The runs are joined on the question id (as text) with a Dask merge; each partition of pairs is
+    reduced to counts, exact sums, Tango's discordant counts and, for ``method="poisson"``, the
+    Poisson bootstrap's replicate sums (weights keyed by a hash of (seed, question id, replicate));
+    only those are combined. The intervals equal pandas' (Tango's to 1e-12, the Poisson bootstrap's
+    exactly, same seed) for any partitioning and row order.
+
+    Parameters
+    ----------
+    ddf_base, ddf_cand : dask.dataframe.DataFrame
+        The baseline and candidate runs, one row per question.
+    metrics : str or list of str, optional
+        Score columns present in both runs (default: the metric columns, as :func:`raglab.runs.compare`).
+    by : str or list of str, optional
+        Slice column(s), from the baseline (the candidate's, if it has them, must agree).
+    on : str, optional
+        The question id column (default: the baseline's ``question_id`` role).
+    how : {"exact", "inner"}
+        Require the same questions (default: an error gives the counts and some ids missing on each
+        side) or compare the shared ones (with a warning).
+    units : str or False, optional
+        Clusters are not available on Dask yet: an eval set's recorded cluster column is refused; pass
+        ``units=False`` to treat questions as independent.
+    adjust : {None, "holm"}
+        Add ``p_adjusted`` (Holm over every row).
+    bounds, human, predictor
+        Not available on Dask (they need the rows: the betting and prediction-powered intervals).
+    roles : Roles or dict, optional
+        Column roles of the baseline.
+    resampling : Resampling, optional
+        ``ci``, ``method``, ``n_resamples``, ``seed``, ``n_permutations``.
+    **options
+        The same settings as keywords (they win). ``method`` is ``"score"`` (Tango's interval, pass/fail
+        metrics), ``"poisson"`` (the Poisson bootstrap, any metric) or ``"auto"`` (Tango's, when every
+        metric is pass/fail); ``"betting"``, ``"percentile"``, ``"bca"``, ``"sequential"`` and
+        ``"ppi"`` need the rows and are refused.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`raglab.runs.compare`; ``attrs["raglab"]["comparison"]`` keeps the
+        settings and how the runs paired.
+
+    Examples
+    --------
+    >>> import dask
+    >>> import dask.dataframe as dd
+    >>> import pandas as pd
+    >>> from raglab.dask import compare
+    >>> base = pd.DataFrame({"question_id": [f"q{i}" for i in range(40)], "hit@5": [1, 0] * 20})
+    >>> cand = base.assign(**{"hit@5": [1, 1] * 20}).iloc[::-1]
+    >>> with dask.config.set(scheduler="sync"):
+    ...     t = compare(dd.from_pandas(base, npartitions=2), dd.from_pandas(cand, npartitions=3), ["hit@5"],
+    ...                 method="score")
+    >>> t[["metric", "n", "diff", "method"]].values.tolist()
+    [['hit@5', 40, 0.5, 'paired score (Tango)']]
+    """
+    import dask
+
+    meta_base, meta_cand = ddf_base._meta, ddf_cand._meta
+    cols, res = _options(meta_base, roles, resampling, options, RESAMPLING_SETTINGS, _CALLER)
+    method = res.method
+    check_option("method", method, compare_methods())
+    if method not in ("auto", *_partition.PAIRED_METHODS):
+        _refuse(method)
+    check_option("how", how, ["exact", "inner"])
+    check_option("adjust", adjust, [None, "holm"])
+    for given, what in ((bounds, "bounds= (the betting interval)"), (human, "human= (prediction-powered)"),
+                        (predictor, "predictor= (prediction-powered)")):
+        if given:
+            raise NotImplementedError(f"{_CALLER}: {what} needs the rows, which raglab does not do on Dask; the "
+                                      f"methods that work on Dask are {_works()}.")
+    cluster = _resolve_units(meta_base, units, _CALLER)
+    if cluster is not None:
+        raise NotImplementedError(
+            f"{_CALLER}: units={cluster!r} (clusters{'' if units else ', the eval set records them'}) is not "
+            f"computed on Dask yet; the methods that work on Dask are {_works()}, with units=False (questions "
+            "treated as independent).")
+    if (get_meta(meta_base).get("sampling") or {}).get("judged") is not None:
+        raise NotImplementedError(
+            f"{_CALLER}: this run records a judged sample, whose prediction-powered comparison raglab does not "
+            f"compute on Dask; the methods that work on Dask are {_works()}, on runs without a sampling design.")
+    level = check_level(res.ci)
+    on = on if on is not None else cols.column("question_id")
+    for frame, side in ((meta_base, "the baseline"), (meta_cand, "the candidate")):
+        if on not in frame.columns:
+            raise _missing(frame, on, _CALLER, f"the question id of {side} run")
+    by_columns = _by_columns(by)
+    for column in by_columns:
+        if column not in meta_base.columns and column not in meta_cand.columns:
+            raise _missing(meta_base, column, _CALLER, "the slice column, in either run")
+    names = _metric_names(metrics, [meta_base, meta_cand], {on, *by_columns, "selected", "inclusion_probability"},
+                          _CALLER)
+    for frame, side in ((meta_base, "baseline"), (meta_cand, "candidate")):
+        _score_frame(frame, names, _CALLER, id_column=None, side=side)  # before any work
+    seed = _resolve_seed(res.seed)
+    n_resamples = int(res.n_resamples) if method == "poisson" else 0
+    by_base = [c for c in by_columns if c in meta_base.columns]
+    by_cand = [c for c in by_columns if c in meta_cand.columns]
+    left = _side(ddf_base, on, [*names, *by_base], _IN_BASE, "")
+    right = _side(ddf_cand, on, [*names, *by_cand], _IN_CAND, _CAND)
+    right = right.rename(columns={_KEY + _CAND: _KEY, _IN_CAND + _CAND: _IN_CAND})
+    joined = left.merge(right, on=_KEY, how="outer")
+    parts = [dask.delayed(_pair_partition, pure=True)(p, i, names, by_columns, by_base, by_cand, on, n_resamples,
+                                                      seed) for i, p in enumerate(joined.to_delayed())]
+    stats, base_only, cand_only, n_base_only, n_cand_only = _tree(parts, dask.delayed(_combine, pure=True)).compute()
+    n_paired = sum(stats.rows)
+    if n_base_only or n_cand_only:
+        summary = (f"{n_base_only} question(s) only in base (e.g. {[str(i) for i in base_only[:_SHOWN]]}), "
+                   f"{n_cand_only} only in candidate (e.g. {[str(i) for i in cand_only[:_SHOWN]]})")
+        if how == "exact":
+            raise RowTableError(f"{_CALLER}: the runs must answer the same questions to be paired by {on!r}; "
+                                f"{summary}. Pass how='inner' to compare the {n_paired} shared questions.")
+        if not n_paired:
+            raise RowTableError(f"{_CALLER}: the runs share no question ids ({summary}); check the `on` column.")
+        warn(f"{_CALLER}: comparing shared questions only; {summary}.", UserWarning)
+    pick = method
+    if method == "auto":
+        others = [n for j, n in enumerate(names) if not (stats.total(j).n and stats.total(j).nonbinary == 0)]
+        if others:
+            raise NotImplementedError(
+                f"{_CALLER}: method='auto' takes the betting interval or the bootstrap for {others} (not pass/fail), "
+                f"which need the rows; the methods that work on Dask are {_works()}: pass method='poisson'.")
+        pick = "score"
+    slice_dtype = None
+    if len(by_columns) == 1:
+        slice_dtype = (meta_base if by_columns[0] in meta_base.columns else meta_cand)[by_columns[0]].dtype
+    rows = _partition.compare_rows(stats, pick, level, int(res.n_permutations), slice_dtype)
+    if adjust == "holm":
+        from dataclasses import replace
+
+        adjusted = holm(np.array([row.p_value for row in rows], dtype=float))
+        rows = [replace(row, p_adjusted=float(p)) for row, p in zip(rows, adjusted)]
+    table = frame_of(rows, COMPARISON)
+    record = get_meta(meta_base)
+    record["comparison"] = {
+        "ci": level, "method": method, "n_resamples": int(res.n_resamples), "seed": seed,
+        "n_permutations": int(res.n_permutations), "adjust": adjust, "units": None, "on": on, "how": how,
+        "by": by_columns or None, "n_paired": n_paired, "n_base_only": n_base_only, "n_cand_only": n_cand_only,
+        "base_only": [str(i) for i in base_only], "cand_only": [str(i) for i in cand_only],
+    }
+    set_meta(table, jsonable(record))
+    return table
+
+
+def gate(
+    ddf_base: Any,
+    ddf_cand: Any,
+    *,
+    margin: float | Mapping[str, float],
+    metrics: str | Sequence[str],
+    higher_is_better: bool | Mapping[str, bool] | None = None,
+    adjust: str | None = "holm",
+    **options: Any,
+) -> Any:
+    """Release gate on two Dask runs: :func:`compare` plus :func:`raglab.gate.gate_comparison`, as
+    :func:`raglab.runs.gate` on pandas.
+
+    Parameters
+    ----------
+    ddf_base, ddf_cand : dask.dataframe.DataFrame
+        The baseline and candidate runs.
+    margin : float or dict
+        The largest acceptable drop, for all metrics or ``{metric: margin}``.
+    metrics : str or list of str
+        The gated metrics (named: a gate is a rule decided in advance).
+    higher_is_better : bool or dict, optional
+        Direction per metric (default from the metric name).
+    adjust : {"holm", None}
+        Blocks need Holm-adjusted evidence over all rows (default) or only the row's own.
+    **options
+        As in :func:`compare` (``by``, ``on``, ``how``, ``method``, ``n_resamples``, ``seed``, ...).
+
+    Returns
+    -------
+    raglab.stats.GateResult
+        ``.decision`` and ``.table``, as :func:`raglab.runs.gate`.
+
+    Examples
+    --------
+    >>> import dask
+    >>> import dask.dataframe as dd
+    >>> import pandas as pd
+    >>> from raglab.dask import gate
+    >>> base = pd.DataFrame({"question_id": [f"q{i}" for i in range(200)], "hit@5": [1, 1, 1, 0] * 50})
+    >>> cand = base.assign(**{"hit@5": [1, 1, 0, 0] * 50})
+    >>> with dask.config.set(scheduler="sync"):
+    ...     result = gate(dd.from_pandas(base, npartitions=3), dd.from_pandas(cand, npartitions=2),
+    ...                   margin=0.02, metrics=["hit@5"], method="score")
+    >>> result.decision
+    'block'
+    """
+    from raglab.gate import gate_comparison
+
+    if metrics is None or (not isinstance(metrics, str) and len(metrics) == 0):
+        raise TypeError("ddf.rag.gate needs metrics=[...]: a release gate is a rule decided in advance, on named "
+                        "metrics (e.g. metrics=['recall@5', 'faithfulness']).")
+    table = compare(ddf_base, ddf_cand, metrics, **options)
+    return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)

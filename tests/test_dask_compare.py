@@ -1,0 +1,152 @@
+"""ddf.rag.compare / gate on Dask from paired partition statistics equal pandas' (issue 23)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dask = pytest.importorskip("dask")
+dd = pytest.importorskip("dask.dataframe")
+
+import raglab  # noqa: E402,F401  (registers df.rag)
+import raglab.dask  # noqa: E402,F401  (registers ddf.rag)
+from raglab import _partition, runs  # noqa: E402
+from raglab._errors import RowTableError  # noqa: E402
+
+PARTITIONS = [1, 3, 8, 64]
+EXACT = ["n", "n_dropped", "n_changed", "method", "level", "n_resamples", "seed", "test", "n_permutations"]
+
+
+@pytest.fixture(autouse=True)
+def _synchronous():
+    with dask.config.set({"scheduler": "sync", "dataframe.convert-string": False}):
+        yield
+
+
+def _runs(n: int = 180, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    base = pd.DataFrame({
+        "question_id": [f"q{i}" for i in range(n)],
+        "qtype": rng.choice(["lookup", "multi-hop", "yes/no"], n),
+        "hit@5": rng.integers(0, 2, n).astype(float),
+        "em": rng.integers(0, 2, n).astype(float),
+        "latency_s": rng.gamma(2.0, 1.0, n),
+    })
+    cand = base.assign(**{"hit@5": np.where(rng.random(n) < 0.25, 1 - base["hit@5"], base["hit@5"]),
+                          "em": np.where(rng.random(n) < 0.1, 1.0, base["em"]),
+                          "latency_s": base["latency_s"] + rng.normal(0.05, 0.4, n)})
+    cand.loc[7, "hit@5"] = np.nan  # a dropped pair
+    base.loc[11, "latency_s"] = np.nan
+    return base, cand
+
+
+def _shuffled(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
+    return frame.iloc[np.random.default_rng(seed).permutation(len(frame))].reset_index(drop=True)
+
+
+def _assert_same(pandas_table: pd.DataFrame, dask_table: pd.DataFrame, exact_interval: bool) -> None:
+    assert list(pandas_table.columns) == list(dask_table.columns)
+    assert pandas_table[["metric", "slice"]].equals(dask_table[["metric", "slice"]])
+    for column in EXACT:
+        assert pandas_table[column].astype(object).equals(dask_table[column].astype(object)), column
+    for column in ("low", "high"):
+        if exact_interval:
+            np.testing.assert_array_equal(pandas_table[column], dask_table[column])
+        else:
+            np.testing.assert_allclose(pandas_table[column], dask_table[column], rtol=1e-12, atol=1e-12)
+    for column in ("base", "cand", "diff", "skew", "p_value", "p_decrease", "p_increase"):
+        np.testing.assert_allclose(pandas_table[column].astype(float), dask_table[column].astype(float),
+                                   rtol=1e-12, atol=1e-12, err_msg=column)
+
+
+@pytest.mark.parametrize("npartitions", PARTITIONS)
+def test_tango_equals_pandas(npartitions: int) -> None:
+    base, cand = _runs()
+    expected = runs.compare(base, cand, metrics=["hit@5", "em"], by="qtype", method="score")
+    ddb = dd.from_pandas(_shuffled(base, 1), npartitions=npartitions)
+    ddc = dd.from_pandas(_shuffled(cand, 2), npartitions=max(1, npartitions - 1))
+    got = ddb.rag.compare(ddc, metrics=["hit@5", "em"], by="qtype", method="score")
+    _assert_same(expected, got, exact_interval=False)
+    auto = ddb.rag.compare(ddc, metrics=["hit@5", "em"], by="qtype")  # auto: Tango for pass/fail metrics
+    _assert_same(runs.compare(base, cand, metrics=["hit@5", "em"], by="qtype"), auto, exact_interval=False)
+
+
+@pytest.mark.parametrize("npartitions", PARTITIONS)
+def test_poisson_equals_pandas_exactly(npartitions: int) -> None:
+    base, cand = _runs()
+    kw = dict(metrics=["hit@5", "latency_s"], by="qtype", method="poisson", n_resamples=300, seed=9)
+    expected = runs.compare(base, cand, **kw)
+    ddb = dd.from_pandas(_shuffled(base, 3), npartitions=npartitions)
+    ddc = dd.from_pandas(_shuffled(cand, 4), npartitions=npartitions)
+    got = ddb.rag.compare(ddc, **kw)
+    _assert_same(expected, got, exact_interval=True)
+    assert got.attrs["raglab"]["comparison"]["n_paired"] == len(base)
+
+
+@pytest.mark.parametrize("method", ["score", "poisson"])
+def test_gate_equals_pandas(method: str) -> None:
+    base, cand = _runs(240, seed=5)
+    kw = dict(margin=0.03, metrics=["hit@5", "em"], by="qtype", method=method, n_resamples=400, seed=1)
+    expected = runs.gate(base, cand, **kw)
+    got = dd.from_pandas(_shuffled(base, 6), npartitions=3).rag.gate(dd.from_pandas(cand, npartitions=4), **kw)
+    assert got.decision == expected.decision
+    assert got.table["decision"].tolist() == expected.table["decision"].tolist()
+    assert got.table["reason"].tolist() == expected.table["reason"].tolist()
+
+
+def test_partition_statistics_do_not_depend_on_the_partitioning() -> None:
+    base, cand = _runs(60)
+    names = ["hit@5", "latency_s"]
+    b, c = base[names].to_numpy(float), cand[names].to_numpy(float)
+
+    def stats(order: np.ndarray, pieces: int) -> _partition.PairStats:
+        return _partition.combine_pairs(*(_partition.pair_stats(
+            b[idx], c[idx], names, base["qtype"].to_numpy()[idx], base["question_id"].to_numpy()[idx], 50, 3)
+            for idx in np.array_split(order, pieces)))
+
+    one = _partition.compare_table(stats(np.arange(60), 1), "poisson")
+    many = _partition.compare_table(stats(np.random.default_rng(0).permutation(60), 7), "poisson")
+    pd.testing.assert_frame_equal(one, many, check_exact=True)
+
+
+def test_missing_ids_refused_with_counts() -> None:
+    base, cand = _runs(40)
+    ddb = dd.from_pandas(base, npartitions=3)
+    ddc = dd.from_pandas(cand.iloc[3:], npartitions=2)
+    with pytest.raises(RowTableError, match=r"3 question\(s\) only in base .*0 only in candidate.*how='inner'"):
+        ddb.rag.compare(ddc, metrics=["hit@5"], method="score")
+    with pytest.warns(UserWarning, match="shared questions only"):
+        got = ddb.rag.compare(ddc, metrics=["hit@5"], method="score", how="inner")
+    with pytest.warns(UserWarning, match="shared questions only"):
+        expected = runs.compare(base, cand.iloc[3:], metrics=["hit@5"], method="score", how="inner")
+    _assert_same(expected, got, exact_interval=False)
+
+
+def test_repeated_ids_and_bad_cells_name_the_partition() -> None:
+    base, cand = _runs(30)
+    twice = pd.concat([base, base.iloc[:1]])
+    with pytest.raises(RowTableError, match=r"partition \d+ of the Dask DataFrame: .*repeat"):
+        dd.from_pandas(twice, npartitions=2).rag.compare(dd.from_pandas(cand, npartitions=2), metrics=["hit@5"],
+                                                         method="score")
+    bad = cand.assign(**{"hit@5": cand["hit@5"].where(cand.index != 4, 3.0)})
+    with pytest.raises(RowTableError, match=r"partition \d+ of the Dask DataFrame: .*'hit@5'.*q4"):
+        dd.from_pandas(base, npartitions=2).rag.compare(dd.from_pandas(bad, npartitions=2), metrics=["hit@5"],
+                                                        method="score")
+
+
+@pytest.mark.parametrize("method", ["betting", "percentile", "bca", "sequential", "ppi"])
+def test_raw_row_methods_refused_with_the_list_that_works(method: str) -> None:
+    base, cand = _runs(20)
+    ddb, ddc = dd.from_pandas(base, npartitions=2), dd.from_pandas(cand, npartitions=2)
+    with pytest.raises(NotImplementedError, match=r"needs the rows.*'score', 'poisson'"):
+        ddb.rag.compare(ddc, metrics=["hit@5"], method=method)
+
+
+def test_auto_with_continuous_metrics_and_score_on_them_refused() -> None:
+    base, cand = _runs(20)
+    ddb, ddc = dd.from_pandas(base, npartitions=2), dd.from_pandas(cand, npartitions=2)
+    with pytest.raises(NotImplementedError, match=r"\['latency_s'\].*method='poisson'"):
+        ddb.rag.compare(ddc, metrics=["hit@5", "latency_s"])
+    with pytest.raises(ValueError, match="Tango's interval for pass/fail"):
+        ddb.rag.compare(ddc, metrics=["latency_s"], method="score")
