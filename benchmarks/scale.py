@@ -4,15 +4,17 @@ Writes a partitioned Parquet production log (``raglab.monitor.simulate_log`` in 
 its own seed; 2% judged; pandas writes the attrs, which Dask reads back), then, each engine in a
 fresh subprocess so its peak memory is its own:
 
-* **pandas**: ``pd.read_parquet`` of the whole log, then ``rows.rag.summary`` (the tripwires),
-  ``over_time`` (the judged metric with the tripwire as predictor, by topic) and ``monitor``;
+* **pandas**: ``pd.read_parquet`` of the whole log (and of a candidate system's citation checks on
+  the same requests), then ``rows.rag.summary`` (the tripwires), ``compare`` and ``gate`` (the
+  candidate against the log, paired by request id, Tango's interval), ``over_time`` (the judged
+  metric with the tripwire as predictor, by topic) and ``monitor``;
 * **dask**: ``dd.read_parquet`` on a ``distributed.LocalCluster`` (``--workers`` processes, one thread
-  each, ``--memory-limit`` each), then ``ddf.rag.summary``, ``over_time`` and ``monitor``.
+  each, ``--memory-limit`` each), then the same calls on ``ddf.rag``.
 
 It prints, per engine, the seconds of each step and the peak resident memory (the process's, and
 for Dask its largest worker's), checks that the two engines' tables agree (to 1e-9: partition sums
-are added in another order), and extrapolates the time to 10^8 rows linearly. ``compare`` and
-``gate`` on Dask are still to come (issue 23), so they are not timed yet.
+are added in another order; the gate's decision the same), and extrapolates the time to 10^8 rows
+linearly.
 
 Run: ``.venv/bin/python benchmarks/scale.py [--rows 20000000] [--workers 2] [--memory-limit 1GB]``
 (``--quick``: 400,000 rows, a 2-worker cluster; minutes for the full size on 2 cores).
@@ -37,11 +39,13 @@ METRICS = ["citation_valid", "lexical_support"]
 
 def write_log(folder: Path, rows: int, days: int, chunk_days: int) -> int:
     """The log as one Parquet file per ``chunk_days`` days (each chunk simulated with its own seed)."""
+    import numpy as np
     import pandas as pd
 
     from raglab.monitor import simulate_log
 
-    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "log").mkdir(parents=True, exist_ok=True)
+    (folder / "cand").mkdir(parents=True, exist_ok=True)
     chunks = max(1, days // chunk_days)
     per = rows // chunks
     start = pd.Timestamp("2026-01-01")
@@ -51,12 +55,18 @@ def write_log(folder: Path, rows: int, days: int, chunk_days: int) -> int:
         part = simulate_log(per, days=chunk_days, start=str(day0.date()), drop_topic=None, seed=i)
         part["request_id"] += written
         part = part.drop(columns=["question", "truth_faithful", "truth_verdict"])
-        part.to_parquet(folder / f"part-{i:04d}.parquet", index=False)
+        part.to_parquet(folder / "log" / f"part-{i:04d}.parquet", index=False)
+        # a candidate system on the same requests: its citation check passes on 1 point fewer of them
+        rng = np.random.default_rng([i, 7])
+        flipped = (part["citation_valid"] == 1) & (rng.random(len(part)) < 0.0106)
+        cand = pd.DataFrame({"request_id": part["request_id"],
+                             "citation_valid": np.where(flipped, 0.0, part["citation_valid"])})
+        cand.to_parquet(folder / "cand" / f"part-{i:04d}.parquet", index=False)
         written += len(part)
     return written
 
 
-def _steps(rows_obj, engine: str) -> dict:
+def _steps(rows_obj, cand_obj, engine: str) -> dict:
     """The timed steps on a pandas or Dask log; returns seconds and the tables (as JSON)."""
     out: dict = {"seconds": {}, "tables": {}}
 
@@ -71,12 +81,16 @@ def _steps(rows_obj, engine: str) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         summary = timed("summary", lambda: rows_obj.rag.summary(METRICS, units=False))
+        paired = {"metrics": ["citation_valid"], "on": "request_id", "method": "score"}
+        compared = timed("compare", lambda: rows_obj.rag.compare(cand_obj, **paired))
+        gated = timed("gate", lambda: rows_obj.rag.gate(cand_obj, margin=0.02, higher_is_better=True, **paired))
         daily = timed("over_time", lambda: rows_obj.rag.over_time(["faithfulness"], predictor="lexical_support",
                                                                    by="topic"))
         found = timed("monitor", lambda: rows_obj.rag.monitor("faithfulness", reference=0.85, by="topic",
                                                                predictor="lexical_support", guarantee="arl",
                                                                arl=365))
     out["tables"] = {"summary": summary[["metric", "mean", "low", "high"]].to_json(),
+                     "compare": compared[["diff", "low", "high"]].to_json(), "gate": gated.decision,
                      "over_time": daily[["estimate", "low", "high"]].to_json(),
                      "alarms": len(found.alarms)}
     return out
@@ -90,9 +104,10 @@ def run_engine(engine: str, folder: str, workers: int, memory_limit: str) -> dic
 
     t0 = time.perf_counter()
     if engine == "pandas":
-        rows = pd.read_parquet(folder)
+        rows = pd.read_parquet(Path(folder) / "log")
+        cand = pd.read_parquet(Path(folder) / "cand")
         load = time.perf_counter() - t0
-        out = _steps(rows, engine)
+        out = _steps(rows, cand, engine)
         worker_peak = 0
     else:
         import dask.dataframe as dd
@@ -103,9 +118,10 @@ def run_engine(engine: str, folder: str, workers: int, memory_limit: str) -> dic
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit=memory_limit,
                                dashboard_address=None, silence_logs=50)
         client = Client(cluster)
-        rows = dd.read_parquet(folder)
+        rows = dd.read_parquet(str(Path(folder) / "log"))
+        cand = dd.read_parquet(str(Path(folder) / "cand"))
         load = time.perf_counter() - t0
-        out = _steps(rows, engine)
+        out = _steps(rows, cand, engine)
         peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         worker_peak = max(peaks.values()) * 1024
         client.close()
@@ -132,12 +148,13 @@ def main(argv: list[str] | None = None) -> None:
         return
     rows = 400_000 if args.quick else args.rows
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "log"
+        folder = Path(tmp)
         t0 = time.perf_counter()
         written = write_log(folder, rows, args.days, args.chunk_days)
-        size = sum(f.stat().st_size for f in folder.iterdir())
-        print(f"log: {written:,} requests in {len(list(folder.iterdir()))} Parquet files ({size / 1e6:.0f} MB), "
-              f"written in {time.perf_counter() - t0:.0f} s")
+        files = list((folder / "log").iterdir())
+        size = sum(f.stat().st_size for f in files)
+        print(f"log: {written:,} requests in {len(files)} Parquet files ({size / 1e6:.0f} MB), and a candidate's "
+              f"citation checks on the same requests; written in {time.perf_counter() - t0:.0f} s")
         results = {}
         for engine in ("pandas", "dask"):
             env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -145,23 +162,26 @@ def main(argv: list[str] | None = None) -> None:
                                    "--workers", str(args.workers), "--memory-limit", args.memory_limit],
                                   capture_output=True, text=True, env=env, check=True)
             results[engine] = json.loads(done.stdout.strip().splitlines()[-1])
-    print(f"\n{'engine':>7} | {'load':>6} {'summary':>8} {'over_time':>9} {'monitor':>8} {'total':>7} | "
+    print(f"\n{'engine':>7} | {'load':>6} {'summary':>8} {'compare':>8} {'gate':>6} {'over_time':>9} {'monitor':>8} "
+          f"{'total':>7} | "
           f"{'peak (process)':>14} {'peak (worker)':>13} | {'10^8 rows (extrapolated)':>24}")
     for engine, r in results.items():
         s = r["seconds"]
         total = sum(s.values())
-        print(f"{engine:>7} | {s['load']:6.1f} {s['summary']:8.1f} {s['over_time']:9.1f} {s['monitor']:8.1f} "
+        print(f"{engine:>7} | {s['load']:6.1f} {s['summary']:8.1f} {s['compare']:8.1f} {s['gate']:6.1f} "
+              f"{s['over_time']:9.1f} {s['monitor']:8.1f} "
               f"{total:7.1f} | {r['peak_bytes'] / 1e9:11.2f} GB {r['worker_peak_bytes'] / 1e9:10.2f} GB | "
               f"{total * 1e8 / written:21.0f} s")
     import numpy as np
     import pandas as pd
 
     agree = True
-    for name in ("summary", "over_time"):
+    for name in ("summary", "compare", "over_time"):
         a = pd.read_json(io.StringIO(results["pandas"]["tables"][name])).select_dtypes("number").to_numpy(float)
         b = pd.read_json(io.StringIO(results["dask"]["tables"][name])).select_dtypes("number").to_numpy(float)
         agree &= a.shape == b.shape and bool(np.nanmax(abs(a - b)) < 1e-9)
     agree &= results["pandas"]["tables"]["alarms"] == results["dask"]["tables"]["alarms"]
+    agree &= results["pandas"]["tables"]["gate"] == results["dask"]["tables"]["gate"]
     ratio = sum(results["dask"]["seconds"].values()) / sum(results["pandas"]["seconds"].values())
     print(f"\nthe engines' tables agree (1e-9): {agree}; Dask / pandas time: x{ratio:.2f} "
           f"({args.workers} workers of {args.memory_limit}, one thread each)")

@@ -150,3 +150,20 @@ def test_auto_with_continuous_metrics_and_score_on_them_refused() -> None:
         ddb.rag.compare(ddc, metrics=["hit@5", "latency_s"])
     with pytest.raises(ValueError, match="Tango's interval for pass/fail"):
         ddb.rag.compare(ddc, metrics=["latency_s"], method="score")
+
+
+def test_a_judged_runs_tripwires_are_compared_and_its_judged_metric_refused() -> None:
+    from raglab import runs
+    from raglab.monitor import simulate_log
+
+    log = simulate_log(6_000, days=3, seed=21)
+    rng = np.random.default_rng(0)
+    cand = log.assign(citation_valid=np.where(rng.random(len(log)) < 0.02, 0.0, log["citation_valid"]))
+    kw = {"metrics": ["citation_valid"], "on": "request_id", "method": "score"}
+    base_d, cand_d = dd.from_pandas(log, npartitions=3), dd.from_pandas(cand, npartitions=2)
+    got = base_d.rag.compare(cand_d, **kw)
+    expected = runs.compare(log, cand, **kw)
+    np.testing.assert_allclose(got[["diff", "low", "high"]].to_numpy(float),
+                               expected[["diff", "low", "high"]].to_numpy(float), rtol=0, atol=1e-12)
+    with pytest.raises(NotImplementedError, match=r"\['faithfulness'\] come from a judged sample"):
+        base_d.rag.compare(cand_d, metrics=["faithfulness"], on="request_id", method="score")

@@ -199,10 +199,6 @@ def compare(
             f"{_CALLER}: units={cluster!r} (clusters{'' if units else ', the eval set records them'}) is not "
             f"computed on Dask yet; the methods that work on Dask are {_works()}, with units=False (questions "
             "treated as independent).")
-    if (get_meta(meta_base).get("sampling") or {}).get("judged") is not None:
-        raise NotImplementedError(
-            f"{_CALLER}: this run records a judged sample, whose prediction-powered comparison raglab does not "
-            f"compute on Dask; the methods that work on Dask are {_works()}, on runs without a sampling design.")
     level = check_level(res.ci)
     on = on if on is not None else cols.column("question_id")
     for frame, side in ((meta_base, "the baseline"), (meta_cand, "the candidate")):
@@ -214,6 +210,12 @@ def compare(
             raise _missing(meta_base, column, _CALLER, "the slice column, in either run")
     names = _metric_names(metrics, [meta_base, meta_cand], {on, *by_columns, "selected", "inclusion_probability"},
                           _CALLER)
+    design = (get_meta(meta_base).get("sampling") or {}).get("judged")
+    judged = [m for m in names if design is not None and m in (design.get("metrics") or names)]
+    if judged:  # the metrics scored on every row of a judged run are compared; the judged ones need the design
+        raise NotImplementedError(
+            f"{_CALLER}: {judged} come from a judged sample, whose prediction-powered comparison raglab does not "
+            f"compute on Dask; the methods that work on Dask are {_works()}, on metrics scored on every row.")
     for frame, side in ((meta_base, "baseline"), (meta_cand, "candidate")):
         _score_frame(frame, names, _CALLER, id_column=None, side=side)  # before any work
     seed = _resolve_seed(res.seed)
