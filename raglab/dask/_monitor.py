@@ -19,8 +19,8 @@ import pandas as pd
 from raglab._columns import _by_columns, _missing
 from raglab._optional import import_optional
 from raglab._validation import caller, warn
-from raglab.monitor._monitor import GUARANTEES, Monitor, watch
-from raglab.monitor._over_time import _prepare, combine_sums, modal_judges, periods, regroup
+from raglab.monitor._monitor import Monitor, check_monitor, watch
+from raglab.monitor._over_time import CellView, _prepare, combine_sums, modal_judges, periods
 
 __all__ = ["monitor", "over_time"]
 
@@ -46,7 +46,7 @@ def _partition(part: pd.DataFrame, index: int, names: list[str], time: str, freq
     return daily, judges, [(w.category, str(w.message)) for w in caught if _SELF_SELECTED not in str(w.message)]
 
 
-class DaskLogView:
+class DaskLogView(CellView):
     """A Dask log read partition by partition into per-period cells (the pandas view's interface)."""
 
     def __init__(self, logs: Any, metrics: str | Sequence[str], *, time: str, freq: str, by: str | None,
@@ -66,14 +66,6 @@ class DaskLogView:
         # the spec from the empty meta frame: column checks, the recorded design, which metrics are judged
         self.spec = _prepare(meta, metrics, time=time, freq=freq, by=by, predictor=predictor, ci=ci,
                              caller_name=caller_name, fill=self.fill, check_population=False).spec
-
-    @property
-    def names(self) -> list[str]:
-        return self.spec.names
-
-    @property
-    def by(self) -> list[str]:
-        return self.spec.by
 
     @cached_property
     def _read(self) -> tuple[pd.DataFrame, pd.Series | None]:
@@ -116,9 +108,6 @@ class DaskLogView:
         meta.setdefault("raglab", {})
         table.attrs = {**meta, "raglab": {**meta["raglab"], **table.attrs["raglab"]}}
         return table
-
-    def regroup(self, label: Any) -> pd.DataFrame:
-        return regroup(self.daily, label)
 
     def judges(self, column: str) -> pd.Series:
         counts = self._read[1]
@@ -226,18 +215,8 @@ def monitor(
     """
     caller_name = caller("raglab.dask.monitor")
     _check(logs, caller_name)
-    if guarantee not in GUARANTEES:
-        raise ValueError(f"{caller_name}: guarantee must be one of {GUARANTEES}, got {guarantee!r}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"{caller_name}: alpha must be in (0, 1), got {alpha!r}")
-    if not 0 < drop < 1:
-        raise ValueError(f"{caller_name}: drop must be a fall of the rate in (0, 1), got {drop!r}")
-    if by is not None and not isinstance(by, str):
-        raise TypeError(f"{caller_name}: by must be one slice column (a str), got {by!r}")
-    meta = logs._meta
-    judge_column = judge if judge is not None else ("judge_fingerprint" if "judge_fingerprint" in meta.columns else None)
-    if judge_column is not None and judge_column not in meta.columns:
-        raise _missing(meta, judge_column, caller_name, "each request's judge fingerprint")
+    judge_column = check_monitor(logs._meta, by=by, drop=drop, alpha=alpha, guarantee=guarantee, judge=judge,
+                                 caller_name=caller_name)
 
     def make_view(column: str | None) -> DaskLogView:
         return DaskLogView(logs, metrics, time=time, freq=freq, by=column, predictor=predictor, ci=1 - alpha,

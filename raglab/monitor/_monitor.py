@@ -228,6 +228,21 @@ def monitor(
     [['billing', '2026-10-01 00:00:00+00:00', '2026-10-21 00:00:00+00:00']]
     """
     caller_name = caller("raglab.monitor.monitor")
+    judge_column = check_monitor(logs, by=by, drop=drop, alpha=alpha, guarantee=guarantee, judge=judge,
+                                 caller_name=caller_name)
+
+    def make_view(column: str | None) -> Any:
+        return _prepare(logs, metrics, time=time, freq=freq, by=column, predictor=predictor, ci=1 - alpha,
+                        caller_name=caller_name)
+
+    return watch(make_view(by), make_view, reference=reference, drop=drop, alpha=alpha, guarantee=guarantee,
+                 horizon=horizon, arl=arl, judge=judge_column, caller_name=caller_name)
+
+
+def check_monitor(frame: pd.DataFrame, *, by: Any, drop: float, alpha: float, guarantee: str, judge: str | None,
+                  caller_name: str) -> str | None:
+    """The monitor's arguments checked (``frame``: the log, or an engine's empty meta frame); returns the
+    judge column (``judge_fingerprint`` when the log has one and none is named)."""
     if guarantee not in GUARANTEES:
         raise ValueError(f"{caller_name}: guarantee must be one of {GUARANTEES}, got {guarantee!r}")
     if not 0 < alpha < 1:
@@ -236,16 +251,10 @@ def monitor(
         raise ValueError(f"{caller_name}: drop must be a fall of the rate in (0, 1), got {drop!r}")
     if by is not None and not isinstance(by, str):
         raise TypeError(f"{caller_name}: by must be one slice column (a str), got {by!r}")
-    judge_column = judge if judge is not None else ("judge_fingerprint" if "judge_fingerprint" in logs.columns else None)
-    if judge_column is not None and judge_column not in logs.columns:
-        raise _missing(logs, judge_column, caller_name, "each request's judge fingerprint")
-
-    def make_view(column: str | None) -> Any:
-        return _prepare(logs, metrics, time=time, freq=freq, by=column, predictor=predictor, ci=1 - alpha,
-                        caller_name=caller_name)
-
-    return watch(make_view(by), make_view, reference=reference, drop=drop, alpha=alpha, guarantee=guarantee,
-                 horizon=horizon, arl=arl, judge=judge_column, caller_name=caller_name)
+    column = judge if judge is not None else ("judge_fingerprint" if "judge_fingerprint" in frame.columns else None)
+    if column is not None and column not in frame.columns:
+        raise _missing(frame, column, caller_name, "each request's judge fingerprint")
+    return column
 
 
 def watch(view: Any, make_view: Any, *, reference: Any, drop: float, alpha: float, guarantee: str,

@@ -385,16 +385,11 @@ class LogSpec:
         return table
 
 
-@dataclass
-class _LogView:
-    """A pandas log read once: its spec, each row's period and slices, the row-level terms; the
-    per-period cells (:attr:`daily`) are summed once, and every other grouping regroups them."""
+class CellView:
+    """What every engine's view of a log shares: its spec, and regroupings of its per-period cells
+    (a subclass gives ``spec`` and ``daily``)."""
 
     spec: LogSpec
-    logs: pd.DataFrame
-    period: pd.Series
-    labels: dict[str, np.ndarray | None]
-    terms: dict[str, np.ndarray]
 
     @property
     def names(self) -> list[str]:
@@ -403,6 +398,21 @@ class _LogView:
     @property
     def by(self) -> list[str]:
         return self.spec.by
+
+    def regroup(self, label: Any) -> pd.DataFrame:
+        return regroup(self.daily, label)  # type: ignore[attr-defined]
+
+
+@dataclass
+class _LogView(CellView):
+    """A pandas log read once: its spec, each row's period and slices, the row-level terms; the
+    per-period cells (:attr:`daily`) are summed once, and every other grouping regroups them."""
+
+    spec: LogSpec
+    logs: pd.DataFrame
+    period: pd.Series
+    labels: dict[str, np.ndarray | None]
+    terms: dict[str, np.ndarray]
 
     @cached_property
     def daily(self) -> pd.DataFrame:
@@ -415,9 +425,6 @@ class _LogView:
         carry_meta(self.logs, table)
         table.attrs.setdefault("raglab", {}).update(meta)
         return table
-
-    def regroup(self, label: Any) -> pd.DataFrame:
-        return regroup(self.daily, label)
 
     def judges(self, column: str) -> pd.Series:
         """Each period's most common judge fingerprint (ties: the first in sorted order), by period."""
