@@ -47,6 +47,7 @@ The pieces
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -709,6 +710,23 @@ def _strata_fits(
     return out
 
 
+def _combine_strata(fits: Sequence[tuple[float, _Fit]], adjusted: bool, n_labeled: int
+                    ) -> tuple[float, float, float, float]:
+    """Strata fits ``(share, fit)`` as one: estimate ``sum W_h theta_h``, variance ``sum W_h^2 var_h``, the
+    share-weighted ``lam``, and (adjusted) the t degrees of freedom by Welch-Satterthwaite
+    (``(sum v_h)^2 / sum v_h^2 / df_h`` with ``v_h = W_h^2 var_h``; one stratum keeps its own)."""
+    estimate = sum(share * fit.estimate for share, fit in fits)
+    parts = [share * share * fit.var for share, fit in fits]
+    var = sum(parts)
+    lam = sum(share * fit.lam for share, fit in fits)
+    if not adjusted:
+        return estimate, var, lam, math.inf
+    if len(fits) == 1:
+        return estimate, var, lam, fits[0][1].df
+    spread = sum(v * v / max(fit.df, 1.0) for v, (_, fit) in zip(parts, fits))
+    return estimate, var, lam, var * var / spread if spread > 0 else float(n_labeled - len(fits))
+
+
 def ppi_mean_strata(
     labels: Any,
     judged_labeled: Any,
@@ -774,16 +792,9 @@ def ppi_mean_strata(
     ul = _codes(units_labeled, y.size, "units_labeled") if clustered else None
     uu = _codes(units_unlabeled, fu.size, "units_unlabeled") if clustered else None
     fits = _strata_fits(y, f, fu, r, u, sl, su, ul, uu, lam, adjusted)
-    estimate = sum(share * fit.estimate for _, share, fit in fits)
-    parts = [share * share * fit.var for _, share, fit in fits]
-    var = sum(parts)
+    estimate, var, lam_mean, df = _combine_strata([(share, fit) for _, share, fit in fits], adjusted, y.size)
     label_var = _label_variance(y, _strata_weights(sl.astype(str), {str(h): share for h, share, _ in fits}, r),
                                 adjusted)
-    lam_mean = sum(share * fit.lam for _, share, fit in fits)
-    df = math.inf
-    if adjusted:
-        spread = sum(v * v / max(fit.df, 1.0) for v, (_, _, fit) in zip(parts, fits))
-        df = var * var / spread if spread > 0 else float(y.size - len(fits))
     method = _method(lam, adjusted, "stratified", _cluster_label(adjusted, lam is None) if clustered else "")
     return _interval(
         estimate, var, level=level, lam=lam_mean, tuned=lam is None, n_labeled=y.size, n_unlabeled=fu.size,
@@ -970,19 +981,13 @@ def ppi_mean_sampled(
             df = float((np.unique(units[m & lab]).size if units is not None else nl) - 1)
         um = None if units is None else units[m]
         fits.append((int(m.sum()) / a.size, _ht_fit(a[m], b[m], um, lam, pseudo, df)))
-    estimate = sum(share * fit.estimate for share, fit in fits)
-    parts = [share * share * fit.var for share, fit in fits]
-    var = sum(parts)
+    estimate, var, lam_mean, df = _combine_strata(fits, adjusted, y.size)
     keys = strata[: y.size]
     shares = {str(h): float((strata == h).mean()) for h in np.unique(strata)}
     label_var = _label_variance(y, _strata_weights(keys, shares, w), adjusted)
-    df = fits[0][1].df
-    if adjusted and len(fits) > 1:
-        spread = sum(v * v / max(fit.df, 1.0) for v, (_, fit) in zip(parts, fits))
-        df = var * var / spread if spread > 0 else float(y.size - len(fits))
     method = _method(lam, adjusted, _HT, "stratified" if stratified else "", "clustered" if clustered else "")
     return _interval(
-        estimate, var, level=level, lam=sum(share * fit.lam for share, fit in fits), tuned=lam is None,
+        estimate, var, level=level, lam=lam_mean, tuned=lam is None,
         n_labeled=y.size, n_unlabeled=fu.size, label_var=label_var, method=method, df=df,
     )
 
