@@ -42,8 +42,10 @@ FLOORS: dict[str, int] = {
     "raglab.runs": 5, "raglab.retrieval": 5, "raglab.boundaries": 5, "raglab.monitor": 5,
     # 6 looking (plots and explorers draw what the row-table functions compute)
     "raglab.plots": 6, "raglab.widgets": 6, "raglab.datasets": 6,
+    # the engine-neutral core of the distributed accessors (row-table functions, partition by partition)
+    "raglab.engines": 6,
     # 7 the accessor (df.rag: one entry per table-level function or view)
-    "raglab.accessor": 7, "raglab.dask": 7,
+    "raglab.accessor": 7, "raglab.dask": 7, "raglab.spark": 7,
     # 8 programs (the package's __init__ loads the accessor, so it sits on top too)
     "raglab": 8, "raglab.cli": 8, "raglab.__main__": 8, "raglab.demo": 8, "raglab.testing": 8,
     "raglab_launcher": 9,  # the console script: it may import raglab, never the reverse
