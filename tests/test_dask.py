@@ -308,8 +308,8 @@ def test_retrieval_lists_made_into_text_are_refused_with_the_fix() -> None:
 
 def test_over_time_and_monitor_go_to_the_dask_monitor(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    monkeypatch.setattr(raglab.dask._monitor, "over_time", lambda ddf, metrics, **kw: calls.append(("o", metrics, kw)) or 1)
-    monkeypatch.setattr(raglab.dask._monitor, "monitor", lambda ddf, metrics, **kw: calls.append(("m", metrics, kw)) or 2)
+    monkeypatch.setattr(raglab.dask._api, "over_time", lambda ddf, metrics, **kw: calls.append(("o", metrics, kw)) or 1)
+    monkeypatch.setattr(raglab.dask._api, "monitor", lambda ddf, metrics, **kw: calls.append(("m", metrics, kw)) or 2)
     ddf = dd.from_pandas(_scores(), npartitions=2)
     assert ddf.rag.over_time("hit@5", time="ts") == 1
     assert ddf.rag.monitor(["hit@5"], period="D") == 2

@@ -86,7 +86,7 @@ def test_bad_input_names_the_partition_and_the_column(log):
     bad = log.head(3000).copy()
     bad["citation_valid"] = bad["citation_valid"].astype(object)
     bad.loc[bad.index[2500], "citation_valid"] = "yes"
-    with pytest.raises(RowTableError, match=r"partition 2: .*'citation_valid' must hold numbers"):
+    with pytest.raises(RowTableError, match=r"partition 2 of the Dask DataFrame: .*'citation_valid' must hold numbers"):
         over_time(dd.from_pandas(bad, npartitions=3, sort=False), "citation_valid")
     with pytest.raises(MissingColumnError, match="'when'"):
         over_time(dd.from_pandas(log.head(100), npartitions=2), "citation_valid", time="when")

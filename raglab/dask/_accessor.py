@@ -35,30 +35,30 @@ class DaskRagAccessor:
 
     def summary(self, metrics: Any = None, **options: Any) -> Any:
         """Mean and interval per metric and slice; see :func:`raglab.dask.summary`."""
-        from raglab.dask._summary import summary
+        from raglab.dask._api import summary
 
         return summary(self._ddf, metrics, **options)
 
     def over_time(self, metrics: Any, **options: Any) -> Any:
         """Per-period metrics of a production log; see :func:`raglab.dask.over_time`."""
-        from raglab.dask import _monitor
+        from raglab.dask._api import over_time
 
-        return _monitor.over_time(self._ddf, metrics, **options)
+        return over_time(self._ddf, metrics, **options)
 
     def monitor(self, metrics: Any, **options: Any) -> Any:
         """Change detection on a production log; see :func:`raglab.dask.monitor`."""
-        from raglab.dask import _monitor
+        from raglab.dask._api import monitor
 
-        return _monitor.monitor(self._ddf, metrics, **options)
+        return monitor(self._ddf, metrics, **options)
 
     def compare(self, cand: Any, metrics: Any = None, **options: Any) -> Any:
         """Paired comparison with another Dask run by question id; see :func:`raglab.dask.compare`."""
-        from raglab.dask._compare import compare
+        from raglab.dask._api import compare
 
         return compare(self._ddf, cand, metrics, **options)
 
     def gate(self, cand: Any, **options: Any) -> Any:
         """Release gate against another Dask run; see :func:`raglab.dask.gate`."""
-        from raglab.dask._compare import gate
+        from raglab.dask._api import gate
 
         return gate(self._ddf, cand, **options)

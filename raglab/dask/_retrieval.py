@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from raglab.dask._summary import _in_partition
+from raglab.engines._frames import in_partition
 
 __all__ = ["retrieval"]
 
@@ -25,7 +25,7 @@ def _score_partition(part: pd.DataFrame, options: dict[str, Any], columns: list[
             warnings.filterwarnings("ignore", message=r".*is larger than the longest list", category=UserWarning)
             scored = _retrieval(part, **options)
     except (ValueError, TypeError, KeyError) as exc:
-        raise _in_partition(exc, number) from None  # type: ignore[arg-type]
+        raise in_partition(exc, number, "Dask") from None  # type: ignore[arg-type]
     if list(scored.columns) != columns:
         raise RuntimeError(f"{_CALLER}: partition {number} gave columns {list(scored.columns)}, not the {columns} "
                            "the empty table gave (the gold's kind, spans or ids, could not be seen from an empty "

@@ -37,13 +37,25 @@ class Partitions(ABC):
     ----------
     engine : str
         ``"Dask"`` or ``"Spark"``: named in errors ("partition 3 of the Spark DataFrame: ...").
+    prefix : str
+        The accessor's variable in messages: ``"ddf"`` (``ddf.rag.summary``) or ``"sdf"``.
+    to_pandas : str
+        How a user brings the table (or a sample of it) to pandas, said in errors: ``"ddf.compute()"``.
     meta : pandas.DataFrame
         An empty frame with the table's columns, their pandas dtypes and ``attrs`` (the raglab record:
         an eval set's clusters, a log's sampling design).
     """
 
     engine: str
+    prefix: str
+    to_pandas: str
     meta: pd.DataFrame
+
+    def caller(self, method: str) -> str:
+        """The name errors give a method: ``ddf.rag.summary``, or the name set by ``called_as``."""
+        from raglab._validation import caller
+
+        return caller(f"{self.prefix}.rag.{method}")
 
     @abstractmethod
     def reduce(self, fn: Callable[[pd.DataFrame, int], T], combine: Callable[..., T]) -> T:
@@ -66,7 +78,4 @@ class Partitions(ABC):
         their names and ``other``'s ``other_on`` (default ``on``) and ``other_columns`` under their names
         plus ``CAND``; a row has missing values in the other side's columns.
         """
-
-    def partition_label(self, number: int) -> str:
-        return f"partition {number} of the {self.engine} DataFrame"
 

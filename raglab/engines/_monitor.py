@@ -1,4 +1,4 @@
-"""Production logs on Dask: ``over_time`` and ``monitor`` from per-partition cell sums.
+"""Production logs on any engine: ``over_time`` and ``monitor`` from per-partition cell sums.
 
 Each partition is read by the pandas code (:func:`raglab.monitor._over_time._prepare`) into its
 per-period cell sums; the sums of all partitions are combined exactly (``combine_sums``) and the
@@ -8,17 +8,19 @@ Only the failing requests of a post-mortem come back as rows.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping, Sequence
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from raglab._columns import _by_columns, _missing
-from raglab._optional import import_optional
-from raglab._validation import caller, warn
+from raglab._partition import _exact, _exact_sum
+from raglab._validation import warn
+from raglab.engines._frames import Partitions, in_partition
 from raglab.monitor._monitor import Monitor, check_monitor, watch
 from raglab.monitor._over_time import CellView, _prepare, combine_sums, modal_judges, periods
 
@@ -28,16 +30,17 @@ __all__ = ["monitor", "over_time"]
 _SELF_SELECTED = "with no sampling design recorded for them"
 
 
-def _partition(part: pd.DataFrame, index: int, names: list[str], time: str, freq: str, by: str | None,
-               predictor: Any, ci: float, fill: dict[str, float], judge: str | None) -> tuple[Any, Any, list]:
+def _cells(part: pd.DataFrame, number: int, names: list[str], time: str, freq: str, by: str | None,
+           predictor: Any, ci: float, fill: dict[str, float], judge: str | None, caller_name: str,
+           engine: str) -> tuple[pd.DataFrame, pd.Series | None, list]:
     """One partition's cell sums, its (period, judge) counts and the warnings it raised."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             view = _prepare(part, names, time=time, freq=freq, by=by, predictor=predictor, ci=ci,
-                            caller_name="raglab.dask", fill=fill, check_population=False)
+                            caller_name=caller_name, fill=fill, check_population=False)
         except (ValueError, TypeError, KeyError) as error:  # RowTableError and MissingColumnError included
-            raise type(error)(f"partition {index}: {error}") from error
+            raise in_partition(error, number, engine) from None
         daily = view.daily
         judges = None
         if judge is not None:
@@ -46,20 +49,41 @@ def _partition(part: pd.DataFrame, index: int, names: list[str], time: str, freq
     return daily, judges, [(w.category, str(w.message)) for w in caught if _SELF_SELECTED not in str(w.message)]
 
 
-class DaskLogView(CellView):
-    """A Dask log read partition by partition into per-period cells (the pandas view's interface)."""
+def _add_cells(*parts: tuple[pd.DataFrame, pd.Series | None, list]) -> tuple[pd.DataFrame, pd.Series | None, list]:
+    judges = [p[1] for p in parts if p[1] is not None]
+    counts = pd.concat(judges).groupby(level=[0, 1]).sum() if judges else None
+    return combine_sums([p[0] for p in parts]), counts, list(dict.fromkeys(m for p in parts for m in p[2]))
 
-    def __init__(self, logs: Any, metrics: str | Sequence[str], *, time: str, freq: str, by: str | None,
+
+def _column_sums(part: pd.DataFrame, number: int, columns: list[str]) -> list[tuple[int, tuple[float, ...]]]:
+    """Per column: how many scores and their exact sum (for means that do not depend on the partitioning)."""
+    out = []
+    for column in columns:
+        values = pd.to_numeric(part[column], errors="coerce").to_numpy(dtype=float)
+        values = values[np.isfinite(values)]
+        out.append((int(values.size), _exact_sum(values)))
+    return out
+
+
+def _add_column_sums(*parts: list[tuple[int, tuple[float, ...]]]) -> list[tuple[int, tuple[float, ...]]]:
+    return [(sum(p[j][0] for p in parts), _exact([t for p in parts for t in p[j][1]])) for j in range(len(parts[0]))]
+
+
+class PartitionsLogView(CellView):
+    """A partitioned log read partition by partition into per-period cells (the pandas view's interface)."""
+
+    def __init__(self, logs: Partitions, metrics: str | Sequence[str], *, time: str, freq: str, by: str | None,
                  predictor: str | Mapping[str, str] | None, ci: float, caller_name: str,
                  judge: str | None = None) -> None:
         self.logs, self.time, self.freq, self.by_column = logs, time, freq, by
         self.predictor, self.ci, self.caller_name, self.judge = predictor, ci, caller_name, judge
-        meta = logs._meta
+        meta = logs.meta
         columns = [predictor] if isinstance(predictor, str) else list((predictor or {}).values())
         for column in columns:
             if column not in meta.columns:
                 raise _missing(meta, column, caller_name, "the predictor (a cheap score on every row)")
-        self.fill = {c: float(v) for c, v in zip(columns, _compute(*(logs[c].mean() for c in columns)))}
+        sums = logs.reduce(partial(_column_sums, columns=columns), _add_column_sums) if columns else []
+        self.fill = {c: (math.fsum(terms) / n if n else float("nan")) for c, (n, terms) in zip(columns, sums)}
         for column, value in self.fill.items():
             if not np.isfinite(value):
                 raise ValueError(f"{caller_name}: the predictor {column!r} has no score on any row")
@@ -69,20 +93,17 @@ class DaskLogView(CellView):
 
     @cached_property
     def _read(self) -> tuple[pd.DataFrame, pd.Series | None]:
-        delayed = import_optional("dask", extra="dask", purpose="raglab.dask").delayed
-        tasks = [delayed(_partition)(part, i, self.names, self.time, self.freq, self.by_column, self.predictor,
-                                     self.ci, self.fill, self.judge)
-                 for i, part in enumerate(self.logs.to_delayed())]
-        results = _compute(*tasks)
-        daily = combine_sums([r[0] for r in results])
-        judges = [r[1] for r in results if r[1] is not None]
+        daily, judges, caught = self.logs.reduce(
+            partial(_cells, names=self.names, time=self.time, freq=self.freq, by=self.by_column,
+                    predictor=self.predictor, ci=self.ci, fill=self.fill, judge=self.judge,
+                    caller_name=self.caller_name, engine=self.logs.engine), _add_cells)
         seen: set[str] = set()
-        for category, message in (m for r in results for m in r[2]):
+        for category, message in caught:
             if message not in seen:
                 seen.add(message)
                 warn(message, category)
         self._warn_self_selected(daily)
-        return daily, (pd.concat(judges) if judges else None)
+        return daily, judges
 
     def _warn_self_selected(self, daily: pd.DataFrame) -> None:
         overall = daily[daily["slice"] == "overall"]
@@ -104,7 +125,7 @@ class DaskLogView(CellView):
 
     def table(self, sums: pd.DataFrame | None = None, *, level: float | None = None) -> pd.DataFrame:
         table = self.spec.finish(self.daily if sums is None else sums, self.daily, level=level)
-        meta = dict(self.logs._meta.attrs)
+        meta = dict(self.logs.meta.attrs)
         meta.setdefault("raglab", {})
         table.attrs = {**meta, "raglab": {**meta["raglab"], **table.attrs["raglab"]}}
         return table
@@ -118,34 +139,27 @@ class DaskLogView(CellView):
     def failing(self, metric: str, slice_: str, since: pd.Timestamp) -> pd.DataFrame:
         time, freq, by = self.time, self.freq, self.by
 
-        def pick(part: pd.DataFrame) -> pd.DataFrame:
-            if part.empty:
-                return part
-            period = periods(part[time].reset_index(drop=True), freq, column=time)
-            values = pd.to_numeric(part[metric], errors="coerce").to_numpy(dtype=float)
-            mask = (period >= since).to_numpy() & (values < 0.5)
-            if slice_ != "overall" and by:
-                mask &= (part[by[0]].astype(str) == slice_).to_numpy()
-            return part.loc[mask]
-
-        found = self.logs.map_partitions(pick, meta=self.logs._meta).compute()
+        found = self.logs.collect(partial(_failing, time=time, freq=freq, metric=metric,
+                                          by=by[0] if slice_ != "overall" and by else None, slice_=slice_,
+                                          since=since))
         return found.sort_values(time, kind="stable")
 
 
-def _compute(*things: Any) -> tuple:
-    dask = import_optional("dask", extra="dask", purpose="raglab.dask")
-    return dask.compute(*things) if things else ()
-
-
-def _check(logs: Any, caller_name: str) -> None:
-    dd = import_optional("dask.dataframe", extra="dask", purpose="raglab.dask")
-    if not isinstance(logs, dd.DataFrame):
-        raise TypeError(f"{caller_name}: logs must be a Dask DataFrame, got {type(logs).__name__} (for pandas use "
-                        "raglab.monitor)")
+def _failing(part: pd.DataFrame, number: int, time: str, freq: str, metric: str, by: str | None, slice_: str,
+             since: pd.Timestamp) -> pd.DataFrame:
+    """A partition's judged requests that failed ``metric`` from ``since`` on (in slice ``slice_`` of ``by``)."""
+    if part.empty:
+        return part
+    period = periods(part[time].reset_index(drop=True), freq, column=time)
+    values = pd.to_numeric(part[metric], errors="coerce").to_numpy(dtype=float)
+    mask = (period >= since).to_numpy() & (values < 0.5)
+    if by is not None:
+        mask &= (part[by].astype(str) == slice_).to_numpy()
+    return part.loc[mask]
 
 
 def over_time(
-    logs: Any,
+    logs: Partitions,
     metrics: str | Sequence[str],
     *,
     time: str = "timestamp",
@@ -154,7 +168,7 @@ def over_time(
     predictor: str | Mapping[str, str] | None = None,
     ci: float = 0.95,
 ) -> pd.DataFrame:
-    """:func:`raglab.monitor.over_time` on a Dask DataFrame: the same pandas table.
+    """:func:`raglab.monitor.over_time` on a partitioned log: the same pandas table.
 
     Each partition reduces to its per-period cell sums; they are added and finished by the pandas
     code, so the table equals the pandas one (to rounding) however the rows are partitioned.
@@ -163,25 +177,25 @@ def over_time(
     --------
     >>> import dask.dataframe as dd
     >>> import raglab
-    >>> from raglab.dask import over_time
+    >>> from raglab.dask import DaskPartitions
+    >>> from raglab.engines import over_time
     >>> from raglab.monitor import simulate_log
     >>> log = simulate_log(20_000, days=5, seed=0)
-    >>> table = over_time(dd.from_pandas(log, npartitions=4), "faithfulness", predictor="lexical_support")
+    >>> table = over_time(DaskPartitions(dd.from_pandas(log, npartitions=4)), "faithfulness", predictor="lexical_support")
     >>> same = log.rag.over_time("faithfulness", predictor="lexical_support")
     >>> bool(abs(table["high"] - same["high"]).max() < 1e-12)
     True
     """
-    caller_name = caller("raglab.dask.over_time")
-    _check(logs, caller_name)
+    caller_name = logs.caller("over_time")
     if by is not None and len(_by_columns(by)) != 1:
-        raise TypeError(f"{caller_name}: by must be one slice column on Dask, got {by!r}")
+        raise TypeError(f"{caller_name}: by must be one slice column on {logs.engine}, got {by!r}")
     by = by if isinstance(by, str) or by is None else _by_columns(by)[0]
-    view = DaskLogView(logs, metrics, time=time, freq=freq, by=by, predictor=predictor, ci=ci, caller_name=caller_name)
+    view = PartitionsLogView(logs, metrics, time=time, freq=freq, by=by, predictor=predictor, ci=ci, caller_name=caller_name)
     return view.table()
 
 
 def monitor(
-    logs: Any,
+    logs: Partitions,
     metrics: str | Sequence[str],
     *,
     reference: Any,
@@ -196,7 +210,7 @@ def monitor(
     arl: float | None = None,
     judge: str | None = None,
 ) -> Monitor:
-    """:func:`raglab.monitor.monitor` on a Dask DataFrame: the same alarms, guarantee and tables.
+    """:func:`raglab.monitor.monitor` on a partitioned log: the same alarms, guarantee and tables.
 
     One pass reads every partition into per-period cells (and each period's judges); reference
     windows and the rates since each alarm's start regroup those cells; a post-mortem reads the log
@@ -205,21 +219,21 @@ def monitor(
     Examples
     --------
     >>> import dask.dataframe as dd
-    >>> from raglab.dask import monitor
+    >>> from raglab.dask import DaskPartitions
+    >>> from raglab.engines import monitor
     >>> from raglab.monitor import simulate_log
     >>> log = simulate_log(100_000, days=30, drop_day=15, seed=0)
-    >>> found = monitor(dd.from_pandas(log, npartitions=4), "faithfulness", reference=0.88, by="topic",
+    >>> found = monitor(DaskPartitions(dd.from_pandas(log, npartitions=4)), "faithfulness", reference=0.88, by="topic",
     ...                 predictor="lexical_support", guarantee="arl", arl=365)
     >>> found.guarantee.startswith("average run length")
     True
     """
-    caller_name = caller("raglab.dask.monitor")
-    _check(logs, caller_name)
-    judge_column = check_monitor(logs._meta, by=by, drop=drop, alpha=alpha, guarantee=guarantee, judge=judge,
+    caller_name = logs.caller("monitor")
+    judge_column = check_monitor(logs.meta, by=by, drop=drop, alpha=alpha, guarantee=guarantee, judge=judge,
                                  caller_name=caller_name)
 
-    def make_view(column: str | None) -> DaskLogView:
-        return DaskLogView(logs, metrics, time=time, freq=freq, by=column, predictor=predictor, ci=1 - alpha,
+    def make_view(column: str | None) -> PartitionsLogView:
+        return PartitionsLogView(logs, metrics, time=time, freq=freq, by=column, predictor=predictor, ci=1 - alpha,
                            caller_name=caller_name, judge=judge_column)
 
     return watch(make_view(by), make_view, reference=reference, drop=drop, alpha=alpha, guarantee=guarantee,

@@ -1,7 +1,8 @@
-"""``ddf.rag.compare`` and ``ddf.rag.gate``: two Dask runs paired by question id, from partition statistics.
+"""``compare`` and ``gate`` on any engine: two runs paired by question id, from partition statistics.
 
-The runs are joined on the question id's text (a Dask merge, so a question's two rows meet in one
-partition wherever they started); each partition of pairs becomes ``raglab._partition.PairStats``
+Both runs' rows are put in one table partitioned by the question id's text (a hash partitioning, so
+a question's two rows meet in one partition wherever they started: :meth:`Partitions.paired`); each
+partition pairs its rows and becomes ``raglab._partition.PairStats``
 (per metric and slice: the pairs, exact sums, Tango's discordant counts and the Poisson bootstrap's
 replicate sums, keyed by a hash of the question id) on its worker; the statistics are added in a
 tree and ``raglab._partition.compare_table`` makes the table :func:`raglab.runs.compare` makes from
@@ -11,6 +12,7 @@ the rows, whatever the partitioning or row order.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,7 +27,7 @@ from raglab._options import RESAMPLING_SETTINGS, Resampling
 from raglab._results import jsonable
 from raglab._rowtable import Roles, _row_labels
 from raglab._validation import check_level, check_option, warn
-from raglab.dask._summary import _in_partition, _tree
+from raglab.engines._frames import CAND, KEY, SIDE, Partitions, in_partition
 from raglab.runs import _options
 from raglab.stats._engine import _resolve_seed
 from raglab.stats.estimators import compare_methods
@@ -35,44 +37,38 @@ from raglab.stats.tests import holm
 
 __all__ = ["compare", "gate"]
 
-_CALLER = "ddf.rag.compare"
-_KEY, _IN_BASE, _IN_CAND, _CAND = "__raglab_key", "__raglab_in_base", "__raglab_in_cand", "__raglab_cand__"
 _SHOWN = 5  # ids shown in an error
 
 
-def _works() -> list[str]:
-    return ["auto (pass/fail metrics)", *_partition.PAIRED_METHODS]
-
-
-def _text_key(part: pd.DataFrame, on: str) -> pd.Series:
-    """The question id as text (7 and "7" pair, as on pandas)."""
-    return pd.Series(part[on].astype(str).to_numpy(dtype=object), index=part.index, name=_KEY, dtype=object)
-
-
-def _side(ddf: Any, on: str, columns: list[str], marker: str, suffix: str) -> Any:
-    """One run's id, key, marker and ``columns`` (renamed with ``suffix``), ready to be merged."""
-    frame = ddf[list(dict.fromkeys([on, *columns]))]
-    frame = frame.assign(**{_KEY: ddf.map_partitions(_text_key, on, meta=(_KEY, object)), marker: 1.0})
-    return frame.rename(columns={c: c + suffix for c in dict.fromkeys([on, *columns])}) if suffix else frame
+def _works(engine: str) -> str:
+    return f"the methods that work on {engine} are {['auto (pass/fail metrics)', *_partition.PAIRED_METHODS]}"
 
 
 def _pair_partition(part: pd.DataFrame, number: int, names: list[str], by: list[str], by_base: list[str],
-                    by_cand: list[str], on: str, n_resamples: int, seed: int) -> tuple[Any, ...]:
-    """One partition of the joined runs -> (statistics of its pairs, ids only in base, only in cand, counts)."""
+                    by_cand: list[str], on: str, n_resamples: int, seed: int, caller_name: str,
+                    engine: str) -> tuple[Any, ...]:
+    """One partition of both runs' rows (every id's rows in it) -> (statistics of its pairs, ids only in
+    base, only in cand, their counts)."""
+    _CALLER = caller_name
     try:
-        repeated = part[_KEY][part[_KEY].duplicated(keep=False)]
-        if len(repeated):
-            raise RowTableError(
-                f"{_CALLER}: question ids in {on!r} repeat within a run ({repeated.nunique()} id(s), e.g. "
-                f"{repeated.iloc[0]!r}); each question must have one row per run to be paired.", column=on)
-        in_base, in_cand = part[_IN_BASE].notna().to_numpy(), part[_IN_CAND].notna().to_numpy()
-        both = in_base & in_cand
-        base_only = part.loc[in_base & ~in_cand, on].tolist()
-        cand_only = part.loc[in_cand & ~in_base, on + _CAND].tolist()
-        paired = part[both]
+        side = part[SIDE].to_numpy()
+        base_rows = part.loc[side == 0, [KEY, *dict.fromkeys([on, *names, *by_base])]]
+        cand_rows = part.loc[side == 1, [KEY, *(c + CAND for c in dict.fromkeys([on, *names, *by_cand]))]]
+        for rows, run in ((base_rows, "baseline"), (cand_rows, "candidate")):
+            repeated = rows[KEY][rows[KEY].duplicated(keep=False)]
+            if len(repeated):
+                raise RowTableError(
+                    f"{_CALLER}: question ids in {on!r} repeat within the {run} run ({repeated.nunique()} id(s) "
+                    f"here, e.g. {repeated.iloc[0]!r}); each question must have one row per run to be paired.",
+                    column=on)
+        joined = base_rows.merge(cand_rows, on=KEY, how="outer", indicator=True)
+        where = joined["_merge"].to_numpy()
+        base_only = joined.loc[where == "left_only", on].tolist()
+        cand_only = joined.loc[where == "right_only", on + CAND].tolist()
+        paired = joined[where == "both"].sort_values(KEY, kind="stable")
         base = paired[list(dict.fromkeys([on, *names, *by_base]))].reset_index(drop=True)
-        cand = paired[[c + _CAND for c in dict.fromkeys([on, *names, *by_cand])]].reset_index(drop=True)
-        cand.columns = [c[: -len(_CAND)] for c in cand.columns]
+        cand = paired[[c + CAND for c in dict.fromkeys([on, *names, *by_cand])]].reset_index(drop=True)
+        cand.columns = [c[: -len(CAND)] for c in cand.columns]
         values = {}
         for side, frame in (("baseline", base), ("candidate", cand)):
             scores = _score_frame(frame, names, _CALLER, id_column=on, side=side).to_numpy(dtype=float)
@@ -86,7 +82,7 @@ def _pair_partition(part: pd.DataFrame, number: int, names: list[str], by: list[
         slices = (_paired_labels(SimpleNamespace(base=base, cand=cand), by, on, _CALLER, kind="slice")
                   if by else None)
     except (RowTableError, TypeError) as exc:
-        raise _in_partition(exc, number) from None
+        raise in_partition(exc, number, engine) from None
     stats = _partition.pair_stats(values["baseline"], values["candidate"], names, slices, base[on], n_resamples, seed)
     return stats, base_only[:50], cand_only[:50], len(base_only), len(cand_only)
 
@@ -96,16 +92,16 @@ def _combine(*parts: tuple[Any, ...]) -> tuple[Any, ...]:
             [i for p in parts for i in p[2]][:50], sum(p[3] for p in parts), sum(p[4] for p in parts))
 
 
-def _refuse(method: str) -> None:
+def _refuse(method: str, frame: Partitions, caller_name: str) -> None:
     raise NotImplementedError(
-        f"{_CALLER}: method={method!r} needs the rows themselves (resampling, betting or labels on each pair), "
-        f"which raglab does not do on Dask; the methods that work on Dask are {_works()}. Or compute a sample to "
-        "pandas (ddf.compute()) and use rows.rag.compare.")
+        f"{caller_name}: method={method!r} needs the rows themselves (resampling, betting or labels on each pair), "
+        f"which raglab does not do on {frame.engine}; {_works(frame.engine)}. Or bring a sample to pandas "
+        f"({frame.to_pandas}) and use rows.rag.compare.")
 
 
 def compare(
-    ddf_base: Any,
-    ddf_cand: Any,
+    base: Partitions,
+    cand: Partitions,
     metrics: str | Sequence[str] | None = None,
     *,
     by: str | Sequence[str] | None = None,
@@ -120,9 +116,10 @@ def compare(
     resampling: Resampling | None = None,
     **options: Any,
 ) -> pd.DataFrame:
-    """Paired comparison of two Dask runs by question id: the table :func:`raglab.runs.compare` makes.
+    """Paired comparison of two partitioned runs by question id: the table :func:`raglab.runs.compare` makes.
 
-    The runs are joined on the question id (as text) with a Dask merge; each partition of pairs is
+    Both runs' rows are partitioned by the question id (as text), so each question's two rows meet
+    in one partition (one hash shuffle, no join of whole tables); each partition of pairs is
     reduced to counts, exact sums, Tango's discordant counts and, for ``method="poisson"``, the
     Poisson bootstrap's replicate sums (weights keyed by a hash of (seed, question id, replicate));
     only those are combined. The intervals equal pandas' (Tango's to 1e-12, the Poisson bootstrap's
@@ -130,8 +127,8 @@ def compare(
 
     Parameters
     ----------
-    ddf_base, ddf_cand : dask.dataframe.DataFrame
-        The baseline and candidate runs, one row per question.
+    base, cand : Partitions
+        The baseline and candidate runs, one row per question, on one engine.
     metrics : str or list of str, optional
         Score columns present in both runs (default: the metric columns, as :func:`raglab.runs.compare`).
     by : str or list of str, optional
@@ -142,12 +139,12 @@ def compare(
         Require the same questions (default: an error gives the counts and some ids missing on each
         side) or compare the shared ones (with a warning).
     units : str or False, optional
-        Clusters are not available on Dask yet: an eval set's recorded cluster column is refused; pass
+        Clusters are not available on Dask and Spark yet: an eval set's recorded cluster column is refused; pass
         ``units=False`` to treat questions as independent.
     adjust : {None, "holm"}
         Add ``p_adjusted`` (Holm over every row).
     bounds, human, predictor
-        Not available on Dask (they need the rows: the betting and prediction-powered intervals).
+        Not available on Dask and Spark (they need the rows: the betting and prediction-powered intervals).
     roles : Roles or dict, optional
         Column roles of the baseline.
     resampling : Resampling, optional
@@ -169,35 +166,36 @@ def compare(
     >>> import dask
     >>> import dask.dataframe as dd
     >>> import pandas as pd
-    >>> from raglab.dask import compare
+    >>> from raglab.dask import DaskPartitions
+    >>> from raglab.engines import compare
     >>> base = pd.DataFrame({"question_id": [f"q{i}" for i in range(40)], "hit@5": [1, 0] * 20})
     >>> cand = base.assign(**{"hit@5": [1, 1] * 20}).iloc[::-1]
     >>> with dask.config.set(scheduler="sync"):
-    ...     t = compare(dd.from_pandas(base, npartitions=2), dd.from_pandas(cand, npartitions=3), ["hit@5"],
+    ...     t = compare(DaskPartitions(dd.from_pandas(base, npartitions=2)),
+    ...                 DaskPartitions(dd.from_pandas(cand, npartitions=3)), ["hit@5"],
     ...                 method="score")
     >>> t[["metric", "n", "diff", "method"]].values.tolist()
     [['hit@5', 40, 0.5, 'paired score (Tango)']]
     """
-    import dask
-
-    meta_base, meta_cand = ddf_base._meta, ddf_cand._meta
+    meta_base, meta_cand, engine = base.meta, cand.meta, base.engine
+    _CALLER = base.caller("compare")
     cols, res = _options(meta_base, roles, resampling, options, RESAMPLING_SETTINGS, _CALLER)
     method = res.method
     check_option("method", method, compare_methods())
     if method not in ("auto", *_partition.PAIRED_METHODS):
-        _refuse(method)
+        _refuse(method, base, _CALLER)
     check_option("how", how, ["exact", "inner"])
     check_option("adjust", adjust, [None, "holm"])
     for given, what in ((bounds, "bounds= (the betting interval)"), (human, "human= (prediction-powered)"),
                         (predictor, "predictor= (prediction-powered)")):
         if given:
-            raise NotImplementedError(f"{_CALLER}: {what} needs the rows, which raglab does not do on Dask; the "
-                                      f"methods that work on Dask are {_works()}.")
+            raise NotImplementedError(f"{_CALLER}: {what} needs the rows, which raglab does not do on {engine}; "
+                                      f"{_works(engine)}.")
     cluster = _resolve_units(meta_base, units, _CALLER)
     if cluster is not None:
         raise NotImplementedError(
             f"{_CALLER}: units={cluster!r} (clusters{'' if units else ', the eval set records them'}) is not "
-            f"computed on Dask yet; the methods that work on Dask are {_works()}, with units=False (questions "
+            f"computed on {engine} yet; {_works(engine)}, with units=False (questions "
             "treated as independent).")
     level = check_level(res.ci)
     on = on if on is not None else cols.column("question_id")
@@ -215,20 +213,17 @@ def compare(
     if judged:  # the metrics scored on every row of a judged run are compared; the judged ones need the design
         raise NotImplementedError(
             f"{_CALLER}: {judged} come from a judged sample, whose prediction-powered comparison raglab does not "
-            f"compute on Dask; the methods that work on Dask are {_works()}, on metrics scored on every row.")
+            f"compute on {engine}; {_works(engine)}, on metrics scored on every row.")
     for frame, side in ((meta_base, "baseline"), (meta_cand, "candidate")):
         _score_frame(frame, names, _CALLER, id_column=None, side=side)  # before any work
     seed = _resolve_seed(res.seed)
     n_resamples = int(res.n_resamples) if method == "poisson" else 0
     by_base = [c for c in by_columns if c in meta_base.columns]
     by_cand = [c for c in by_columns if c in meta_cand.columns]
-    left = _side(ddf_base, on, [*names, *by_base], _IN_BASE, "")
-    right = _side(ddf_cand, on, [*names, *by_cand], _IN_CAND, _CAND)
-    right = right.rename(columns={_KEY + _CAND: _KEY, _IN_CAND + _CAND: _IN_CAND})
-    joined = left.merge(right, on=_KEY, how="outer")
-    parts = [dask.delayed(_pair_partition, pure=True)(p, i, names, by_columns, by_base, by_cand, on, n_resamples,
-                                                      seed) for i, p in enumerate(joined.to_delayed())]
-    stats, base_only, cand_only, n_base_only, n_cand_only = _tree(parts, dask.delayed(_combine, pure=True)).compute()
+    both = base.paired(cand, on, [*names, *by_base], [*names, *by_cand])
+    stats, base_only, cand_only, n_base_only, n_cand_only = both.reduce(
+        partial(_pair_partition, names=names, by=by_columns, by_base=by_base, by_cand=by_cand, on=on,
+                n_resamples=n_resamples, seed=seed, caller_name=_CALLER, engine=engine), _combine)
     n_paired = sum(stats.rows)
     if n_base_only or n_cand_only:
         summary = (f"{n_base_only} question(s) only in base (e.g. {[str(i) for i in base_only[:_SHOWN]]}), "
@@ -245,7 +240,7 @@ def compare(
         if others:
             raise NotImplementedError(
                 f"{_CALLER}: method='auto' takes the betting interval or the bootstrap for {others} (not pass/fail), "
-                f"which need the rows; the methods that work on Dask are {_works()}: pass method='poisson'.")
+                f"which need the rows; {_works(engine)}: pass method='poisson'.")
         pick = "score"
     slice_dtype = None
     if len(by_columns) == 1:
@@ -269,8 +264,8 @@ def compare(
 
 
 def gate(
-    ddf_base: Any,
-    ddf_cand: Any,
+    base: Partitions,
+    cand: Partitions,
     *,
     margin: float | Mapping[str, float],
     metrics: str | Sequence[str],
@@ -278,12 +273,12 @@ def gate(
     adjust: str | None = "holm",
     **options: Any,
 ) -> Any:
-    """Release gate on two Dask runs: :func:`compare` plus :func:`raglab.gate.gate_comparison`, as
+    """Release gate on two partitioned runs: :func:`compare` plus :func:`raglab.gate.gate_comparison`, as
     :func:`raglab.runs.gate` on pandas.
 
     Parameters
     ----------
-    ddf_base, ddf_cand : dask.dataframe.DataFrame
+    base, cand : Partitions
         The baseline and candidate runs.
     margin : float or dict
         The largest acceptable drop, for all metrics or ``{metric: margin}``.
@@ -306,11 +301,13 @@ def gate(
     >>> import dask
     >>> import dask.dataframe as dd
     >>> import pandas as pd
-    >>> from raglab.dask import gate
+    >>> from raglab.dask import DaskPartitions
+    >>> from raglab.engines import gate
     >>> base = pd.DataFrame({"question_id": [f"q{i}" for i in range(200)], "hit@5": [1, 1, 1, 0] * 50})
     >>> cand = base.assign(**{"hit@5": [1, 1, 0, 0] * 50})
     >>> with dask.config.set(scheduler="sync"):
-    ...     result = gate(dd.from_pandas(base, npartitions=3), dd.from_pandas(cand, npartitions=2),
+    ...     result = gate(DaskPartitions(dd.from_pandas(base, npartitions=3)),
+    ...                   DaskPartitions(dd.from_pandas(cand, npartitions=2)),
     ...                   margin=0.02, metrics=["hit@5"], method="score")
     >>> result.decision
     'block'
@@ -318,7 +315,7 @@ def gate(
     from raglab.gate import gate_comparison
 
     if metrics is None or (not isinstance(metrics, str) and len(metrics) == 0):
-        raise TypeError("ddf.rag.gate needs metrics=[...]: a release gate is a rule decided in advance, on named "
+        raise TypeError(f"{base.caller('gate')} needs metrics=[...]: a release gate is a rule decided in advance, on named "
                         "metrics (e.g. metrics=['recall@5', 'faithfulness']).")
-    table = compare(ddf_base, ddf_cand, metrics, **options)
+    table = compare(base, cand, metrics, **options)
     return gate_comparison(table, margin, higher_is_better=higher_is_better, adjust=adjust)
