@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from raglab._registry import metric_info
-from raglab.stats._engine import OVERALL, _slice_codes
+from raglab._validation import warn
+from raglab.stats._engine import MIN_CLUSTERS, OVERALL, _slice_codes
 from raglab.stats.estimators import Proportion
 from raglab.stats.intervals import _wilson_bounds, proportion_interval
 from raglab.stats.results import SUMMARY, IntervalKind, SummaryRow, frame_of
@@ -454,7 +455,10 @@ PAIR_EMPTY = PairCell(0, 0, 0, 0, 0, (), (), (), (), ())
 class PairStats:
     """One partition's (or the combined) statistics of two paired runs: per slice key, the paired rows,
     one ``PairCell`` per metric and, with ``n_resamples``, the Poisson bootstrap's replicate sums
-    (``raglab.stats.estimators.PoissonSums``, one group) keyed by (``seed``, question id, replicate)."""
+    (``raglab.stats.estimators.PoissonSums``, one group) keyed by (``seed``, question id, replicate).
+    With clusters, the replicates are keyed by the cluster's label instead, and ``clusters`` holds per
+    slice key and metric the sorted 64-bit hashes of the clusters with a complete pair there (a cluster
+    spread over partitions is counted once: the sets are united)."""
 
     names: tuple[str, ...]
     grouped: bool
@@ -464,6 +468,7 @@ class PairStats:
     boot: tuple[Any, ...]
     n_resamples: int
     seed: int
+    clusters: tuple[tuple[np.ndarray, ...], ...] | None = None
 
     def total(self, j: int) -> PairCell:
         """Metric ``j`` over every key."""
@@ -474,10 +479,11 @@ class PairStats:
 
 
 def pair_stats(base: np.ndarray, cand: np.ndarray, names: Sequence[str], slices: Any = None, ids: Any = None,
-               n_resamples: int = 0, seed: int = 0) -> PairStats:
+               n_resamples: int = 0, seed: int = 0, units: Any = None) -> PairStats:
     """The statistics of one partition of paired rows: ``base`` and ``cand`` (rows, metrics) with NaN for no
-    score, ``slices`` a label per row (None: not sliced), ``ids`` the question (or cluster) id per row that
-    keys the Poisson bootstrap's ``n_resamples`` replicates (0: none).
+    score, ``slices`` a label per row (None: not sliced), ``ids`` the question id per row that keys the
+    Poisson bootstrap's ``n_resamples`` replicates (0: none), ``units`` a cluster label per row (None: no
+    clusters), which then keys the replicates instead, as :func:`raglab.stats.compare` does.
 
     Examples
     --------
@@ -504,42 +510,59 @@ def pair_stats(base: np.ndarray, cand: np.ndarray, names: Sequence[str], slices:
         if (codes < 0).any():
             codes = np.where(codes < 0, len(keys), codes)
             keys.append(None)
+    labels = None if units is None else pd.Series(list(units), dtype=object).astype(str).to_numpy(dtype=object)
+    if labels is not None and labels.size != n:
+        raise ValueError(f"`units` must give one cluster per row: {labels.size} labels for {n} rows")
     boot: list[Any] = [None] * len(keys)
     if n_resamples:
-        if ids is None:
+        if ids is None and labels is None:
             raise ValueError("pair_stats needs the question ids to key the Poisson bootstrap's weights")
-        sums = PoissonSums.of(_id_keys(ids, seed), cand - base, codes, len(keys), n_resamples)
+        sums = PoissonSums.of(_id_keys(ids if labels is None else labels, seed), cand - base, codes, len(keys),
+                              n_resamples)
         boot = [type(sums)(sums.weight[g:g + 1], sums.terms[g:g + 1]) for g in range(len(keys))]
     rows, cells = [], []
+    clusters: list[tuple[np.ndarray, ...]] | None = None
+    if labels is not None:
+        hashed = pd.util.hash_array(labels, categorize=False)
+        complete = ~(np.isnan(base) | np.isnan(cand))
+        clusters = [tuple(np.unique(hashed[(codes == g) & complete[:, j]]) for j in range(k))
+                    for g in range(len(keys))]
     for g in range(len(keys)):
         mask = codes == g
         rows.append(int(mask.sum()))
         cells.append(tuple(PairCell.of(base[mask, j], cand[mask, j]) for j in range(k)))
-    return _pair_merged(tuple(names), slices is not None, keys, rows, cells, boot, n_resamples, seed)
+    return _pair_merged(tuple(names), slices is not None, keys, rows, cells, boot, n_resamples, seed, clusters)
 
 
 def _pair_merged(names: tuple[str, ...], grouped: bool, keys: Sequence[Hashable], rows: Sequence[int],
-                 cells: Sequence[tuple[PairCell, ...]], boot: Sequence[Any], n_resamples: int, seed: int) -> PairStats:
-    """PairStats with equal keys added together (keys kept in first-seen order)."""
+                 cells: Sequence[tuple[PairCell, ...]], boot: Sequence[Any], n_resamples: int, seed: int,
+                 clusters: Sequence[tuple[np.ndarray, ...]] | None = None) -> PairStats:
+    """PairStats with equal keys added together (keys kept in first-seen order; cluster sets united)."""
     at: dict[Hashable, int] = {}
     out_keys: list[Hashable] = []
     out_rows: list[int] = []
     out_cells: list[tuple[PairCell, ...]] = []
     out_boot: list[Any] = []
-    for key, r, c, s in zip(keys, rows, cells, boot):
+    out_clusters: list[tuple[np.ndarray, ...]] = []
+    for i_key, (key, r, c, s) in enumerate(zip(keys, rows, cells, boot)):
+        u = None if clusters is None else clusters[i_key]
         if key in at:
             i = at[key]
             out_rows[i] += r
             out_cells[i] = tuple(a + b for a, b in zip(out_cells[i], c))
             out_boot[i] = None if s is None else out_boot[i] + s
+            if u is not None:
+                out_clusters[i] = tuple(np.union1d(a, b) for a, b in zip(out_clusters[i], u))
         else:
             at[key] = len(out_keys)
             out_keys.append(key)
             out_rows.append(r)
             out_cells.append(tuple(c))
             out_boot.append(s)
+            if u is not None:
+                out_clusters.append(tuple(u))
     return PairStats(names, grouped, tuple(out_keys), tuple(out_rows), tuple(out_cells), tuple(out_boot),
-                     n_resamples, seed)
+                     n_resamples, seed, None if clusters is None else tuple(out_clusters))
 
 
 def combine_pairs(*parts: PairStats) -> PairStats:
@@ -559,12 +582,14 @@ def combine_pairs(*parts: PairStats) -> PairStats:
         raise ValueError("combine_pairs needs at least one partition's statistics")
     first = parts[0]
     for p in parts[1:]:
-        if (p.names, p.grouped, p.n_resamples, p.seed) != (first.names, first.grouped, first.n_resamples, first.seed):
+        if ((p.names, p.grouped, p.n_resamples, p.seed, p.clusters is None)
+                != (first.names, first.grouped, first.n_resamples, first.seed, first.clusters is None)):
             raise ValueError(f"cannot combine paired statistics of metrics {list(p.names)} with {list(first.names)} "
-                             "(or of other slices, resamples or seeds)")
+                             "(or of other slices, resamples, seeds or clusters)")
+    clusters = None if first.clusters is None else [u for p in parts for u in p.clusters or ()]
     return _pair_merged(first.names, first.grouped, [k for p in parts for k in p.keys],
                         [r for p in parts for r in p.rows], [c for p in parts for c in p.cells],
-                        [s for p in parts for s in p.boot], first.n_resamples, first.seed)
+                        [s for p in parts for s in p.boot], first.n_resamples, first.seed, clusters)
 
 
 def compare_rows(stats: PairStats, method: str, level: float = 0.95, n_permutations: int = 10_000,
@@ -599,6 +624,21 @@ def compare_rows(stats: PairStats, method: str, level: float = 0.95, n_permutati
     binary = [stats.total(j).n > 0 and stats.total(j).nonbinary == 0 for j in range(k)]
     settings = Settings(method=method, level=level, n_resamples=stats.n_resamples, seed=stats.seed,
                         n_permutations=n_permutations)
+    clustered = stats.clusters is not None
+    units = n >= 2
+    n_clusters: np.ndarray | None = None
+    if clustered:
+        n_clusters = np.array([[np.unique(np.concatenate([stats.clusters[i][j] for i in members])).size
+                                for j in range(k)] for members in groups])
+        units = n_clusters >= MIN_CLUSTERS
+        if ((n_clusters >= 2) & ~units).any():
+            counts = sorted({int(c) for c in n_clusters[(n_clusters >= 2) & ~units]})
+            warn(f"units=: some rows rest on only {counts} clusters; a cluster bootstrap needs at least "
+                 f"{MIN_CLUSTERS} to say anything about sampling error, so those rows get no interval (a gate "
+                 "sends them to review). Use finer clusters, fewer slices, or no units=.", UserWarning)
+        if method == "score":
+            raise ValueError("compare: method='score' is Tango's interval for pass/fail metrics without clusters; "
+                             "with clusters use method='poisson' (the Poisson bootstrap keyed by the cluster)")
     if method == "score":
         others = [name for j, name in enumerate(stats.names) if not binary[j]]
         if others:
@@ -619,7 +659,7 @@ def compare_rows(stats: PairStats, method: str, level: float = 0.95, n_permutati
         total = type(stacked[0])(np.concatenate([s.weight for s in stacked]),
                                  tuple(t for s in stacked for t in s.terms))
         replicates = _poisson_replicates(total, stats.grouped)
-        block = _poisson_block(list(range(k)), replicates, n >= 2, binary, False, down, up, settings)
+        block = _poisson_block(list(range(k)), replicates, units, binary, clustered, down, up, settings)
         low, high, p_value, p_decrease, p_increase = (block.low, block.high, block.p_value, block.p_decrease,
                                                       block.p_increase)
         label, kind, n_resamples, seeds = block.label, block.kind, block.n_resamples, list(block.seeds)
@@ -637,7 +677,8 @@ def compare_rows(stats: PairStats, method: str, level: float = 0.95, n_permutati
                 metric=name, slice=label_r, n=m, n_dropped=n_rows[r] - m, n_changed=cell.changed, base=base,
                 cand=cand, diff=diff, low=float(low[r, j]), high=float(high[r, j]), p_value=p[0], p_decrease=p[1],
                 p_increase=p[2], skew=cell.skew(), method=label, level=level, n_resamples=n_resamples,
-                seed=seeds[j], test=tests[j], n_permutations=None, n_clusters=None, kind=kind,
+                seed=seeds[j], test=tests[j], n_permutations=None,
+                n_clusters=None if n_clusters is None else int(n_clusters[r, j]), kind=kind,
                 test_kind=test_kinds[j]))
     return out
 

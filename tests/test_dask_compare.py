@@ -167,3 +167,59 @@ def test_a_judged_runs_tripwires_are_compared_and_its_judged_metric_refused() ->
                                expected[["diff", "low", "high"]].to_numpy(float), rtol=0, atol=1e-12)
     with pytest.raises(NotImplementedError, match=r"\['faithfulness'\] come from a judged sample"):
         base_d.rag.compare(cand_d, metrics=["faithfulness"], on="request_id", method="score")
+
+
+# ---- clusters: the Poisson bootstrap keyed by the cluster's label (no shuffle of clusters) --------------
+
+
+def _clustered(n: int = 240, seed: int = 4) -> tuple[pd.DataFrame, pd.DataFrame]:
+    base, cand = _runs(n, seed)
+    # conversations of 1 to 7 questions, a slice label per question (conversations cross slices)
+    sizes = np.random.default_rng(seed).integers(1, 8, n)
+    conv = np.repeat(np.arange(n), sizes)[:n]
+    base = base.assign(conv=[f"c{c}" for c in conv])
+    return base, cand.assign(conv=base["conv"])
+
+
+@pytest.mark.parametrize("npartitions", PARTITIONS)
+def test_clustered_poisson_equals_pandas_exactly(npartitions: int) -> None:
+    base, cand = _clustered()
+    kw = dict(metrics=["hit@5", "latency_s"], by="qtype", units="conv", method="poisson", n_resamples=250, seed=5)
+    expected = runs.compare(base, cand, **kw)
+    ddb = dd.from_pandas(_shuffled(base, 5), npartitions=npartitions)
+    ddc = dd.from_pandas(_shuffled(cand.drop(columns="conv"), 6), npartitions=max(1, npartitions // 2))
+    got = ddb.rag.compare(ddc, **kw)
+    _assert_same(expected, got, exact_interval=True)
+    assert got["n_clusters"].tolist() == expected["n_clusters"].tolist()
+    assert got["method"].iloc[0] == "paired cluster bootstrap (Poisson)"
+    assert got.attrs["raglab"]["comparison"]["units"] == "conv"
+
+
+def test_clustered_rows_on_few_clusters_get_no_interval_as_on_pandas() -> None:
+    base, cand = _clustered(60)
+    base["conv"] = np.where(base["qtype"] == "yes/no", "one", base["conv"])  # one slice is a single cluster
+    cand["conv"] = base["conv"]
+    kw = dict(metrics=["hit@5"], by="qtype", units="conv", method="poisson", n_resamples=100, seed=1)
+    with pytest.warns(UserWarning, match="clusters") as expected_warnings:
+        expected = runs.compare(base, cand, **kw)
+    with pytest.warns(UserWarning, match="clusters") as got_warnings:
+        got = dd.from_pandas(base, npartitions=3).rag.compare(dd.from_pandas(cand, npartitions=2), **kw)
+    _assert_same(expected, got, exact_interval=True)
+    assert [str(w.message) for w in got_warnings if "clusters" in str(w.message)] == [
+        str(w.message) for w in expected_warnings if "clusters" in str(w.message)]
+
+
+@pytest.mark.parametrize("method", ["score", "auto"])
+def test_clusters_take_the_poisson_bootstrap(method: str) -> None:
+    base, cand = _clustered(60)
+    with pytest.raises(NotImplementedError, match=r"units='conv'.*method='poisson'.*no shuffle"):
+        dd.from_pandas(base, npartitions=2).rag.compare(dd.from_pandas(cand, npartitions=2), metrics=["hit@5"],
+                                                        units="conv", method=method)
+
+
+def test_runs_disagreeing_on_clusters_name_the_questions() -> None:
+    base, cand = _clustered(60)
+    cand.loc[cand["question_id"] == "q5", "conv"] = "elsewhere"
+    with pytest.raises(RowTableError, match=r"partition \d+ of the Dask DataFrame: .*disagree on the cluster column 'conv'.*q5"):
+        dd.from_pandas(base, npartitions=2).rag.compare(dd.from_pandas(cand, npartitions=2), metrics=["hit@5"],
+                                                        units="conv", method="poisson", n_resamples=50)

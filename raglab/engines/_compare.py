@@ -46,7 +46,7 @@ def _works(engine: str) -> str:
 
 def _pair_partition(part: pd.DataFrame, number: int, names: list[str], by: list[str], by_base: list[str],
                     by_cand: list[str], on: str, n_resamples: int, seed: int, caller_name: str,
-                    engine: str) -> tuple[Any, ...]:
+                    engine: str, cluster: str | None = None) -> tuple[Any, ...]:
     """One partition of both runs' rows (every id's rows in it) -> (statistics of its pairs, ids only in
     base, only in cand, their counts)."""
     _CALLER = caller_name
@@ -79,11 +79,13 @@ def _pair_partition(part: pd.DataFrame, number: int, names: list[str], by: list[
                 return [_row_labels(frame, [r], on) for r in rows], rows
 
             _check_unit_range(names, values[side], f"the {side} run (partition {number})", _CALLER, locate)
-        slices = (_paired_labels(SimpleNamespace(base=base, cand=cand), by, on, _CALLER, kind="slice")
-                  if by else None)
+        pairs = SimpleNamespace(base=base, cand=cand)
+        slices = _paired_labels(pairs, by, on, _CALLER, kind="slice") if by else None
+        units = _paired_labels(pairs, [cluster], on, _CALLER, kind="cluster") if cluster else None
     except (RowTableError, TypeError) as exc:
         raise in_partition(exc, number, engine) from None
-    stats = _partition.pair_stats(values["baseline"], values["candidate"], names, slices, base[on], n_resamples, seed)
+    stats = _partition.pair_stats(values["baseline"], values["candidate"], names, slices, base[on], n_resamples, seed,
+                                  units=units)
     return stats, base_only[:50], cand_only[:50], len(base_only), len(cand_only)
 
 
@@ -139,8 +141,11 @@ def compare(
         Require the same questions (default: an error gives the counts and some ids missing on each
         side) or compare the shared ones (with a warning).
     units : str or False, optional
-        Clusters are not available on Dask and Spark yet: an eval set's recorded cluster column is refused; pass
-        ``units=False`` to treat questions as independent.
+        A cluster column (default: the eval set's recorded one). Clusters take ``method="poisson"``: each
+        replicate weighs a cluster by a Poisson(1) weight keyed by (seed, cluster label, replicate), so
+        a cluster spread over partitions needs no shuffle; rows on fewer than
+        :data:`raglab.stats.MIN_CLUSTERS` clusters get no interval, as on pandas. ``units=False``: questions
+        treated as independent.
     adjust : {None, "holm"}
         Add ``p_adjusted`` (Holm over every row).
     bounds, human, predictor
@@ -192,11 +197,12 @@ def compare(
             raise NotImplementedError(f"{_CALLER}: {what} needs the rows, which raglab does not do on {engine}; "
                                       f"{_works(engine)}.")
     cluster = _resolve_units(meta_base, units, _CALLER)
-    if cluster is not None:
+    if cluster is not None and method != "poisson":
         raise NotImplementedError(
-            f"{_CALLER}: units={cluster!r} (clusters{'' if units else ', the eval set records them'}) is not "
-            f"computed on {engine} yet; {_works(engine)}, with units=False (questions "
-            "treated as independent).")
+            f"{_CALLER}: units={cluster!r} (clusters{'' if units else ', the eval set records them'}) takes "
+            f"method='poisson' on {engine}: the Poisson bootstrap whose weights are keyed by the cluster's label, so "
+            f"a conversation spread over partitions needs no shuffle (method={method!r} was asked); or pass "
+            "units=False to treat questions as independent.")
     level = check_level(res.ci)
     on = on if on is not None else cols.column("question_id")
     for frame, side in ((meta_base, "the baseline"), (meta_cand, "the candidate")):
@@ -206,7 +212,8 @@ def compare(
     for column in by_columns:
         if column not in meta_base.columns and column not in meta_cand.columns:
             raise _missing(meta_base, column, _CALLER, "the slice column, in either run")
-    names = _metric_names(metrics, [meta_base, meta_cand], {on, *by_columns, "selected", "inclusion_probability"},
+    names = _metric_names(metrics, [meta_base, meta_cand],
+                          {on, *by_columns, *([cluster] if cluster else []), "selected", "inclusion_probability"},
                           _CALLER)
     design = (get_meta(meta_base).get("sampling") or {}).get("judged")
     judged = [m for m in names if design is not None and m in (design.get("metrics") or names)]
@@ -218,12 +225,16 @@ def compare(
         _score_frame(frame, names, _CALLER, id_column=None, side=side)  # before any work
     seed = _resolve_seed(res.seed)
     n_resamples = int(res.n_resamples) if method == "poisson" else 0
-    by_base = [c for c in by_columns if c in meta_base.columns]
-    by_cand = [c for c in by_columns if c in meta_cand.columns]
+    labelled = [*by_columns, *([cluster] if cluster else [])]
+    for column in labelled[len(by_columns):]:
+        if column not in meta_base.columns and column not in meta_cand.columns:
+            raise _missing(meta_base, column, _CALLER, "the cluster column, in either run")
+    by_base = [c for c in labelled if c in meta_base.columns]
+    by_cand = [c for c in labelled if c in meta_cand.columns]
     both = base.paired(cand, on, [*names, *by_base], [*names, *by_cand])
     stats, base_only, cand_only, n_base_only, n_cand_only = both.reduce(
         partial(_pair_partition, names=names, by=by_columns, by_base=by_base, by_cand=by_cand, on=on,
-                n_resamples=n_resamples, seed=seed, caller_name=_CALLER, engine=engine), _combine)
+                n_resamples=n_resamples, seed=seed, caller_name=_CALLER, engine=engine, cluster=cluster), _combine)
     n_paired = sum(stats.rows)
     if n_base_only or n_cand_only:
         summary = (f"{n_base_only} question(s) only in base (e.g. {[str(i) for i in base_only[:_SHOWN]]}), "
@@ -255,7 +266,7 @@ def compare(
     record = get_meta(meta_base)
     record["comparison"] = {
         "ci": level, "method": method, "n_resamples": int(res.n_resamples), "seed": seed,
-        "n_permutations": int(res.n_permutations), "adjust": adjust, "units": None, "on": on, "how": how,
+        "n_permutations": int(res.n_permutations), "adjust": adjust, "units": cluster, "on": on, "how": how,
         "by": by_columns or None, "n_paired": n_paired, "n_base_only": n_base_only, "n_cand_only": n_cand_only,
         "base_only": [str(i) for i in base_only], "cand_only": [str(i) for i in cand_only],
     }
