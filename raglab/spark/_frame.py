@@ -51,30 +51,45 @@ class ExecutorTraceback(Exception):
         return f"\n\"\"\"\n{self.text}\"\"\""
 
 
+def _dumps_or_none(value: Any) -> bytes | None:
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # an attribute or a class that does not pickle (a class defined inside a function)
+        return None
+
+
 def _failure(exc: BaseException) -> bytes:
-    """``exc`` as the pickled payload of a failed partition (its type and text if the error itself does not pickle)."""
+    """``exc`` as the pickled payload of a failed partition.
+
+    Three ways back, tried in this order on the driver: the error pickled as it is; its class, ``args``
+    and attributes (for a class whose constructor needs more than ``args``, e.g. ``BadCellError``);
+    its class name and message (for an error whose class does not pickle).
+    """
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    try:
-        error: Any = pickle.dumps(exc)
-    except Exception:  # an attribute that does not pickle: keep the type and the message
-        error = None
-    try:
-        kind: Any = pickle.dumps(type(exc))
-    except Exception:  # a class defined inside a function
-        kind = None
-    return pickle.dumps({"error": error, "type": kind, "name": type(exc).__qualname__, "message": str(exc),
-                         "traceback": text})
+    state = {key: value for key, value in vars(exc).items() if _dumps_or_none(value) is not None}
+    return pickle.dumps({"error": _dumps_or_none(exc), "parts": _dumps_or_none((type(exc), exc.args, state)),
+                         "name": type(exc).__qualname__, "message": str(exc), "traceback": text})
+
+
+def _rebuild(parts: bytes) -> BaseException:
+    """An exception from its class, ``args`` and attributes, without calling its constructor."""
+    kind, args, state = pickle.loads(parts)
+    exc = kind.__new__(kind, *args)
+    exc.args = args
+    vars(exc).update(state)
+    return exc
 
 
 def _raise_failure(payload: bytes, number: int, engine: str) -> None:
     """Raise the error a partition's worker caught, as it was raised there (type, message, attributes)."""
     failure = pickle.loads(payload)
     exc: BaseException | None = None
-    for attempt in (lambda: pickle.loads(failure["error"]),
-                    lambda: pickle.loads(failure["type"])(failure["message"])):
+    for key, load in (("error", pickle.loads), ("parts", _rebuild)):
+        if failure[key] is None:
+            continue
         try:
-            exc = attempt()
-        except Exception:  # not picklable, or a constructor that needs more than the message
+            exc = load(failure[key])
+        except Exception:  # a constructor that needs more than args, or a class that no longer imports
             continue
         if isinstance(exc, BaseException):
             break
