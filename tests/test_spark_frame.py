@@ -260,3 +260,10 @@ def test_attrs_survive_select_and_a_parquet_round_trip(spark: Any, sdf: Any, tmp
     assert attrs_of(with_attrs(joined, {})) == {}
     with pytest.raises(TypeError, match="JSON"):
         with_attrs(sdf, {"raglab": {"alpha": float("nan")}})
+
+
+def test_a_dot_in_a_column_name_is_part_of_the_name(spark: Any) -> None:
+    dotted = with_attrs(spark.createDataFrame(pd.DataFrame({"score.v2": [0.5], "q": [1]})), {"raglab": RECORD})
+    assert dotted.columns == ["score.v2", "q"] and attrs_of(dotted) == {"raglab": RECORD}
+    pairs = SparkPartitions(dotted).paired(SparkPartitions(dotted), "q", ["score.v2"], ["score.v2"])
+    assert list(pairs.meta.columns) == ["q", "score.v2", KEY, SIDE, "q" + CAND, "score.v2" + CAND]

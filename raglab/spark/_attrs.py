@@ -17,14 +17,15 @@ from typing import Any
 
 from raglab._meta import ATTRS_KEY, storable_meta
 
-__all__ = ["attrs_of", "with_attrs"]
+__all__ = ["attrs_of", "column", "with_attrs"]
 
 
 def with_attrs(sdf: Any, attrs: Mapping[str, Any]) -> Any:
     """``sdf`` with the raglab record of ``attrs`` (``attrs["raglab"]``, as in pandas' ``df.attrs``) attached.
 
     The record is checked to be JSON (as :func:`raglab._meta.storable_meta` does for files) and stored
-    as JSON text in the metadata of the first column, next to any metadata the column already has.
+    as JSON text in the metadata of the first column (``Column.alias(name, metadata=...)``, which is
+    what ``DataFrame.withMetadata`` does, for any column name), next to any metadata the column already has.
     Other columns' records (from an earlier join or union) are removed, so :func:`attrs_of` reads
     this one. ``attrs`` without a ``"raglab"`` key removes the record. Nothing is computed: Spark
     records the metadata in the plan.
@@ -61,13 +62,31 @@ def with_attrs(sdf: Any, attrs: Mapping[str, Any]) -> Any:
     if record is not None and not isinstance(record, Mapping):
         raise TypeError(f"with_attrs: attrs[{ATTRS_KEY!r}] must be a dict, got {type(record).__name__}")
     text = None if record is None else json.dumps(storable_meta(record))
+    columns, changed = [], False
     for position, field in enumerate(fields):
         metadata = {key: value for key, value in field.metadata.items() if key != ATTRS_KEY}
         if position == 0 and text is not None:
-            sdf = sdf.withMetadata(field.name, {**metadata, ATTRS_KEY: text})
-        elif ATTRS_KEY in field.metadata:
-            sdf = sdf.withMetadata(field.name, metadata)
-    return sdf
+            metadata[ATTRS_KEY] = text
+        if metadata != field.metadata:
+            # Column.alias(metadata=...), not DataFrame.withMetadata: that parses a name with a dot as a field
+            columns.append(column(field.name).alias(field.name, metadata=metadata))
+            changed = True
+        else:
+            columns.append(column(field.name))
+    return sdf.select(*columns) if changed else sdf
+
+
+def column(name: str) -> Any:
+    """The Spark column called ``name``, quoted: a dot or a backtick in it is part of the name.
+
+    Examples
+    --------
+    >>> spark.createDataFrame([(0.5,)], ["score.v2"]).select(column("score.v2")).columns  # doctest: +SKIP
+    ['score.v2']
+    """
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def attrs_of(sdf: Any) -> dict[str, Any]:

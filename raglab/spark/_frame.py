@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from raglab.engines._frames import CAND, KEY, SIDE, Partitions
-from raglab.spark._attrs import attrs_of
+from raglab.spark._attrs import attrs_of, column
 
 __all__ = ["SparkPartitions"]
 
@@ -51,10 +51,18 @@ class ExecutorTraceback(Exception):
         return f"\n\"\"\"\n{self.text}\"\"\""
 
 
+def _dumps(value: Any) -> bytes:
+    """``value`` pickled on an executor for the driver: by cloudpickle (Spark's own), so that a class defined in
+    the driver's notebook (shipped to the executor by value) goes back by value; ``pickle.loads`` reads it."""
+    from pyspark import cloudpickle
+
+    return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 def _dumps_or_none(value: Any) -> bytes | None:
     try:
-        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # an attribute or a class that does not pickle (a class defined inside a function)
+        return _dumps(value)
+    except Exception:  # an attribute that does not pickle (an open file, a lock)
         return None
 
 
@@ -67,7 +75,7 @@ def _failure(exc: BaseException) -> bytes:
     """
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     state = {key: value for key, value in vars(exc).items() if _dumps_or_none(value) is not None}
-    return pickle.dumps({"error": _dumps_or_none(exc), "parts": _dumps_or_none((type(exc), exc.args, state)),
+    return _dumps({"error": _dumps_or_none(exc), "parts": _dumps_or_none((type(exc), exc.args, state)),
                          "name": type(exc).__qualname__, "message": str(exc), "traceback": text})
 
 
@@ -191,7 +199,7 @@ def _run_partition(batches: Iterator[pd.DataFrame], fn: Callable[[pd.DataFrame, 
                 raise TypeError(f"the function passed to collect must return a pandas DataFrame (the rows it keeps), "
                                 f"got {type(result).__name__}")
             result = result.reset_index(drop=True) if len(result) else None
-        payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = _dumps(result)
     except Exception as exc:  # sent to the driver and raised there with its type and message
         failed, payload = True, _failure(exc)
     yield pd.DataFrame({"number": [number], "failed": [failed], "payload": [payload]})
@@ -392,7 +400,7 @@ class SparkPartitions(Partitions):
         >>> base = SparkPartitions(spark.createDataFrame(pd.DataFrame({"qid": [1, 2], "hit": [1, 0]})))  # doctest: +SKIP
         >>> cand = SparkPartitions(spark.createDataFrame(pd.DataFrame({"qid": ["1", "2"], "hit": [1, 1]})))  # doctest: +SKIP
         >>> pairs = base.paired(cand, "qid", ["hit"], ["hit"])  # doctest: +SKIP
-        >>> pairs.reduce(lambda part, n: part.groupby(KEY).size().eq(2).sum(), lambda *s: sum(s))  # doctest: +SKIP
+        >>> pairs.reduce(lambda part, n: int(part.groupby(KEY).size().eq(2).sum()), lambda *s: sum(s))  # doctest: +SKIP
         2
         """
         from pyspark.sql import functions as F
@@ -408,11 +416,11 @@ class SparkPartitions(Partitions):
                 raise KeyError(f"paired: the {side} Spark DataFrame has no column(s) {absent}; it has "
                                f"{list(table.meta.columns)}")
         base = self.sdf.select(
-            *[F.col(name) for name in base_columns],
-            F.col(on).cast("string").alias(KEY), F.lit(0).cast("long").alias(SIDE))
+            *[column(name) for name in base_columns],
+            column(on).cast("string").alias(KEY), F.lit(0).cast("long").alias(SIDE))
         cand = other.sdf.select(
-            *[F.col(name).alias(name + CAND) for name in cand_columns],
-            F.col(other_on).cast("string").alias(KEY), F.lit(1).cast("long").alias(SIDE))
+            *[column(name).alias(name + CAND) for name in cand_columns],
+            column(other_on).cast("string").alias(KEY), F.lit(1).cast("long").alias(SIDE))
         count = max(_partition_count(self.sdf), _partition_count(other.sdf))
         union = base.unionByName(cand, allowMissingColumns=True).repartition(count, KEY)
         meta = union.limit(0).toPandas()  # as SparkPartitions builds it, then the missing values' widening
