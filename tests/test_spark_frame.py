@@ -127,6 +127,15 @@ def test_partitions_see_the_meta_columns_dtypes_index_and_attrs(sdf: Any) -> Non
         assert look["index"] and look["attrs"] == {"raglab": RECORD}
 
 
+def test_a_partition_of_several_arrow_batches_is_one_frame(spark: Any, sdf: Any, rows: pd.DataFrame) -> None:
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "7")  # 40 rows: 6 batches
+    try:
+        seen = SparkPartitions(sdf.coalesce(1)).reduce(_look, _merge)
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert list(seen) == [0] and seen[0]["n"] == len(rows) and seen[0]["index"]
+
+
 def test_empty_partitions_are_called_with_the_meta_columns(spark: Any) -> None:
     frame = pd.DataFrame({"x": [1.0, 2.0], "n": [1, 2]})
     parts = SparkPartitions(spark.createDataFrame(frame).repartition(4))
