@@ -245,6 +245,9 @@ class SparkPartitions(Partitions):
     ----------
     engine : str
         ``"Spark"``.
+    prefix, to_pandas : str
+        ``"sdf"`` (errors name ``sdf.rag.summary``) and ``"sdf.toPandas()"`` (how errors tell a user to
+        bring the table, or a sample of it, to pandas).
     meta : pandas.DataFrame
         An empty frame with the table's columns, the pandas dtypes Arrow gives them (float64 for
         double, int64 for long, bool, datetime64 for timestamps, str for strings, object for
@@ -258,7 +261,8 @@ class SparkPartitions(Partitions):
     6
     """
 
-    engine = "Spark"
+    #: ``prefix`` and ``to_pandas``: how errors name the accessor (``sdf.rag.summary``) and the way to pandas.
+    engine, prefix, to_pandas = "Spark", "sdf", "sdf.toPandas()"
 
     def __init__(self, sdf: Any, attrs: dict[str, Any] | None = None, *, meta: pd.DataFrame | None = None) -> None:
         self.sdf = sdf
@@ -406,7 +410,7 @@ class SparkPartitions(Partitions):
         from pyspark.sql import functions as F
 
         if not isinstance(other, SparkPartitions):
-            raise TypeError(f"paired: both tables must be Spark DataFrames, got {type(other).__name__} for the candidate")
+            raise TypeError(f"sdf.rag: both runs must be Spark DataFrames, got a {getattr(other, 'engine', type(other).__name__)} one")
         other_on = on if other_on is None else other_on
         base_columns = list(dict.fromkeys([on, *columns]))
         cand_columns = list(dict.fromkeys([other_on, *other_columns]))
