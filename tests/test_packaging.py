@@ -51,13 +51,17 @@ def test_environment_yml_names_the_same_packages_as_pyproject():
     assert found == expected, f"only in pyproject: {expected - found}; only in environment.yml: {found - expected}"
 
 
-def test_ci_runs_make_test_after_installing_chromium():
-    """CI runs what the README tells a user (`make test`), after one machine step: Chromium for the browser test."""
+def test_ci_runs_make_test_after_installing_chromium_and_java():
+    """CI runs what the README tells a user (`make test`), after two machine steps: Chromium for the browser
+    test and a Java runtime for the Spark tests, each required (a missing one fails its tests, not skips them)."""
     script = (REPO / ".ci" / "run").read_text()
     top_level = [line for line in script.splitlines()
-                 if line.strip() and not line.startswith((" ", "\t", "#", "set ", "cd ", "}", "install_chromium() {"))]
-    assert top_level == ["install_chromium", "make test"]
+                 if line.strip() and not line.startswith((" ", "\t", "#", "set ", "cd ", "}", "install_chromium() {",
+                                                          "install_java() {"))]
+    assert top_level == ["install_chromium", "install_java", "make test"]
     assert "apt-get install -y --no-install-recommends chromium" in script
+    assert "apt-get install -y --no-install-recommends default-jre-headless" in script
+    assert "export RAGLAB_REQUIRE_BROWSER=1" in script and "export RAGLAB_REQUIRE_SPARK=1" in script
 
 
 def test_readme_starts_with_the_two_commands():
