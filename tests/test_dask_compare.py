@@ -223,3 +223,25 @@ def test_runs_disagreeing_on_clusters_name_the_questions() -> None:
     with pytest.raises(RowTableError, match=r"partition \d+ of the Dask DataFrame: .*disagree on the cluster column 'conv'.*q5"):
         dd.from_pandas(base, npartitions=2).rag.compare(dd.from_pandas(cand, npartitions=2), metrics=["hit@5"],
                                                         units="conv", method="poisson", n_resamples=50)
+
+
+# ---- question ids: integers pair as integers, 7 and "7" pair, as on pandas -------------------------------
+
+
+@pytest.mark.parametrize("kinds", [("int", "int"), ("int", "str"), ("str", "int")])
+def test_integer_and_text_ids_pair_as_on_pandas(kinds: tuple[str, str]) -> None:
+    base, cand = _runs(90)
+    base["question_id"] = np.arange(90) * 7 + 1
+    cand["question_id"] = base["question_id"]
+    if kinds[0] == "str":
+        base["question_id"] = base["question_id"].astype(str)
+    if kinds[1] == "str":
+        cand["question_id"] = cand["question_id"].astype(str)
+    kw = dict(metrics=["hit@5", "latency_s"], method="poisson", n_resamples=120, seed=2)
+    expected = runs.compare(base, cand, **kw)
+    got = dd.from_pandas(_shuffled(base, 1), npartitions=4).rag.compare(
+        dd.from_pandas(_shuffled(cand, 2), npartitions=3), **kw)
+    _assert_same(expected, got, exact_interval=True)
+    missing = cand[cand["question_id"].astype(str) != "8"]
+    with pytest.raises(RowTableError, match=r"1 question\(s\) only in base \(e\.g\. \['8'\]\)"):
+        dd.from_pandas(base, npartitions=2).rag.compare(dd.from_pandas(missing, npartitions=2), **kw)

@@ -43,7 +43,7 @@ def _rows(n: int = 40) -> pd.DataFrame:
         "hits": rng.integers(0, 5, n).astype("int64"),
         "qtype": pd.Series(rng.choice(["fact", "how", "why"], n), dtype="str"),
         "flag": rng.random(n) > 0.5,
-        "at": pd.Series(pd.date_range("2024-01-01", periods=n, freq="h"), dtype="datetime64[us]"),
+        "at": pd.Series(pd.date_range("2024-01-01", periods=n, freq="h", tz="UTC"), dtype="datetime64[us, UTC]"),
     })
 
 
@@ -169,7 +169,7 @@ def test_collect_brings_back_exactly_the_kept_rows_in_pandas_dtypes(sdf: Any, ro
     kept = parts.collect(functools.partial(_keep, threshold=0.6))
     expected = rows[rows["score"] > 0.6].reset_index(drop=True)
     got = kept.sort_values("question_id").reset_index(drop=True)
-    pd.testing.assert_frame_equal(got, expected)  # values and dtypes: int64, float64, str, bool, datetime64[us]
+    pd.testing.assert_frame_equal(got, expected)  # values and dtypes: int64, float64, str, bool, datetime64[us, UTC]
     assert kept.index.equals(pd.RangeIndex(len(kept)))
     none = parts.collect(functools.partial(_keep, threshold=2.0))
     assert none.empty and none.dtypes.equals(rows.dtypes)
@@ -197,22 +197,20 @@ def test_paired_puts_each_question_of_both_runs_in_one_partition(spark: Any) -> 
     pairs = left.paired(right, "qid", ["hit", "qtype"], ["hit", "qtype"], other_on="question")
     assert pairs.engine == "Spark" and pairs.meta.attrs == {"raglab": RECORD}
     assert pairs.sdf.rdd.getNumPartitions() == 5
-    assert list(pairs.meta.columns) == ["qid", "hit", "qtype", KEY, SIDE, "question" + CAND, "hit" + CAND,
-                                        "qtype" + CAND]
+    assert list(pairs.meta.columns) == ["hit", "qtype", KEY, SIDE, "hit" + CAND, "qtype" + CAND]  # KEY: the ids
     # every row misses the other side's columns: ints as float64, bools as objects (as pandas.concat gives)
-    assert pairs.meta.dtypes.astype(str).tolist() == ["float64", "float64", "str", "str", "int64", "str", "object",
-                                                      "str"]
+    assert pairs.meta.dtypes.astype(str).tolist() == ["float64", "str", "str", "int64", "object", "str"]
     seen = pairs.reduce(_keys, _concat)
     keys = [p["keys"] for p in seen]
     assert sum(len(k) for k in keys) == len(set().union(*keys)) == 35  # disjoint: a key lies in one partition
     assert set().union(*(p["met"] for p in seen)) == {str(i) for i in range(5, 30)}  # int 7 meets "7"
     assert all(p["dtypes"] == pairs.meta.dtypes.astype(str).to_dict() for p in seen)
     rows = pd.DataFrame([r for p in seen for r in p["rows"]])
-    base_rows = rows[rows[SIDE] == 0].sort_values("qid")
-    assert base_rows["qid"].tolist() == list(range(30)) and base_rows[KEY].tolist() == [str(i) for i in range(30)]
-    assert base_rows["hit" + CAND].isna().all() and base_rows["question" + CAND].isna().all()
+    base_rows = rows[rows[SIDE] == 0].sort_values(KEY, key=lambda k: k.astype(int))
+    assert base_rows[KEY].tolist() == [str(i) for i in range(30)] and base_rows["hit"].tolist() == base["hit"].tolist()
+    assert base_rows["hit" + CAND].isna().all()
     cand_rows = rows[rows[SIDE] == 1].sort_values(KEY, key=lambda k: k.astype(int))
-    assert cand_rows["hit" + CAND].tolist() == cand["hit"].tolist() and cand_rows["qid"].isna().all()
+    assert cand_rows["hit" + CAND].tolist() == cand["hit"].tolist() and cand_rows["hit"].isna().all()
 
 
 # ---- meta and attrs ---------------------------------------------------------------------------------------
@@ -229,10 +227,10 @@ def test_meta_dtypes_come_from_the_schema_without_a_job(spark: Any) -> None:
     parts = SparkPartitions(sdf)
     assert parts.meta.empty and parts.meta.attrs == {}
     assert {name: str(dtype) for name, dtype in parts.meta.dtypes.items()} == {
-        "score": "float64", "n": "int64", "text": "str", "ok": "bool", "at": "datetime64[us]",
-        "local": "datetime64[us]", "ids": "object"}
-    seen = parts.reduce(_keys_of_row, _concat)  # the partition holds what pandas would: naive UTC times, lists
-    assert seen == [{"at": pd.Timestamp(at), "local": pd.Timestamp(at), "ids": ["d1", "d2"],
+        "score": "float64", "n": "int64", "text": "str", "ok": "bool", "at": "datetime64[us, UTC]",
+        "local": "datetime64[us]", "ids": "object"}  # a timestamp is an instant (UTC), a TimestampNTZ wall time
+    seen = parts.reduce(_keys_of_row, _concat)  # the partition holds what pandas would: UTC instants, lists
+    assert seen == [{"at": pd.Timestamp(at, tz="UTC"), "local": pd.Timestamp(at), "ids": ["d1", "d2"],
                      "dtypes": list(parts.meta.dtypes.astype(str))}]
 
 
@@ -275,4 +273,4 @@ def test_a_dot_in_a_column_name_is_part_of_the_name(spark: Any) -> None:
     dotted = with_attrs(spark.createDataFrame(pd.DataFrame({"score.v2": [0.5], "q": [1]})), {"raglab": RECORD})
     assert dotted.columns == ["score.v2", "q"] and attrs_of(dotted) == {"raglab": RECORD}
     pairs = SparkPartitions(dotted).paired(SparkPartitions(dotted), "q", ["score.v2"], ["score.v2"])
-    assert list(pairs.meta.columns) == ["q", "score.v2", KEY, SIDE, "q" + CAND, "score.v2" + CAND]
+    assert list(pairs.meta.columns) == ["score.v2", KEY, SIDE, "score.v2" + CAND]

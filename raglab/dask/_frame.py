@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
+from pandas.api.types import is_bool_dtype, is_integer_dtype
 
 from raglab.engines._frames import CAND, KEY, SIDE, Partitions
 
@@ -13,11 +15,32 @@ __all__ = ["DaskPartitions"]
 
 T = TypeVar("T")
 FAN_IN = 8  # statistics added 8 at a time: one task per group, never one task over every partition
+_SHUFFLE = None  # Dask's default: peer-to-peer on a distributed cluster (disk-backed), tasks otherwise
 
 
-def _text_key(part: pd.DataFrame, on: str) -> pd.Series:
-    """The question id as text (7 and "7" pair, as on pandas), as Arrow-backed strings (compact to shuffle)."""
-    return part[on].astype(str).astype("string[pyarrow]").rename(KEY)
+def _keyed(part: pd.DataFrame, on: str, columns: list[str], side: int, suffix: str, integer: bool) -> pd.DataFrame:
+    """One run's ``columns`` (renamed with ``suffix``), its id in ``KEY`` and ``SIDE``.
+
+    ``KEY`` is the id itself (int64) when both runs' ids are integers, else its text as Arrow strings
+    (7 and "7" pair, as on pandas); either is compact to shuffle, and no Python string is made per row
+    (millions of small objects fragment a worker's memory past its limit).
+    """
+    out = part[columns].rename(columns={c: c + suffix for c in columns}) if suffix else part[columns].copy()
+    ids = part[on]
+    if integer:
+        out[KEY] = ids.to_numpy(dtype=np.int64)
+    elif is_integer_dtype(ids.dtype) and not is_bool_dtype(ids.dtype):
+        import pyarrow as pa
+
+        out[KEY] = pd.Series(pd.arrays.ArrowStringArray(pa.array(ids.to_numpy()).cast(pa.string())), index=out.index)
+    else:
+        out[KEY] = ids.astype(str).astype("string[pyarrow]")
+    out[SIDE] = np.int8(side)
+    return out
+
+
+def _integer(dtype: Any) -> bool:
+    return is_integer_dtype(dtype) and not is_bool_dtype(dtype)
 
 
 def _tree(parts: list[Any], combine: Any, width: int = FAN_IN) -> Any:
@@ -66,20 +89,29 @@ class DaskPartitions(Partitions):
         if not isinstance(other, DaskPartitions):
             raise TypeError(f"ddf.rag: both runs must be Dask DataFrames, got a {other.engine} one")
         other_on = on if other_on is None else other_on
+        n = max(self.ddf.npartitions, other.ddf.npartitions)
+
+        integer = _integer(self.meta[on].dtype) and _integer(other.meta[other_on].dtype)
 
         def side(ddf: Any, id_column: str, keep: Sequence[str], number: int, suffix: str) -> Any:
-            chosen = list(dict.fromkeys([id_column, *keep]))
-            frame = ddf[chosen]
-            key = frame.map_partitions(_text_key, id_column, meta=pd.Series([], dtype="string[pyarrow]", name=KEY))
-            frame = frame.rename(columns={c: c + suffix for c in chosen}) if suffix else frame
-            return frame.assign(**{KEY: key, SIDE: number})
+            chosen = list(dict.fromkeys(keep))
+            read = ddf[list(dict.fromkeys([id_column, *chosen]))]  # only these columns are read
+            meta = _keyed(read._meta, id_column, chosen, number, suffix, integer)
+            # only the key and the needed columns travel; each run is shuffled on its own (no rows widened
+            # by the other run's columns), and equal keys land in the same numbered partition of both
+            keyed = read.map_partitions(_keyed, id_column, chosen, number, suffix, integer, meta=meta)
+            return keyed.shuffle(KEY, npartitions=n, shuffle_method=_SHUFFLE)
 
         left = side(self.ddf, on, columns, 0, "")
         right = side(other.ddf, other_on, other_columns, 1, CAND)
-        n = max(self.ddf.npartitions, other.ddf.npartitions)
-        # one hash shuffle of both runs' rows on the key (not a merge of two tables): a question's rows meet
-        both = dd.concat([left, right], ignore_index=True).shuffle(KEY, npartitions=n)
+        meta = _stack(left._meta, right._meta)
+        both = dd.map_partitions(_stack, left, right, meta=meta, align_dataframes=False)
         result = DaskPartitions(both)
-        result.meta = result.meta.copy()
+        result.meta = meta
         result.meta.attrs = dict(self.meta.attrs)
         return result
+
+
+def _stack(left: pd.DataFrame, right: pd.DataFrame) -> pd.DataFrame:
+    """Partition ``i`` of both shuffled runs as one frame (each side's rows miss the other's columns)."""
+    return pd.concat([left, right], ignore_index=True)

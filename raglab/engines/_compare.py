@@ -52,23 +52,25 @@ def _pair_partition(part: pd.DataFrame, number: int, names: list[str], by: list[
     _CALLER = caller_name
     try:
         side = part[SIDE].to_numpy()
-        base_rows = part.loc[side == 0, [KEY, *dict.fromkeys([on, *names, *by_base])]]
-        cand_rows = part.loc[side == 1, [KEY, *(c + CAND for c in dict.fromkeys([on, *names, *by_cand]))]]
+        # the id's text (KEY) stands for the id column in both runs: messages and the bootstrap's keys use it
+        base_rows = part.loc[side == 0, [KEY, *dict.fromkeys([*names, *by_base])]]
+        cand_rows = part.loc[side == 1, [KEY, *(c + CAND for c in dict.fromkeys([*names, *by_cand]))]]
         for rows, run in ((base_rows, "baseline"), (cand_rows, "candidate")):
             repeated = rows[KEY][rows[KEY].duplicated(keep=False)]
             if len(repeated):
                 raise RowTableError(
                     f"{_CALLER}: question ids in {on!r} repeat within the {run} run ({repeated.nunique()} id(s) "
-                    f"here, e.g. {repeated.iloc[0]!r}); each question must have one row per run to be paired.",
-                    column=on)
+                    f"here, e.g. {str(repeated.iloc[0])!r}); each question must have one row per run to be "
+                    "paired.", column=on)
         joined = base_rows.merge(cand_rows, on=KEY, how="outer", indicator=True)
         where = joined["_merge"].to_numpy()
-        base_only = joined.loc[where == "left_only", on].tolist()
-        cand_only = joined.loc[where == "right_only", on + CAND].tolist()
-        paired = joined[where == "both"].sort_values(KEY, kind="stable")
-        base = paired[list(dict.fromkeys([on, *names, *by_base]))].reset_index(drop=True)
-        cand = paired[[c + CAND for c in dict.fromkeys([on, *names, *by_cand])]].reset_index(drop=True)
-        cand.columns = [c[: -len(CAND)] for c in cand.columns]
+        base_only = joined.loc[where == "left_only", KEY].astype(str).tolist()
+        cand_only = joined.loc[where == "right_only", KEY].astype(str).tolist()
+        paired = joined[where == "both"].sort_values(KEY, kind="stable").reset_index(drop=True)
+        ids = paired[KEY].astype(object).rename(on)
+        base = pd.concat([ids, paired[list(dict.fromkeys([*names, *by_base]))]], axis=1)
+        cand = pd.concat([ids, paired[[c + CAND for c in dict.fromkeys([*names, *by_cand])]]], axis=1)
+        cand.columns = [on, *(c[: -len(CAND)] for c in cand.columns[1:])]
         values = {}
         for side, frame in (("baseline", base), ("candidate", cand)):
             scores = _score_frame(frame, names, _CALLER, id_column=on, side=side).to_numpy(dtype=float)

@@ -73,9 +73,11 @@ class Partitions(ABC):
                other_on: str | None = None) -> Partitions:
         """Both tables' rows in one, partitioned so that rows with the same question id share a partition.
 
-        The result's partitions have the columns ``KEY`` (the id as text: ``7`` and ``"7"`` meet),
-        ``SIDE`` (0 for this table's rows, 1 for ``other``'s), this table's ``on`` and ``columns`` under
-        their names and ``other``'s ``other_on`` (default ``on``) and ``other_columns`` under their names
+        The result's partitions have the columns ``KEY`` (the id: its text, so ``7`` and ``"7"`` meet, or
+        the integer itself when both runs' ids are integers; the id columns themselves are not carried,
+        ``KEY`` stands for them, and ``str`` of it is the id's text), ``SIDE`` (0 for this table's rows,
+        1 for ``other``'s), this table's ``columns`` under their names and ``other``'s ``other_columns``
+        (``other_on``, default ``on``, names its id) under their names
         plus ``CAND``; a row has missing values in the other side's columns.
         """
 

@@ -1,4 +1,7 @@
-"""raglab on Spark DataFrames: a Spark DataFrame seen as pandas partitions, and its raglab record.
+"""``sdf.rag`` on Spark DataFrames: the same methods and the same pandas tables as on pandas.
+
+``import raglab.spark`` registers the accessor. The functions are written once, in
+:mod:`raglab.engines`; this package says how Spark runs them.
 
 :class:`SparkPartitions` runs plain pandas code on each Spark partition (``mapInPandas``) and brings
 back only small results; :func:`with_attrs` keeps a table's raglab record (``df.attrs["raglab"]`` in
@@ -11,7 +14,19 @@ from raglab._optional import import_optional
 
 import_optional("pyspark.sql", extra="spark", purpose="raglab.spark")
 
-from raglab.spark._attrs import attrs_of, with_attrs  # noqa: E402  (after the extra's check)
+from raglab.spark._api import (  # noqa: E402  (after the extra's check)
+    SparkRagAccessor,
+    compare,
+    gate,
+    monitor,
+    over_time,
+    register,
+    summary,
+)
+from raglab.spark._attrs import attrs_of, with_attrs  # noqa: E402
 from raglab.spark._frame import SparkPartitions  # noqa: E402
 
-__all__ = ["SparkPartitions", "attrs_of", "with_attrs"]
+register()  # sdf.rag
+
+__all__ = ["SparkPartitions", "SparkRagAccessor", "attrs_of", "compare", "gate", "monitor", "over_time", "summary",
+           "with_attrs"]

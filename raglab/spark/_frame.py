@@ -115,6 +115,8 @@ def _conform_column(column: pd.Series, want: Any) -> pd.Series:
     so that a column has one dtype whatever partition it is in: the meta's when nothing is missing.
     """
     have = column.dtype
+    if isinstance(want, pd.DatetimeTZDtype) and pd.api.types.is_datetime64_dtype(have):
+        return column.dt.tz_localize("UTC")  # a Spark timestamp is an instant (the session's zone is UTC)
     if have == want or not isinstance(want, np.dtype):
         return column
     missing = bool(column.isna().any())
@@ -272,6 +274,11 @@ class SparkPartitions(Partitions):
             # dtypes are exactly those of the Arrow conversion the partitions go through.
             meta = sdf.limit(0).toPandas()
         meta = meta.iloc[0:0].copy()
+        from pyspark.sql.types import TimestampType
+
+        for field in sdf.schema.fields:  # an instant (not TimestampNTZType): tz-aware in UTC, as pandas holds it
+            if isinstance(field.dataType, TimestampType) and pd.api.types.is_datetime64_dtype(meta[field.name].dtype):
+                meta[field.name] = meta[field.name].dt.tz_localize("UTC")
         meta.attrs = copy.deepcopy(dict(attrs_of(sdf) if attrs is None else attrs))
         self.meta = meta
 
@@ -375,10 +382,10 @@ class SparkPartitions(Partitions):
                other_on: str | None = None) -> SparkPartitions:
         """Both tables' rows in one Spark DataFrame, repartitioned by the question id as text.
 
-        The baseline's rows hold ``on`` and ``columns``, ``KEY`` (``on`` cast to a Spark string: an int
+        The baseline's rows hold ``columns``, ``KEY`` (``on`` cast to a Spark string: an int
         ``7`` is ``"7"``, as pandas' ``astype(str)`` writes it; a double ``7.0`` is ``"7.0"`` on both,
-        but a boolean is ``"true"`` in Spark) and ``SIDE`` 0; the candidate's hold ``other_on`` and
-        ``other_columns`` renamed with the suffix ``CAND``, ``KEY`` and ``SIDE`` 1. The union is
+        but a boolean is ``"true"`` in Spark) and ``SIDE`` 0; the candidate's hold ``other_columns``
+        renamed with the suffix ``CAND``, ``KEY`` (from ``other_on``) and ``SIDE`` 1. The union is
         repartitioned by ``KEY`` into as many partitions as the larger input has. Each row has missing
         values in the other side's columns, so the meta holds them as ``pandas.concat`` of the two
         sides would: int columns as float64, bool columns as objects (the same in every partition).
@@ -412,9 +419,10 @@ class SparkPartitions(Partitions):
         if not isinstance(other, SparkPartitions):
             raise TypeError(f"sdf.rag: both runs must be Spark DataFrames, got a {getattr(other, 'engine', type(other).__name__)} one")
         other_on = on if other_on is None else other_on
-        base_columns = list(dict.fromkeys([on, *columns]))
-        cand_columns = list(dict.fromkeys([other_on, *other_columns]))
-        for table, names, side in ((self, base_columns, "baseline"), (other, cand_columns, "candidate")):
+        base_columns = list(dict.fromkeys(columns))
+        cand_columns = list(dict.fromkeys(other_columns))
+        for table, names, side in ((self, [on, *base_columns], "baseline"), (other, [other_on, *cand_columns],
+                                                                              "candidate")):
             absent = [name for name in names if name not in table.meta.columns]
             if absent:
                 raise KeyError(f"paired: the {side} Spark DataFrame has no column(s) {absent}; it has "
