@@ -252,21 +252,26 @@ class _Unlabelled(NamedTuple):
         return _regroup(np.full(len(self.sums), ""), self.units, self.sums)
 
 
+def _keys(strata: np.ndarray, units: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """The distinct (stratum, cluster) keys, sorted: each one's first row, each row's key, and how many."""
+    if len(strata) == 0:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int), 0
+    codes, _ = pd.factorize(strata, sort=True)
+    if units is not None:
+        unit_codes, unit_names = pd.factorize(units, sort=True)
+        codes = codes.astype(np.int64) * len(unit_names) + unit_codes
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1), first.size
+
+
 def _regroup(strata: np.ndarray, units: np.ndarray | None, sums: np.ndarray) -> _Unlabelled:
     """Groups with the same keys added (keys sorted as text)."""
     strata = np.asarray(strata).astype(str)
-    keys = strata if units is None else np.char.add(np.char.add(strata, "\x1f"), np.asarray(units).astype(str))
-    if len(keys) == 0:
-        return _Unlabelled(strata, None if units is None else np.asarray(units).astype(str),
-                           np.zeros((0, len(_UNL_FIELDS))))
-    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    if uniq.size == len(keys):
-        order = np.argsort(keys, kind="stable")
-        out = sums[order]
-    else:
-        out = np.stack([np.bincount(inverse, sums[:, j], minlength=uniq.size) for j in range(sums.shape[1])], axis=1)
-        order = first
-    return _Unlabelled(strata[order], None if units is None else np.asarray(units).astype(str)[order], out)
+    units = None if units is None else np.asarray(units).astype(str)
+    first, inverse, size = _keys(strata, units)
+    out = np.stack([np.bincount(inverse, sums[:, j], minlength=size) for j in range(sums.shape[1])], axis=1) \
+        if size else np.zeros((0, len(_UNL_FIELDS)))
+    return _Unlabelled(strata[first], None if units is None else units[first], out)
 
 
 def _unlabelled(fu: np.ndarray, u: np.ndarray | None = None, strata: np.ndarray | None = None,
@@ -280,15 +285,9 @@ def _unlabelled(fu: np.ndarray, u: np.ndarray | None = None, strata: np.ndarray 
             _unlabelled_row(fu[keys == h], u[keys == h]) for h in names]
         return _Unlabelled(np.asarray(names, dtype=str), None,
                            np.asarray(rows).reshape(len(names), len(_UNL_FIELDS)))
-    unit_keys = np.asarray(units).astype(str)
-    both = np.char.add(np.char.add(keys, "\x1f"), unit_keys)
-    if fu.size == 0:
-        return _regroup(keys, unit_keys, np.zeros((0, len(_UNL_FIELDS))))
-    uniq, first, inverse = np.unique(both, return_index=True, return_inverse=True)
     u2 = u * u
     columns = (np.ones(fu.size), u, u * fu, u2, u2 * fu, u2 * fu * fu, ((fu < 0) | (fu > 1)).astype(float))
-    sums = np.stack([np.bincount(inverse, c, minlength=uniq.size) for c in columns], axis=1)
-    return _Unlabelled(keys[first], unit_keys[first], sums)
+    return _regroup(keys, units, np.stack(columns, axis=1))
 
 
 def _merge_unlabelled(*parts: _Unlabelled) -> _Unlabelled:
