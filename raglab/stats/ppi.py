@@ -24,7 +24,10 @@ the adjusted one at 94-99% over judge kappa 0.2-0.9, rates 0.5-0.95 and 50-500 l
 wider than ppi_py's on FRANK (225 labels) and tends to it as labels grow.
 
 Every statistic is a sum over rows (counts, sums, sums of squares and cross-products, held by
-``_Sums``), so partitions of a table combine by adding their sums.
+``_Sums``), so partitions of a table combine by adding their sums. Each estimator is finished by one
+core from the labelled rows and the unlabelled rows' sums per stratum and cluster (``_Unlabelled``):
+the array functions and ``raglab.engines.estimate`` (a partitioned table, whose workers send their
+few labelled rows and those sums) call the same code.
 
 The saving is bounded: when the judge is no better than the system judged, labels are worth at most
 about twice as many (Dorner et al., ICLR 2025). ``effective_labels`` on every interval says how many
@@ -966,6 +969,7 @@ def _ht_stratum(y: np.ndarray, f: np.ndarray, w: np.ndarray, units_l: np.ndarray
 
     Every row has ``a = y xi / p`` and ``b = f (1 - xi / p)``: on an unlabelled row ``a = 0`` and ``b = f``,
     so the unlabelled rows enter through their count, sum and sum of squares (per cluster when clustered).
+    Only the estimate, variance, ``lam`` and ``df`` of the fit are set (the others are NaN).
     """
     a, b = y * w, f * (1.0 - w)
     total = unl.total()
@@ -989,7 +993,7 @@ def _ht_stratum(y: np.ndarray, f: np.ndarray, w: np.ndarray, units_l: np.ndarray
     df = float(np.unique(units_l.astype(str)).size - 1) if adjusted else math.inf
     estimate, var, lam_ = _ht_finish(rows, keys.size, mean_a, mean_b, float(da @ da), float(db @ db), float(da @ db),
                                      lam, nl / rows if adjusted else None, df)
-    return _Fit(estimate=estimate, var=var, lam=lam_, var_human=float("nan"), judge_mean=mean_b,
+    return _Fit(estimate=estimate, var=var, lam=lam_, var_human=float("nan"), judge_mean=float("nan"),
                 var_judge=float("nan"), df=df)
 
 
