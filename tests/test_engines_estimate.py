@@ -183,6 +183,13 @@ def test_scores_outside_zero_one_take_the_wald_interval(table):
     assert "plus-four" not in out["method"][0]
 
 
+def test_the_design_s_table_level_warnings_come_once_as_on_pandas(table):
+    rows = labelled(table)
+    subset = rows[rows["topic"] != "login"]  # drawn from 3000 rows, estimated on fewer
+    check(subset, metrics="faithfulness", human="human_f", ks=(1, 8))
+    check(rows.drop(columns="inclusion_probability"), metrics="faithfulness", human="human_f", ks=(3,))
+
+
 def test_workers_send_labelled_rows_and_sums_only(table):
     rows = labelled(table)
     n_rows, cells = _partition_cells(rows, 0, pairs=HUMAN, by=["topic"], units="conv", question_id="question_id",
