@@ -10,8 +10,9 @@ engine runs a function on every partition, brings back the results and puts a qu
 """
 
 from raglab.engines._compare import compare, gate
+from raglab.engines._estimate import estimate
 from raglab.engines._frames import Partitions
 from raglab.engines._monitor import monitor, over_time
 from raglab.engines._summary import summary
 
-__all__ = ["Partitions", "compare", "gate", "monitor", "over_time", "summary"]
+__all__ = ["Partitions", "compare", "estimate", "gate", "monitor", "over_time", "summary"]

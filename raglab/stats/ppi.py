@@ -24,7 +24,10 @@ the adjusted one at 94-99% over judge kappa 0.2-0.9, rates 0.5-0.95 and 50-500 l
 wider than ppi_py's on FRANK (225 labels) and tends to it as labels grow.
 
 Every statistic is a sum over rows (counts, sums, sums of squares and cross-products, held by
-``_Sums``), so partitions of a table combine by adding their sums.
+``_Sums``), so partitions of a table combine by adding their sums. Each estimator is finished by one
+core from the labelled rows and the unlabelled rows' sums per stratum and cluster (``_Unlabelled``):
+the array functions and ``raglab.engines.estimate`` (a partitioned table, whose workers send their
+few labelled rows and those sums) call the same code.
 
 The saving is bounded: when the judge is no better than the system judged, labels are worth at most
 about twice as many (Dorner et al., ICLR 2025). ``effective_labels`` on every interval says how many
@@ -205,14 +208,99 @@ def _weights(values: Any, size: int, name: str) -> np.ndarray:
     return w
 
 
-def _sums(y: np.ndarray, f: np.ndarray, fu: np.ndarray, r: np.ndarray, u: np.ndarray) -> _Sums:
+def _labelled_sums(y: np.ndarray, f: np.ndarray, r: np.ndarray) -> tuple[float, ...]:
+    """The labelled rows' fields of :class:`_Sums` (``n`` to ``r2yf``)."""
     r2 = r * r
+    return (float(y.size), float(r.sum()), float(r @ y), float(r @ f), float(r2.sum()), float(r2 @ y), float(r2 @ f),
+            float(r2 @ (y * y)), float(r2 @ (f * f)), float(r2 @ (y * f)))
+
+
+#: the fields of one group of :class:`_Unlabelled`: rows, sum u, sum u f, sum u^2, sum u^2 f, sum u^2 f^2 (the
+#: unlabelled fields of :class:`_Sums`) and the number of scores outside [0, 1]
+_UNL_FIELDS = ("N", "u", "uf", "u2", "u2f", "u2ff", "outside")
+
+
+def _unlabelled_row(fu: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """One group's sums (:data:`_UNL_FIELDS`) of the unlabelled scores ``fu`` with weights ``u``."""
     u2 = u * u
-    return _Sums(
-        float(y.size), float(r.sum()), float(r @ y), float(r @ f), float(r2.sum()), float(r2 @ y), float(r2 @ f),
-        float(r2 @ (y * y)), float(r2 @ (f * f)), float(r2 @ (y * f)),
-        float(fu.size), float(u.sum()), float(u @ fu), float(u2.sum()), float(u2 @ fu), float(u2 @ (fu * fu)),
-    )
+    return np.array([float(fu.size), float(u.sum()), float(u @ fu), float(u2.sum()), float(u2 @ fu),
+                     float(u2 @ (fu * fu)), float(((fu < 0) | (fu > 1)).sum())])
+
+
+class _Unlabelled(NamedTuple):
+    """The unlabelled (judge-only) rows as sums per group, a group being a stratum and (when clustered) a cluster.
+
+    ``strata`` and ``units`` hold each group's keys as text (``strata`` all ``""`` without strata;
+    ``units`` None when unclustered), ``sums`` a ``(groups, 7)`` array of :data:`_UNL_FIELDS`. Every
+    estimator here needs only these sums of the rows it does not have labels for, so a partitioned
+    table ships them instead of its unlabelled rows, and :func:`_merge_unlabelled` adds them up.
+    """
+
+    strata: np.ndarray
+    units: np.ndarray | None
+    sums: np.ndarray
+
+    def total(self) -> np.ndarray:
+        """The sums over every group."""
+        return self.sums.sum(axis=0) if len(self.sums) > 1 else (
+            self.sums[0].copy() if len(self.sums) else np.zeros(len(_UNL_FIELDS)))
+
+    def stratum(self, key: str) -> _Unlabelled:
+        """The groups of one stratum."""
+        m = self.strata == key
+        return _Unlabelled(self.strata[m], None if self.units is None else self.units[m], self.sums[m])
+
+    def flat(self) -> _Unlabelled:
+        """The same rows without strata: one group, or one per cluster."""
+        return _regroup(np.full(len(self.sums), ""), self.units, self.sums)
+
+
+def _keys(strata: np.ndarray, units: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """The distinct (stratum, cluster) keys, sorted: each one's first row, each row's key, and how many."""
+    if len(strata) == 0:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int), 0
+    codes, _ = pd.factorize(strata, sort=True)
+    if units is not None:
+        unit_codes, unit_names = pd.factorize(units, sort=True)
+        codes = codes.astype(np.int64) * len(unit_names) + unit_codes
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1), first.size
+
+
+def _regroup(strata: np.ndarray, units: np.ndarray | None, sums: np.ndarray) -> _Unlabelled:
+    """Groups with the same keys added (keys sorted as text)."""
+    strata = np.asarray(strata).astype(str)
+    units = None if units is None else np.asarray(units).astype(str)
+    first, inverse, size = _keys(strata, units)
+    out = np.stack([np.bincount(inverse, sums[:, j], minlength=size) for j in range(sums.shape[1])], axis=1) \
+        if size else np.zeros((0, len(_UNL_FIELDS)))
+    return _Unlabelled(strata[first], None if units is None else units[first], out)
+
+
+def _unlabelled(fu: np.ndarray, u: np.ndarray | None = None, strata: np.ndarray | None = None,
+                units: np.ndarray | None = None) -> _Unlabelled:
+    """The sums per stratum (and cluster) of the unlabelled scores ``fu`` (weights ``u``, default 1)."""
+    u = np.ones(fu.size) if u is None else u
+    keys = np.full(fu.size, "") if strata is None else np.asarray(strata).astype(str)
+    if units is None:
+        names = sorted(set(keys.tolist()))
+        rows = [_unlabelled_row(fu, u)] if len(names) == 1 and strata is None else [
+            _unlabelled_row(fu[keys == h], u[keys == h]) for h in names]
+        return _Unlabelled(np.asarray(names, dtype=str), None,
+                           np.asarray(rows).reshape(len(names), len(_UNL_FIELDS)))
+    u2 = u * u
+    columns = (np.ones(fu.size), u, u * fu, u2, u2 * fu, u2 * fu * fu, ((fu < 0) | (fu > 1)).astype(float))
+    return _regroup(keys, units, np.stack(columns, axis=1))
+
+
+def _merge_unlabelled(*parts: _Unlabelled) -> _Unlabelled:
+    """Partitions' unlabelled sums as one (groups with the same keys added)."""
+    units = None if parts[0].units is None else np.concatenate([p.units for p in parts])  # type: ignore[misc]
+    return _regroup(np.concatenate([p.strata for p in parts]), units, np.concatenate([p.sums for p in parts]))
+
+
+def _sums(y: np.ndarray, f: np.ndarray, fu: np.ndarray, r: np.ndarray, u: np.ndarray) -> _Sums:
+    return _Sums(*_labelled_sums(y, f, r), *_unlabelled_row(fu, u)[:6])
 
 
 class _Fit(NamedTuple):
@@ -447,12 +535,24 @@ def ppi_mean(
     lam = _check_lam(lam)
     adjusted = _check_interval(interval) == "adjusted"
     y, f, fu, r, u = _inputs(labels, judged_labeled, judged_unlabeled, weights, weights_unlabeled)
-    adjusted = adjusted and _bounded(y, f, fu)
-    fit = _fit(_sums(y, f, fu, r, u), lam, adjusted)
+    return _mean_core(y, f, None if weights is None else r, _unlabelled(fu, u), lam, level, adjusted)
+
+
+def _adjusts(adjusted: bool, y: np.ndarray, f: np.ndarray, unl: _Unlabelled) -> bool:
+    """Whether the adjusted interval applies: asked for, and every label and score in [0, 1]."""
+    return adjusted and _bounded(y, f) and not unl.total()[6]
+
+
+def _mean_core(y: np.ndarray, f: np.ndarray, r: np.ndarray | None, unl: _Unlabelled, lam: float | None,
+               level: float, adjusted: bool) -> PPIInterval:
+    """:func:`ppi_mean` from the labelled rows and the unlabelled rows' sums (``r``: weights, None for equal)."""
+    adjusted = _adjusts(adjusted, y, f, unl)
+    total = unl.total()
+    fit = _fit(_Sums(*_labelled_sums(y, f, np.ones(y.size) if r is None else r), *total[:6]), lam, adjusted)
     return _interval(
         fit.estimate, fit.var, level=level, lam=fit.lam, tuned=lam is None, n_labeled=y.size,
-        n_unlabeled=fu.size, label_var=_label_variance(y, None if weights is None else r, adjusted),
-        method=_method(lam, adjusted), df=fit.df,
+        n_unlabeled=int(total[0]), label_var=_label_variance(y, r, adjusted), method=_method(lam, adjusted),
+        df=fit.df,
     )
 
 
@@ -465,8 +565,8 @@ def _codes(values: Any, size: int, name: str) -> np.ndarray:
 
 
 def _clustered_fit(
-    y: np.ndarray, f: np.ndarray, fu: np.ndarray, r: np.ndarray, u: np.ndarray,
-    units_l: np.ndarray, units_u: np.ndarray, lam: float | None, adjusted: bool = False,
+    y: np.ndarray, f: np.ndarray, r: np.ndarray, units_l: np.ndarray, unl: _Unlabelled, lam: float | None,
+    adjusted: bool = False,
 ) -> tuple[_Fit, int]:
     """PPI with a cluster-robust variance: the influence of each cluster summed over its rows.
 
@@ -487,30 +587,36 @@ def _clustered_fit(
     about twice (Efron and Stein 1981): half of it is added. The t quantile has ``G_L - 1`` degrees of
     freedom. With one labelled cluster ``V_CR1`` uses ``(G+4)/(G+3)`` over every cluster and the
     pseudo-rows, and there is no jackknife; nor when a replicate would leave no unlabelled row.
+
+    ``unl``: the unlabelled rows' sums per cluster (:class:`_Unlabelled` without strata): a cluster's
+    unlabelled term is its weighted sum less its rows times the weighted mean.
     """
-    n, big_n = y.size, fu.size
-    w, wu = r * n / r.sum(), u * big_n / u.sum()
-    wy, wf, wfu = w * y, w * f, wu * fu
-    _, inverse = np.unique(np.concatenate([units_l.astype(str), units_u.astype(str)]), return_inverse=True)
+    assert unl.units is not None
+    n = y.size
+    cnt_u, su, suf = unl.sums[:, 0], unl.sums[:, 1], unl.sums[:, 2]
+    big_n, total_u = float(cnt_u.sum()), float(su.sum())
+    w = r * n / r.sum()
+    wy, wf = w * y, w * f
+    mean_fu = float(suf.sum()) / total_u  # the weighted mean of the unlabelled scores (weights normalised to mean 1)
+    _, inverse = np.unique(np.concatenate([units_l.astype(str), unl.units]), return_inverse=True)
     groups = int(inverse.max()) + 1
     il, iu = inverse[:n], inverse[n:]
     a = np.bincount(il, (wy - wy.mean()) / n, minlength=groups)
-    b = np.bincount(iu, (wfu - wfu.mean()) / big_n, minlength=groups) - np.bincount(
-        il, (wf - wf.mean()) / n, minlength=groups
-    )
+    judge = np.bincount(iu, (suf * (big_n / total_u) - cnt_u * mean_fu) / big_n, minlength=groups)
+    b = judge - np.bincount(il, (wf - wf.mean()) / n, minlength=groups)
     scale = groups / (groups - 1) if groups > 1 else float("inf")
     if lam is None:
         bb = float(b @ b)
         lam_ = float(min(1.0, max(0.0, -float(a @ b) / bb))) if bb > 0 else 0.0
     else:
         lam_ = float(lam)
-    estimate = lam_ * wfu.mean() + wy.mean() - lam_ * wf.mean()
-    var_judge = scale * float(np.sum(np.bincount(iu, (wfu - wfu.mean()) / big_n, minlength=groups) ** 2))
+    estimate = lam_ * mean_fu + wy.mean() - lam_ * wf.mean()
+    var_judge = scale * float(judge @ judge)
     influence = a + lam_ * b
     if not adjusted:
         return _Fit(
             estimate=float(estimate), var=scale * float(influence @ influence), lam=lam_,
-            var_human=scale * float(a @ a), judge_mean=float(wfu.mean()), var_judge=var_judge,
+            var_human=scale * float(a @ a), judge_mean=mean_fu, var_judge=var_judge,
         ), groups
     pa = np.array([(py - wy.mean()) / n for py, _ in _PSEUDO])
     pb = np.array([-(pf - wf.mean()) / n for _, pf in _PSEUDO])
@@ -527,20 +633,20 @@ def _clustered_fit(
     var, var_human = by_sample(influence, pa + lam_ * pb), by_sample(a, pa)
     if g_l > 1:
         jack, tuned, jack_human = _cluster_jackknife(
-            il, iu, groups, y, f, fu, r, u, lam_, lam is None, float(estimate), float(wy.mean())
+            il, iu, groups, y, f, r, unl.sums, lam_, lam is None, float(estimate), float(wy.mean())
         )
         if math.isfinite(jack):  # nan: a replicate left no labelled or no unlabelled row
             var = max(var, jack) + max(tuned - jack, 0.0) / 2
             var_human = max(var_human, jack_human)
     return _Fit(
-        estimate=float(estimate), var=var, lam=lam_, var_human=var_human, judge_mean=float(wfu.mean()),
+        estimate=float(estimate), var=var, lam=lam_, var_human=var_human, judge_mean=mean_fu,
         var_judge=var_judge, df=float(g_l - 1),
     ), groups
 
 
 def _cluster_jackknife(
-    il: np.ndarray, iu: np.ndarray, groups: int, y: np.ndarray, f: np.ndarray, fu: np.ndarray, r: np.ndarray,
-    u: np.ndarray, lam: float, tune: bool, estimate: float, human: float,
+    il: np.ndarray, iu: np.ndarray, groups: int, y: np.ndarray, f: np.ndarray, r: np.ndarray,
+    unl_sums: np.ndarray, lam: float, tune: bool, estimate: float, human: float,
 ) -> tuple[float, float, float]:
     """Delete-one-cluster jackknife variances: at ``lam``, re-tuning ``lam``, and of the human-only estimate.
 
@@ -551,12 +657,12 @@ def _cluster_jackknife(
     cross-products of the clusters' influences from their 5 x 5 Gram matrix minus the dropped cluster's. Labelled clusters (any labelled row) and unlabelled-only clusters are
     two independent samples: ``(G_s - 1) / G_s sum_s (theta_(g) - theta)^2`` in each (a stratified
     jackknife, centred on the full-sample estimate). ``nan`` when a replicate leaves no labelled or no
-    unlabelled row.
+    unlabelled row. ``unl_sums``: the unlabelled rows' sums per cluster (:data:`_UNL_FIELDS`, cluster ``iu``).
     """
     cnt_l = np.bincount(il, minlength=groups).astype(float)
-    cnt_u = np.bincount(iu, minlength=groups).astype(float)
+    cnt_u = np.bincount(iu, unl_sums[:, 0], minlength=groups)
     sums = [np.bincount(il, x, minlength=groups) for x in (r, r * y, r * f)]
-    sums += [np.bincount(iu, x, minlength=groups) for x in (u, u * fu)]
+    sums += [np.bincount(iu, unl_sums[:, j], minlength=groups) for j in (1, 2)]
     n_, rr, ry, rf, big_n, uu, uf = (float(t.sum()) - t for t in (cnt_l, *sums[:3], cnt_u, *sums[3:]))
     if not ((n_ > 0).all() and (big_n > 0).all()):
         return math.nan, math.nan, math.nan
@@ -673,39 +779,50 @@ def ppi_mean_clustered(
     lam = _check_lam(lam)
     adjusted = _check_interval(interval) == "adjusted"
     y, f, fu, r, u = _inputs(labels, judged_labeled, judged_unlabeled, weights, weights_unlabeled)
-    adjusted = adjusted and _bounded(y, f, fu)
     ul = _codes(units_labeled, y.size, "units_labeled")
     uu = _codes(units_unlabeled, fu.size, "units_unlabeled")
-    fit, _ = _clustered_fit(y, f, fu, r, u, ul, uu, lam, adjusted)
+    return _clustered_core(y, f, None if weights is None else r, ul, _unlabelled(fu, u, units=uu), lam, level,
+                           adjusted)
+
+
+def _clustered_core(y: np.ndarray, f: np.ndarray, r: np.ndarray | None, ul: np.ndarray, unl: _Unlabelled,
+                    lam: float | None, level: float, adjusted: bool) -> PPIInterval:
+    """:func:`ppi_mean_clustered` from the labelled rows and the unlabelled rows' sums per cluster."""
+    adjusted = _adjusts(adjusted, y, f, unl)
+    fit, _ = _clustered_fit(y, f, np.ones(y.size) if r is None else r, ul, unl.flat(), lam, adjusted)
     return _interval(
         fit.estimate, fit.var, level=level, lam=fit.lam, tuned=lam is None, n_labeled=y.size,
-        n_unlabeled=fu.size, label_var=_label_variance(y, None if weights is None else r, adjusted),
+        n_unlabeled=int(unl.total()[0]), label_var=_label_variance(y, r, adjusted),
         method=_method(lam, adjusted, _cluster_label(adjusted, lam is None)), df=fit.df,
     )
 
 
 def _strata_fits(
-    y: np.ndarray, f: np.ndarray, fu: np.ndarray, r: np.ndarray, u: np.ndarray,
-    sl: np.ndarray, su: np.ndarray, units_l: np.ndarray | None, units_u: np.ndarray | None, lam: float | None,
-    adjusted: bool = False,
+    y: np.ndarray, f: np.ndarray, r: np.ndarray, sl: np.ndarray, units_l: np.ndarray | None, unl: _Unlabelled,
+    lam: float | None, adjusted: bool = False,
 ) -> list[tuple[Any, float, _Fit]]:
-    """One fit per stratum with its share ``N_h / N`` of all rows (labelled and unlabelled)."""
-    keys_l, keys_u = sl.astype(str), su.astype(str)
-    strata = sorted(set(keys_l) | set(keys_u))
-    total = y.size + fu.size
+    """One fit per stratum with its share ``N_h / N`` of all rows (labelled and unlabelled).
+
+    ``unl``: the unlabelled rows' sums per stratum (and per cluster with ``units_l``).
+    """
+    keys_l = sl.astype(str)
+    present = unl.strata[unl.sums[:, 0] > 0]
+    strata = sorted(set(keys_l) | set(present.tolist()))
+    total = y.size + float(unl.sums[:, 0].sum())
     out = []
     for h in strata:
-        ml, mu = keys_l == h, keys_u == h
-        nl, nu = int(ml.sum()), int(mu.sum())
+        ml = keys_l == h
+        part = unl.stratum(h)
+        nl, nu = int(ml.sum()), int(part.total()[0])
         if nl < 2 or nu < 1:
             raise ValueError(
                 f"stratum {str(h)!r} has {nl} labelled and {nu} unlabelled row(s); stratified PPI needs at least 2 "
                 "and 1 in every stratum (label more rows there, or merge strata)"
             )
-        if units_l is not None and units_u is not None:
-            fit, _ = _clustered_fit(y[ml], f[ml], fu[mu], r[ml], u[mu], units_l[ml], units_u[mu], lam, adjusted)
+        if units_l is not None and part.units is not None:
+            fit, _ = _clustered_fit(y[ml], f[ml], r[ml], units_l[ml], part.flat(), lam, adjusted)
         else:
-            fit = _fit(_sums(y[ml], f[ml], fu[mu], r[ml], u[mu]), lam, adjusted)
+            fit = _fit(_Sums(*_labelled_sums(y[ml], f[ml], r[ml]), *part.total()[:6]), lam, adjusted)
         out.append((h, (nl + nu) / total, fit))
     return out
 
@@ -785,20 +902,27 @@ def ppi_mean_strata(
     lam = _check_lam(lam)
     adjusted = _check_interval(interval) == "adjusted"
     y, f, fu, r, u = _inputs(labels, judged_labeled, judged_unlabeled, weights, weights_unlabeled)
-    adjusted = adjusted and _bounded(y, f, fu)
     sl = _codes(strata_labeled, y.size, "strata_labeled")
     su = _codes(strata_unlabeled, fu.size, "strata_unlabeled")
     clustered = units_labeled is not None and units_unlabeled is not None
     ul = _codes(units_labeled, y.size, "units_labeled") if clustered else None
     uu = _codes(units_unlabeled, fu.size, "units_unlabeled") if clustered else None
-    fits = _strata_fits(y, f, fu, r, u, sl, su, ul, uu, lam, adjusted)
+    return _strata_core(y, f, r, sl, ul, _unlabelled(fu, u, su, uu), lam, level, adjusted)
+
+
+def _strata_core(y: np.ndarray, f: np.ndarray, r: np.ndarray, sl: np.ndarray, ul: np.ndarray | None,
+                 unl: _Unlabelled, lam: float | None, level: float, adjusted: bool) -> PPIInterval:
+    """:func:`ppi_mean_strata` from the labelled rows and the unlabelled rows' sums per stratum (and cluster)."""
+    adjusted = _adjusts(adjusted, y, f, unl)
+    clustered = ul is not None and unl.units is not None
+    fits = _strata_fits(y, f, r, sl, ul if clustered else None, unl, lam, adjusted)
     estimate, var, lam_mean, df = _combine_strata([(share, fit) for _, share, fit in fits], adjusted, y.size)
     label_var = _label_variance(y, _strata_weights(sl.astype(str), {str(h): share for h, share, _ in fits}, r),
                                 adjusted)
     method = _method(lam, adjusted, "stratified", _cluster_label(adjusted, lam is None) if clustered else "")
     return _interval(
-        estimate, var, level=level, lam=lam_mean, tuned=lam is None, n_labeled=y.size, n_unlabeled=fu.size,
-        label_var=label_var, method=method, df=df,
+        estimate, var, level=level, lam=lam_mean, tuned=lam is None, n_labeled=y.size,
+        n_unlabeled=int(unl.total()[0]), label_var=label_var, method=method, df=df,
     )
 
 
@@ -806,59 +930,71 @@ def ppi_mean_strata(
 _HT = "Horvitz-Thompson"
 
 
-def _ht_fit(
-    a: np.ndarray, b: np.ndarray, units: np.ndarray | None, lam: float | None, pseudo: tuple[np.ndarray, np.ndarray] | None,
-    df: float,
-) -> _Fit:
-    """The active-inference fit of ``z = a + lam b`` over every row: mean, variance of the mean, tuned ``lam``.
+def _ht_finish(rows: float, groups: float, mean_a: float, mean_b: float, aa: float, bb: float, ab: float,
+               lam: float | None, rate: float | None, df: float) -> tuple[float, float, float]:
+    """The active-inference fit of ``z = a + lam b`` over ``rows`` rows in ``groups`` independent units.
 
-    ``units``: the deviations ``a - mean(a)``, ``b - mean(b)`` are summed per cluster (one row per
-    cluster without); the variance is ``G / (G - 1) sum_g (A_g + lam B_g)^2 / N^2`` (``var(z, ddof=1) / N``
-    with one row per cluster) and the tuned ``lam`` minimises it (``-sum A B / sum B^2``, clipped to
-    [0, 1]). ``pseudo``: the ``a, b`` of pseudo-rows counted as extra one-row clusters in the variance only.
+    ``aa, bb, ab``: sums of squares and cross-products of the units' deviations (a unit's ``a`` and ``b``
+    less its rows times the means). The tuned ``lam`` minimises the variance ``G / (G - 1) sum_g (A_g +
+    lam B_g)^2 / rows^2`` (``-ab / bb``, clipped to [0, 1]). ``rate`` (adjusted): the four pseudo-rows of
+    ``_PSEUDO`` labelled at that sampling rate are counted as extra one-row units in the variance only.
+    Returns (estimate, variance, lam).
     """
-    size = a.size
-    mean_a, mean_b = float(a.mean()), float(b.mean())
-    da, db = a - mean_a, b - mean_b
-    if units is not None:
-        _, inverse = np.unique(units.astype(str), return_inverse=True)
-        da, db = np.bincount(inverse, da), np.bincount(inverse, db)
-    if lam is None:
-        bb = float(db @ db)
-        lam_ = float(min(1.0, max(0.0, -float(da @ db) / bb))) if bb > 0 else 0.0
-    else:
-        lam_ = float(lam)
-    if pseudo is not None:
-        da, db = np.concatenate([da, pseudo[0] - mean_a]), np.concatenate([db, pseudo[1] - mean_b])
-    groups = da.size
-    scale = groups / (groups - 1) / (size * size) if groups > 1 else float("inf")
-    influence = da + lam_ * db
-    return _Fit(
-        estimate=mean_a + lam_ * mean_b, var=scale * float(influence @ influence), lam=lam_,
-        var_human=scale * float(da @ da), judge_mean=mean_b, var_judge=float("nan"), df=df,
-    )
+    lam_ = (float(min(1.0, max(0.0, -ab / bb))) if bb > 0 else 0.0) if lam is None else float(lam)
+    total = aa + 2 * lam_ * ab + lam_ * lam_ * bb
+    if rate is not None:
+        for py, pf in _PSEUDO:
+            total += (py / rate - mean_a + lam_ * (pf * (1 - 1 / rate) - mean_b)) ** 2
+        groups += len(_PSEUDO)
+    var = groups / (groups - 1) / (rows * rows) * max(total, 0.0) if groups > 1 else float("inf")
+    return mean_a + lam_ * mean_b, var, lam_
 
 
 def _ht_from_sums(rows: float, n_labeled: float, sa: float, sb: float, saa: float, sbb: float, sab: float,
                   lam: float | None, adjusted: bool) -> tuple[float, float, float, float]:
-    """:func:`_ht_fit` without clusters, from sums over the rows of ``a = y xi / p`` and ``b = f (1 - xi / p)``.
+    """The Horvitz-Thompson fit without clusters, from sums over the rows of ``a = y xi / p`` and ``b = f (1 - xi / p)``.
 
     Returns (estimate, variance of the estimate, lam, df); partitions combine by adding their sums.
     """
     mean_a, mean_b = sa / rows, sb / rows
     aa, bb, ab = saa - rows * mean_a**2, sbb - rows * mean_b**2, sab - rows * mean_a * mean_b
-    lam_ = (float(min(1.0, max(0.0, -ab / bb))) if bb > 0 else 0.0) if lam is None else float(lam)
-    total = aa + 2 * lam_ * ab + lam_ * lam_ * bb
-    groups = rows
-    df = math.inf
-    if adjusted:
-        rate = n_labeled / rows
-        for py, pf in _PSEUDO:
-            total += (py / rate - mean_a + lam_ * (pf * (1 - 1 / rate) - mean_b)) ** 2
-        groups += len(_PSEUDO)
-        df = n_labeled - 1
-    var = groups / (groups - 1) / (rows * rows) * max(total, 0.0) if groups > 1 else float("inf")
-    return mean_a + lam_ * mean_b, var, lam_, df
+    estimate, var, lam_ = _ht_finish(rows, rows, mean_a, mean_b, aa, bb, ab, lam,
+                                     n_labeled / rows if adjusted else None, math.inf)
+    return estimate, var, lam_, n_labeled - 1 if adjusted else math.inf
+
+
+def _ht_stratum(y: np.ndarray, f: np.ndarray, w: np.ndarray, units_l: np.ndarray | None, unl: _Unlabelled,
+                lam: float | None, adjusted: bool) -> _Fit:
+    """One stratum's Horvitz-Thompson fit from its labelled rows (weights ``w = 1 / p``) and unlabelled sums.
+
+    Every row has ``a = y xi / p`` and ``b = f (1 - xi / p)``: on an unlabelled row ``a = 0`` and ``b = f``,
+    so the unlabelled rows enter through their count, sum and sum of squares (per cluster when clustered).
+    Only the estimate, variance, ``lam`` and ``df`` of the fit are set (the others are NaN).
+    """
+    a, b = y * w, f * (1.0 - w)
+    total = unl.total()
+    nl = y.size
+    rows = nl + float(total[0])
+    if units_l is None:
+        estimate, var, lam_, df = _ht_from_sums(
+            rows, nl, float(a.sum()), float(b.sum()) + float(total[2]), float(a @ a), float(b @ b) + float(total[5]),
+            float(a @ b), lam, adjusted)
+        return _Fit(estimate=estimate, var=var, lam=lam_, var_human=float("nan"), judge_mean=float("nan"),
+                    var_judge=float("nan"), df=df)
+    flat = unl.flat()
+    assert flat.units is not None
+    keys, inverse = np.unique(np.concatenate([units_l.astype(str), flat.units]), return_inverse=True)
+    il, iu = inverse[:nl], inverse[nl:]
+    count = np.bincount(il, minlength=keys.size) + np.bincount(iu, flat.sums[:, 0], minlength=keys.size)
+    sa = np.bincount(il, a, minlength=keys.size)
+    sb = np.bincount(il, b, minlength=keys.size) + np.bincount(iu, flat.sums[:, 2], minlength=keys.size)
+    mean_a, mean_b = float(sa.sum()) / rows, float(sb.sum()) / rows
+    da, db = sa - count * mean_a, sb - count * mean_b
+    df = float(np.unique(units_l.astype(str)).size - 1) if adjusted else math.inf
+    estimate, var, lam_ = _ht_finish(rows, keys.size, mean_a, mean_b, float(da @ da), float(db @ db), float(da @ db),
+                                     lam, nl / rows if adjusted else None, df)
+    return _Fit(estimate=estimate, var=var, lam=lam_, var_human=float("nan"), judge_mean=float("nan"),
+                var_judge=float("nan"), df=df)
 
 
 def ppi_mean_sampled(
@@ -951,44 +1087,45 @@ def ppi_mean_sampled(
         raise ValueError(f"inclusion_labeled has {pi.size} values for {y.size} labelled rows")
     if not (np.isfinite(pi).all() and ((pi > 0) & (pi <= 1)).all()):
         raise ValueError("inclusion_labeled must be probabilities in (0, 1] (a labelled row was drawn with them)")
-    adjusted = adjusted and _bounded(y, f, fu)
     stratified = strata_labeled is not None and strata_unlabeled is not None
     clustered = units_labeled is not None and units_unlabeled is not None
+    sl = _codes(strata_labeled, y.size, "strata_labeled") if stratified else None
+    su = _codes(strata_unlabeled, fu.size, "strata_unlabeled") if stratified else None
+    ul = _codes(units_labeled, y.size, "units_labeled") if clustered else None
+    uu = _codes(units_unlabeled, fu.size, "units_unlabeled") if clustered else None
+    return _sampled_core(y, f, pi, sl, ul, _unlabelled(fu, None, su, uu), lam, level, adjusted)
+
+
+def _sampled_core(y: np.ndarray, f: np.ndarray, pi: np.ndarray, sl: np.ndarray | None, ul: np.ndarray | None,
+                  unl: _Unlabelled, lam: float | None, level: float, adjusted: bool) -> PPIInterval:
+    """:func:`ppi_mean_sampled` from the labelled rows and the unlabelled rows' sums (per stratum and cluster)."""
+    adjusted = _adjusts(adjusted, y, f, unl)
+    stratified = sl is not None
+    clustered = ul is not None and unl.units is not None
     w = 1.0 / pi
-    a = np.concatenate([y * w, np.zeros(fu.size)])
-    b = np.concatenate([f * (1.0 - w), fu])
-    lab = np.concatenate([np.ones(y.size, dtype=bool), np.zeros(fu.size, dtype=bool)])
-    units = None
-    if clustered:
-        units = np.concatenate([_codes(units_labeled, y.size, "units_labeled").astype(str),
-                                _codes(units_unlabeled, fu.size, "units_unlabeled").astype(str)])
-    strata = np.zeros(a.size, dtype=int).astype(str)
-    if stratified:
-        strata = np.concatenate([_codes(strata_labeled, y.size, "strata_labeled").astype(str),
-                                 _codes(strata_unlabeled, fu.size, "strata_unlabeled").astype(str)])
+    keys = np.full(y.size, "0") if sl is None else sl.astype(str)
+    if sl is None:
+        unl = _Unlabelled(np.full(len(unl.sums), "0"), unl.units, unl.sums)
+    n_rows = y.size + float(unl.sums[:, 0].sum())
+    strata = sorted(set(keys.tolist()) | set(unl.strata[unl.sums[:, 0] > 0].tolist()))
     fits: list[tuple[float, _Fit]] = []
-    for h in np.unique(strata):
-        m = strata == h
-        nl = int((m & lab).sum())
+    shares: dict[str, float] = {}
+    for h in strata:
+        m = keys == h
+        part = unl.stratum(h)
+        nl = int(m.sum())
         if nl < 2:
             raise ValueError(f"stratum {str(h)!r} has {nl} labelled row(s); the Horvitz-Thompson PPI needs at least 2 "
                              "in every stratum (label more rows there, or merge strata)")
-        pseudo = None
-        df = math.inf
-        if adjusted:
-            rate = nl / int(m.sum())  # the stratum's mean sampling rate
-            pseudo = (np.array([py / rate for py, _ in _PSEUDO]), np.array([pf * (1 - 1 / rate) for _, pf in _PSEUDO]))
-            df = float((np.unique(units[m & lab]).size if units is not None else nl) - 1)
-        um = None if units is None else units[m]
-        fits.append((int(m.sum()) / a.size, _ht_fit(a[m], b[m], um, lam, pseudo, df)))
+        shares[h] = (nl + float(part.total()[0])) / n_rows
+        fit = _ht_stratum(y[m], f[m], w[m], ul[m] if clustered and ul is not None else None, part, lam, adjusted)
+        fits.append((shares[h], fit))
     estimate, var, lam_mean, df = _combine_strata(fits, adjusted, y.size)
-    keys = strata[: y.size]
-    shares = {str(h): float((strata == h).mean()) for h in np.unique(strata)}
     label_var = _label_variance(y, _strata_weights(keys, shares, w), adjusted)
     method = _method(lam, adjusted, _HT, "stratified" if stratified else "", "clustered" if clustered else "")
     return _interval(
         estimate, var, level=level, lam=lam_mean, tuned=lam is None,
-        n_labeled=y.size, n_unlabeled=fu.size, label_var=label_var, method=method, df=df,
+        n_labeled=y.size, n_unlabeled=int(unl.total()[0]), label_var=label_var, method=method, df=df,
     )
 
 
@@ -1016,59 +1153,69 @@ class _Row(NamedTuple):
 _NAN = float("nan")
 
 
-def _judge_only(f: np.ndarray, units: np.ndarray | None, level: float) -> tuple[float, float, float]:
-    """The judge's mean over every judged row with a normal interval (cluster-robust with ``units``)."""
-    if f.size < 2:
-        return (float(f.mean()) if f.size else _NAN), _NAN, _NAN
-    mean = float(f.mean())
+def _judge_only(f: np.ndarray, units: np.ndarray | None, unl: _Unlabelled, level: float
+                ) -> tuple[float, float, float]:
+    """The judge's mean over every judged row with a normal interval (cluster-robust with ``units``).
+
+    ``f`` and ``units``: the labelled rows' scores and clusters; ``unl``: the unlabelled rows' sums (unit
+    weights; per cluster with ``units``). The standard error is ``sd / sqrt(n)``, or from the clusters'
+    totals of ``f - mean``: ``sqrt(G / (G - 1) sum_g T_g^2)`` with ``T_g = sum_g (f - mean) / n``.
+    """
+    total = unl.total()
+    size = f.size + int(total[0])
+    mean = (float(f.sum()) + float(total[2])) / size if size else _NAN
+    if size < 2:
+        return mean, _NAN, _NAN
     if units is None:
-        se = float(f.std(ddof=1)) / math.sqrt(f.size)
+        dev = f - mean
+        squares = float(dev @ dev) + max(float(total[5]) - 2 * mean * float(total[2]) + float(total[0]) * mean * mean, 0.0)
+        se = math.sqrt(squares / (size - 1)) / math.sqrt(size)
     else:
-        _, inverse = np.unique(units.astype(str), return_inverse=True)
+        flat = unl.flat()
+        unit_keys = np.empty(0, dtype=str) if flat.units is None else flat.units
+        _, inverse = np.unique(np.concatenate([units.astype(str), unit_keys]), return_inverse=True)
         g = int(inverse.max()) + 1
-        totals = np.bincount(inverse, f - mean, minlength=g) / f.size
+        il, iu = inverse[: f.size], inverse[f.size:]
+        totals = (np.bincount(il, f - mean, minlength=g)
+                  + np.bincount(iu, flat.sums[:, 2] - flat.sums[:, 0] * mean, minlength=g)) / size
         se = math.sqrt(g / (g - 1) * float(totals @ totals)) if g > 1 else _NAN
     half = _z(level) * se
     return mean, mean - half, mean + half
 
 
-def _one_cell(
-    y: np.ndarray, f: np.ndarray, labelled: np.ndarray, *, prob: np.ndarray | None, strata: np.ndarray | None,
-    units: np.ndarray | None, lam: float | None, level: float,
+def _cell(
+    y: np.ndarray, f: np.ndarray, prob: np.ndarray | None, strata: np.ndarray | None, units: np.ndarray | None,
+    unl: _Unlabelled, lam: float | None, level: float,
 ) -> tuple[PPIInterval, PPIInterval] | str:
     """The PPI interval and the human-only one (lam = 0) on one slice; a reason text when it cannot be made.
 
-    Unlabelled rows are the judged rows without a label. When the labelled rows were drawn with unequal
-    probabilities (within a stratum, if stratified), the PPI interval is the design-based one over every
-    judged row (:func:`ppi_mean_sampled`, Horvitz-Thompson); the human-only one stays the ``1 / p``-weighted
+    ``y, f, prob, strata, units``: the labelled rows' labels, scores, inclusion probabilities, strata and
+    clusters; ``unl``: the judged rows without a label, as sums (per stratum when ``strata`` is given, per
+    cluster with ``units``). When the labelled rows were drawn with unequal probabilities (within a
+    stratum, if stratified), the PPI interval is the design-based one over every judged row
+    (:func:`ppi_mean_sampled`, Horvitz-Thompson); the human-only one stays the ``1 / p``-weighted
     (Hajek) mean of the labels, which has no judge term to share rows with.
     """
-    n_lab = int(labelled.sum())
+    n_lab = y.size
     if n_lab < 2:
         return f"too few labels ({n_lab})"
     unequal = False
     if prob is not None:
         groups = [np.ones(prob.size, dtype=bool)] if strata is None else [strata == h for h in np.unique(strata)]
-        unequal = any(np.ptp(prob[labelled & g]) > 1e-12 for g in groups if (labelled & g).any())
-    unl = ~labelled
-    if not unl.any():
+        unequal = any(np.ptp(prob[g]) > 1e-12 for g in groups if g.any())
+    if not unl.total()[0]:
         return "every judged row is labelled (use summary on the labels)"
-    args = (y[labelled], f[labelled], f[unl])
-    kw: dict[str, Any] = {"ci": level}
-    if strata is not None:
-        kw.update(strata_labeled=strata[labelled], strata_unlabeled=strata[unl])
-    if units is not None:
-        kw.update(units_labeled=units[labelled], units_unlabeled=units[unl])
     try:
-        ppi = ppi_mean_sampled(*args, prob[labelled], lam=lam, **kw) if unequal and prob is not None else None
-        kw["weights"] = None if prob is None else 1.0 / prob[labelled]
+        ppi = _sampled_core(y, f, prob, strata, units, unl, lam, level, True) if unequal and prob is not None else None
+        r = None if prob is None else 1.0 / prob
         lams = (0.0,) if ppi is not None else (lam, 0.0)
         if strata is not None:
-            made = [ppi_mean_strata(*args, lam=x, **kw) for x in lams]
+            made = [_strata_core(y, f, np.ones(n_lab) if r is None else r, strata, units, unl, x, level, True)
+                    for x in lams]
         elif units is not None:
-            made = [ppi_mean_clustered(*args, lam=x, **kw) for x in lams]
+            made = [_clustered_core(y, f, r, units, unl, x, level, True) for x in lams]
         else:
-            made = [ppi_mean(*args, lam=x, **kw) for x in lams]
+            made = [_mean_core(y, f, r, unl, x, level, True) for x in lams]
     except ValueError as error:
         return str(error)
     if ppi is not None:
@@ -1077,6 +1224,119 @@ def _one_cell(
     if prob is not None:
         made[0].method += ", weighted 1/p"
     return made[0], made[1]
+
+
+def _one_cell(
+    y: np.ndarray, f: np.ndarray, labelled: np.ndarray, *, prob: np.ndarray | None, strata: np.ndarray | None,
+    units: np.ndarray | None, lam: float | None, level: float,
+) -> tuple[PPIInterval, PPIInterval] | str:
+    """:func:`_cell` on one slice's rows (``labelled``: which have a label; unlabelled ones become sums)."""
+    unl = ~labelled
+    sums = _unlabelled(f[unl], None, None if strata is None else strata[unl], None if units is None else units[unl])
+    return _cell(y[labelled], f[labelled], None if prob is None else prob[labelled],
+                 None if strata is None else strata[labelled], None if units is None else units[labelled],
+                 sums, lam, level)
+
+
+class _MetricCells(NamedTuple):
+    """What :func:`ppi_table` needs of one metric: the labelled judged rows and the unlabelled ones' sums.
+
+    ``metric`` as given; ``dropped`` labelled rows without a judge score (left out); ``y, f`` the labels and
+    scores of the labelled judged rows with their ``prob`` (inclusion probability), ``slices`` and
+    ``units`` (text; None when not given); ``unl`` the unlabelled judged rows as sums per slice (``""``
+    without slices) and cluster. A partitioned table makes these per partition and adds them up
+    (:func:`_merge_cells`); the table follows from them alone.
+    """
+
+    metric: Any
+    dropped: int
+    y: np.ndarray
+    f: np.ndarray
+    prob: np.ndarray | None
+    slices: np.ndarray | None
+    units: np.ndarray | None
+    unl: _Unlabelled
+
+
+def _metric_cells(metric: Any, f_all: np.ndarray, y_all: np.ndarray, prob: np.ndarray | None,
+                  slices: np.ndarray | None, units: np.ndarray | None) -> _MetricCells:
+    """One metric's :class:`_MetricCells` from its rows (``f_all``, ``y_all``: NaN when not judged, not labelled)."""
+    keep = ~np.isnan(f_all)
+    missing = np.isnan(y_all)
+    lab, unl = keep & ~missing, keep & missing
+    return _MetricCells(
+        metric, int((~keep & ~missing).sum()), y_all[lab], f_all[lab], None if prob is None else prob[lab],
+        None if slices is None else slices[lab].astype(str), None if units is None else units[lab].astype(str),
+        _unlabelled(f_all[unl], None, None if slices is None else slices[unl], None if units is None else units[unl]),
+    )
+
+
+def _merge_cells(*parts: _MetricCells) -> _MetricCells:
+    """Partitions' :class:`_MetricCells` of one metric as one (rows concatenated, sums added)."""
+    first = parts[0]
+
+    def join(name: str) -> np.ndarray | None:
+        values = [getattr(p, name) for p in parts]
+        return None if values[0] is None else np.concatenate(values)
+
+    return _MetricCells(first.metric, sum(p.dropped for p in parts), np.concatenate([p.y for p in parts]),
+                        np.concatenate([p.f for p in parts]), join("prob"), join("slices"), join("units"),
+                        _merge_unlabelled(*[p.unl for p in parts]))
+
+
+def _table_of_cells(metrics: Sequence[_MetricCells], *, sliced: bool, stratify: bool, lam: float | None,
+                    level: float) -> Any:
+    """:func:`ppi_table`'s table (and warnings) from each metric's :class:`_MetricCells`."""
+    rows: list[_Row] = []
+    low_cells: list[str] = []
+    few_clusters: list[str] = []
+    for cells_of in metrics:
+        metric, unl = cells_of.metric, cells_of.unl
+        if cells_of.dropped:
+            warn(f"ppi_table: {cells_of.dropped} labelled row(s) of {metric!r} have no judge score and are left out")
+        cells: list[tuple[str, Any, bool]] = [("overall", None, sliced and stratify)]
+        if sliced and cells_of.slices is not None:
+            present = set(cells_of.slices.tolist()) | set(unl.strata[unl.sums[:, 0] > 0].tolist())
+            cells += [(str(h), h, False) for h in sorted(present)]
+        for label, key, stratified in cells:
+            m = np.ones(cells_of.y.size, dtype=bool) if key is None else cells_of.slices == key
+            flat = (unl if key is None else unl.stratum(key)).flat()
+            y, f = cells_of.y[m], cells_of.f[m]
+            u = None if cells_of.units is None else cells_of.units[m]
+            p = None if cells_of.prob is None else cells_of.prob[m]
+            strata = cells_of.slices[m] if stratified and cells_of.slices is not None else None
+            made = _cell(y, f, p, strata, u, unl if strata is not None else flat, lam, level)
+            if isinstance(made, str) and strata is not None:
+                warn(f"ppi_table: stratified PPI for {metric!r} overall is not possible ({made}); "
+                     "using unstratified PPI over all rows")
+                made = _cell(y, f, p, None, u, flat, lam, level)
+            judge = _judge_only(f, u, flat, level)
+            n_lab = int(y.size)
+            n_judged = n_lab + int(flat.total()[0])
+            if isinstance(made, str):
+                rows.append(_Row(str(metric), label, n_lab, n_judged, _NAN, _NAN, n_lab < MIN_LABELS, made,
+                                 level, _NAN, _NAN, _NAN, *judge, _NAN, _NAN, _NAN))
+                continue
+            ppi, only = made
+            if ppi.below_min_labels:
+                low_cells.append(f"{metric}/{label} ({n_lab})")
+            if u is not None and (n_clusters := len(np.unique(u))) < MIN_LABELED_CLUSTERS:
+                few_clusters.append(f"{metric}/{label} ({n_clusters})")
+            rows.append(_Row(
+                str(metric), label, n_lab, n_judged, ppi.lam, ppi.effective_labels, ppi.below_min_labels,
+                ppi.method, level, only.estimate, only.low, only.high, *judge, ppi.estimate, ppi.low, ppi.high,
+            ))
+    if low_cells:
+        warn(f"ppi_table: {len(low_cells)} cell(s) have fewer than MIN_LABELS={MIN_LABELS} human labels, where "
+             f"PPI intervals rest on a handful of judge-human disagreements: {', '.join(low_cells[:5])}"
+             f"{' ...' if len(low_cells) > 5 else ''}; review them, do not decide on them")
+    if few_clusters:
+        warn(f"ppi_table: {len(few_clusters)} cell(s) rest on fewer than MIN_LABELED_CLUSTERS={MIN_LABELED_CLUSTERS} "
+             f"labelled clusters, where a cluster-robust interval rests on a handful of conversations (the Wald "
+             f"one covered 80-93% for a nominal 95% below 25; the adjusted one 94% or more on the conversation "
+             f"shapes of benchmarks/ppi.py): {', '.join(few_clusters[:5])}"
+             f"{' ...' if len(few_clusters) > 5 else ''}; label more conversations before deciding on them")
+    return frame_of(rows, PPI_TABLE)
 
 
 def ppi_table(
@@ -1152,56 +1412,9 @@ def ppi_table(
             raise ValueError(f"probability has {prob.size} values for {size} rows")
         if ((prob <= 0) | (prob > 1)).any():
             raise ValueError("inclusion probabilities must lie in (0, 1]")
-    rows: list[_Row] = []
-    low_cells: list[str] = []
-    few_clusters: list[str] = []
-    for metric in judged.columns:
-        f_all = judged[metric].to_numpy(dtype=float)
-        y_all = human[metric].to_numpy(dtype=float)
-        keep = ~np.isnan(f_all)
-        dropped = int((~keep & ~np.isnan(y_all)).sum())
-        if dropped:
-            warn(f"ppi_table: {dropped} labelled row(s) of {metric!r} have no judge score and are left out")
-        cells: list[tuple[str, np.ndarray, bool]] = [("overall", keep, slice_arr is not None and stratify)]
-        if slice_arr is not None:
-            cells += [(str(h), keep & (slice_arr == h), False) for h in sorted(set(slice_arr[keep]))]
-        for label, mask, stratified in cells:
-            f, y = f_all[mask], y_all[mask]
-            labelled = ~np.isnan(y)
-            u = None if unit_arr is None else unit_arr[mask]
-            p = None if prob is None else prob[mask]
-            strata = slice_arr[mask] if stratified and slice_arr is not None else None
-            made = _one_cell(y, f, labelled, prob=p, strata=strata, units=u, lam=lam, level=level)
-            if isinstance(made, str) and strata is not None:
-                warn(f"ppi_table: stratified PPI for {metric!r} overall is not possible ({made}); "
-                     "using unstratified PPI over all rows")
-                made = _one_cell(y, f, labelled, prob=p, strata=None, units=u, lam=lam, level=level)
-            judge = _judge_only(f, u, level)
-            n_lab = int(labelled.sum())
-            if isinstance(made, str):
-                rows.append(_Row(str(metric), label, n_lab, int(f.size), _NAN, _NAN, n_lab < MIN_LABELS, made,
-                                 level, _NAN, _NAN, _NAN, *judge, _NAN, _NAN, _NAN))
-                continue
-            ppi, only = made
-            if ppi.below_min_labels:
-                low_cells.append(f"{metric}/{label} ({n_lab})")
-            if u is not None and (n_clusters := len(np.unique(u[labelled]))) < MIN_LABELED_CLUSTERS:
-                few_clusters.append(f"{metric}/{label} ({n_clusters})")
-            rows.append(_Row(
-                str(metric), label, n_lab, int(f.size), ppi.lam, ppi.effective_labels, ppi.below_min_labels,
-                ppi.method, level, only.estimate, only.low, only.high, *judge, ppi.estimate, ppi.low, ppi.high,
-            ))
-    if low_cells:
-        warn(f"ppi_table: {len(low_cells)} cell(s) have fewer than MIN_LABELS={MIN_LABELS} human labels, where "
-             f"PPI intervals rest on a handful of judge-human disagreements: {', '.join(low_cells[:5])}"
-             f"{' ...' if len(low_cells) > 5 else ''}; review them, do not decide on them")
-    if few_clusters:
-        warn(f"ppi_table: {len(few_clusters)} cell(s) rest on fewer than MIN_LABELED_CLUSTERS={MIN_LABELED_CLUSTERS} "
-             f"labelled clusters, where a cluster-robust interval rests on a handful of conversations (the Wald "
-             f"one covered 80-93% for a nominal 95% below 25; the adjusted one 94% or more on the conversation "
-             f"shapes of benchmarks/ppi.py): {', '.join(few_clusters[:5])}"
-             f"{' ...' if len(few_clusters) > 5 else ''}; label more conversations before deciding on them")
-    return frame_of(rows, PPI_TABLE)
+    parts = [_metric_cells(metric, judged[metric].to_numpy(dtype=float), human[metric].to_numpy(dtype=float), prob,
+                           slice_arr, unit_arr) for metric in judged.columns]
+    return _table_of_cells(parts, sliced=slice_arr is not None, stratify=stratify, lam=lam, level=level)
 
 
 def _subset_summary(
