@@ -103,6 +103,7 @@ EXTRAS: dict[str, str] = {
     "jupyter": "notebooks",
     "dask": "dask",
     "distributed": "dask",
+    "pyspark": "spark",
 }
 """Top-level module name -> the raglab extra that installs it."""
 

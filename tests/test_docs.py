@@ -18,6 +18,7 @@ DOCUMENTED = [
     "raglab", "raglab.accessor", "raglab.metrics", "raglab.metrics.spans", "raglab.stats", "raglab.gate",
     "raglab.agreement", "raglab.sizing", "raglab.sampling", "raglab.io", "raglab.trec", "raglab.evalset", "raglab.runs",
     "raglab.retrieval", "raglab.chunks", "raglab.boundaries", "raglab.abstention", "raglab.simulate", "raglab.monitor", "raglab.dask",
+    "raglab.spark", "raglab.engines",
     "raglab.tripwires", "raglab.judge", "raglab.plots", "raglab.widgets", "raglab.datasets",
     "raglab.datasets.mtrag", "raglab.datasets.clapnq", "raglab.datasets.frank", "raglab.testing", "raglab.cli", "raglab.demo",
 ]

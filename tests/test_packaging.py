@@ -83,6 +83,7 @@ PUBLIC_MODULES = [
     "raglab.tripwires", "raglab.testing", "raglab.datasets", "raglab.datasets.mtrag", "raglab.cli", "raglab.demo",
     "raglab.gate", "raglab.runs", "raglab.retrieval", "raglab.metrics.spans", "raglab.chunks", "raglab.boundaries",
     "raglab.datasets.clapnq", "raglab.simulate", "raglab.monitor", "raglab.dask", "raglab.sampling",
+    "raglab.spark", "raglab.engines",
 ]
 
 

@@ -163,3 +163,29 @@ def test_methods_that_need_the_rows_are_refused_naming_spark(spark, rs) -> None:
 def test_a_pandas_frame_is_refused_with_the_way_to_pandas(rs) -> None:
     with pytest.raises(TypeError, match=r"must be a Spark DataFrame, got DataFrame \(for pandas use rows\.rag\.summary"):
         rs.summary(_scores(10), ["hit@5"])
+
+
+@pytest.mark.parametrize("design", ["uniform", "active"])
+def test_estimate_equals_pandas_and_dask(spark, rs, design: str) -> None:
+    from raglab.sampling import draw
+
+    rng = np.random.default_rng(5)
+    n = 1500
+    conv = np.repeat(np.arange(n), rng.integers(1, 5, n))[:n]
+    truth = (rng.random(n) < 0.7).astype(float)
+    rows = pd.DataFrame({"question_id": [f"t{i}" for i in range(n)], "conv": [f"c{c}" for c in conv],
+                         "topic": rng.choice(["billing", "login"], n),
+                         "faithfulness": np.clip(np.where(rng.random(n) < 0.85, truth, 1 - truth)
+                                                 * 0.8 + 0.2 * rng.random(n), 0, 1)})
+    options = {} if design == "uniform" else {"method": "active", "score": "faithfulness", "threshold": 0.5,
+                                               "floor": 0.3}
+    marked = draw(rows, 200, seed=1, **options)
+    marked["human_f"] = np.where(marked["selected"].to_numpy(), truth, np.nan)
+    kw = dict(human={"faithfulness": "human_f"}, by="topic", units="conv")
+    expected = runs.estimate(marked, **kw)
+    logs = rs.with_attrs(_sdf(spark, marked, 3, 2), marked.attrs)
+    got = logs.rag.estimate(**kw)
+    _assert_same(expected, got)
+    assert got.attrs["raglab"]["estimate"] == expected.attrs["raglab"]["estimate"]
+    on_dask = dd.from_pandas(_shuffled(marked, 4), npartitions=5).rag.estimate(**kw)
+    _assert_same(on_dask, got)

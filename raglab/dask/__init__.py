@@ -13,8 +13,9 @@ from raglab._optional import import_optional
 import_optional("dask.dataframe", extra="dask", purpose="raglab.dask")
 
 from raglab.dask._accessor import DaskRagAccessor  # noqa: E402  (after the extra's check; registers ddf.rag)
-from raglab.dask._api import compare, gate, monitor, over_time, summary  # noqa: E402
+from raglab.dask._api import compare, estimate, gate, monitor, over_time, summary  # noqa: E402
 from raglab.dask._frame import DaskPartitions  # noqa: E402
 from raglab.dask._retrieval import retrieval  # noqa: E402
 
-__all__ = ["DaskPartitions", "DaskRagAccessor", "compare", "gate", "monitor", "over_time", "retrieval", "summary"]
+__all__ = ["DaskPartitions", "DaskRagAccessor", "compare", "estimate", "gate", "monitor", "over_time", "retrieval",
+           "summary"]

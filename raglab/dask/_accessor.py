@@ -21,7 +21,7 @@ class DaskRagAccessor:
     >>> import raglab.dask
     >>> ddf = dd.from_pandas(pd.DataFrame({"hit@5": [1, 0, 1]}), npartitions=2)
     >>> sorted(m for m in dir(ddf.rag) if not m.startswith("_"))
-    ['compare', 'gate', 'monitor', 'over_time', 'retrieval', 'summary']
+    ['compare', 'estimate', 'gate', 'monitor', 'over_time', 'retrieval', 'summary']
     """
 
     def __init__(self, ddf: Any) -> None:
@@ -50,6 +50,12 @@ class DaskRagAccessor:
         from raglab.dask._api import monitor
 
         return monitor(self._ddf, metrics, **options)
+
+    def estimate(self, metrics: Any = None, **options: Any) -> Any:
+        """Prediction-powered estimate from judge scores and a few human labels; see :func:`raglab.dask.estimate`."""
+        from raglab.dask._api import estimate
+
+        return estimate(self._ddf, metrics, **options)
 
     def compare(self, cand: Any, metrics: Any = None, **options: Any) -> Any:
         """Paired comparison with another Dask run by question id; see :func:`raglab.dask.compare`."""

@@ -15,7 +15,40 @@ __all__ = ["DaskPartitions"]
 
 T = TypeVar("T")
 FAN_IN = 8  # statistics added 8 at a time: one task per group, never one task over every partition
-_SHUFFLE = None  # Dask's default: peer-to-peer on a distributed cluster (disk-backed), tasks otherwise
+# Dask's task-based shuffle: its pieces are ordinary task results, which workers spill to disk under a
+# memory limit (the peer-to-peer shuffle's buffers are not, and 1 GB workers died in it at 2x10^7 rows)
+_SHUFFLE = "tasks"
+BUCKET = "__raglab_bucket"  # what the runs are shuffled on: the integer id, or a hash of the id's text
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _text_buckets(text: pd.Series) -> np.ndarray:
+    """A 64-bit hash (as int64) of each string, computed on Arrow's buffers with numpy: no Python object per row.
+
+    Only for partitioning (equal texts, equal hashes); the pairing itself compares the texts.
+    """
+    import pyarrow as pa
+
+    array = pa.array(text.array, type=pa.large_string())
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    array = array.fill_null("")
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset:array.offset + len(array) + 1]
+    lengths = np.diff(offsets).astype(np.int64)
+    data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]] if lengths.sum() else \
+        np.zeros(0, dtype=np.uint8)
+    start = offsets[:-1] - offsets[0]
+    hashed = np.zeros(len(array), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        live = np.arange(len(array))
+        for j in range(int(lengths.max(initial=0))):  # one pass per byte position: memory stays O(rows)
+            live = live[lengths[live] > j]
+            hashed[live] = hashed[live] * _MIX + (data[start[live] + j].astype(np.uint64) + np.uint64(1))
+        hashed ^= lengths.astype(np.uint64) * _MIX
+        hashed ^= hashed >> np.uint64(31)
+        hashed *= np.uint64(0xBF58476D1CE4E5B9)
+        hashed ^= hashed >> np.uint64(29)
+    return hashed.view(np.int64)
 
 
 def _keyed(part: pd.DataFrame, on: str, columns: list[str], side: int, suffix: str, integer: bool) -> pd.DataFrame:
@@ -23,7 +56,8 @@ def _keyed(part: pd.DataFrame, on: str, columns: list[str], side: int, suffix: s
 
     ``KEY`` is the id itself (int64) when both runs' ids are integers, else its text as Arrow strings
     (7 and "7" pair, as on pandas); either is compact to shuffle, and no Python string is made per row
-    (millions of small objects fragment a worker's memory past its limit).
+    (millions of small objects fragment a worker's memory past its limit). ``BUCKET``, the integer the
+    runs are shuffled on, is the id or a hash of its text (:func:`_text_buckets`).
     """
     out = part[columns].rename(columns={c: c + suffix for c in columns}) if suffix else part[columns].copy()
     ids = part[on]
@@ -35,6 +69,7 @@ def _keyed(part: pd.DataFrame, on: str, columns: list[str], side: int, suffix: s
         out[KEY] = pd.Series(pd.arrays.ArrowStringArray(pa.array(ids.to_numpy()).cast(pa.string())), index=out.index)
     else:
         out[KEY] = ids.astype(str).astype("string[pyarrow]")
+    out[BUCKET] = out[KEY].to_numpy() if integer else _text_buckets(out[KEY])
     out[SIDE] = np.int8(side)
     return out
 
@@ -100,7 +135,7 @@ class DaskPartitions(Partitions):
             # only the key and the needed columns travel; each run is shuffled on its own (no rows widened
             # by the other run's columns), and equal keys land in the same numbered partition of both
             keyed = read.map_partitions(_keyed, id_column, chosen, number, suffix, integer, meta=meta)
-            return keyed.shuffle(KEY, npartitions=n, shuffle_method=_SHUFFLE)
+            return keyed.shuffle(BUCKET, npartitions=n, shuffle_method=_SHUFFLE)
 
         left = side(self.ddf, on, columns, 0, "")
         right = side(other.ddf, other_on, other_columns, 1, CAND)
@@ -114,4 +149,4 @@ class DaskPartitions(Partitions):
 
 def _stack(left: pd.DataFrame, right: pd.DataFrame) -> pd.DataFrame:
     """Partition ``i`` of both shuffled runs as one frame (each side's rows miss the other's columns)."""
-    return pd.concat([left, right], ignore_index=True)
+    return pd.concat([left.drop(columns=BUCKET), right.drop(columns=BUCKET)], ignore_index=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import is_bool_dtype, is_integer_dtype
 
 from raglab import _partition
 from raglab._columns import _by_columns, _metric_names, _missing, _paired_labels, _resolve_units, _score_frame
@@ -44,6 +45,23 @@ def _works(engine: str) -> str:
     return f"the methods that work on {engine} are {['auto (pass/fail metrics)', *_partition.PAIRED_METHODS]}"
 
 
+def _key_codes(keys: pd.Series) -> np.ndarray:
+    """An integer per row, equal exactly where the ids are equal: the ids themselves when they are integers,
+    else the codes of Arrow's dictionary encoding of their texts (no Python string per row)."""
+    import pyarrow as pa
+
+    if is_integer_dtype(keys.dtype) and not is_bool_dtype(keys.dtype):
+        return keys.to_numpy(dtype=np.int64)
+    try:
+        array = pa.array(keys.array, type=pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # objects that are not strings: their text
+        array = pa.array(keys.astype(str).to_numpy(dtype=object), type=pa.large_string())
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    array = array.fill_null("<NA>")  # a missing id (Spark's null) is one id, as pandas' text of it is
+    return array.dictionary_encode().indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 def _pair_partition(part: pd.DataFrame, number: int, names: list[str], by: list[str], by_base: list[str],
                     by_cand: list[str], on: str, n_resamples: int, seed: int, caller_name: str,
                     engine: str, cluster: str | None = None) -> tuple[Any, ...]:
@@ -52,25 +70,30 @@ def _pair_partition(part: pd.DataFrame, number: int, names: list[str], by: list[
     _CALLER = caller_name
     try:
         side = part[SIDE].to_numpy()
-        # the id's text (KEY) stands for the id column in both runs: messages and the bootstrap's keys use it
-        base_rows = part.loc[side == 0, [KEY, *dict.fromkeys([*names, *by_base])]]
-        cand_rows = part.loc[side == 1, [KEY, *(c + CAND for c in dict.fromkeys([*names, *by_cand]))]]
-        for rows, run in ((base_rows, "baseline"), (cand_rows, "candidate")):
-            repeated = rows[KEY][rows[KEY].duplicated(keep=False)]
+        codes = _key_codes(part[KEY])  # equal ids, equal codes: the pairing compares integers, not texts
+        rows_of = {"baseline": np.flatnonzero(side == 0), "candidate": np.flatnonzero(side == 1)}
+        for run, rows in rows_of.items():
+            seen = pd.Series(codes[rows])
+            repeated = part[KEY].iloc[rows[seen.duplicated(keep=False).to_numpy()]]
             if len(repeated):
                 raise RowTableError(
                     f"{_CALLER}: question ids in {on!r} repeat within the {run} run ({repeated.nunique()} id(s) "
                     f"here, e.g. {str(repeated.iloc[0])!r}); each question must have one row per run to be "
                     "paired.", column=on)
-        joined = base_rows.merge(cand_rows, on=KEY, how="outer", indicator=True)
-        where = joined["_merge"].to_numpy()
-        base_only = joined.loc[where == "left_only", KEY].astype(str).tolist()
-        cand_only = joined.loc[where == "right_only", KEY].astype(str).tolist()
-        paired = joined[where == "both"].sort_values(KEY, kind="stable").reset_index(drop=True)
-        ids = paired[KEY].astype(object).rename(on)
-        base = pd.concat([ids, paired[list(dict.fromkeys([*names, *by_base]))]], axis=1)
-        cand = pd.concat([ids, paired[[c + CAND for c in dict.fromkeys([*names, *by_cand])]]], axis=1)
-        cand.columns = [on, *(c[: -len(CAND)] for c in cand.columns[1:])]
+        b, c = rows_of["baseline"], rows_of["candidate"]
+        order = np.argsort(codes[c], kind="stable")
+        sorted_c = codes[c][order]
+        at = np.minimum(np.searchsorted(sorted_c, codes[b]), max(len(c) - 1, 0))
+        found = (sorted_c[at] == codes[b]) if len(c) else np.zeros(len(b), dtype=bool)
+        matched_c = c[order[at[found]]]
+        base_only = part[KEY].iloc[b[~found]].astype(str).tolist()
+        cand_only = part[KEY].iloc[np.setdiff1d(c, matched_c)].astype(str).tolist()
+        ids = part[KEY].iloc[b[found]].rename(on).reset_index(drop=True)  # the id's text stands for the id
+        base = pd.concat([ids, part[list(dict.fromkeys([*names, *by_base]))].iloc[b[found]].reset_index(drop=True)],
+                         axis=1)
+        cand = pd.concat([ids, part[[x + CAND for x in dict.fromkeys([*names, *by_cand])]].iloc[matched_c]
+                          .reset_index(drop=True)], axis=1)
+        cand.columns = [on, *(x[: -len(CAND)] for x in cand.columns[1:])]
         values = {}
         for side, frame in (("baseline", base), ("candidate", cand)):
             scores = _score_frame(frame, names, _CALLER, id_column=on, side=side).to_numpy(dtype=float)

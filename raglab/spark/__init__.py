@@ -17,6 +17,7 @@ import_optional("pyspark.sql", extra="spark", purpose="raglab.spark")
 from raglab.spark._api import (  # noqa: E402  (after the extra's check)
     SparkRagAccessor,
     compare,
+    estimate,
     gate,
     monitor,
     over_time,
@@ -28,5 +29,5 @@ from raglab.spark._frame import SparkPartitions  # noqa: E402
 
 register()  # sdf.rag
 
-__all__ = ["SparkPartitions", "SparkRagAccessor", "attrs_of", "compare", "gate", "monitor", "over_time", "summary",
-           "with_attrs"]
+__all__ = ["SparkPartitions", "SparkRagAccessor", "attrs_of", "compare", "estimate", "gate", "monitor", "over_time",
+           "summary", "with_attrs"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pandas as pd
@@ -9,20 +10,20 @@ import pandas as pd
 from raglab import engines
 from raglab.spark._frame import SparkPartitions
 
-__all__ = ["SparkRagAccessor", "compare", "gate", "monitor", "over_time", "register", "summary"]
+__all__ = ["SparkRagAccessor", "compare", "estimate", "gate", "monitor", "over_time", "register", "summary"]
+
+
+def _connect_classes() -> tuple[type, ...]:
+    """Spark Connect's DataFrame class when a Connect session has loaded it (importing it here would
+    load Connect's dependencies, and their warnings, for every classic user)."""
+    module = sys.modules.get("pyspark.sql.connect.dataframe")
+    return (module.DataFrame,) if module is not None and hasattr(module, "DataFrame") else ()
 
 
 def _frame(sdf: Any, name: str, what: str = "the table") -> SparkPartitions:
     from pyspark.sql import DataFrame
 
-    kinds: tuple[type, ...] = (DataFrame,)
-    try:  # a Spark Connect session's DataFrames are another class
-        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
-
-        kinds += (ConnectDataFrame,)
-    except Exception:  # pragma: no cover  (Spark Connect's own dependencies are not installed)
-        pass
-    if not isinstance(sdf, kinds):
+    if not isinstance(sdf, (DataFrame, *_connect_classes())):
         raise TypeError(f"raglab.spark.{name}: {what} must be a Spark DataFrame, got {type(sdf).__name__} (for pandas "
                         f"use rows.rag.{name}; for Dask, raglab.dask)")
     return SparkPartitions(sdf)
@@ -63,6 +64,27 @@ def compare(sdf_base: Any, sdf_cand: Any, metrics: Any = None, **options: Any) -
     """
     return engines.compare(_frame(sdf_base, "compare", "the baseline"), _frame(sdf_cand, "compare", "the candidate"),
                            metrics, **options)
+
+
+def estimate(sdf: Any, metrics: Any = None, **options: Any) -> pd.DataFrame:
+    """Prediction-powered estimate of a human-labelled metric on a Spark DataFrame (``sdf.rag.estimate``):
+    the table :func:`raglab.runs.estimate` makes. Keywords as :func:`raglab.engines.estimate` (``human=``
+    is required); a recorded label draw is read from the table's raglab record (:func:`raglab.spark.with_attrs`).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import raglab.spark
+    >>> rng = np.random.default_rng(0)
+    >>> truth = (rng.random(2000) < 0.7).astype(float)
+    >>> rows = pd.DataFrame({"question_id": [f"q{i}" for i in range(2000)],
+    ...                      "faithfulness": np.where(rng.random(2000) < 0.85, truth, 1 - truth),
+    ...                      "human_faithful": np.where(rng.random(2000) < 0.1, truth, np.nan)})
+    >>> table = spark.createDataFrame(rows).rag.estimate("faithfulness", human="human_faithful")  # doctest: +SKIP
+    >>> table[["metric", "slice", "n_labeled", "n_judged"]].values.tolist()  # doctest: +SKIP
+    [['faithfulness', 'overall', 212, 2000]]
+    """
+    return engines.estimate(_frame(sdf, "estimate"), metrics, **options)
 
 
 def gate(sdf_base: Any, sdf_cand: Any, **options: Any) -> Any:
@@ -130,7 +152,7 @@ class SparkRagAccessor:
     --------
     >>> import raglab.spark
     >>> sorted(m for m in dir(raglab.spark.SparkRagAccessor) if not m.startswith("_"))
-    ['compare', 'gate', 'monitor', 'over_time', 'summary']
+    ['compare', 'estimate', 'gate', 'monitor', 'over_time', 'summary']
     """
 
     def __init__(self, sdf: Any) -> None:
@@ -139,6 +161,10 @@ class SparkRagAccessor:
     def summary(self, metrics: Any = None, **options: Any) -> pd.DataFrame:
         """Mean and interval per metric and slice; see :func:`raglab.spark.summary`."""
         return summary(self._sdf, metrics, **options)
+
+    def estimate(self, metrics: Any = None, **options: Any) -> pd.DataFrame:
+        """Prediction-powered estimate from judge scores and a few human labels; see :func:`raglab.spark.estimate`."""
+        return estimate(self._sdf, metrics, **options)
 
     def compare(self, cand: Any, metrics: Any = None, **options: Any) -> pd.DataFrame:
         """Paired comparison with another Spark run by question id; see :func:`raglab.spark.compare`."""
@@ -161,12 +187,5 @@ def register() -> None:
     """Put ``rag`` on Spark's DataFrame classes (classic and, when installed, Spark Connect's)."""
     from pyspark.sql import DataFrame
 
-    classes: list[type] = [DataFrame]
-    try:
-        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
-
-        classes.append(ConnectDataFrame)
-    except Exception:  # pragma: no cover  (Spark Connect's own dependencies are not installed)
-        pass
-    for cls in classes:
+    for cls in (DataFrame, *_connect_classes()):
         cls.rag = property(SparkRagAccessor, doc="raglab on this Spark DataFrame (see raglab.spark)")  # type: ignore[attr-defined]

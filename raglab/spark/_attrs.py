@@ -23,7 +23,7 @@ __all__ = ["attrs_of", "column", "with_attrs"]
 def with_attrs(sdf: Any, attrs: Mapping[str, Any]) -> Any:
     """``sdf`` with the raglab record of ``attrs`` (``attrs["raglab"]``, as in pandas' ``df.attrs``) attached.
 
-    The record is checked to be JSON (as :func:`raglab._meta.storable_meta` does for files) and stored
+    The record is checked to be JSON (as ``raglab._meta.storable_meta`` does for files) and stored
     as JSON text in the metadata of the first column (``Column.alias(name, metadata=...)``, which is
     what ``DataFrame.withMetadata`` does, for any column name), next to any metadata the column already has.
     Other columns' records (from an earlier join or union) are removed, so :func:`attrs_of` reads

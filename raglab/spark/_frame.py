@@ -227,7 +227,7 @@ class SparkPartitions(Partitions):
     """A Spark DataFrame as pandas partitions: the Spark engine of :mod:`raglab.engines`.
 
     ``fn`` runs on the executors through ``mapInPandas``, once per Spark partition, on the whole
-    partition as one pandas frame (index ``0..n-1``; columns and dtypes as :attr:`meta`; ``attrs`` the
+    partition as one pandas frame (index ``0..n-1``; columns and dtypes as ``meta``; ``attrs`` the
     record); its result comes back pickled. Empty partitions are called too (Spark runs a task for
     each partition), so ``combine`` sees every partition; a DataFrame with no partitions at all
     (Spark's plan for a filter that keeps nothing, say) is one empty partition, numbered 0, run on
