@@ -165,6 +165,7 @@ def test_a_pandas_frame_is_refused_with_the_way_to_pandas(rs) -> None:
         rs.summary(_scores(10), ["hit@5"])
 
 
+@pytest.mark.filterwarnings("ignore:ppi_table. . cell.s. have fewer than MIN_LABELS")
 @pytest.mark.parametrize("design", ["uniform", "active"])
 def test_estimate_equals_pandas_and_dask(spark, rs, design: str) -> None:
     from raglab.sampling import draw
