@@ -190,3 +190,43 @@ def test_estimate_equals_pandas_and_dask(spark, rs, design: str) -> None:
     assert got.attrs["raglab"]["estimate"] == expected.attrs["raglab"]["estimate"]
     on_dask = dd.from_pandas(_shuffled(marked, 4), npartitions=5).rag.estimate(**kw)
     _assert_same(on_dask, got)
+
+
+def test_retrieval_equals_pandas_with_ids_and_graded_gold(spark, rs) -> None:
+    rng = np.random.default_rng(2)
+    n = 60
+    docs = [f"d{i}" for i in range(30)]
+    rows = pd.DataFrame({
+        "question_id": [f"q{i}" for i in range(n)],
+        "retrieved": [list(rng.choice(docs, int(rng.integers(0, 8)), replace=False)) for _ in range(n)],
+        "gold": [list(rng.choice(docs, int(rng.integers(1, 4)), replace=False)) for _ in range(n)],
+    })
+    expected = runs_retrieval(rows, k=[1, 5])
+    got = spark.createDataFrame(rows).repartition(3).rag.retrieval(k=[1, 5]).toPandas()
+    got = got.set_index("question_id").loc[rows["question_id"]].reset_index()
+    new = [c for c in expected.columns if c not in rows.columns]
+    assert [c for c in got.columns if c not in rows.columns] == new
+    _assert_same(expected[new], got[new])
+    graded = rows.assign(gold=[{d: int(rng.integers(1, 4)) for d in g} for g in rows["gold"]])
+    expected = runs_retrieval(graded, k=5, gain="linear")
+    from pyspark.sql import types as T
+
+    schema = T.StructType([T.StructField("question_id", T.StringType()),
+                           T.StructField("retrieved", T.ArrayType(T.StringType())),
+                           T.StructField("gold", T.MapType(T.StringType(), T.LongType()))])  # graded: a map
+    got = spark.createDataFrame(graded, schema).rag.retrieval(k=5, gain="linear").toPandas()
+    got = got.set_index("question_id").loc[rows["question_id"]].reset_index()
+    _assert_same(expected[["ndcg@5", "recall@5"]], got[["ndcg@5", "recall@5"]])
+
+
+def test_retrieval_refuses_a_missing_column_before_any_work(spark, rs) -> None:
+    from raglab._errors import MissingColumnError
+
+    with pytest.raises(MissingColumnError, match="gold"):
+        spark.createDataFrame(pd.DataFrame({"question_id": ["q1"], "retrieved": [["d1"]]})).rag.retrieval(k=1)
+
+
+def runs_retrieval(rows: pd.DataFrame, **kw):
+    from raglab.retrieval import retrieval
+
+    return retrieval(rows, **kw)

@@ -26,8 +26,9 @@ from raglab.spark._api import (  # noqa: E402  (after the extra's check)
 )
 from raglab.spark._attrs import attrs_of, with_attrs  # noqa: E402
 from raglab.spark._frame import SparkPartitions  # noqa: E402
+from raglab.spark._retrieval import retrieval  # noqa: E402
 
 register()  # sdf.rag
 
 __all__ = ["SparkPartitions", "SparkRagAccessor", "attrs_of", "compare", "estimate", "gate", "monitor", "over_time",
-           "summary", "with_attrs"]
+           "retrieval", "summary", "with_attrs"]

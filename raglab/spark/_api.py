@@ -152,11 +152,17 @@ class SparkRagAccessor:
     --------
     >>> import raglab.spark
     >>> sorted(m for m in dir(raglab.spark.SparkRagAccessor) if not m.startswith("_"))
-    ['compare', 'estimate', 'gate', 'monitor', 'over_time', 'summary']
+    ['compare', 'estimate', 'gate', 'monitor', 'over_time', 'retrieval', 'summary']
     """
 
     def __init__(self, sdf: Any) -> None:
         self._sdf = sdf
+
+    def retrieval(self, k: Any = 5, **options: Any) -> Any:
+        """Retrieval metrics per question, partition by partition; see :func:`raglab.spark.retrieval`."""
+        from raglab.spark._retrieval import retrieval
+
+        return retrieval(self._sdf, k, **options)
 
     def summary(self, metrics: Any = None, **options: Any) -> pd.DataFrame:
         """Mean and interval per metric and slice; see :func:`raglab.spark.summary`."""
