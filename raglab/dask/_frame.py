@@ -57,7 +57,7 @@ def _keyed(part: pd.DataFrame, on: str, columns: list[str], side: int, suffix: s
     ``KEY`` is the id itself (int64) when both runs' ids are integers, else its text as Arrow strings
     (7 and "7" pair, as on pandas); either is compact to shuffle, and no Python string is made per row
     (millions of small objects fragment a worker's memory past its limit). ``BUCKET``, the integer the
-    runs are shuffled on, is the id or a hash of its text (:func:`_text_buckets`).
+    runs are shuffled on when the ids are texts, is a hash of the text (:func:`_text_buckets`).
     """
     out = part[columns].rename(columns={c: c + suffix for c in columns}) if suffix else part[columns].copy()
     ids = part[on]
@@ -69,7 +69,8 @@ def _keyed(part: pd.DataFrame, on: str, columns: list[str], side: int, suffix: s
         out[KEY] = pd.Series(pd.arrays.ArrowStringArray(pa.array(ids.to_numpy()).cast(pa.string())), index=out.index)
     else:
         out[KEY] = ids.astype(str).astype("string[pyarrow]")
-    out[BUCKET] = out[KEY].to_numpy() if integer else _text_buckets(out[KEY])
+    if not integer:  # integer ids are shuffled on themselves
+        out[BUCKET] = _text_buckets(out[KEY])
     out[SIDE] = np.int8(side)
     return out
 
@@ -135,7 +136,7 @@ class DaskPartitions(Partitions):
             # only the key and the needed columns travel; each run is shuffled on its own (no rows widened
             # by the other run's columns), and equal keys land in the same numbered partition of both
             keyed = read.map_partitions(_keyed, id_column, chosen, number, suffix, integer, meta=meta)
-            return keyed.shuffle(BUCKET, npartitions=n, shuffle_method=_SHUFFLE)
+            return keyed.shuffle(KEY if integer else BUCKET, npartitions=n, shuffle_method=_SHUFFLE)
 
         left = side(self.ddf, on, columns, 0, "")
         right = side(other.ddf, other_on, other_columns, 1, CAND)
@@ -149,4 +150,5 @@ class DaskPartitions(Partitions):
 
 def _stack(left: pd.DataFrame, right: pd.DataFrame) -> pd.DataFrame:
     """Partition ``i`` of both shuffled runs as one frame (each side's rows miss the other's columns)."""
-    return pd.concat([left.drop(columns=BUCKET), right.drop(columns=BUCKET)], ignore_index=True)
+    return pd.concat([left.drop(columns=BUCKET, errors="ignore"), right.drop(columns=BUCKET, errors="ignore")],
+                     ignore_index=True)

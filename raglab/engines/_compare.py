@@ -86,8 +86,10 @@ def _pair_partition(part: pd.DataFrame, number: int, names: list[str], by: list[
         at = np.minimum(np.searchsorted(sorted_c, codes[b]), max(len(c) - 1, 0))
         found = (sorted_c[at] == codes[b]) if len(c) else np.zeros(len(b), dtype=bool)
         matched_c = c[order[at[found]]]
+        met = np.zeros(len(c), dtype=bool)
+        met[order[at[found]]] = True
         base_only = part[KEY].iloc[b[~found]].astype(str).tolist()
-        cand_only = part[KEY].iloc[np.setdiff1d(c, matched_c)].astype(str).tolist()
+        cand_only = part[KEY].iloc[c[~met]].astype(str).tolist()
         ids = part[KEY].iloc[b[found]].rename(on).reset_index(drop=True)  # the id's text stands for the id
         base = pd.concat([ids, part[list(dict.fromkeys([*names, *by_base]))].iloc[b[found]].reset_index(drop=True)],
                          axis=1)
