@@ -39,6 +39,7 @@ from raglab.stats.tests import holm
 __all__ = ["compare", "gate"]
 
 _SHOWN = 5  # ids shown in an error
+_KEPT = 50  # unpaired ids kept in the comparison's record
 
 
 def _works(engine: str) -> str:
@@ -88,8 +89,9 @@ def _pair_partition(part: pd.DataFrame, number: int, names: list[str], by: list[
         matched_c = c[order[at[found]]]
         met = np.zeros(len(c), dtype=bool)
         met[order[at[found]]] = True
-        base_only = part[KEY].iloc[b[~found]].astype(str).tolist()
-        cand_only = part[KEY].iloc[c[~met]].astype(str).tolist()
+        only_b, only_c = b[~found], c[~met]  # counted in full, named by their first 50 (the error's examples)
+        base_only = part[KEY].iloc[only_b[:_KEPT]].astype(str).tolist()
+        cand_only = part[KEY].iloc[only_c[:_KEPT]].astype(str).tolist()
         ids = part[KEY].iloc[b[found]].rename(on).reset_index(drop=True)  # the id's text stands for the id
         base = pd.concat([ids, part[list(dict.fromkeys([*names, *by_base]))].iloc[b[found]].reset_index(drop=True)],
                          axis=1)
@@ -113,12 +115,12 @@ def _pair_partition(part: pd.DataFrame, number: int, names: list[str], by: list[
         raise in_partition(exc, number, engine) from None
     stats = _partition.pair_stats(values["baseline"], values["candidate"], names, slices, base[on], n_resamples, seed,
                                   units=units)
-    return stats, base_only[:50], cand_only[:50], len(base_only), len(cand_only)
+    return stats, base_only, cand_only, len(only_b), len(only_c)
 
 
 def _combine(*parts: tuple[Any, ...]) -> tuple[Any, ...]:
-    return (_partition.combine_pairs(*(p[0] for p in parts)), [i for p in parts for i in p[1]][:50],
-            [i for p in parts for i in p[2]][:50], sum(p[3] for p in parts), sum(p[4] for p in parts))
+    return (_partition.combine_pairs(*(p[0] for p in parts)), [i for p in parts for i in p[1]][:_KEPT],
+            [i for p in parts for i in p[2]][:_KEPT], sum(p[3] for p in parts), sum(p[4] for p in parts))
 
 
 def _refuse(method: str, frame: Partitions, caller_name: str) -> None:
