@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import pandas as pd
 
-from raglab.engines._frames import in_partition
+from raglab.engines._retrieval import score_partition
 
 __all__ = ["retrieval"]
 
@@ -17,15 +16,8 @@ _CALLER = "ddf.rag.retrieval"
 def _score_partition(part: pd.DataFrame, options: dict[str, Any], columns: list[str],
                      partition_info: dict[str, Any] | None = None) -> pd.DataFrame:
     """:func:`raglab.retrieval.retrieval` on one partition; an error names the partition."""
-    from raglab.retrieval import retrieval as _retrieval
-
     number = (partition_info or {}).get("number", "?")
-    try:
-        with warnings.catch_warnings():  # a partition's longest list is not the table's: that check is not run here
-            warnings.filterwarnings("ignore", message=r".*is larger than the longest list", category=UserWarning)
-            scored = _retrieval(part, **options)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise in_partition(exc, number, "Dask") from None  # type: ignore[arg-type]
+    scored = score_partition(part, number, "Dask", options)
     if list(scored.columns) != columns:
         raise RuntimeError(f"{_CALLER}: partition {number} gave columns {list(scored.columns)}, not the {columns} "
                            "the empty table gave (the gold's kind, spans or ids, could not be seen from an empty "

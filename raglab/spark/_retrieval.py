@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from raglab.engines._frames import in_partition
+from raglab.engines._retrieval import score_partition
 from raglab.spark._frame import SparkPartitions, conform
 
 __all__ = ["retrieval"]
@@ -23,8 +22,6 @@ def _score_batches(batches: Iterator[pd.DataFrame], options: dict[str, Any], new
     """On an executor: each Arrow batch's rows scored by :func:`raglab.retrieval.retrieval` (row-wise)."""
     from pyspark import TaskContext
 
-    from raglab.retrieval import retrieval as _retrieval
-
     context = TaskContext.get()
     number = context.partitionId() if context is not None else 0
     for batch in batches:
@@ -33,12 +30,7 @@ def _score_batches(batches: Iterator[pd.DataFrame], options: dict[str, Any], new
         part = conform(batch.reset_index(drop=True), meta)
         for column in maps:  # Arrow gives a map as (key, value) pairs; graded gold is a dict id -> grade
             part[column] = [dict(cell) if cell is not None else None for cell in part[column]]
-        try:
-            with warnings.catch_warnings():  # a batch's longest list is not the table's
-                warnings.filterwarnings("ignore", message=r".*is larger than the longest list", category=UserWarning)
-                scored = _retrieval(part, **options)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise in_partition(exc, number, "Spark") from None
+        scored = score_partition(part, number, "Spark", options)
         out = batch.reset_index(drop=True)
         for column in new:
             out[column] = scored[column].to_numpy(dtype=float)
