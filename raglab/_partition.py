@@ -27,8 +27,7 @@ import numpy as np
 import pandas as pd
 
 from raglab._registry import metric_info
-from raglab._validation import warn
-from raglab.stats._engine import MIN_CLUSTERS, OVERALL, _slice_codes
+from raglab.stats._engine import OVERALL, _slice_codes, usable_cells
 from raglab.stats.estimators import Proportion
 from raglab.stats.intervals import _wilson_bounds, proportion_interval
 from raglab.stats.results import SUMMARY, IntervalKind, SummaryRow, frame_of
@@ -625,17 +624,10 @@ def compare_rows(stats: PairStats, method: str, level: float = 0.95, n_permutati
     settings = Settings(method=method, level=level, n_resamples=stats.n_resamples, seed=stats.seed,
                         n_permutations=n_permutations)
     clustered = stats.clusters is not None
-    units = n >= 2
     n_clusters: np.ndarray | None = None
     if clustered:
         n_clusters = np.array([[np.unique(np.concatenate([stats.clusters[i][j] for i in members])).size
                                 for j in range(k)] for members in groups])
-        units = n_clusters >= MIN_CLUSTERS
-        if ((n_clusters >= 2) & ~units).any():
-            counts = sorted({int(c) for c in n_clusters[(n_clusters >= 2) & ~units]})
-            warn(f"units=: some rows rest on only {counts} clusters; a cluster bootstrap needs at least "
-                 f"{MIN_CLUSTERS} to say anything about sampling error, so those rows get no interval (a gate "
-                 "sends them to review). Use finer clusters, fewer slices, or no units=.", UserWarning)
         if method == "score":
             raise ValueError("compare: method='score' is Tango's interval for pass/fail metrics without clusters; "
                              "with clusters use method='poisson' (the Poisson bootstrap keyed by the cluster)")
@@ -659,7 +651,8 @@ def compare_rows(stats: PairStats, method: str, level: float = 0.95, n_permutati
         total = type(stacked[0])(np.concatenate([s.weight for s in stacked]),
                                  tuple(t for s in stacked for t in s.terms))
         replicates = _poisson_replicates(total, stats.grouped)
-        block = _poisson_block(list(range(k)), replicates, units, binary, clustered, down, up, settings)
+        usable = usable_cells(n if n_clusters is None else n_clusters, clustered)
+        block = _poisson_block(list(range(k)), replicates, usable, binary, clustered, down, up, settings)
         low, high, p_value, p_decrease, p_increase = (block.low, block.high, block.p_value, block.p_decrease,
                                                       block.p_increase)
         label, kind, n_resamples, seeds = block.label, block.kind, block.n_resamples, list(block.seeds)

@@ -200,6 +200,28 @@ def _row_skewness(diffs: np.ndarray, codes: np.ndarray, n_groups: int, grouped: 
 _HEAVY = 8  # a profile shared by this many units is one multinomial cell; rarer ones are drawn unit by unit
 #: Below this many clusters a cluster-bootstrap interval is not reported (and a gate row is review).
 MIN_CLUSTERS = 10
+
+
+def usable_cells(units: Any, clustered: bool) -> np.ndarray:
+    """Which cells have enough resampling units for an interval: 2 questions, or ``MIN_CLUSTERS`` clusters.
+
+    One question (or cluster) says nothing about sampling error, and a cluster bootstrap over a handful
+    of clusters gives intervals far too narrow: those cells get none, and a warning names the counts.
+
+    Examples
+    --------
+    >>> usable_cells([1, 2, 30], clustered=False).tolist()
+    [False, True, True]
+    """
+    units = np.asarray(units)
+    usable = units >= (MIN_CLUSTERS if clustered else 2)
+    short = (units >= 2) & ~usable
+    if clustered and short.any():
+        counts = sorted({int(c) for c in units[short]})
+        warn(f"units=: some rows rest on only {counts} clusters; a cluster bootstrap needs at least "
+             f"{MIN_CLUSTERS} to say anything about sampling error, so those rows get no interval (a gate "
+             "sends them to review). Use finer clusters, fewer slices, or no units=.", UserWarning)
+    return usable
 _CHUNK_BYTES = 32 * 2**20  # memory for one chunk of resampled counts
 
 
@@ -677,19 +699,7 @@ def _bootstrap_cells(
     constant = _cell_extremes(values, codes, n_groups, grouped, engine)
     levels = _expanded_levels(engine.units_per_cell, level) if expand else level
     low, high = _bootstrap_bounds(boot, engine.theta, levels, method, accel, constant)
-    too_few = engine.units_per_cell < 2  # one question (or cluster) says nothing about sampling error
-    if engine.clustered:
-        # A cluster bootstrap over a handful of clusters gives intervals far too narrow: give none.
-        few = (engine.units_per_cell < MIN_CLUSTERS) & ~too_few
-        if few.any():
-            counts = sorted({int(c) for c in np.asarray(engine.units_per_cell)[few]})
-            warn(
-                f"units=: some rows rest on only {counts} clusters; a cluster bootstrap needs at least "
-                f"{MIN_CLUSTERS} to say anything about sampling error, so those rows get no interval (a gate "
-                "sends them to review). Use finer clusters, fewer slices, or no units=.",
-                UserWarning,
-            )
-        too_few = too_few | few
+    too_few = ~usable_cells(engine.units_per_cell, engine.clustered)
     low[too_few] = high[too_few] = np.nan
     return engine, boot, low, high
 

@@ -50,7 +50,6 @@ from scipy import stats as _sps
 from raglab._registry import metric_info
 from raglab._validation import warn
 from raglab.stats._engine import (
-    MIN_CLUSTERS,
     OVERALL,
     _boot_label,
     _bootstrap_cells,
@@ -61,6 +60,7 @@ from raglab.stats._engine import (
     _row_sums,
     _slice_codes,
     _unit_codes,
+    usable_cells,
 )
 from raglab.stats.intervals import (
     _BETTING_LABEL,
@@ -962,12 +962,7 @@ class PoissonBootstrap(PairedEstimator):
                               settings.n_resamples)
         replicates = _poisson_replicates(sums, layout.grouped)
         units = shared.engine.units_per_cell[:, cols]
-        usable = units >= (MIN_CLUSTERS if layout.clustered else 2)
-        if layout.clustered and ((units >= 2) & ~usable).any():
-            counts = sorted({int(c) for c in units[(units >= 2) & ~usable]})
-            warn(f"units=: some rows rest on only {counts} clusters; a cluster bootstrap needs at least "
-                 f"{MIN_CLUSTERS} to say anything about sampling error, so those rows get no interval (a gate "
-                 "sends them to review). Use finer clusters, fewer slices, or no units=.", UserWarning)
+        usable = usable_cells(units, layout.clustered)
         return _poisson_block(cols, replicates, usable, [sample.binary[j] for j in cols], layout.clustered,
                               sample.down[:, cols], sample.up[:, cols], settings)
 
