@@ -63,10 +63,10 @@ def _keyed(part: pd.DataFrame, on: str, columns: list[str], side: int, suffix: s
     ids = part[on]
     if integer:
         out[KEY] = ids.to_numpy(dtype=np.int64)
-    elif is_integer_dtype(ids.dtype) and not is_bool_dtype(ids.dtype):
+    elif is_integer_dtype(ids.dtype) and not is_bool_dtype(ids.dtype):  # one run's integers meet the other's texts
         import pyarrow as pa
 
-        out[KEY] = pd.Series(pd.arrays.ArrowStringArray(pa.array(ids.to_numpy()).cast(pa.string())), index=out.index)
+        out[KEY] = pd.Series(pd.arrays.ArrowStringArray(pa.array(ids).cast(pa.string())), index=out.index)
     else:
         out[KEY] = ids.astype(str).astype("string[pyarrow]")
     if not integer:  # integer ids are shuffled on themselves
@@ -76,7 +76,8 @@ def _keyed(part: pd.DataFrame, on: str, columns: list[str], side: int, suffix: s
 
 
 def _integer(dtype: Any) -> bool:
-    return is_integer_dtype(dtype) and not is_bool_dtype(dtype)
+    """Ids kept as int64: numpy integers that fit (not pandas' nullable Int64, whose missing ids have text)."""
+    return isinstance(dtype, np.dtype) and (dtype.kind == "i" or (dtype.kind == "u" and dtype.itemsize < 8))
 
 
 def _tree(parts: list[Any], combine: Any, width: int = FAN_IN) -> Any:
